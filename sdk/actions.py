@@ -60,7 +60,7 @@ class Action:
         if kind == "discard":
             return Discard(Card.parse(value))
         if value is not True:
-            raise NotationError(f"drop is written \"drop\": true, got {value!r}")
+            raise NotationError(f'drop is written "drop": true, got {value!r}')
         return Drop()
 
     @staticmethod

@@ -65,7 +65,9 @@ class Outcome:
         return data
 
 
-def deal_from_deck(deck: Sequence[Card], players: int, dealer: int) -> tuple[list[list[Card]], Card, list[Card]]:
+def deal_from_deck(
+    deck: Sequence[Card], players: int, dealer: int
+) -> tuple[list[list[Card]], Card, list[Card]]:
     """Deal as RULES.md says: one card at a time from the top, starting left of the dealer;
     the next card is turned up; the rest is the stock, top first."""
     hands: list[list[Card]] = [[] for _ in range(players)]
@@ -95,10 +97,10 @@ class HandState:
 
     __slots__ = (
         "_stock",
-        "discard",
-        "history",
         "dealer",
+        "discard",
         "hands",
+        "history",
         "initial",
         "locked",
         "outcome",
@@ -132,20 +134,25 @@ class HandState:
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
-    def deal(cls, deck: Sequence[Card], players: int, dealer: int = 0,
-             rules: Rules = STANDARD) -> HandState:
+    def deal(cls, deck: Sequence[Card], players: int, dealer: int = 0, rules: Rules = STANDARD) -> HandState:
         """A fresh hand dealt from ``deck`` (top first); TONK is checked at once."""
         _check_players(players, dealer)
         hands, turned, stock = deal_from_deck(deck, players, dealer)
         check_deck([("hands", [c for h in hands for c in h]), ("discard", [turned]), ("stock", stock)])
-        return cls._build(rules, players, dealer, "deal", hands, [turned], stock, [],
-                          (dealer + 1) % players)
+        return cls._build(rules, players, dealer, "deal", hands, [turned], stock, [], (dealer + 1) % players)
 
     @classmethod
-    def from_position(cls, hands: Sequence[Sequence[Card]], discard: Sequence[Card],
-                      stock: Sequence[Card], table: Sequence[TableMeld] = (), dealer: int = 0,
-                      to_act: int | None = None, rules: Rules = STANDARD,
-                      start: Literal["deal", "position"] = "position") -> HandState:
+    def from_position(
+        cls,
+        hands: Sequence[Sequence[Card]],
+        discard: Sequence[Card],
+        stock: Sequence[Card],
+        table: Sequence[TableMeld] = (),
+        dealer: int = 0,
+        to_act: int | None = None,
+        rules: Rules = STANDARD,
+        start: Literal["deal", "position"] = "position",
+    ) -> HandState:
         """A hand from explicit cards (a record's start). ``start="deal"`` checks TONK."""
         players = len(hands)
         _check_players(players, dealer)
@@ -157,13 +164,31 @@ class HandState:
         parts += [("discard", list(discard)), ("stock", list(stock))]
         parts += [(f"table[{i}]", list(m.cards)) for i, m in enumerate(table)]
         check_deck(parts)
-        return cls._build(rules, players, dealer, start, [list(h) for h in hands], list(discard),
-                          list(stock), list(table), to_act)
+        return cls._build(
+            rules,
+            players,
+            dealer,
+            start,
+            [list(h) for h in hands],
+            list(discard),
+            list(stock),
+            list(table),
+            to_act,
+        )
 
     @classmethod
-    def _build(cls, rules: Rules, players: int, dealer: int, start: Literal["deal", "position"],
-               hands: list[list[Card]], discard: list[Card], stock: list[Card],
-               table: list[TableMeld], to_act: int) -> HandState:
+    def _build(
+        cls,
+        rules: Rules,
+        players: int,
+        dealer: int,
+        start: Literal["deal", "position"],
+        hands: list[list[Card]],
+        discard: list[Card],
+        stock: list[Card],
+        table: list[TableMeld],
+        to_act: int,
+    ) -> HandState:
         self = object.__new__(cls)
         self.rules = rules
         self.players = players
@@ -278,41 +303,48 @@ class HandState:
         kind = action.kind
         if kind == "draw":
             if phase is not Phase.START:
-                raise IllegalActionError("a player draws once, at the start of the turn",
-                                         rule="draw_once")
+                raise IllegalActionError("a player draws once, at the start of the turn", rule="draw_once")
             pile = self._stock if action.source == "stock" else self.discard  # type: ignore[attr-defined]
             if not pile:
-                raise IllegalActionError(f"the {action.source} pile is empty",  # type: ignore[attr-defined]
-                                         rule="empty_pile")
+                raise IllegalActionError(
+                    f"the {action.source} pile is empty",  # type: ignore[attr-defined]
+                    rule="empty_pile",
+                )
             return
         if kind == "drop":
             if phase is not Phase.START:
-                raise IllegalActionError("going down is only allowed at the start of the turn, "
-                                         "before drawing", rule="drop_after_draw")
+                raise IllegalActionError(
+                    "going down is only allowed at the start of the turn, before drawing",
+                    rule="drop_after_draw",
+                )
             if actor in self.locked:
-                raise IllegalActionError("a player whose spread was hit may not go down on their "
-                                         "next turn (hit_lock)", rule="hit_lock")
+                raise IllegalActionError(
+                    "a player whose spread was hit may not go down on their next turn (hit_lock)",
+                    rule="hit_lock",
+                )
             return
         if phase is not Phase.PLAY:
-            raise IllegalActionError(f"{kind} comes after the draw: draw from the stock or the "
-                                     "discard pile first (or go down)", rule="draw_first")
+            raise IllegalActionError(
+                f"{kind} comes after the draw: draw from the stock or the discard pile first (or go down)",
+                rule="draw_first",
+            )
         hand = self.hands[actor]
         if kind == "discard":
-            card = action.card  # type: ignore[attr-defined]
+            card: Card = action.card  # type: ignore[attr-defined]
             if card not in hand:
                 raise IllegalActionError(f"{card.text} is not in seat {actor}'s hand", rule="not_in_hand")
-            if (card is self.picked and len(hand) > 1
-                    and not self.rules.discard_pickup_may_return):
+            if card is self.picked and len(hand) > 1 and not self.rules.discard_pickup_may_return:
                 raise IllegalActionError(
                     f"{card.text} was just taken from the discard pile and may not be discarded "
-                    "this turn while other cards remain", rule="discard_pickup")
+                    "this turn while other cards remain",
+                    rule="discard_pickup",
+                )
             return
         if kind == "meld":
-            cards = action.cards  # type: ignore[attr-defined]
-            for card in cards:
-                if card not in hand:
-                    raise IllegalActionError(f"{card.text} is not in seat {actor}'s hand",
-                                             rule="not_in_hand")
+            cards: tuple[Card, ...] = action.cards  # type: ignore[attr-defined]
+            for c in cards:
+                if c not in hand:
+                    raise IllegalActionError(f"{c.text} is not in seat {actor}'s hand", rule="not_in_hand")
             make_meld(actor, cards, self.rules)
             return
         if kind == "layoff":
@@ -321,17 +353,21 @@ class HandState:
                 raise IllegalActionError(f"{card.text} is not in seat {actor}'s hand", rule="not_in_hand")
             if not 0 <= onto < len(self.table):
                 raise IllegalActionError(
-                    f"there is no meld {onto} on the table (it holds {len(self.table)})",
-                    rule="no_such_meld")
+                    f"there is no meld {onto} on the table (it holds {len(self.table)})", rule="no_such_meld"
+                )
             target = self.table[onto]
             if not target.accepts(card, self.rules):
                 if target.kind == "book":
-                    why = ("a card may not be added to a book" if not self.rules.book_layoff
-                           else "only the fourth card of its rank may be added to a book")
+                    why = (
+                        "a card may not be added to a book"
+                        if not self.rules.book_layoff
+                        else "only the fourth card of its rank may be added to a book"
+                    )
                 else:
                     why = "it does not extend either end of that spread"
-                raise IllegalActionError(f"{card.text} cannot be laid off on meld {onto} "
-                                         f"({target}): {why}", rule="layoff_fit")
+                raise IllegalActionError(
+                    f"{card.text} cannot be laid off on meld {onto} ({target}): {why}", rule="layoff_fit"
+                )
             return
         raise IllegalActionError(f"unknown action {action!r}", rule="unknown")
 

@@ -63,8 +63,9 @@ def make_meld(owner: int, cards: Sequence[Card], rules: Rules) -> TableMeld:
     """Classify ``cards`` as a book or spread, or raise :class:`IllegalActionError`."""
     text = " ".join(c.text for c in cards)
     if len(cards) < 3:
-        raise IllegalActionError(f"meld {text!r} has {len(cards)} cards; a meld needs 3 or more",
-                                 rule="meld_size")
+        raise IllegalActionError(
+            f"meld {text!r} has {len(cards)} cards; a meld needs 3 or more", rule="meld_size"
+        )
     if len(set(cards)) != len(cards):
         raise IllegalActionError(f"meld {text!r} names a card twice", rule="meld_duplicate")
     first = cards[0]
@@ -87,8 +88,9 @@ def make_meld(owner: int, cards: Sequence[Card], rules: Rules) -> TableMeld:
             ordered = tuple(sorted(cards, key=lambda c: 14 if c.rank == 1 else c.rank))
             return TableMeld(owner, "spread", ordered, high[0], high[-1])
     hint = "" if rules.ace_high_or_low else " (aces are low: Q K A is not a spread)"
-    raise IllegalActionError(f"{text!r} is not a spread: its ranks are not in sequence{hint}",
-                             rule="meld_shape")
+    raise IllegalActionError(
+        f"{text!r} is not a spread: its ranks are not in sequence{hint}", rule="meld_shape"
+    )
 
 
 def hand_melds(hand: Iterable[Card], rules: Rules) -> list[tuple[Card, ...]]:
@@ -133,7 +135,7 @@ def parse_table(data: Any, players: int, rules: Rules) -> list[TableMeld]:
     table = []
     for i, entry in enumerate(data):
         if not isinstance(entry, dict) or set(entry) != {"owner", "cards"}:
-            raise RecordError(f"table[{i}] must be {{\"owner\": seat, \"cards\": [...]}}, got {entry!r}")
+            raise RecordError(f'table[{i}] must be {{"owner": seat, "cards": [...]}}, got {entry!r}')
         owner = entry["owner"]
         if type(owner) is not int or not 0 <= owner < players:
             raise RecordError(f"table[{i}] owner {owner!r} is not a seat of this hand")

@@ -138,8 +138,11 @@ class Observation:
             rules = Rules.from_json(data["rules"])
             table = tuple(make_meld(m["owner"], parse_cards(m["cards"]), rules) for m in data["table"])
             history = tuple(
-                Event(e["seat"], Action.from_json({k: v for k, v in e.items() if k != "card"}),
-                      Card.parse(e["card"]) if e.get("card") else None)
+                Event(
+                    e["seat"],
+                    Action.from_json({k: v for k, v in e.items() if k != "card"}),
+                    Card.parse(e["card"]) if e.get("card") else None,
+                )
                 for e in data["history"]
             )
             return cls(
@@ -167,8 +170,14 @@ class Observation:
             raise RecordError(f"malformed observation: {exc!r}") from None
 
 
-def observe(state: HandState, seat: int, players: tuple[str, ...] | None = None,
-            scores: tuple[int, ...] = (), hand_index: int = 0, hands_in_match: int = 1) -> Observation:
+def observe(
+    state: HandState,
+    seat: int,
+    players: tuple[str, ...] | None = None,
+    scores: tuple[int, ...] = (),
+    hand_index: int = 0,
+    hands_in_match: int = 1,
+) -> Observation:
     """Build ``seat``'s view of ``state``."""
     if not 0 <= seat < state.players:
         raise ValueError(f"seat {seat!r} is not a seat of this hand")

@@ -25,8 +25,21 @@ from sdk.melds import TableMeld, parse_table
 from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
 
 FORMAT = "tonk-hand/1"
-_KNOWN = ("format", "note", "rules", "players", "dealer", "start", "hands", "discard", "stock",
-          "table", "to_act", "actions", "outcome")
+_KNOWN = (
+    "format",
+    "note",
+    "rules",
+    "players",
+    "dealer",
+    "start",
+    "hands",
+    "discard",
+    "stock",
+    "table",
+    "to_act",
+    "actions",
+    "outcome",
+)
 _OUTCOME_KEYS = ("end", "winners", "payoffs", "totals")
 
 
@@ -118,10 +131,22 @@ class HandRecord:
         note = data.get("note")
         if note is not None and not isinstance(note, str):
             raise RecordError(f"'note' must be text, got {note!r}")
-        record = cls(players=list(players), dealer=dealer, start=start, hands=hands, discard=discard,
-                     stock=stock, actions=actions, rules=rules, table=table, to_act=to_act,
-                     outcome=outcome, note=note, rules_json=data.get("rules"),
-                     extra={k: v for k, v in data.items() if k not in _KNOWN})
+        record = cls(
+            players=list(players),
+            dealer=dealer,
+            start=start,
+            hands=hands,
+            discard=discard,
+            stock=stock,
+            actions=actions,
+            rules=rules,
+            table=table,
+            to_act=to_act,
+            outcome=outcome,
+            note=note,
+            rules_json=data.get("rules"),
+            extra={k: v for k, v in data.items() if k not in _KNOWN},
+        )
         record.initial_state()  # checks the deck: every card exactly once
         return record
 
@@ -178,8 +203,14 @@ class HandRecord:
 
     def initial_state(self) -> HandState:
         return HandState.from_position(
-            self.hands, self.discard, self.stock, self.table or (), dealer=self.dealer,
-            to_act=self.to_act, rules=self.rules, start="deal" if self.start == "deal" else "position",
+            self.hands,
+            self.discard,
+            self.stock,
+            self.table or (),
+            dealer=self.dealer,
+            to_act=self.to_act,
+            rules=self.rules,
+            start="deal" if self.start == "deal" else "position",
         )
 
     def replay(self) -> HandState:
@@ -188,13 +219,17 @@ class HandRecord:
         state = self.initial_state()
         for i, (seat, action) in enumerate(self.actions):
             if state.outcome is not None:
-                raise IllegalActionError(f"action {i}: the hand is already over ({state.outcome.end})",
-                                         rule="hand_over", action_index=i)
+                raise IllegalActionError(
+                    f"action {i}: the hand is already over ({state.outcome.end})",
+                    rule="hand_over",
+                    action_index=i,
+                )
             try:
                 state.apply(action, seat)
             except IllegalActionError as exc:
-                raise IllegalActionError(f"action {i} ({action}, seat {seat}): {exc}",
-                                         rule=exc.rule, action_index=i) from None
+                raise IllegalActionError(
+                    f"action {i} ({action}, seat {seat}): {exc}", rule=exc.rule, action_index=i
+                ) from None
         stored = self.outcome or {}
         if state.outcome is None and stored.get("end") == "fault":
             faulted = stored.get("faulted")
@@ -214,11 +249,16 @@ class HandRecord:
         if self.outcome is None:
             raise OutcomeMismatchError("the record has no stored outcome to compare with")
         got = outcome.to_json()
-        wrong = [k for k in (*_OUTCOME_KEYS, "faulted") if k in got or k in self.outcome
-                 if got.get(k) != self.outcome.get(k)]
+        wrong = [
+            k
+            for k in (*_OUTCOME_KEYS, "faulted")
+            if k in got or k in self.outcome
+            if got.get(k) != self.outcome.get(k)
+        ]
         if wrong:
-            detail = "; ".join(f"{k}: record says {self.outcome.get(k)!r}, replay gives {got.get(k)!r}"
-                               for k in wrong)
+            detail = "; ".join(
+                f"{k}: record says {self.outcome.get(k)!r}, replay gives {got.get(k)!r}" for k in wrong
+            )
             raise OutcomeMismatchError(f"stored outcome disagrees with the replay: {detail}")
         return outcome
 
@@ -234,7 +274,9 @@ def _check_outcome_shape(outcome: Any, n: int) -> None:
     if not isinstance(outcome, dict):
         raise RecordError(f"'outcome' must be an object, got {outcome!r}")
     if outcome.get("end") not in ("tonk", "drop", "out", "stock", "cap", "fault"):
-        raise RecordError(f"outcome 'end' must be tonk, drop, out, stock, cap or fault, got {outcome.get('end')!r}")
+        raise RecordError(
+            f"outcome 'end' must be tonk, drop, out, stock, cap or fault, got {outcome.get('end')!r}"
+        )
     for key in ("winners", "payoffs", "totals"):
         value = outcome.get(key)
         if not isinstance(value, list) or not all(type(v) is int for v in value):

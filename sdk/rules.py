@@ -43,9 +43,7 @@ class Rules:
             value = getattr(self, field.name)
             expected = bool if field.type in ("bool", bool) else int
             if type(value) is not expected:
-                raise RulesError(
-                    f"rule option {field.name!r} must be {expected.__name__}, got {value!r}"
-                )
+                raise RulesError(f"rule option {field.name!r} must be {expected.__name__}, got {value!r}")
         if self.turn_cap < 0:
             raise RulesError(f"rule option 'turn_cap' must be 0 (no cap) or more, got {self.turn_cap!r}")
         if not 0 <= self.tonk_low < self.tonk_high:
@@ -83,9 +81,7 @@ class Rules:
         known = set(cls.option_names())
         unknown = sorted(set(options) - known)
         if unknown:
-            raise RulesError(
-                f"unknown rule option {unknown[0]!r}; known options: {', '.join(sorted(known))}"
-            )
+            raise RulesError(f"unknown rule option {unknown[0]!r}; known options: {', '.join(sorted(known))}")
         return dataclasses.replace(base, **options)
 
     def to_json(self) -> str | dict[str, Any]:

@@ -1,0 +1,41 @@
+# The README's quick start: `make demo` and `make test`, on a fresh machine with Python 3.11+.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test services lint bench proto clean
+
+$(VENV)/.installed-dev: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+$(VENV)/.installed-server: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[arena,dashboard]'
+	touch $@
+
+# The main job: house bots on local gRPC ports, a round-robin among them, then the dashboard.
+demo: $(VENV)/.installed-server
+	$(BIN)/tonk demo
+
+test: $(VENV)/.installed-dev services
+	$(BIN)/pytest
+
+services:
+	@scripts/services.sh
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/mypy sdk arena dashboard bots
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/engine.py
+
+proto: $(VENV)/.installed-dev
+	$(BIN)/python scripts/gen_proto.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,99 @@
+"""What a bot author writes: a subclass of :class:`Bot` with one method, :meth:`Bot.act`.
+
+```python
+from sdk import Bot, Observation, Action
+
+class Lowball(Bot):
+    name = "lowball"
+
+    def act(self, obs: Observation) -> Action | int:
+        if obs.can_drop() and obs.hand_value <= 5:
+            return obs.legal_actions[0]
+        return obs.legal_actions[-1]
+```
+
+A fresh instance is made for every match, so a bot may keep per-match state on ``self``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from sdk.actions import Action
+from sdk.observation import Observation
+from sdk.rules import Rules
+
+PROTOCOL_VERSION = "tonk.v1"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchInfo:
+    """Told to every seat when a match starts. The seed is not in it: seeds stay secret
+    until the match is over."""
+
+    match_id: str
+    seat: int
+    players: tuple[str, ...]
+    rules: Rules
+    hands: int
+    first_dealer: int = 0
+    decision_deadline_ms: int = 1000
+    time_bank_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HandResult:
+    """Told to every seat after each hand: the hand's complete record, now revealed."""
+
+    match_id: str
+    hand_index: int
+    record: dict[str, Any]  # tonk-hand/1
+    payoffs: tuple[int, ...]
+    scores: tuple[int, ...]  # match scores after this hand
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSummary:
+    """Told to every seat when the match ends, with the seed now revealed."""
+
+    match_id: str
+    scores: tuple[int, ...]
+    seed: int | None = None
+    forfeited: tuple[int, ...] = ()
+
+
+class Bot:
+    """Base class for bots. Override :meth:`act`; the hooks are optional.
+
+    ``self.rng`` is a :class:`random.Random` seeded from the match id and seat, so a bot that
+    draws its randomness from it is deterministic for a given match.
+    """
+
+    name: ClassVar[str] = "bot"
+    version: ClassVar[str] = "0.1.0"
+    author: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self.rng = random.Random(0)
+        self.match: MatchInfo | None = None
+
+    # Called by the runtime; authors normally override the on_* hooks instead.
+    def start_match(self, info: MatchInfo) -> None:
+        self.match = info
+        self.rng = random.Random(f"{info.match_id}:{info.seat}:{self.name}")
+        self.on_match_start(info)
+
+    def act(self, obs: Observation) -> Action | int:
+        """Choose one of ``obs.legal_actions`` (the action itself, or its index)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement act(observation)")
+
+    def on_match_start(self, info: MatchInfo) -> None:
+        """A match begins (``info.seat`` is this bot's seat)."""
+
+    def on_hand_end(self, result: HandResult) -> None:
+        """A hand ended; ``result.record`` reveals every card of it."""
+
+    def on_match_end(self, summary: MatchSummary) -> None:
+        """The match is over."""

@@ -1,0 +1,47 @@
+"""The ``tonk`` command. Each subcommand lives in its own module under ``sdk.commands``;
+server-side packages add theirs through the ``tonk.commands`` entry-point group, so the SDK
+never imports them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib import import_module
+from importlib.metadata import entry_points
+
+# Modules that define ``register(subparsers)``; each adds its commands.
+COMMAND_MODULES = (
+    "sdk.commands.record",
+    "sdk.commands.play",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tonk", description="Tonk Arena: the engine, bots and arena.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        import_module(name).register(subparsers)
+    for entry in entry_points(group="tonk.commands"):
+        try:
+            register = entry.load()
+        except ImportError:
+            continue  # the server extras are not installed: their commands are simply absent
+        register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

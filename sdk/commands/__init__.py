@@ -1,0 +1,1 @@
+"""Subcommands of ``tonk`` that ship with the SDK."""

@@ -1,0 +1,69 @@
+"""``tonk play BOT BOT [BOT...]``: a seeded match under the arena's referee, on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sdk.dealing import new_seed
+from sdk.players import PlayerSpecError, make_player
+from sdk.progress import ProgressBar
+from sdk.referee import HandLog, RefereeConfig, play_match
+from sdk.rules import Rules
+
+
+def register(subparsers: Any) -> None:
+    play = subparsers.add_parser("play", help="play a match between bots (names, MODULE:CLASS or HOST:PORT)")
+    play.add_argument("bots", nargs="+", metavar="BOT")
+    play.add_argument("--hands", type=int, default=100)
+    play.add_argument("--seed", type=int, default=None, help="match seed (default: random, printed)")
+    play.add_argument("--deadline-ms", type=int, default=1000)
+    play.add_argument("--quiet", action="store_true", help="no progress bar")
+    play.set_defaults(func=run_play)
+
+
+def run_play(args: argparse.Namespace) -> int:
+    if not 2 <= len(args.bots) <= 6:
+        print(f"tonk play: a match needs 2 to 6 bots, got {len(args.bots)}", file=sys.stderr)
+        return 2
+    if args.hands < 1:
+        print(f"tonk play: --hands must be at least 1, got {args.hands}", file=sys.stderr)
+        return 2
+    try:
+        players = [make_player(spec) for spec in args.bots]
+    except PlayerSpecError as exc:
+        print(f"tonk play: {exc}", file=sys.stderr)
+        return 2
+    seed = new_seed() if args.seed is None else args.seed
+    names = [f"{i}:{p.describe()['name']}" for i, p in enumerate(players)]
+
+    bar = ProgressBar(args.hands, "hands ", enabled=None if not args.quiet else False)
+
+    def progress(log: HandLog, scores: list[int]) -> None:
+        bar.advance()
+
+    try:
+        result = play_match(
+            players,
+            seed,
+            args.hands,
+            names=names,
+            rules=Rules(),
+            config=RefereeConfig(decision_deadline_ms=args.deadline_ms),
+            on_hand=progress,
+        )
+    finally:
+        for p in players:
+            p.close()
+    bar.close()
+    print(f"seed {seed}, {len(result.hands)} hands, {result.decisions} decisions")
+    print(f"{'seat':<28} {'score':>8} {'per hand':>9} {'wins':>6} {'faults':>7}")
+    for seat, name in enumerate(names):
+        wins = sum(1 for h in result.hands if h.record.outcome and seat in h.record.outcome["winners"])
+        faults = sum(1 for f in result.faults if f.seat == seat)
+        per_hand = result.scores[seat] / max(1, args.hands)
+        print(f"{name:<28} {result.scores[seat]:>8} {per_hand:>9.3f} {wins:>6} {faults:>7}")
+    for fault in result.faults:
+        print(f"fault: seat {fault.seat} hand {fault.hand_index}: {fault.kind.value}: {fault.reason}")
+    return 0

@@ -1,0 +1,72 @@
+"""``tonk record simulate|verify FILE...``: replay hand records and check their outcomes.
+
+Each file gives one JSON line on standard output, so the output pipes into ``jq``:
+``{"file": NAME, "outcome": {...}}`` or ``{"file": NAME, "error": {"action": INDEX, "reason": ...}}``
+(``action`` is null when the record is malformed rather than illegal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from sdk.errors import IllegalActionError, OutcomeMismatchError, TonkError
+from sdk.record import HandRecord
+
+
+def register(subparsers: Any) -> None:
+    record = subparsers.add_parser("record", help="replay and verify tonk-hand/1 records")
+    sub = record.add_subparsers(dest="record_command", metavar="ACTION", required=True)
+    simulate = sub.add_parser("simulate", help="replay each record and print its outcome")
+    simulate.add_argument("files", nargs="+", metavar="FILE")
+    simulate.set_defaults(func=run_simulate)
+    verify = sub.add_parser("verify", help="replay each record and compare with its stored outcome")
+    verify.add_argument("files", nargs="+", metavar="FILE")
+    verify.set_defaults(func=run_verify)
+
+
+def check_file(name: str, compare: bool) -> dict[str, Any]:
+    """The JSON line for one file."""
+    line: dict[str, Any] = {"file": name}
+    try:
+        text = Path(name).read_bytes()
+    except OSError as exc:
+        line["error"] = {"action": None, "reason": f"cannot read the file: {exc.strerror}"}
+        return line
+    try:
+        record = HandRecord.from_text(text)
+        if compare:
+            outcome = record.verify()
+        else:
+            state = record.replay()
+            if state.outcome is None:
+                line["error"] = {"action": None, "reason": "the actions end before the hand is over"}
+                return line
+            outcome = state.outcome
+        line["outcome"] = outcome.to_json()
+    except IllegalActionError as exc:
+        line["error"] = {"action": exc.action_index, "reason": str(exc)}
+    except OutcomeMismatchError as exc:
+        line["error"] = {"action": None, "reason": str(exc), "mismatch": True}
+    except TonkError as exc:
+        line["error"] = {"action": None, "reason": str(exc)}
+    return line
+
+
+def _run(args: argparse.Namespace, compare: bool) -> int:
+    failed = False
+    for name in args.files:
+        line = check_file(name, compare)
+        failed = failed or "error" in line
+        print(json.dumps(line), flush=True)
+    return 1 if failed and compare else 0
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    return _run(args, compare=False)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    return _run(args, compare=True)

@@ -1,0 +1,54 @@
+"""Turning a player spec from the command line into a :class:`~sdk.referee.Player`.
+
+A spec is a house bot's short name (``random``), ``MODULE:CLASS`` naming a :class:`Bot`
+subclass, or (with the gRPC transport) ``HOST:PORT`` of a running bot.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from sdk.bot import Bot
+from sdk.referee import LocalPlayer, Player
+
+# Short names for the house bots (imported only when asked for).
+HOUSE_BOTS = {
+    "random": "bots.random_bot:RandomBot",
+    "greedy": "bots.greedy:GreedyBot",
+    "heuristic": "bots.heuristic:HeuristicBot",
+    "search": "bots.search:SearchBot",
+}
+
+
+class PlayerSpecError(ValueError):
+    """A player spec that names no bot."""
+
+
+def load_bot_class(spec: str) -> type[Bot]:
+    """``random`` or ``package.module:ClassName`` -> the Bot subclass."""
+    target = HOUSE_BOTS.get(spec, spec)
+    module_name, sep, class_name = target.partition(":")
+    if not sep or not module_name or not class_name:
+        raise PlayerSpecError(f"{spec!r} is not a house bot ({', '.join(HOUSE_BOTS)}) or MODULE:CLASS")
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:
+        raise PlayerSpecError(f"cannot import {module_name!r} for {spec!r}: {exc}") from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Bot)):
+        raise PlayerSpecError(f"{target!r} is not a subclass of sdk.Bot")
+    return cls
+
+
+def is_address(spec: str) -> bool:
+    host, sep, port = spec.rpartition(":")
+    return bool(sep and host and port.isdigit())
+
+
+def make_player(spec: str) -> Player:
+    if spec not in HOUSE_BOTS and is_address(spec):
+        from sdk.grpc_player import GrpcPlayer  # needs grpcio: imported only when used
+
+        player: Player = GrpcPlayer(spec)
+        return player
+    return LocalPlayer(load_bot_class(spec))

@@ -1,0 +1,291 @@
+"""The referee: plays a seeded match between players and enforces every rule and deadline.
+
+The same code referees ``tonk play`` on a laptop and every match in the arena, so a bot's
+local games follow the server's rules, deadlines and fault handling exactly.
+
+Fault policy (docs/protocol.md): a seat that times out, is unreachable, crashes, or replies
+with a malformed or illegal action gets a :class:`Fault` recorded with its kind and reason and
+loses that hand as a penalty (it pays every other seat 2x). A seat that faults
+``max_faults`` times in a match forfeits the rest of it: the match stops there and each hand
+not yet played is charged to that seat as a penalty. The other seats are never charged for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sdk.actions import Action
+from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
+from sdk.dealing import check_seed, deck_order
+from sdk.engine import HandState
+from sdk.errors import IllegalActionError
+from sdk.observation import Observation, observe
+from sdk.record import HandRecord
+from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
+
+
+class FaultKind(enum.Enum):
+    TIMEOUT = "timeout"  # no reply within the decision deadline or the time bank
+    UNREACHABLE = "unreachable"  # could not connect, or the connection dropped
+    CRASH = "crash"  # the bot raised or answered with an error status
+    MALFORMED = "malformed"  # a reply that is not an action at all
+    ILLEGAL = "illegal"  # a well-formed action the rules do not allow now
+
+
+class PlayerFaultError(Exception):
+    """Raised by a :class:`Player` when its bot failed to give a usable reply."""
+
+    def __init__(self, kind: FaultKind, reason: str):
+        super().__init__(f"{kind.value}: {reason}")
+        self.kind = kind
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    seat: int
+    hand_index: int
+    decision: int  # index of the decision within the hand
+    kind: FaultKind
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seat": self.seat,
+            "hand": self.hand_index,
+            "decision": self.decision,
+            "kind": self.kind.value,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRequest:
+    """Everything a bot is told when it must act: exactly its seat's observation."""
+
+    match_id: str
+    hand_index: int
+    decision_id: str
+    observation: Observation
+    deadline_ms: int
+
+
+class Player(Protocol):
+    """A seat's connection to a bot (in-process, or over gRPC)."""
+
+    def describe(self) -> dict[str, str]: ...
+    def match_start(self, info: MatchInfo) -> None: ...
+    def act(self, request: DecisionRequest) -> Action | int: ...
+    def hand_end(self, result: HandResult) -> None: ...
+    def match_end(self, summary: MatchSummary) -> None: ...
+    def close(self) -> None: ...
+
+
+class LocalPlayer:
+    """An in-process Python bot; a fresh instance per match, like ``serve`` gives."""
+
+    def __init__(self, factory: Callable[[], Bot]):
+        self.factory = factory
+        self.bot = factory()
+
+    def describe(self) -> dict[str, str]:
+        return {"name": self.bot.name, "version": self.bot.version, "author": self.bot.author}
+
+    def match_start(self, info: MatchInfo) -> None:
+        self.bot = self.factory()
+        self.bot.start_match(info)
+
+    def act(self, request: DecisionRequest) -> Action | int:
+        try:
+            return self.bot.act(request.observation)
+        except Exception as exc:  # a bot's bug is its fault, never the referee's crash
+            raise PlayerFaultError(FaultKind.CRASH, f"{type(exc).__name__}: {exc}") from None
+
+    def hand_end(self, result: HandResult) -> None:
+        self.bot.on_hand_end(result)
+
+    def match_end(self, summary: MatchSummary) -> None:
+        self.bot.on_match_end(summary)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class RefereeConfig:
+    decision_deadline_ms: int = 1000
+    time_bank_ms: int = 0  # extra time a seat may spend over its deadlines in a match; 0 = none
+    max_faults: int = 3
+
+
+@dataclass
+class HandLog:
+    """One played hand: its record, plus what the referee measured."""
+
+    record: HandRecord
+    latencies_us: list[int]  # one per action, in the order of record.actions
+    faults: list[Fault]
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.record.to_json()
+        data["latency_us"] = self.latencies_us
+        if self.faults:
+            data["faults"] = [f.to_json() for f in self.faults]
+        return data
+
+
+@dataclass
+class MatchResult:
+    match_id: str
+    seed: int
+    players: list[str]
+    rules: Rules
+    hands_planned: int
+    scores: list[int]
+    hands: list[HandLog] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    forfeited: int | None = None  # seat that forfeited the rest of the match
+    hands_forfeited: int = 0
+
+    @property
+    def decisions(self) -> int:
+        return sum(len(h.latencies_us) for h in self.hands)
+
+
+def play_match(
+    players: Sequence[Player],
+    seed: int,
+    hands: int,
+    *,
+    match_id: str = "local",
+    names: Sequence[str] | None = None,
+    rules: Rules = STANDARD,
+    first_dealer: int = 0,
+    config: RefereeConfig | None = None,
+    on_hand: Callable[[HandLog, list[int]], None] | None = None,
+) -> MatchResult:
+    """Play ``hands`` hands of the match with ``seed`` between ``players`` (seat order)."""
+    n = len(players)
+    if not MIN_PLAYERS <= n <= MAX_PLAYERS:
+        raise ValueError(f"a match has {MIN_PLAYERS} to {MAX_PLAYERS} players, got {n}")
+    check_seed(seed)
+    cfg = config or RefereeConfig()
+    seat_names = tuple(names) if names is not None else tuple(p.describe()["name"] for p in players)
+    result = MatchResult(match_id, seed, list(seat_names), rules, hands, [0] * n)
+    fault_count = [0] * n
+    bank_us = [cfg.time_bank_ms * 1000] * n
+    for seat, player in enumerate(players):
+        info = MatchInfo(
+            match_id, seat, seat_names, rules, hands, first_dealer, cfg.decision_deadline_ms, cfg.time_bank_ms
+        )
+        try:
+            player.match_start(info)
+        except PlayerFaultError as exc:
+            result.faults.append(Fault(seat, 0, -1, exc.kind, exc.reason))
+            fault_count[seat] = cfg.max_faults  # a bot that cannot start cannot play
+    forfeiter = next((s for s in range(n) if fault_count[s] >= cfg.max_faults), None)
+    hand_index = 0
+    while hand_index < hands and forfeiter is None:
+        dealer = (first_dealer + hand_index) % n
+        state = HandState.deal(deck_order(seed, hand_index), n, dealer, rules)
+        latencies: list[int] = []
+        hand_faults: list[Fault] = []
+        decision = 0
+        while state.outcome is None:
+            seat = state.to_act
+            obs = observe(state, seat, seat_names, tuple(result.scores), hand_index, hands)
+            deadline_ms = cfg.decision_deadline_ms + bank_us[seat] // 1000
+            request = DecisionRequest(
+                match_id, hand_index, f"{match_id}/{hand_index}/{decision}", obs, deadline_ms
+            )
+            started = time.perf_counter_ns()
+            fault: Fault | None = None
+            try:
+                reply = players[seat].act(request)
+                elapsed_us = (time.perf_counter_ns() - started) // 1000
+                over_us = elapsed_us - cfg.decision_deadline_ms * 1000
+                if over_us > 0:
+                    bank_us[seat] -= over_us
+                    if bank_us[seat] < 0:
+                        bank_us[seat] = 0
+                        raise PlayerFaultError(
+                            FaultKind.TIMEOUT,
+                            f"took {elapsed_us / 1000:.1f} ms; the deadline is "
+                            f"{cfg.decision_deadline_ms} ms and the time bank is spent",
+                        )
+                action = resolve_reply(obs, reply, state)
+                state.apply(action, seat)
+                latencies.append(elapsed_us)
+            except PlayerFaultError as exc:
+                fault = Fault(seat, hand_index, decision, exc.kind, exc.reason)
+            except IllegalActionError as exc:  # cannot happen after resolve_reply; belt and braces
+                fault = Fault(seat, hand_index, decision, FaultKind.ILLEGAL, str(exc))
+            if fault is not None:
+                hand_faults.append(fault)
+                result.faults.append(fault)
+                fault_count[seat] += 1
+                state.forfeit(seat)
+                if fault_count[seat] >= cfg.max_faults:
+                    forfeiter = seat
+            decision += 1
+        outcome = state.outcome
+        assert outcome is not None
+        for s in range(n):
+            result.scores[s] += outcome.payoffs[s]
+        log = HandLog(HandRecord.from_state(state, list(seat_names)), latencies, hand_faults)
+        result.hands.append(log)
+        hand_end = HandResult(
+            match_id, hand_index, log.record.to_json(), outcome.payoffs, tuple(result.scores)
+        )
+        for player in players:
+            _quietly(player.hand_end, hand_end)
+        if on_hand is not None:
+            on_hand(log, list(result.scores))
+        hand_index += 1
+    if forfeiter is not None:
+        remaining = hands - hand_index
+        result.forfeited = forfeiter
+        result.hands_forfeited = remaining
+        for s in range(n):
+            result.scores[s] += (-2 * (n - 1) if s == forfeiter else 2) * remaining
+    summary = MatchSummary(match_id, tuple(result.scores), seed, () if forfeiter is None else (forfeiter,))
+    for player in players:
+        _quietly(player.match_end, summary)
+    return result
+
+
+def resolve_reply(obs: Observation, reply: object, state: HandState | None = None) -> Action:
+    """Turn a bot's reply (an action, or an index into the legal actions) into a legal action,
+    or raise :class:`PlayerFaultError` saying exactly what was wrong with it (the rule it
+    breaks, when ``state`` is given)."""
+    legal = obs.legal_actions
+    if type(reply) is int:
+        if 0 <= reply < len(legal):
+            return legal[reply]
+        raise PlayerFaultError(
+            FaultKind.ILLEGAL,
+            f"action index {reply} is out of range: there are {len(legal)} "
+            f"legal actions (0..{len(legal) - 1})",
+        )
+    if not isinstance(reply, Action):
+        raise PlayerFaultError(FaultKind.MALFORMED, f"reply {reply!r:.200} is not an action")
+    if reply in legal:
+        return reply
+    reason = "it is not among the legal actions"
+    if state is not None:
+        try:
+            state.verify(reply, obs.seat)
+        except IllegalActionError as exc:
+            reason = str(exc)
+    raise PlayerFaultError(FaultKind.ILLEGAL, f"{reply} is not legal now: {reason}")
+
+
+def _quietly(call: Callable[[Any], None], arg: Any) -> None:
+    # Lifecycle notices are courtesy: a bot that fails one only hurts itself.
+    with contextlib.suppress(Exception):
+        call(arg)
