@@ -1,0 +1,220 @@
+"""The arena's tables (SQLAlchemy 2.0, typed). SQLite by default, PostgreSQL by URL.
+
+Design notes:
+- A match row is the unit of work and of idempotency: ``(tournament_id, key)`` is unique,
+  and its result, seats, faults and replay are written in one transaction when it finishes.
+- Per-seat results live in ``match_seats`` so the leaderboard and bot pages aggregate with
+  plain indexed SQL, without opening replays.
+- Replays are stored compressed (see arena/replays.py); seeds are stored but never shown
+  before the match is over.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Owner(Base):
+    """A person or team holding an API token. Only the token's hash is stored."""
+
+    __tablename__ = "owners"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    is_operator: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    bots: Mapped[list[Bot]] = relationship(back_populates="owner")
+
+
+class Bot(Base):
+    """A registered bot. ``address`` is its gRPC HOST:PORT; ``hosted`` names a house-hosted
+    bot class (``module:Class``) the arena serves itself."""
+
+    __tablename__ = "bots"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+    address: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    hosted: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active | retired
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    owner: Mapped[Owner] = relationship(back_populates="bots")
+    versions: Mapped[list[BotVersion]] = relationship(back_populates="bot", order_by="BotVersion.number")
+
+
+class BotVersion(Base):
+    """What a bot said about itself when (re)registered; matches point at the version played."""
+
+    __tablename__ = "bot_versions"
+    __table_args__ = (UniqueConstraint("bot_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... per bot
+    address: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    hosted: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # name/version/author/protocol
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    bot: Mapped[Bot] = relationship(back_populates="versions")
+
+
+class Tournament(Base):
+    __tablename__ = "tournaments"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    seed: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))  # secret until over
+    status: Mapped[str] = mapped_column(String(16), default="created")  # created|running|paused|finished
+    table_sizes: Mapped[list[Any]] = mapped_column(JSON)  # e.g. [2, 3]
+    matches_per_table: Mapped[int] = mapped_column(Integer)  # deals per table, each played in duplicate
+    hands_per_match: Mapped[int] = mapped_column(Integer)
+    rules: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # Rules.to_json() as an object
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # deadline, time bank, max faults
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    entries: Mapped[list[TournamentEntry]] = relationship(back_populates="tournament")
+    matches: Mapped[list[Match]] = relationship(back_populates="tournament")
+
+
+class TournamentEntry(Base):
+    __tablename__ = "tournament_entries"
+    __table_args__ = (UniqueConstraint("tournament_id", "bot_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    bot_version_id: Mapped[int] = mapped_column(ForeignKey("bot_versions.id"))
+
+    tournament: Mapped[Tournament] = relationship(back_populates="entries")
+
+
+class Match(Base):
+    """One match of a tournament. ``key`` identifies it within the tournament (table, deal
+    number, seat rotation) and is what makes scheduling and retries idempotent."""
+
+    __tablename__ = "matches"
+    __table_args__ = (
+        UniqueConstraint("tournament_id", "key"),
+        Index("ix_matches_status", "status"),
+        Index("ix_matches_tournament_status", "tournament_id", "status"),
+        Index("ix_matches_finished", "finished_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
+    key: Mapped[str] = mapped_column(String(128))
+    table_index: Mapped[int] = mapped_column(Integer)  # which combination of bots
+    deal_index: Mapped[int] = mapped_column(Integer)  # which set of deals at that table
+    rotation: Mapped[int] = mapped_column(Integer)  # duplicate: seats rotated this many places
+    seed: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))  # secret until done
+    hands: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|running|done|failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    hands_played: Mapped[int] = mapped_column(Integer, default=0)
+    decisions: Mapped[int] = mapped_column(Integer, default=0)
+    faults: Mapped[int] = mapped_column(Integer, default=0)
+    forfeited_seat: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    tournament: Mapped[Tournament] = relationship(back_populates="matches")
+    seats: Mapped[list[MatchSeat]] = relationship(back_populates="match", order_by="MatchSeat.seat")
+
+
+class MatchSeat(Base):
+    """One seat of a match: who sat there and how it went (filled when the match is done)."""
+
+    __tablename__ = "match_seats"
+    __table_args__ = (
+        UniqueConstraint("match_id", "seat"),
+        Index("ix_match_seats_bot", "bot_id", "match_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"))
+    seat: Mapped[int] = mapped_column(Integer)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    bot_version_id: Mapped[int] = mapped_column(ForeignKey("bot_versions.id"))
+    score: Mapped[int | None] = mapped_column(Integer, nullable=True)  # chips (stake units)
+    hands_won: Mapped[int] = mapped_column(Integer, default=0)
+    decisions: Mapped[int] = mapped_column(Integer, default=0)
+    faults: Mapped[int] = mapped_column(Integer, default=0)
+    latency_us_total: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), default=0)
+    latency_us_max: Mapped[int] = mapped_column(Integer, default=0)
+
+    match: Mapped[Match] = relationship(back_populates="seats")
+
+
+class Replay(Base):
+    """A finished match's hand logs, compressed (arena/replays.py)."""
+
+    __tablename__ = "replays"
+
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"), primary_key=True)
+    format: Mapped[str] = mapped_column(String(32))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class FaultRecord(Base):
+    __tablename__ = "faults"
+    __table_args__ = (Index("ix_faults_bot", "bot_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"))
+    seat: Mapped[int] = mapped_column(Integer)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    hand_index: Mapped[int] = mapped_column(Integer)
+    decision: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+
+
+class RatingSnapshot(Base):
+    """The official ratings after each finished tournament (the rating history)."""
+
+    __tablename__ = "rating_snapshots"
+    __table_args__ = (UniqueConstraint("tournament_id", "bot_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    elo: Mapped[float] = mapped_column(Float)
+    low: Mapped[float] = mapped_column(Float)
+    high: Mapped[float] = mapped_column(Float)
+    matches: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,75 @@
+"""Shared fixtures: real services, each test's data kept apart and cleaned up.
+
+- ``pg_url``: a fresh PostgreSQL database ``tonk_test_<random>`` on the local server,
+  dropped afterwards. Nothing else on the server is touched.
+- ``redis_url`` / ``redis_prefix``: the local Redis, plus a unique key prefix (used for RQ
+  queue names); every key created under the prefix is deleted afterwards.
+- ``sqlite_url``: a database file in the test's temporary folder.
+
+In CI (``CI`` set) a missing service is an error, not a skip: .ci/run starts them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+REDIS_TEST_URL = os.environ.get("TONK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def _unavailable(what: str, exc: Exception) -> None:
+    message = f"{what} is not reachable ({exc}); run scripts/services.sh"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    psycopg = pytest.importorskip("psycopg")
+    name = f"tonk_test_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except Exception as exc:  # noqa: BLE001 - any connection failure means "not available"
+        _unavailable("PostgreSQL", exc)
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'arena.sqlite'}"
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    return f"tonktest-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def redis_url(redis_prefix: str) -> Iterator[str]:
+    redis = pytest.importorskip("redis")
+    client = redis.Redis.from_url(REDIS_TEST_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except Exception as exc:  # noqa: BLE001
+        _unavailable("Redis", exc)
+    try:
+        yield REDIS_TEST_URL
+    finally:
+        # RQ names keys after the queue (rq:queue:<name>, rq:job:<id>...): remove ours only.
+        for pattern in (f"*{redis_prefix}*",):
+            for key in client.scan_iter(match=pattern, count=500):
+                client.delete(key)
+        client.close()
