@@ -1,0 +1,18 @@
+# One image for every role of the arena: dashboard, worker, house bots.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+WORKDIR /app
+
+# Dependencies first so code changes do not reinstall them.
+COPY pyproject.toml README.md ./
+COPY sdk ./sdk
+COPY arena ./arena
+COPY dashboard ./dashboard
+COPY bots ./bots
+COPY protos ./protos
+RUN pip install '.[arena,dashboard]' && useradd --create-home tonk
+USER tonk
+
+EXPOSE 8000 50051
+CMD ["gunicorn", "--bind", "0.0.0.0:8000", "--workers", "2", "dashboard.wsgi:app"]
