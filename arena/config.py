@@ -6,6 +6,7 @@ docs/configuration.md lists them; a test checks the two agree.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +37,8 @@ class Settings:
     secret_key: str = ""
 
 
-def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
@@ -46,29 +47,23 @@ def _int(name: str, default: int) -> int:
         raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from None
 
 
-def load_settings(environ: dict[str, str] | None = None) -> Settings:
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``environ`` (default: the process environment)."""
     env = os.environ if environ is None else environ
 
     def get(name: str, default: str) -> str:
         return env.get(name, "").strip() or default
 
-    if environ is not None:  # _int reads os.environ; keep explicit environs self-contained
-        def geti(name: str, default: int) -> int:
-            raw = env.get(name, "").strip()
-            return int(raw) if raw else default
-    else:
-        geti = _int
     hosts = tuple(h.strip() for h in get("TONK_ALLOWED_BOT_HOSTS", "").split(",") if h.strip())
     return Settings(
         database_url=get("TONK_DATABASE_URL", DEFAULT_DATABASE_URL),
         redis_url=get("TONK_REDIS_URL", ""),
         queue_name=get("TONK_QUEUE", "tonk-matches"),
-        embedded_workers=geti("TONK_EMBEDDED_WORKERS", 0),
+        embedded_workers=_int(env, "TONK_EMBEDDED_WORKERS", 0),
         operator_token=get("TONK_OPERATOR_TOKEN", ""),
         allowed_bot_hosts=hosts,
-        decision_deadline_ms=geti("TONK_DECISION_DEADLINE_MS", 1000),
-        time_bank_ms=geti("TONK_TIME_BANK_MS", 5000),
-        max_faults=geti("TONK_MAX_FAULTS", 3),
+        decision_deadline_ms=_int(env, "TONK_DECISION_DEADLINE_MS", 1000),
+        time_bank_ms=_int(env, "TONK_TIME_BANK_MS", 5000),
+        max_faults=_int(env, "TONK_MAX_FAULTS", 3),
         secret_key=get("TONK_SECRET_KEY", ""),
     )
