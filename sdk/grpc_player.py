@@ -1,0 +1,180 @@
+"""A seat played by a bot over gRPC: the referee's side of ``tonk.v1.BotService``.
+
+Every call has a deadline: a decision gets the request's ``deadline_ms`` (the per-decision
+deadline plus the seat's remaining time bank); lifecycle calls get a short fixed one. A failed
+call becomes a :class:`~sdk.referee.PlayerFaultError` of the matching kind:
+
+=========================================  ==============
+what happened                              fault kind
+=========================================  ==============
+no reply within the deadline               TIMEOUT
+cannot connect / connection lost           UNREACHABLE
+the bot answered with an error status      CRASH
+a reply that is not a DecideResponse, names
+no action, is unreadable or too large      MALFORMED
+=========================================  ==============
+
+An index out of range or an illegal action is returned as is: the referee's
+:func:`~sdk.referee.resolve_reply` judges it (ILLEGAL).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import grpc
+
+from sdk.actions import Action
+from sdk.bot import HandResult, MatchInfo, MatchSummary
+from sdk.convert import (
+    MalformedReplyError,
+    decode_reply,
+    encode_decide_request,
+    hand_result_to_proto,
+    match_info_to_proto,
+    match_summary_to_proto,
+)
+from sdk.protocol import SERVICE_NAME
+from sdk.protocol import bot_pb2 as pb
+from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
+
+DEFAULT_LIFECYCLE_TIMEOUT_S: Final = 2.0
+DEFAULT_MAX_REPLY_BYTES: Final = 64 * 1024
+_MAX_REASON: Final = 300  # fault reasons end up in match logs: keep a chatty bot's error short
+
+_UNREACHABLE_CODES: Final = frozenset({grpc.StatusCode.UNAVAILABLE})
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+class GrpcPlayer:
+    """A :class:`~sdk.referee.Player` talking to the bot at ``address`` (``HOST:PORT``).
+
+    One channel per player; :meth:`close` closes it. Replies larger than ``max_reply_bytes``
+    are refused by gRPC itself (MALFORMED), so a runaway bot cannot exhaust the referee.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        lifecycle_timeout_s: float = DEFAULT_LIFECYCLE_TIMEOUT_S,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    ):
+        self.address = address
+        self.lifecycle_timeout_s = lifecycle_timeout_s
+        self.max_reply_bytes = max_reply_bytes
+        self.seat = 0
+        self._info: dict[str, str] | None = None
+        self._channel = grpc.insecure_channel(
+            address,
+            options=[
+                ("grpc.max_receive_message_length", max_reply_bytes),
+                # A retried Decide could reach the bot twice; the referee owns all retrying.
+                ("grpc.enable_retries", 0),
+            ],
+        )
+        # Responses come back as bytes and are parsed here, so garbage is MALFORMED, not a
+        # transport error.
+        method = f"/{SERVICE_NAME}/"
+        channel = self._channel
+        self._decide = channel.unary_unary(method + "Decide", _identity, _identity)
+        self._get_info = channel.unary_unary(method + "GetInfo", _serialize, _identity)
+        self._start = channel.unary_unary(method + "StartMatch", _serialize, _identity)
+        self._end_hand = channel.unary_unary(method + "EndHand", _serialize, _identity)
+        self._end_match = channel.unary_unary(method + "EndMatch", _serialize, _identity)
+
+    def __repr__(self) -> str:
+        return f"GrpcPlayer({self.address!r})"
+
+    # -- the Player protocol ------------------------------------------------------------------
+
+    def describe(self) -> dict[str, str]:
+        """The bot's GetInfo; a bot that does not answer is named by its address (its faults
+        will show up when the match starts)."""
+        if self._info is None:
+            try:
+                data = self._get_info(pb.GetInfoRequest(), timeout=self.lifecycle_timeout_s)
+                info = pb.GetInfoResponse.FromString(data)
+            except Exception:
+                return {"name": self.address, "version": "", "author": "", "protocol_version": ""}
+            self._info = {
+                "name": info.name or self.address,
+                "version": info.version,
+                "author": info.author,
+                "protocol_version": info.protocol_version,
+            }
+        return dict(self._info)
+
+    def match_start(self, info: MatchInfo) -> None:
+        self.seat = info.seat
+        self._lifecycle(self._start, match_info_to_proto(info), "StartMatch")
+
+    def act(self, request: DecisionRequest) -> Action | int:
+        data = encode_decide_request(request)
+        deadline_ms = request.deadline_ms
+        try:
+            reply = self._decide(data, timeout=max(deadline_ms, 1) / 1000)
+        except grpc.RpcError as exc:
+            raise rpc_fault(exc, "Decide", self.address, deadline_ms) from None
+        except ValueError as exc:  # e.g. the channel was closed under us
+            raise PlayerFaultError(FaultKind.UNREACHABLE, f"Decide: {exc}") from None
+        try:
+            return decode_reply(reply)
+        except MalformedReplyError as exc:
+            raise PlayerFaultError(FaultKind.MALFORMED, str(exc)[:_MAX_REASON]) from None
+
+    def hand_end(self, result: HandResult) -> None:
+        self._lifecycle(self._end_hand, hand_result_to_proto(result, self.seat), "EndHand")
+
+    def match_end(self, summary: MatchSummary) -> None:
+        self._lifecycle(self._end_match, match_summary_to_proto(summary, self.seat), "EndMatch")
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> GrpcPlayer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _lifecycle(self, call: Any, message: Any, rpc: str) -> None:
+        try:
+            call(message, timeout=self.lifecycle_timeout_s)
+        except grpc.RpcError as exc:
+            if _code(exc) is grpc.StatusCode.UNIMPLEMENTED:
+                return  # the lifecycle notices are optional for a bot (docs/protocol.md)
+            raise rpc_fault(exc, rpc, self.address, int(self.lifecycle_timeout_s * 1000)) from None
+        except ValueError as exc:
+            raise PlayerFaultError(FaultKind.UNREACHABLE, f"{rpc}: {exc}") from None
+
+
+def _serialize(message: Any) -> bytes:
+    data: bytes = message.SerializeToString()
+    return data
+
+
+def _code(exc: grpc.RpcError) -> grpc.StatusCode | None:
+    code = getattr(exc, "code", None)
+    return code() if callable(code) else None
+
+
+def rpc_fault(exc: grpc.RpcError, rpc: str, address: str, deadline_ms: int) -> PlayerFaultError:
+    """The fault a failed call is charged as."""
+    code = _code(exc)
+    details_fn = getattr(exc, "details", None)
+    details = (details_fn() if callable(details_fn) else None) or ""
+    details = details[:_MAX_REASON]
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return PlayerFaultError(FaultKind.TIMEOUT, f"{rpc}: no reply within {deadline_ms} ms")
+    if code in _UNREACHABLE_CODES:
+        return PlayerFaultError(FaultKind.UNREACHABLE, f"{rpc}: cannot reach the bot at {address}: {details}")
+    if code is grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        return PlayerFaultError(FaultKind.MALFORMED, f"{rpc}: the reply is too large ({details})")
+    name = code.name if code is not None else "UNKNOWN"
+    return PlayerFaultError(FaultKind.CRASH, f"{rpc}: the bot answered {name}: {details}")
