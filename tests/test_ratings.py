@@ -1,0 +1,378 @@
+"""The official rating fit (arena.ratings) on simulated seasons and hand-computed examples.
+
+Simulated matches give every seat a utility ``ELO_SCALE * true_elo + Gumbel noise`` and use it
+as the final score: the difference of two Gumbels is logistic, so every pair at a table of any
+size follows the Bradley-Terry model exactly, while the pairs of one match stay correlated
+(which is what the clustered intervals are for).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.ratings import (
+    ELO_SCALE,
+    DuplicateMatchError,
+    MatchResult,
+    MatchResultError,
+    OptionError,
+    Rating,
+    RatingsError,
+    RatingTable,
+    fit,
+    history,
+)
+
+MIXED = (2, 3, 4, 5, 6)
+
+
+def simulate(
+    rng: np.random.Generator,
+    true: Sequence[float],
+    n_matches: int,
+    sizes: Sequence[int] = MIXED,
+    start: int = 0,
+) -> list[MatchResult]:
+    strength = np.asarray(true, dtype=float)
+    k = len(strength)
+    n_of = rng.choice(np.asarray(sizes), size=n_matches)
+    seats = np.argsort(rng.random((n_matches, k)), axis=1)  # a random table per match
+    util = ELO_SCALE * strength[seats] + rng.gumbel(size=(n_matches, k))
+    return [
+        MatchResult(start + m, tuple(f"b{i}" for i in seats[m, :n]), tuple(util[m, :n].tolist()))
+        for m, n in enumerate(n_of.tolist())
+    ]
+
+
+def by_bot(table: RatingTable) -> dict[str, Rating]:
+    return {r.bot: r for r in table.ratings}
+
+
+def assert_same(a: RatingTable, b: RatingTable, tol: float = 1e-9) -> None:
+    assert [r.bot for r in a.ratings] == [r.bot for r in b.ratings]
+    for ra, rb in zip(a.ratings, b.ratings, strict=True):
+        assert (ra.matches, ra.provisional) == (rb.matches, rb.provisional)
+        assert ra.elo == pytest.approx(rb.elo, abs=tol)
+        assert ra.low == pytest.approx(rb.low, abs=tol)
+        assert ra.high == pytest.approx(rb.high, abs=tol)
+    assert a.los == pytest.approx(b.los, abs=tol)
+    assert a.pairwise.keys() == b.pairwise.keys()
+    for key, (points, weight) in a.pairwise.items():
+        assert b.pairwise[key] == pytest.approx((points, weight), abs=tol)
+
+
+# --- Recovering known strengths ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sizes", [(2,), MIXED, (6,)], ids=["2-seat", "mixed", "6-seat"])
+def test_recovers_the_true_order(sizes: tuple[int, ...]) -> None:
+    true = [0.0, 120.0, 240.0, 360.0, 480.0, 600.0, 720.0, 840.0]
+    table = fit(simulate(np.random.default_rng(11), true, 3000, sizes))
+    assert [r.bot for r in table.ratings] == [f"b{i}" for i in reversed(range(len(true)))]
+    assert all(los > 0.99 for los in table.los)
+    elo = by_bot(table)
+    gaps = [elo[f"b{i + 1}"].elo - elo[f"b{i}"].elo for i in range(len(true) - 1)]
+    assert gaps == pytest.approx([120.0] * len(gaps), abs=45)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sizes", [(2,), MIXED, (6,)], ids=["2-seat", "mixed", "6-seat"])
+def test_sandwich_intervals_cover_95_percent(sizes: tuple[int, ...]) -> None:
+    true = [-150.0, -75.0, 0.0, 50.0, 100.0, 200.0]
+    anchored = 1500.0 + np.array(true) - np.mean(true)  # the truth, anchored like the fit
+    rng = np.random.default_rng(2024)
+    hits = []
+    for _ in range(200):
+        ratings = by_bot(fit(simulate(rng, true, 300, sizes)))
+        hits += [ratings[f"b{i}"].low <= anchored[i] <= ratings[f"b{i}"].high for i in range(len(true))]
+    # 1200 intervals: the binomial sd at 95% is 0.006. At 6 seats a bot's five pairs in one
+    # match are correlated, so this also checks the clustering.
+    assert 0.90 <= np.mean(hits) <= 0.98
+
+
+def test_bootstrap_agrees_with_sandwich() -> None:
+    results = simulate(np.random.default_rng(3), [0.0, 50.0, 100.0, 200.0, 300.0], 800)
+    sandwich = by_bot(fit(results))
+    boot = by_bot(fit(results, method="bootstrap", samples=300, seed=1))
+    for bot, s in sandwich.items():
+        b = boot[bot]
+        assert b.elo == s.elo  # the point estimate is the same fit
+        assert b.low <= b.elo <= b.high
+        assert b.high - b.low == pytest.approx(s.high - s.low, rel=0.25)
+
+
+def test_los_follows_the_gap() -> None:
+    results = simulate(np.random.default_rng(8), [0.0, 5.0, 400.0], 600)
+    table = fit(results)
+    assert table.ratings[0].bot == "b2"
+    assert table.los[0] > 0.999  # 400 Elo apart
+    assert 0.2 < table.los[1] < 0.999  # 5 Elo apart: unsure
+    boot = fit(results, method="bootstrap", samples=100)
+    assert boot.los[0] == 1.0
+
+
+# --- Order, anchoring, prior ------------------------------------------------------------------
+
+
+SEASON = simulate(np.random.default_rng(99), [0.0, 80.0, 160.0, 90.0, 10.0], 150)
+
+
+@settings(max_examples=15, deadline=None)
+@given(order=st.permutations(range(len(SEASON))), seat_seed=st.integers(0, 2**32 - 1))
+def test_shuffling_matches_or_seats_changes_nothing(order: list[int], seat_seed: int) -> None:
+    rng = np.random.default_rng(seat_seed)
+    shuffled = []
+    for m in order:
+        r = SEASON[m]
+        seats = rng.permutation(len(r.bots)).tolist()
+        shuffled.append(
+            MatchResult(r.match_id, tuple(r.bots[i] for i in seats), tuple(r.scores[i] for i in seats))
+        )
+    assert_same(fit(SEASON), fit(shuffled))
+    assert_same(fit(SEASON, method="bootstrap", samples=20), fit(shuffled, method="bootstrap", samples=20))
+
+
+def test_anchored_at_the_mean() -> None:
+    table = fit(SEASON)
+    assert np.mean([r.elo for r in table.ratings]) == pytest.approx(1500.0, abs=1e-9)
+    moved = fit(SEASON, anchor=2000.0)
+    for a, b in zip(table.ratings, moved.ratings, strict=True):
+        assert b.elo - a.elo == pytest.approx(500.0, abs=1e-9)
+        assert b.high - b.low == pytest.approx(a.high - a.low, abs=1e-9)
+
+
+def test_unbeaten_and_winless_bots_get_finite_extreme_ratings() -> None:
+    rng = np.random.default_rng(4)
+    results = simulate(rng, [0.0, 100.0, 200.0], 300)
+    # "champ" wins every match it plays by a mile, "chump" loses every one.
+    for m in range(40):
+        others = [f"b{i}" for i in rng.permutation(3)[: 1 + m % 3].tolist()]
+        results.append(MatchResult(f"c{m}", ("champ", *others), (1e6, *[0.0] * len(others))))
+        results.append(MatchResult(f"d{m}", (*others, "chump"), (*[0.0] * len(others), -1e6)))
+    table = fit(results)
+    assert (table.ratings[0].bot, table.ratings[-1].bot) == ("champ", "chump")
+    for r in table.ratings:
+        assert all(math.isfinite(v) for v in (r.elo, r.low, r.high))
+    ratings = by_bot(table)
+    assert ratings["champ"].provisional and ratings["chump"].provisional  # one-sided records
+    assert ratings["champ"].elo > ratings["b2"].elo + 200
+    assert not ratings["b2"].provisional
+
+
+def test_two_bots_one_game_matches_the_hand_computed_map() -> None:
+    # A beats B once, each plays 2 virtual draws against a 1500 player. By symmetry the
+    # maximum has x_A = -x_B = d (natural units) with (1 - s(2d)) + 2 (1/2 - s(d)) = 0.
+    def s(z: float) -> float:
+        return 1.0 / (1.0 + math.exp(-z))
+
+    lo, hi = 0.0, 5.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if (1 - s(2 * mid)) + 2 * (0.5 - s(mid)) > 0 else (lo, mid)
+    table = fit([MatchResult(1, ("A", "B"), (3.0, -3.0))])
+    a, b = table.ratings
+    assert (a.bot, b.bot) == ("A", "B")
+    assert a.elo == pytest.approx(1500.0 + lo / ELO_SCALE, abs=1e-6)
+    assert b.elo == pytest.approx(1500.0 - lo / ELO_SCALE, abs=1e-6)
+    assert a.matches == b.matches == 1
+    assert a.provisional and b.provisional
+
+
+# --- Pairwise results -------------------------------------------------------------------------
+
+
+def test_pairwise_weights_and_ties_by_hand() -> None:
+    results = [
+        MatchResult("m1", ("A", "B"), (10, 0)),  # A beats B, weight 1
+        MatchResult("m2", ("A", "B", "C"), (5.0, 5.0, -2.0)),  # A=B, both beat C, weight 1/2
+        MatchResult("m3", ("C", "B", "A", "D"), (7, 1, 1, 0)),  # weight 1/3 per pair
+    ]
+    pw = fit(results).pairwise
+    third = 1 / 3
+    expected = {
+        ("A", "B"): (1 + 0.5 * 0.5 + third * 0.5, 1 + 0.5 + third),
+        ("A", "C"): (0.5 * 1 + third * 0, 0.5 + third),
+        ("B", "C"): (0.5 * 1 + third * 0, 0.5 + third),
+        ("A", "D"): (third * 1, third),
+        ("B", "D"): (third * 1, third),
+        ("C", "D"): (third * 1, third),
+    }
+    for (a, b), (points, weight) in expected.items():
+        assert pw[(a, b)] == pytest.approx((points, weight), abs=1e-12)
+        assert pw[(b, a)] == pytest.approx((weight - points, weight), abs=1e-12)
+    assert len(pw) == 2 * len(expected)
+
+
+def test_a_tied_table_is_all_draws() -> None:
+    table = fit([MatchResult(7, ("A", "B", "C"), (4, 4, 4))])
+    assert all(r.elo == pytest.approx(1500.0, abs=1e-9) for r in table.ratings)
+    assert table.pairwise[("A", "C")] == pytest.approx((0.25, 0.5))
+    assert table.los == pytest.approx([0.5, 0.5])
+
+
+def test_each_seat_carries_weight_one() -> None:
+    # Whatever the table size, a bot's comparisons in one match weigh 1 in total.
+    table = fit(SEASON)
+    for r in table.ratings:
+        weight = sum(w for (a, _), (_, w) in table.pairwise.items() if a == r.bot)
+        assert weight == pytest.approx(r.matches, abs=1e-9)
+
+
+# --- Graphs, provisional, history -------------------------------------------------------------
+
+
+def test_disconnected_groups_do_not_crash() -> None:
+    rng = np.random.default_rng(6)
+    left = simulate(rng, [0.0, 200.0], 50, (2,))
+    right = [
+        MatchResult(f"r{i}", (r.bots[0].replace("b", "x"), r.bots[1].replace("b", "x")), r.scores)
+        for i, r in enumerate(simulate(rng, [0.0, 200.0], 50, (2,)))
+    ]
+    table = fit(left + right + [MatchResult("solo", ("y0", "y1"), (1, 1))])
+    assert len(table.ratings) == 6
+    assert all(math.isfinite(v) for r in table.ratings for v in (r.elo, r.low, r.high))
+    assert all(r.low < r.elo < r.high for r in table.ratings)
+    assert np.mean([r.elo for r in table.ratings]) == pytest.approx(1500.0)
+    ratings = by_bot(table)
+    # Within a group the data decide; the groups' offset is the prior's guess, so wide.
+    within = ratings["b1"].elo - ratings["b0"].elo
+    assert within > 100
+    assert ratings["y0"].high - ratings["y0"].low > ratings["b1"].high - ratings["b1"].low
+
+
+def test_provisional_and_match_counts() -> None:
+    results = simulate(np.random.default_rng(9), [0.0, 50.0, 100.0, 150.0], 400)
+    results.append(MatchResult("newcomer-1", ("new", "b0", "b1"), (3, 2, 1)))
+    table = fit(results, min_matches=20)
+    ratings = by_bot(table)
+    counts = {bot: sum(bot in r.bots for r in results) for bot in ratings}
+    assert {bot: r.matches for bot, r in ratings.items()} == counts
+    assert ratings["new"].provisional and ratings["new"].matches == 1
+    assert not any(ratings[f"b{i}"].provisional for i in range(4))
+    strict = by_bot(fit(results, max_width=1.0))
+    assert all(r.provisional for r in strict.values())
+
+
+def test_history_fits_cumulatively() -> None:
+    rng = np.random.default_rng(12)
+    true = [0.0, 100.0, 200.0]
+    first = simulate(rng, true, 100, start=0)
+    second = simulate(rng, true, 100, start=100)
+    second.append(MatchResult("late", ("late", "b0"), (1, 0)))
+    third: list[MatchResult] = []
+    steps = history([("spring", first), ("summer", second), ("quiet", third)])
+    assert [name for name, _ in steps] == ["spring", "summer", "quiet"]
+    assert_same(steps[0][1], fit(first))
+    assert_same(steps[1][1], fit(first + second))
+    assert_same(steps[2][1], steps[1][1])
+    assert "late" not in by_bot(steps[0][1]) and "late" in by_bot(steps[1][1])
+
+
+def test_empty_input_gives_an_empty_table() -> None:
+    assert fit([]) == RatingTable()
+    assert history([]) == []
+
+
+# --- Bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bots", "scores", "quoted"),
+    [
+        (("A",), (1.0,), "('A',)"),
+        ((), (), "()"),
+        (("A", "B"), (1.0,), "(1.0,)"),
+        (("A", "B", "C"), (1.0, 2.0), "('A', 'B', 'C')"),
+        (("A", "A"), (1.0, 2.0), "('A', 'A')"),
+        (("A", "B"), (1.0, math.nan), "nan"),
+        (("A", "B"), (1.0, "2"), "'2'"),
+        (("A", 7), (1.0, 2.0), "7"),
+        ("AB", (1.0, 2.0), "'AB'"),
+        (("A", "B"), None, "None"),
+    ],
+)
+def test_malformed_match_raises(bots: tuple[object, ...], scores: tuple[object, ...], quoted: str) -> None:
+    with pytest.raises(MatchResultError) as err:
+        MatchResult("bad-1", bots, scores)  # type: ignore[arg-type]
+    assert "'bad-1'" in str(err.value) and quoted in str(err.value)
+    assert isinstance(err.value, ValueError) and isinstance(err.value, RatingsError)
+
+
+def test_fit_rejects_what_is_not_a_match() -> None:
+    with pytest.raises(MatchResultError, match="'A beat B'"):
+        fit(["A beat B"])  # type: ignore[list-item]
+    with pytest.raises(MatchResultError, match=r"\(1, 2\)"):
+        MatchResult((1, 2), ("A", "B"), (1, 0))  # type: ignore[arg-type]
+
+
+def test_duplicate_match_ids_raise() -> None:
+    match = MatchResult("m-42", ("A", "B"), (1, 0))
+    with pytest.raises(DuplicateMatchError, match="'m-42'"):
+        fit([match, MatchResult("m-1", ("A", "C"), (1, 0)), match])
+    with pytest.raises(DuplicateMatchError, match="'m-42'"):
+        history([("t1", [match]), ("t2", [match])])
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("method", "elo"),
+        ("prior_games", 0.0),
+        ("prior_games", math.inf),
+        ("level", 1.0),
+        ("samples", 1),
+        ("min_matches", -1),
+        ("max_width", 0.0),
+        ("anchor", math.nan),
+    ],
+)
+def test_bad_options_raise(option: str, value: object) -> None:
+    kwargs: dict[str, object] = {option: value}
+    if option == "samples":
+        kwargs["method"] = "bootstrap"
+    with pytest.raises(OptionError, match=re.escape(f"{option} {value!r}")):
+        fit(SEASON, **kwargs)  # type: ignore[arg-type]
+
+
+# --- Properties -------------------------------------------------------------------------------
+
+BOTS = ["a", "b", "c", "d", "e", "f", "g"]
+
+
+@st.composite
+def seasons(draw: st.DrawFn) -> list[MatchResult]:
+    n_matches = draw(st.integers(1, 25))
+    out = []
+    for m in range(n_matches):
+        seated = draw(st.lists(st.sampled_from(BOTS), min_size=2, max_size=6, unique=True))
+        scores = draw(st.lists(st.integers(-3, 3), min_size=len(seated), max_size=len(seated)))
+        out.append(MatchResult(m, tuple(seated), tuple(float(x) for x in scores)))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(results=seasons(), method=st.sampled_from(["sandwich", "bootstrap"]))
+def test_any_season_gives_a_sane_table(results: list[MatchResult], method: str) -> None:
+    table = fit(results, method=method, samples=10)  # type: ignore[arg-type]
+    elos = [r.elo for r in table.ratings]
+    assert all(hi >= lo - 1e-6 for hi, lo in itertools.pairwise(elos))  # equal ones by name
+    assert np.mean(elos) == pytest.approx(1500.0, abs=1e-6)
+    for r in table.ratings:
+        assert all(math.isfinite(v) for v in (r.elo, r.low, r.high))
+        if method == "sandwich":  # a percentile interval need not contain the estimate
+            assert r.low <= r.elo <= r.high
+        assert r.matches == sum(r.bot in m.bots for m in results)
+    assert len(table.los) == max(len(table.ratings) - 1, 0)
+    assert all(0.0 <= x <= 1.0 for x in table.los)
+    for (a, b), (points, weight) in table.pairwise.items():
+        back_points, back_weight = table.pairwise[(b, a)]
+        assert back_weight == weight
+        assert points + back_points == pytest.approx(weight, abs=1e-12)
