@@ -269,7 +269,7 @@ def check_bot(address: str, settings: Settings) -> dict[str, Any]:
 
     where = f"the bot at {address!r}"
     _check_health(address, where)
-    from sdk.protocol.tonk.v1 import bot_pb2, bot_pb2_grpc
+    from sdk.protocol import bot_pb2, bot_pb2_grpc
 
     with grpc.insecure_channel(address) as channel:
         try:
@@ -327,7 +327,7 @@ def _check_health(address: str, where: str) -> None:
 
 
 def _check_info(info: dict[str, str], where: str) -> None:
-    from sdk.bot import PROTOCOL_VERSION
+    from sdk.protocol import PROTOCOL_VERSION
 
     if not info["name"].strip():
         raise BotCheckFailedError(f"{where} gave no name in its GetInfo reply")
@@ -458,6 +458,7 @@ def _add(session: Session, bot: Bot, name: str) -> None:
 __all__ = [
     "CHECK_HANDS",
     "AddressNotAllowedError",
+    "ArenaError",
     "BotCheckFailedError",
     "BotNotFoundError",
     "BotUnhealthyError",
@@ -468,9 +469,10 @@ __all__ = [
     "InvalidHostedBotError",
     "NameTakenError",
     "NotOwnerError",
-    "ArenaError",
     "RegistryError",
     "bot_to_json",
+    "check_bot",
+    "check_bot_class",
     "find_bot",
     "get_bot",
     "host_bot",
