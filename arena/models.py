@@ -28,11 +28,31 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+class Seed(TypeDecorator[int]):
+    """A seed (0 <= seed < 2**64) in a signed 64-bit column: SQLite and PostgreSQL integers
+    stop at 2**63 - 1, so the upper half is stored as its two's complement and read back
+    unsigned. Comparisons with a seed in a query are converted the same way."""
+
+    impl = BigInteger
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        return dialect.type_descriptor(Integer() if dialect.name == "sqlite" else BigInteger())
+
+    def process_bind_param(self, value: int | None, dialect: Dialect) -> int | None:
+        return value - 2**64 if value is not None and value >= 2**63 else value
+
+    def process_result_value(self, value: int | None, dialect: Dialect) -> int | None:
+        return value + 2**64 if value is not None and value < 0 else value
 
 
 class Base(DeclarativeBase):
@@ -93,7 +113,7 @@ class Tournament(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128))
-    seed: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))  # secret until over
+    seed: Mapped[int] = mapped_column(Seed())  # secret until over
     status: Mapped[str] = mapped_column(String(16), default="created")  # created|running|paused|finished
     table_sizes: Mapped[list[Any]] = mapped_column(JSON)  # e.g. [2, 3]
     matches_per_table: Mapped[int] = mapped_column(Integer)  # deals per table, each played in duplicate
@@ -137,11 +157,18 @@ class Match(Base):
     table_index: Mapped[int] = mapped_column(Integer)  # which combination of bots
     deal_index: Mapped[int] = mapped_column(Integer)  # which set of deals at that table
     rotation: Mapped[int] = mapped_column(Integer)  # duplicate: seats rotated this many places
-    seed: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))  # secret until done
+    seed: Mapped[int] = mapped_column(Seed())  # secret until done
     hands: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|running|done|failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    #: The match id the referee gives the bots (decision ids are "{label}/{hand}/{decision}").
+    #: Derived from the tournament seed and the key, so a replay of the tournament with the
+    #: same seed plays identically; it reveals nothing about the seed.
+    label: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: Last sign of life of the worker playing it (arena/jobs.py): a running match whose
+    #: heartbeat is stale, or whose worker process is gone, is played again on resume.
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     hands_played: Mapped[int] = mapped_column(Integer, default=0)
     decisions: Mapped[int] = mapped_column(Integer, default=0)
     faults: Mapped[int] = mapped_column(Integer, default=0)
@@ -217,4 +244,5 @@ class RatingSnapshot(Base):
     low: Mapped[float] = mapped_column(Float)
     high: Mapped[float] = mapped_column(Float)
     matches: Mapped[int] = mapped_column(Integer)
+    provisional: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
