@@ -1,0 +1,265 @@
+"""Where match jobs run: on RQ workers (``TONK_REDIS_URL`` set) or in a local process pool
+(the embedded default), and the loop that drives a tournament to its end.
+
+Both backends run the same :func:`arena.jobs.play_match_job`; the store, not the queue, is
+the truth about what is done, so progress is read from the store and a backend may be lost
+(a Redis flush, a killed pool) without losing or double-counting a match: driving the
+tournament again re-submits whatever is not done, and the job is idempotent.
+
+RQ jobs get an explicit id, ``{queue}-match-{match_id}``, so a match is on the queue at most
+once: submitting it again while it is queued is a no-op, and a finished or dead job is
+replaced. ``tonk worker`` (:func:`run_worker`) runs an RQ worker on the configured queue; a
+plain ``rq worker -u URL QUEUE`` works as well.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import re
+import socket
+import time
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Final, Protocol
+
+from sqlalchemy import select
+
+from arena.config import Settings
+from arena.db import session_scope
+from arena.jobs import play_match_job, recover_matches
+from arena.models import Match
+from arena.store import Progress, tournament_progress
+from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
+
+JOB_FUNCTION: Final = "arena.jobs.play_match_job"
+#: Seconds between sweeps for abandoned matches while a tournament is being driven.
+RECOVER_S: Final = 5.0
+#: RQ keeps a finished job's result this long (seconds), a failed one's this long.
+RESULT_TTL: Final = 3600
+FAILURE_TTL: Final = 7 * 24 * 3600
+
+
+class Backend(Protocol):
+    """Runs match jobs somewhere."""
+
+    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+        """Queue the matches not already queued or being played; ``replace`` names matches
+        whose current job is known dead (it is replaced). Returns how many were queued."""
+        ...
+
+    def close(self, *, cancel: bool = False) -> None: ...
+
+
+class EmbeddedBackend:
+    """A local process pool. Processes come from a fork server (a clean process that
+    imported the arena once), so nothing of the caller's state, such as open database
+    connections or gRPC threads, leaks into them."""
+
+    def __init__(self, database_url: str, workers: int = 0):
+        self.database_url = database_url
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["arena.jobs"])
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        self._futures: dict[int, Future[str]] = {}
+
+    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+        queued = 0
+        for match_id in match_ids:
+            future = self._futures.get(match_id)
+            if future is not None and not future.done():
+                continue  # in the pool already; if its process died the pool is broken anyway
+            self._futures[match_id] = self._pool.submit(play_match_job, match_id, self.database_url)
+            queued += 1
+        return queued
+
+    def errors(self) -> list[BaseException]:
+        """Exceptions of finished jobs (their matches are marked failed in the store)."""
+        out = []
+        for match_id, future in list(self._futures.items()):
+            if future.done():
+                del self._futures[match_id]
+                exc = future.exception()
+                if exc is not None:
+                    out.append(exc)
+        return out
+
+    def close(self, *, cancel: bool = False) -> None:
+        if cancel:
+            # Matches being played are abandoned: their processes go, and a resume sees
+            # their workers dead and plays them again.
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                with contextlib.suppress(Exception):
+                    process.kill()
+        self._pool.shutdown(wait=not cancel, cancel_futures=True)
+
+
+class RqBackend:
+    """Match jobs on an RQ queue."""
+
+    def __init__(self, database_url: str, redis_url: str, queue_name: str, *, connection: Any = None):
+        from redis import Redis
+        from rq import Queue
+
+        self.database_url = database_url
+        self.connection = connection or Redis.from_url(redis_url)
+        self.queue = Queue(queue_name, connection=self.connection)
+
+    def job_id(self, match_id: int) -> str:
+        return job_id(self.queue.name, match_id)
+
+    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+        from rq import Queue
+        from rq.job import Job, JobStatus
+
+        if not match_ids:
+            return 0
+        ids = [self.job_id(m) for m in match_ids]
+        jobs = Job.fetch_many(ids, connection=self.connection)
+        waiting = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
+        todo = []
+        with self.connection.pipeline() as pipe:
+            for match_id, job in zip(match_ids, jobs, strict=True):
+                if job is not None:
+                    status = job.get_status(refresh=False)
+                    if status in waiting or (status == JobStatus.STARTED and match_id not in replace):
+                        continue
+                    job.delete(pipeline=pipe)  # finished, failed, or started by a dead worker
+                todo.append(match_id)
+            pipe.execute()
+        if todo:
+            self.queue.enqueue_many(
+                [
+                    Queue.prepare_data(
+                        JOB_FUNCTION,
+                        args=(match_id, self.database_url),
+                        job_id=self.job_id(match_id),
+                        timeout=self._timeout(),
+                        result_ttl=RESULT_TTL,
+                        failure_ttl=FAILURE_TTL,
+                        description=f"match {match_id}",
+                    )
+                    for match_id in todo
+                ]
+            )
+        return len(todo)
+
+    def _timeout(self) -> int:
+        # A generous ceiling: the referee bounds every decision; this only catches a hosted
+        # bot that never returns. An expired job leaves its match to the recovery sweep.
+        return 6 * 3600
+
+    def close(self, *, cancel: bool = False) -> None:
+        with contextlib.suppress(Exception):
+            self.connection.close()
+
+
+def job_id(queue_name: str, match_id: int) -> str:
+    """RQ job ids allow letters, digits, ``_`` and ``-`` only."""
+    return f"{_safe(queue_name)}-match-{match_id}"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
+def make_backend(settings: Settings, database_url: str | None = None) -> EmbeddedBackend | RqBackend:
+    url = database_url or settings.database_url
+    if settings.redis_url:
+        return RqBackend(url, settings.redis_url, settings.queue_name)
+    return EmbeddedBackend(url, settings.embedded_workers)
+
+
+def unfinished_matches(database_url: str, tournament_id: int) -> list[int]:
+    """Ids of the tournament's pending matches, in play order (deal-major)."""
+    with session_scope(database_url) as session:
+        return list(
+            session.scalars(
+                select(Match.id)
+                .where(Match.tournament_id == tournament_id, Match.status == "pending")
+                .order_by(Match.deal_index, Match.table_index, Match.rotation)
+            )
+        )
+
+
+def run_tournament(
+    database_url: str,
+    tournament_id: int,
+    backend: Backend,
+    *,
+    wait: bool = True,
+    on_progress: Callable[[Progress], None] | None = None,
+    poll_s: float = 0.25,
+) -> Progress:
+    """Start (or resume) the tournament and submit every match not done, retrying failed
+    and abandoned ones. With ``wait``, keep going until no match is pending or running (or
+    the tournament is paused), calling ``on_progress`` with the counts from the store, and
+    sweep for abandoned matches every ``RECOVER_S``. Returns the last progress."""
+    with session_scope(database_url) as session:
+        start_tournament(session, tournament_id)
+        reset = recover_matches(session, tournament_id, retry_failed=True)
+    backend.submit(unfinished_matches(database_url, tournament_id), replace=reset)
+    progress = _progress(database_url, tournament_id)
+    if not wait:
+        return progress
+    swept = time.monotonic()
+    while True:
+        if isinstance(backend, EmbeddedBackend):
+            backend.errors()  # the store has them (failed matches); just drop the futures
+        progress = _progress(database_url, tournament_id)
+        if on_progress is not None:
+            on_progress(progress)
+        if progress.unfinished == 0 or tournament_status(database_url, tournament_id) != "running":
+            break
+        if time.monotonic() - swept >= RECOVER_S:
+            swept = time.monotonic()
+            with session_scope(database_url) as session:
+                reset = recover_matches(session, tournament_id)
+            # Also picks up matches added by an extend while we run.
+            backend.submit(unfinished_matches(database_url, tournament_id), replace=reset)
+        time.sleep(poll_s)
+    with session_scope(database_url) as session:
+        finish_if_complete(session, tournament_id)
+    return _progress(database_url, tournament_id)
+
+
+def _progress(database_url: str, tournament_id: int) -> Progress:
+    with session_scope(database_url) as session:
+        return tournament_progress(session, tournament_id)
+
+
+def tournament_status(database_url: str, tournament_id: int) -> str:
+    with session_scope(database_url) as session:
+        return get_tournament_row(session, tournament_id).status
+
+
+def worker_name(queue_name: str) -> str:
+    """Unique per process, and containing the queue name (so tooling can find a queue's
+    workers by name)."""
+    return f"{_safe(queue_name)}.{_safe(socket.gethostname())}.{os.getpid()}"
+
+
+def run_worker(
+    settings: Settings, *, burst: bool = False, fork: bool = False, name: str | None = None
+) -> bool:
+    """Run an RQ worker on ``settings.queue_name`` until stopped (or, with ``burst``, until
+    the queue is empty). Matches run in the worker process itself unless ``fork`` (RQ's
+    fork-per-job, which isolates a crashing hosted bot at a few ms per match). Returns
+    whether any job ran."""
+    from redis import Redis
+    from rq import Queue, SimpleWorker, Worker
+
+    import arena.jobs  # noqa: F401 - imported once here rather than in every job
+
+    if not settings.redis_url:
+        raise ValueError("tonk worker needs TONK_REDIS_URL (without it matches run in the embedded pool)")
+    connection = Redis.from_url(settings.redis_url)
+    worker_class = Worker if fork else SimpleWorker
+    worker = worker_class(
+        [Queue(settings.queue_name, connection=connection)],
+        connection=connection,
+        name=name or worker_name(settings.queue_name),
+    )
+    return bool(worker.work(burst=burst, logging_level="WARNING"))

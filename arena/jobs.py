@@ -1,0 +1,341 @@
+"""The match job, and the store-side steps that make it safe to run anywhere, any number of
+times: on an RQ worker, in the embedded process pool, twice at once, or again after a crash.
+
+``play_match_job(match_id, database_url)`` is the whole job (RQ imports it by dotted path):
+
+1. **Claim** with one conditional UPDATE: ``pending -> running`` (or take over a ``running``
+   match whose heartbeat went stale), only while the tournament is running. A match that is
+   done, or held by a live worker, is left alone: the job is a no-op.
+2. **Play** it under the referee, while a heartbeat thread stamps ``heartbeat_at`` (and the
+   hands played so far) every few seconds. If the match is taken from us (we were presumed
+   dead), the heartbeat notices and the play stops early.
+3. **Record** result, seats, faults and replay in ONE transaction whose first statement is
+   ``UPDATE matches SET status='done' ... WHERE id=:id AND status != 'done'``; if that
+   touches no row, another worker recorded the match first and everything is rolled back.
+   So a match is counted once, whoever races.
+4. **Finish** the tournament if that was its last match (conditional again).
+
+A worker killed mid-match leaves its match ``running``. :func:`recover_matches` puts it back
+to ``pending`` when its worker process is gone (same host) or its heartbeat is older than
+``LEASE_S``; it is then played again from scratch: same seed, same deals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+import threading
+import time
+import traceback
+from typing import Final
+
+from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy.orm import Session
+
+from arena.db import session_scope
+from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
+from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
+from arena.replays import FORMAT, encode_logs
+from arena.tournaments import finish_if_complete
+from sdk.referee import HandLog, MatchResult
+
+#: Seconds between heartbeats of a running match.
+HEARTBEAT_S: Final = 3.0
+#: A running match whose heartbeat is older than this is presumed abandoned.
+LEASE_S: Final = 30.0
+
+# What play_match_job returns (RQ keeps it as the job's result).
+DONE, ALREADY_DONE, BUSY, NOT_RUNNING, LOST = "done", "already-done", "busy", "not-running", "lost"
+
+
+class MatchTakenError(RuntimeError):
+    """Raised inside the referee's hand callback to stop a match another worker took over."""
+
+
+def play_match_job(match_id: int, database_url: str) -> str:
+    """Play match ``match_id`` of the store at ``database_url`` unless it is done or being
+    played; returns one of ``done``, ``already-done``, ``busy``, ``not-running``, ``lost``."""
+    _forget_inherited_engines()
+    worker = worker_id()
+    claimed = claim_match(database_url, match_id, worker)
+    if claimed is not None:
+        return claimed
+    with session_scope(database_url) as session:
+        plan = load_plan(session, match_id)
+    try:
+        result, duration_ms = play_claimed(database_url, plan, worker)
+    except MatchTakenError:
+        return LOST
+    except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it
+        mark_failed(database_url, match_id, worker, exc)
+        raise
+    if not record_result(database_url, plan, result, duration_ms, worker):
+        return ALREADY_DONE
+    with session_scope(database_url) as session:
+        finish_if_complete(session, plan.tournament_id)
+    return DONE
+
+
+def worker_id() -> str:
+    """Who is playing: ``host:pid``, so a resume on the same host can tell a live worker from
+    a killed one at once instead of waiting for the lease to run out."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def claim_match(database_url: str, match_id: int, worker: str) -> str | None:
+    """Take the match for ``worker`` (atomic conditional UPDATE): None when claimed, else the
+    reason it was not (``already-done``, ``busy``, ``not-running``)."""
+    now = utcnow()
+    stale = now - dt.timedelta(seconds=LEASE_S)
+    running = select(Tournament.id).where(Tournament.status == "running").scalar_subquery()
+    with session_scope(database_url) as session:
+        claimed = session.execute(
+            update(Match)
+            .where(
+                Match.id == match_id,
+                or_(
+                    Match.status == "pending",
+                    and_(
+                        Match.status == "running",
+                        or_(Match.heartbeat_at.is_(None), Match.heartbeat_at < stale),
+                    ),
+                ),
+                Match.tournament_id.in_(running),
+            )
+            .values(
+                status="running",
+                worker=worker,
+                attempts=Match.attempts + 1,
+                started_at=now,
+                heartbeat_at=now,
+                hands_played=0,
+                error=None,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        if claimed.rowcount == 1:  # type: ignore[attr-defined]
+            return None
+        status = session.execute(select(Match.status).where(Match.id == match_id)).scalar_one_or_none()
+    if status is None:
+        from arena.store import MatchNotFoundError
+
+        raise MatchNotFoundError(f"there is no match {match_id!r}")
+    return ALREADY_DONE if status == "done" else BUSY if status == "running" else NOT_RUNNING
+
+
+def play_claimed(database_url: str, plan: MatchPlan, worker: str) -> tuple[MatchResult, int]:
+    """Play a claimed match with the heartbeat running; returns the result and its time."""
+    beat = _Heartbeat(database_url, plan.match_id, worker)
+    beat.start()
+    started = time.perf_counter()
+    try:
+        result = run_match(plan, on_hand=beat.on_hand)
+    finally:
+        beat.stop()
+    if beat.lost:
+        raise MatchTakenError(f"match {plan.match_id} was taken over by another worker")
+    return result, round((time.perf_counter() - started) * 1000)
+
+
+def record_result(
+    database_url: str, plan: MatchPlan, result: MatchResult, duration_ms: int, worker: str
+) -> bool:
+    """Write a played match in one transaction, guarded so it counts once: False (and
+    nothing written) if the match was already done."""
+    blob = encode_logs(result.hands, seed=result.seed, players=result.players, rules=result.rules)
+    stats = seat_stats(result)
+    bots = [seat.bot_id for seat in plan.seats]
+    with session_scope(database_url) as session:
+        # First statement of the transaction: on SQLite it takes the write lock at once, on
+        # PostgreSQL a racing writer blocks on the row and then sees status = 'done'.
+        done = session.execute(
+            update(Match)
+            .where(Match.id == plan.match_id, Match.status != "done")
+            .values(
+                status="done",
+                worker=worker,
+                finished_at=utcnow(),
+                heartbeat_at=None,
+                hands_played=len(result.hands),
+                decisions=result.decisions,
+                faults=len(result.faults),
+                forfeited_seat=result.forfeited,
+                duration_ms=duration_ms,
+                error=None,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        if done.rowcount != 1:  # type: ignore[attr-defined]
+            session.rollback()
+            return False
+        for s in stats:
+            session.execute(
+                update(MatchSeat)
+                .where(MatchSeat.match_id == plan.match_id, MatchSeat.seat == s.seat)
+                .values(
+                    score=s.score,
+                    hands_won=s.hands_won,
+                    decisions=s.decisions,
+                    faults=s.faults,
+                    latency_us_total=s.latency_us_total,
+                    latency_us_max=s.latency_us_max,
+                )
+                .execution_options(synchronize_session=False)
+            )
+        if result.faults:
+            session.execute(
+                insert(FaultRecord),
+                [
+                    {
+                        "match_id": plan.match_id,
+                        "seat": f.seat,
+                        "bot_id": bots[f.seat],
+                        "hand_index": f.hand_index,
+                        "decision": f.decision,
+                        "kind": f.kind.value,
+                        "reason": f.reason[:2000],
+                    }
+                    for f in result.faults
+                ],
+            )
+        session.execute(insert(Replay).values(match_id=plan.match_id, format=FORMAT, data=blob))
+    return True
+
+
+def mark_failed(database_url: str, match_id: int, worker: str, exc: BaseException) -> None:
+    """Record why a match could not be played (an arena problem, not a bot's fault: those
+    are faults inside the match). Only the claimant may; a resume retries failed matches."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:4000]
+    try:
+        with session_scope(database_url) as session:
+            session.execute(
+                update(Match)
+                .where(Match.id == match_id, Match.status == "running", Match.worker == worker)
+                .values(status="failed", error=text, heartbeat_at=None)
+                .execution_options(synchronize_session=False)
+            )
+    except Exception:  # the original error matters more; the lease recovers the match
+        pass
+
+
+def recover_matches(
+    session: Session, tournament_id: int, *, retry_failed: bool = False, now: dt.datetime | None = None
+) -> list[int]:
+    """Put the tournament's abandoned matches back to ``pending``: ``running`` ones whose
+    worker is gone (a dead process on this host, or a heartbeat older than ``LEASE_S``), and
+    with ``retry_failed`` the ``failed`` ones. Returns their ids. Each reset is conditional on
+    the row being as read, so a worker that is in fact alive and just wrote is not disturbed."""
+    now = now or utcnow()
+    statuses = ("running", "failed") if retry_failed else ("running",)
+    rows = session.execute(
+        select(Match.id, Match.status, Match.worker, Match.heartbeat_at).where(
+            Match.tournament_id == tournament_id, Match.status.in_(statuses)
+        )
+    ).all()
+    reset: list[int] = []
+    for match_id, status, worker, beat in rows:
+        if status == "running" and is_alive(worker, beat, now):
+            continue
+        guard = [Match.id == match_id, Match.status == status]
+        if status == "running":
+            guard.append(Match.heartbeat_at == beat if beat is not None else Match.heartbeat_at.is_(None))
+        changed = session.execute(
+            update(Match)
+            .where(*guard)
+            .values(status="pending", heartbeat_at=None)
+            .execution_options(synchronize_session=False)
+        )
+        if changed.rowcount == 1:  # type: ignore[attr-defined]
+            reset.append(match_id)
+    return reset
+
+
+def is_alive(worker: str | None, heartbeat_at: dt.datetime | None, now: dt.datetime) -> bool:
+    if heartbeat_at is None:
+        return False
+    if heartbeat_at.tzinfo is None:  # SQLite returns naive datetimes; they were stored in UTC
+        heartbeat_at = heartbeat_at.replace(tzinfo=dt.UTC)
+    if (now - heartbeat_at).total_seconds() > LEASE_S:
+        return False
+    host, _, pid = (worker or "").rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        return _process_alive(int(pid))
+    return True
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: it exists
+    try:  # a zombie (killed, not yet reaped) is as dead as it gets
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class _Heartbeat:
+    """Stamps the claimed match every HEARTBEAT_S from a thread; notices a takeover."""
+
+    def __init__(self, database_url: str, match_id: int, worker: str):
+        self.url = database_url
+        self.match_id = match_id
+        self.worker = worker
+        self.hands = 0
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{match_id}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def on_hand(self, log: HandLog, scores: list[int]) -> None:
+        self.hands += 1
+        if self.lost:
+            raise MatchTakenError(f"match {self.match_id} was taken over by another worker")
+
+    def _run(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                with session_scope(self.url) as session:
+                    beat = session.execute(
+                        update(Match)
+                        .where(
+                            Match.id == self.match_id,
+                            Match.status == "running",
+                            Match.worker == self.worker,
+                        )
+                        .values(heartbeat_at=utcnow(), hands_played=self.hands)
+                        .execution_options(synchronize_session=False)
+                    )
+                    if beat.rowcount == 0:  # type: ignore[attr-defined]
+                        self.lost = True
+                        return
+            except Exception:  # a missed beat is survivable; the lease is long
+                continue
+
+
+_engines_pid = os.getpid()
+
+
+def _forget_inherited_engines() -> None:
+    """After a fork (an RQ work horse, a pool process) the parent's pooled connections must
+    not be used, nor closed (closing would end the parent's sessions): drop them."""
+    global _engines_pid
+    if os.getpid() == _engines_pid:
+        return
+    _engines_pid = os.getpid()
+    from arena import db
+
+    with db._lock:
+        for engine in db._engines.values():
+            engine.dispose(close=False)
+        db._engines.clear()

@@ -1,0 +1,179 @@
+"""Ratings from the store: the live leaderboard and the history written as tournaments end.
+
+A done match becomes one :class:`arena.ratings.MatchResult`: the bot ids by seat (as
+strings, the rating system's ids) and each seat's final score in chips. Duplicate
+rotations are separate matches; the rating model weighs each seat of each one equally.
+
+- :func:`current_leaderboard` fits every done match, cached per process until the number
+  of done matches changes (the fit is the expensive part of a leaderboard page).
+- :func:`write_snapshot` runs when a tournament finishes (in the same transaction that marks
+  it finished): a fit over the matches of every finished tournament, stored per bot in
+  ``rating_snapshots``. The rows of all tournaments in finishing order are the history.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.orm import Session
+
+from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
+from arena.ratings import MatchResult, RatingTable, fit
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    rank: int
+    bot_id: int
+    name: str
+    elo: float
+    low: float
+    high: float
+    matches: int
+    provisional: bool
+    los_next: float | None  # likelihood of superiority over the next row
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    rows: list[LeaderboardRow] = field(default_factory=list)
+    done_matches: int = 0
+    computed_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    tournament_id: int
+    tournament_name: str
+    finished_at: dt.datetime | None
+    bot_id: int
+    name: str
+    elo: float
+    low: float
+    high: float
+    matches: int
+    provisional: bool
+
+
+_cache_lock = threading.Lock()
+_cache: dict[str, tuple[Hashable, Leaderboard]] = {}
+
+
+def match_results(session: Session, *, finished_only: bool = False) -> list[MatchResult]:
+    """Every done match as a rating input, in match id order (so fits are reproducible).
+    ``finished_only`` keeps the matches of finished tournaments (the official ratings)."""
+    query = (
+        select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.score)
+        .join(Match, Match.id == MatchSeat.match_id)
+        .where(Match.status == "done", MatchSeat.score.is_not(None))
+        .order_by(MatchSeat.match_id, MatchSeat.seat)
+    )
+    if finished_only:
+        query = query.join(Tournament, Tournament.id == Match.tournament_id).where(
+            Tournament.status == "finished"
+        )
+    results: list[MatchResult] = []
+    current: int | None = None
+    bots: list[str] = []
+    scores: list[int] = []
+    for match_id, bot_id, score in session.execute(query):
+        if match_id != current:
+            if current is not None:
+                results.append(MatchResult(current, tuple(bots), tuple(scores)))
+            current, bots, scores = match_id, [], []
+        bots.append(str(bot_id))
+        scores.append(int(score or 0))
+    if current is not None:
+        results.append(MatchResult(current, tuple(bots), tuple(scores)))
+    return results
+
+
+def done_token(session: Session) -> tuple[int, int | None]:
+    """Changes whenever another match is done: the count and the largest id of done matches."""
+    count, largest = session.execute(
+        select(func.count(Match.id), func.max(Match.id)).where(Match.status == "done")
+    ).one()
+    return (int(count), None if largest is None else int(largest))
+
+
+def current_leaderboard(session: Session) -> Leaderboard:
+    """Ratings over every done match, best first; recomputed only when a match has finished
+    since the last call in this process."""
+    key = str(session.get_bind().engine.url)
+    token = done_token(session)
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None and hit[0] == token:
+        return hit[1]
+    board = _leaderboard(session, fit(match_results(session)), token[0])
+    with _cache_lock:
+        _cache[key] = (token, board)
+    return board
+
+
+def _leaderboard(session: Session, table: RatingTable, done: int) -> Leaderboard:
+    names = _names(session, [int(r.bot) for r in table.ratings])
+    rows = [
+        LeaderboardRow(
+            rank=i + 1,
+            bot_id=int(r.bot),
+            name=names.get(int(r.bot), f"#{r.bot}"),
+            elo=r.elo,
+            low=r.low,
+            high=r.high,
+            matches=r.matches,
+            provisional=r.provisional,
+            los_next=table.los[i] if i < len(table.los) else None,
+        )
+        for i, r in enumerate(table.ratings)
+    ]
+    return Leaderboard(rows, done, utcnow())
+
+
+def write_snapshot(session: Session, tournament_id: int) -> int:
+    """(Re)write the rating snapshot taken when ``tournament_id`` finished: a fit over every
+    finished tournament's matches. Idempotent; returns the number of bots rated."""
+    table = fit(match_results(session, finished_only=True))
+    session.execute(delete(RatingSnapshot).where(RatingSnapshot.tournament_id == tournament_id))
+    rows = [
+        {
+            "tournament_id": tournament_id,
+            "bot_id": int(r.bot),
+            "elo": r.elo,
+            "low": r.low,
+            "high": r.high,
+            "matches": r.matches,
+            "provisional": r.provisional,
+        }
+        for r in table.ratings
+    ]
+    if rows:
+        session.execute(insert(RatingSnapshot), rows)
+    return len(rows)
+
+
+def rating_history(session: Session, *, bot_id: int | None = None) -> list[SnapshotRow]:
+    """The snapshots in the order the tournaments finished (one row per bot and tournament)."""
+    query = (
+        select(RatingSnapshot, Tournament.name, Tournament.finished_at, Bot.name)
+        .join(Tournament, Tournament.id == RatingSnapshot.tournament_id)
+        .join(Bot, Bot.id == RatingSnapshot.bot_id)
+        .order_by(Tournament.finished_at, Tournament.id, RatingSnapshot.elo.desc())
+    )
+    if bot_id is not None:
+        query = query.where(RatingSnapshot.bot_id == bot_id)
+    return [
+        SnapshotRow(s.tournament_id, t_name, finished, s.bot_id, name, s.elo, s.low, s.high, s.matches,
+                    s.provisional)
+        for s, t_name, finished, name in session.execute(query)
+    ]
+
+
+def _names(session: Session, ids: list[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    return dict(session.execute(select(Bot.id, Bot.name).where(Bot.id.in_(ids))).tuples().all())

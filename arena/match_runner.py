@@ -1,0 +1,182 @@
+"""The referee in the arena: one match from its stored plan to a result and per-seat stats.
+
+A :class:`MatchPlan` is everything a worker needs to play a match, read from the store in
+one go (:func:`load_plan`): the seed, the hands, the rules and referee settings fixed when
+the tournament was created, and for each seat the bot version entered (its gRPC address, or
+the ``module:Class`` of a bot the arena hosts in-process). Playing it is the same
+:func:`sdk.referee.play_match` that ``tonk play`` runs, so a bot meets the same rules,
+deadlines and fault handling locally and here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from arena.errors import UnprocessableError
+from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament
+from arena.store import MatchNotFoundError
+from sdk.dealing import derive_seed
+from sdk.players import PlayerSpecError, load_bot_class, make_player
+from sdk.referee import HandLog, LocalPlayer, MatchResult, Player, RefereeConfig, play_match
+from sdk.rules import Rules
+
+
+class SeatSpecError(UnprocessableError):
+    """A seat whose bot version names neither a usable address nor a hosted class."""
+
+    code = "bad_seat"
+
+
+@dataclass(frozen=True, slots=True)
+class SeatPlan:
+    bot_id: int
+    bot_version_id: int
+    name: str
+    address: str | None
+    hosted: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchPlan:
+    match_id: int
+    tournament_id: int
+    label: str  # the match id the bots see
+    seed: int
+    hands: int
+    rules: Rules
+    config: RefereeConfig
+    seats: tuple[SeatPlan, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SeatStats:
+    seat: int
+    score: int
+    hands_won: int
+    decisions: int
+    faults: int
+    latency_us_total: int
+    latency_us_max: int
+
+
+def match_label(tournament_seed: int, key: str) -> str:
+    """The match id the referee gives the bots: stable for a tournament seed (so the bots'
+    seeded RNGs, and with them the results, replay exactly), unrelated across seeds, and a
+    one-way hash, so it says nothing about the secret seed."""
+    return f"{derive_seed(tournament_seed, 'label') >> 32:08x}-{key.replace('/', '-')}"
+
+
+def rules_to_column(rules: Rules) -> dict[str, object]:
+    """``Tournament.rules`` holds an object: the options that differ from standard."""
+    as_json = rules.to_json()
+    return {"name": as_json} if isinstance(as_json, str) else dict(as_json)
+
+
+def referee_config(config: dict[str, object], defaults: RefereeConfig) -> RefereeConfig:
+    def pick(key: str, default: int) -> int:
+        value = config.get(key)
+        return value if type(value) is int and value >= 0 else default
+
+    return RefereeConfig(
+        decision_deadline_ms=pick("decision_deadline_ms", defaults.decision_deadline_ms),
+        time_bank_ms=pick("time_bank_ms", defaults.time_bank_ms),
+        max_faults=max(1, pick("max_faults", defaults.max_faults)),
+    )
+
+
+def load_plan(session: Session, match_id: int) -> MatchPlan:
+    """Everything needed to play match ``match_id``, from the store."""
+    match = session.get(Match, match_id)
+    if match is None:
+        raise MatchNotFoundError(f"there is no match {match_id!r}")
+    tournament = session.get(Tournament, match.tournament_id)
+    assert tournament is not None  # a foreign key
+    rows = session.execute(
+        select(MatchSeat.seat, MatchSeat.bot_id, MatchSeat.bot_version_id, Bot.name, BotVersion)
+        .join(Bot, Bot.id == MatchSeat.bot_id)
+        .join(BotVersion, BotVersion.id == MatchSeat.bot_version_id)
+        .where(MatchSeat.match_id == match_id)
+        .order_by(MatchSeat.seat)
+    ).all()
+    seats = tuple(
+        SeatPlan(bot_id, version_id, name, version.address, version.hosted)
+        for _seat, bot_id, version_id, name, version in rows
+    )
+    return MatchPlan(
+        match_id=match.id,
+        tournament_id=match.tournament_id,
+        label=match.label or match_label(tournament.seed, match.key),
+        seed=match.seed,
+        hands=match.hands,
+        rules=Rules.from_json(tournament.rules or None),
+        config=referee_config(tournament.config or {}, RefereeConfig()),
+        seats=seats,
+    )
+
+
+def make_seat_player(seat: SeatPlan) -> Player:
+    """A registered bot's address wins (it plays over gRPC like any entrant); a bot with
+    only a ``module:Class`` is hosted in this process."""
+    try:
+        if seat.address:
+            return make_player(seat.address)
+        if seat.hosted:
+            return LocalPlayer(load_bot_class(seat.hosted))
+    except PlayerSpecError as exc:
+        raise SeatSpecError(f"bot {seat.name!r} (version {seat.bot_version_id}): {exc}") from None
+    raise SeatSpecError(f"bot {seat.name!r} (version {seat.bot_version_id}) has no address and is not hosted")
+
+
+def run_match(
+    plan: MatchPlan,
+    *,
+    on_hand: Callable[[HandLog, list[int]], None] | None = None,
+    player_factory: Callable[[SeatPlan], Player] = make_seat_player,
+) -> MatchResult:
+    """Play ``plan`` and return the referee's result (players are closed afterwards)."""
+    players: list[Player] = []
+    try:
+        for seat in plan.seats:
+            players.append(player_factory(seat))
+        return play_match(
+            players,
+            plan.seed,
+            plan.hands,
+            match_id=plan.label,
+            names=[seat.name for seat in plan.seats],
+            rules=plan.rules,
+            config=plan.config,
+            on_hand=on_hand,
+        )
+    finally:
+        for player in players:
+            with contextlib.suppress(Exception):  # closing is best effort; the result stands
+                player.close()
+
+
+def seat_stats(result: MatchResult) -> list[SeatStats]:
+    """Per-seat totals of a played match: what ``match_seats`` stores."""
+    n = len(result.scores)
+    won = [0] * n
+    decisions = [0] * n
+    total = [0] * n
+    worst = [0] * n
+    for log in result.hands:
+        outcome = log.record.outcome or {}
+        for seat in outcome.get("winners", []):
+            won[seat] += 1
+        for (seat, _action), latency in zip(log.record.actions, log.latencies_us, strict=True):
+            decisions[seat] += 1
+            total[seat] += latency
+            worst[seat] = max(worst[seat], latency)
+    faults = [0] * n
+    for fault in result.faults:
+        faults[fault.seat] += 1
+    return [
+        SeatStats(s, result.scores[s], won[s], decisions[s], faults[s], total[s], worst[s]) for s in range(n)
+    ]

@@ -1,0 +1,330 @@
+"""Round-robin tournaments in duplicate: their shape, their matches and their life cycle.
+
+Shape
+    Entrants are bots (each entry records the bot's version at creation). For every table
+    size chosen (2..6) every combination of that many entrants is a *table*; tables are
+    numbered across sizes, smallest first, combinations in entry order. Each table plays
+    ``matches_per_table`` *deals*; a deal is played in duplicate: the same seed once per seat
+    rotation (``n`` matches at an ``n``-seat table, bot ``combo[(s + r) % n]`` in seat ``s``
+    of rotation ``r``), so every bot holds every seat's cards and card luck cancels out.
+
+Seeds
+    Everything derives from the tournament's secret seed: deal ``d`` of table ``t`` is dealt
+    from ``derive_seed(seed, f"table{t}/deal{d}")``. The match key ``t{t}/d{d}/r{r}`` is
+    unique within the tournament, so creating or extending adds each match exactly once.
+
+Life cycle
+    ``created`` -> ``running`` (:func:`start_tournament`) <-> ``paused`` -> ``finished`` when
+    every match is done (:func:`finish_if_complete`, which also writes the rating snapshot).
+    Extending a finished tournament pauses it again until its new matches are played.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.orm import Session
+
+from arena.config import Settings
+from arena.errors import ArenaError, ConflictError, NotFoundError
+from arena.match_runner import match_label, rules_to_column
+from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
+from arena.store import TournamentNotFoundError
+from sdk.dealing import SEED_LIMIT, derive_seed, new_seed
+from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
+
+__all__ = [
+    "InvalidTournamentError",
+    "TournamentNotFoundError",
+    "TournamentStateError",
+    "UnknownBotError",
+    "create_tournament",
+    "extend_tournament",
+    "finish_if_complete",
+    "get_tournament_row",
+    "match_key",
+    "pause_tournament",
+    "resolve_bots",
+    "start_tournament",
+    "tables_of",
+]
+
+MAX_DEALS = 100_000
+MAX_HANDS = 10_000
+
+
+class InvalidTournamentError(ArenaError):
+    """A tournament that cannot be built as asked (bad sizes, too few bots, bad counts)."""
+
+    code = "invalid_tournament"
+
+
+class UnknownBotError(NotFoundError):
+    code = "bot_not_found"
+
+
+class TournamentStateError(ConflictError):
+    """An action the tournament's status does not allow (e.g. pausing a finished one)."""
+
+    code = "tournament_state"
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    index: int
+    bot_ids: tuple[int, ...]
+
+
+def match_key(table: int, deal: int, rotation: int) -> str:
+    return f"t{table}/d{deal}/r{rotation}"
+
+
+def deal_seed(tournament_seed: int, table: int, deal: int) -> int:
+    return derive_seed(tournament_seed, f"table{table}/deal{deal}")
+
+
+def tables_of(bot_ids: Sequence[int], sizes: Iterable[int]) -> list[Table]:
+    """Every combination of the entrants at every table size, numbered smallest size first."""
+    combos = [c for n in sorted(set(sizes)) for c in itertools.combinations(bot_ids, n)]
+    return [Table(i, combo) for i, combo in enumerate(combos)]
+
+
+def resolve_bots(session: Session, names: Sequence[str]) -> list[int]:
+    """Bot ids for ``names``, in order; UnknownBotError names every one that is missing."""
+    found = dict(session.execute(select(Bot.name, Bot.id).where(Bot.name.in_(list(names)))).tuples().all())
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise UnknownBotError(f"no bot named {', '.join(repr(n) for n in missing)}")
+    return [found[n] for n in names]
+
+
+def create_tournament(
+    session: Session,
+    *,
+    name: str,
+    bot_ids: Sequence[int],
+    table_sizes: Sequence[int],
+    matches_per_table: int,
+    hands_per_match: int,
+    seed: int | None = None,
+    rules: Rules = STANDARD,
+    settings: Settings | None = None,
+    config: dict[str, int] | None = None,
+) -> Tournament:
+    """Create the tournament, its entries (each bot's current version) and every match.
+
+    ``config`` overrides the referee settings (``decision_deadline_ms``, ``time_bank_ms``,
+    ``max_faults``) taken from ``settings``; they are fixed here so that a worker's
+    environment never changes how a tournament is refereed. Flushes, does not commit.
+    """
+    if not isinstance(name, str) or not name.strip() or len(name) > 128:
+        raise InvalidTournamentError(f"a tournament name is 1 to 128 characters, got {name!r}")
+    ids = list(dict.fromkeys(bot_ids))
+    if len(ids) != len(bot_ids):
+        raise InvalidTournamentError(f"a bot is entered twice: {list(bot_ids)!r}")
+    sizes = sorted(set(table_sizes))
+    if not sizes or any(type(n) is not int or not MIN_PLAYERS <= n <= MAX_PLAYERS for n in sizes):
+        raise InvalidTournamentError(
+            f"table sizes are {MIN_PLAYERS} to {MAX_PLAYERS} players, got {list(table_sizes)!r}"
+        )
+    if len(ids) < sizes[-1]:
+        raise InvalidTournamentError(
+            f"a table of {sizes[-1]} needs at least {sizes[-1]} bots, got {len(ids)}: {ids!r}"
+        )
+    _check_count("matches_per_table", matches_per_table, MAX_DEALS)
+    _check_count("hands_per_match", hands_per_match, MAX_HANDS)
+    if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
+        raise InvalidTournamentError(f"a seed is an integer from 0 to 2**64 - 1, got {seed!r}")
+    versions = _current_versions(session, ids)
+    base = settings or Settings()
+    referee = {
+        "decision_deadline_ms": base.decision_deadline_ms,
+        "time_bank_ms": base.time_bank_ms,
+        "max_faults": base.max_faults,
+    }
+    for key, value in (config or {}).items():
+        if key not in referee or type(value) is not int or value < (1 if key == "max_faults" else 0):
+            raise InvalidTournamentError(f"referee setting {key}={value!r} is not one of {sorted(referee)}")
+        referee[key] = value
+    tournament = Tournament(
+        name=name.strip(),
+        seed=new_seed() if seed is None else seed,
+        status="created",
+        table_sizes=sizes,
+        matches_per_table=0,
+        hands_per_match=hands_per_match,
+        rules=rules_to_column(rules),
+        config=referee,
+    )
+    session.add(tournament)
+    session.flush()
+    session.execute(
+        insert(TournamentEntry),
+        [{"tournament_id": tournament.id, "bot_id": b, "bot_version_id": versions[b]} for b in ids],
+    )
+    _add_deals(session, tournament, ids, versions, matches_per_table)
+    return tournament
+
+
+def extend_tournament(session: Session, tournament_id: int, deals: int) -> int:
+    """Add ``deals`` more deals at every table (new matches only); returns how many matches
+    were added. A finished tournament goes back to ``paused`` until they are played."""
+    _check_count("deals", deals, MAX_DEALS)
+    tournament = _locked(session, tournament_id)
+    entries = session.execute(
+        select(TournamentEntry.bot_id, TournamentEntry.bot_version_id)
+        .where(TournamentEntry.tournament_id == tournament_id)
+        .order_by(TournamentEntry.id)
+    ).all()
+    ids = [bot for bot, _ in entries]
+    versions = {bot: version for bot, version in entries}
+    added = _add_deals(session, tournament, ids, versions, deals)
+    if tournament.status == "finished":
+        tournament.status = "paused"
+        tournament.finished_at = None
+    return added
+
+
+def _add_deals(
+    session: Session, tournament: Tournament, ids: list[int], versions: dict[int, int], deals: int
+) -> int:
+    first = tournament.matches_per_table
+    tables = tables_of(ids, tournament.table_sizes)
+    rows: list[dict[str, Any]] = []
+    seats: list[tuple[str, list[int]]] = []
+    # Deal-major order: a tournament stopped half-way has played every table about equally.
+    for deal in range(first, first + deals):
+        for table in tables:
+            seed = deal_seed(tournament.seed, table.index, deal)
+            n = len(table.bot_ids)
+            for rotation in range(n):
+                key = match_key(table.index, deal, rotation)
+                rows.append(
+                    {
+                        "tournament_id": tournament.id,
+                        "key": key,
+                        "table_index": table.index,
+                        "deal_index": deal,
+                        "rotation": rotation,
+                        "seed": seed,
+                        "hands": tournament.hands_per_match,
+                        "status": "pending",
+                        "label": match_label(tournament.seed, key),
+                    }
+                )
+                seats.append((key, [table.bot_ids[(s + rotation) % n] for s in range(n)]))
+    tournament.matches_per_table = first + deals
+    if not rows:
+        return 0
+    session.execute(insert(Match), rows)
+    match_ids = dict(
+        session.execute(
+            select(Match.key, Match.id).where(
+                Match.tournament_id == tournament.id, Match.deal_index >= first
+            )
+        ).tuples().all()
+    )
+    session.execute(
+        insert(MatchSeat),
+        [
+            {"match_id": match_ids[key], "seat": s, "bot_id": bot, "bot_version_id": versions[bot]}
+            for key, bots in seats
+            for s, bot in enumerate(bots)
+        ],
+    )
+    session.flush()
+    return len(rows)
+
+
+def start_tournament(session: Session, tournament_id: int) -> Tournament:
+    """``created``/``paused``/``running`` -> ``running``."""
+    tournament = _locked(session, tournament_id)
+    if tournament.status == "finished":
+        raise TournamentStateError(f"tournament {tournament_id} is finished; extend it to play more")
+    tournament.status = "running"
+    session.flush()
+    return tournament
+
+
+def pause_tournament(session: Session, tournament_id: int) -> Tournament:
+    """Stop starting matches (those being played finish and count). ``finished`` stays."""
+    tournament = _locked(session, tournament_id)
+    if tournament.status == "finished":
+        raise TournamentStateError(f"tournament {tournament_id} is finished; there is nothing to pause")
+    tournament.status = "paused"
+    session.flush()
+    return tournament
+
+
+def finish_if_complete(session: Session, tournament_id: int) -> bool:
+    """Mark a running tournament finished when all its matches are done, and write the
+    rating snapshot in the same transaction. True only for the one caller that finished it
+    (the UPDATE is conditional, so racing workers cannot both do it)."""
+    remaining = session.execute(
+        select(func.count(Match.id)).where(Match.tournament_id == tournament_id, Match.status != "done")
+    ).scalar_one()
+    if remaining:
+        return False
+    finished = session.execute(
+        update(Tournament)
+        .where(Tournament.id == tournament_id, Tournament.status == "running")
+        .values(status="finished", finished_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if finished.rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    from arena.leaderboard import write_snapshot  # ratings need numpy: only when finishing
+
+    write_snapshot(session, tournament_id)
+    return True
+
+
+def get_tournament_row(session: Session, tournament_id: int) -> Tournament:
+    tournament = session.get(Tournament, tournament_id)
+    if tournament is None:
+        raise TournamentNotFoundError(f"there is no tournament {tournament_id!r}")
+    return tournament
+
+
+def _locked(session: Session, tournament_id: int) -> Tournament:
+    # FOR UPDATE on PostgreSQL (ignored by SQLite, whose writers are serialised anyway), so
+    # two operators extending at once cannot both number their deals from the same start.
+    tournament = session.scalars(
+        select(Tournament).where(Tournament.id == tournament_id).with_for_update()
+    ).first()
+    if tournament is None:
+        raise TournamentNotFoundError(f"there is no tournament {tournament_id!r}")
+    return tournament
+
+
+def _current_versions(session: Session, ids: list[int]) -> dict[int, int]:
+    bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(ids)))}
+    missing = [i for i in ids if i not in bots]
+    if missing:
+        raise UnknownBotError(f"no bot with id {', '.join(repr(i) for i in missing)}")
+    retired = [bots[i].name for i in ids if bots[i].status != "active"]
+    if retired:
+        raise InvalidTournamentError(f"retired bots cannot enter: {', '.join(repr(n) for n in retired)}")
+    latest = dict(
+        session.execute(
+            select(BotVersion.bot_id, func.max(BotVersion.number))
+            .where(BotVersion.bot_id.in_(ids))
+            .group_by(BotVersion.bot_id)
+        ).tuples().all()
+    )
+    unversioned = [bots[i].name for i in ids if i not in latest]
+    if unversioned:
+        raise InvalidTournamentError(f"bots with no registered version: {', '.join(map(repr, unversioned))}")
+    rows = session.execute(
+        select(BotVersion.bot_id, BotVersion.id, BotVersion.number).where(BotVersion.bot_id.in_(ids))
+    ).all()
+    return {bot: vid for bot, vid, number in rows if latest[bot] == number}
+
+
+def _check_count(what: str, value: object, limit: int) -> None:
+    if type(value) is not int or not 1 <= value <= limit:
+        raise InvalidTournamentError(f"{what} must be an integer from 1 to {limit}, got {value!r}")
