@@ -222,6 +222,11 @@ def play_match(
                 state.apply(action, seat)
                 latencies.append(elapsed_us)
             except PlayerFaultError as exc:
+                # A call that failed late (a transport timeout waits out deadline + bank) spends
+                # the bank too; otherwise a hanging bot would get its whole bank back every call.
+                over_us = (time.perf_counter_ns() - started) // 1000 - cfg.decision_deadline_ms * 1000
+                if over_us > 0:
+                    bank_us[seat] = max(0, bank_us[seat] - over_us)
                 fault = Fault(seat, hand_index, decision, exc.kind, exc.reason)
             except IllegalActionError as exc:  # cannot happen after resolve_reply; belt and braces
                 fault = Fault(seat, hand_index, decision, FaultKind.ILLEGAL, str(exc))
