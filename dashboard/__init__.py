@@ -1,0 +1,62 @@
+"""The Tonk Arena dashboard: server-rendered pages plus the versioned JSON API (/api/v1).
+
+``create_app`` builds the Flask app from :func:`arena.config.load_settings`, with
+``test_config`` overriding any key (``DATABASE_URL``, ``OPERATOR_TOKEN``, ...). Each
+integration has an ``init_app`` (database session per request, error pages, security
+headers), and each area of the site is one small blueprint in :mod:`dashboard.views`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+from arena.config import Settings, load_settings
+
+#: Request bodies are small JSON documents (a bot name and address, a tournament spec).
+DEFAULT_MAX_CONTENT_LENGTH = 64 * 1024
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    app = Flask(__name__)
+    settings = load_settings()
+    app.config.from_mapping(
+        DATABASE_URL=settings.database_url,
+        OPERATOR_TOKEN=settings.operator_token,
+        # Without a configured key, sessions only need to survive this process.
+        SECRET_KEY=settings.secret_key or secrets.token_hex(32),
+        MAX_CONTENT_LENGTH=DEFAULT_MAX_CONTENT_LENGTH,
+        JSON_SORT_KEYS=False,
+        TEMPLATES_AUTO_RELOAD=False,
+    )
+    if test_config:
+        app.config.update(test_config)
+    # The arena modules take a Settings; keep it in step with the (possibly overridden) config.
+    app.config["SETTINGS"] = dataclasses.replace(
+        app.config.get("SETTINGS") or settings,
+        database_url=app.config["DATABASE_URL"],
+        operator_token=app.config["OPERATOR_TOKEN"],
+    )
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+
+    from dashboard import db, errors, security, templating
+    from dashboard.views import register_blueprints
+
+    db.init_app(app)
+    errors.init_app(app)
+    security.init_app(app)
+    templating.init_app(app)
+    register_blueprints(app)
+    return app
+
+
+def app_settings(app: Flask) -> Settings:
+    settings: Settings = app.config["SETTINGS"]
+    return settings
+
+
+__all__ = ["app_settings", "create_app"]

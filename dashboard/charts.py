@@ -1,0 +1,121 @@
+"""Charts drawn on the server as inline SVG: no script and no chart library needed.
+
+Colours come from classes styled in static/css/site.css.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from dashboard.queries.leaderboard import scale
+
+
+def _line(klass: str, x1: float, y1: float, x2: float, y2: float) -> str:
+    return f'<line class="{klass}" x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}"/>'
+
+
+def _text(klass: str, x: float, y: float, anchor: str, text: str) -> str:
+    return f'<text class="{klass}" x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}">{escape(text)}</text>'
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    span = hi - lo
+    step = next(s for s in (25, 50, 100, 200, 250, 500, 1000, 2500) if span / s <= 8)
+    first = step * -(-lo // step)
+    out = []
+    value = first
+    while value <= hi + 1e-9:
+        out.append(value)
+        value += step
+    return out
+
+
+def interval_chart(rows: Sequence[dict[str, Any]]) -> Markup:
+    """Each rated bot's Elo (dot) and 95% interval (bar), best first."""
+    rated = [r for r in rows if r.get("rating")]
+    if not rated:
+        return Markup('<p class="empty">No finished matches yet: nobody is rated.</p>')
+    lo, hi = scale(list(rated))
+    width, left, right, top, row_h = 760, 150, 24, 28, 26
+    height = top + row_h * len(rated) + 10
+    plot = width - left - right
+
+    def x(elo: float) -> float:
+        return left + plot * (elo - lo) / (hi - lo)
+
+    parts = [
+        f'<svg class="chart interval-chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'aria-label="Elo ratings with 95% intervals">',
+        "<title>Elo ratings with 95% intervals</title>",
+    ]
+    for tick in _ticks(lo, hi):
+        tx = x(tick)
+        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 6}" x2="{tx:.1f}" y2="{height - 6}"/>')
+        parts.append(f'<text class="tick" x="{tx:.1f}" y="{top - 12}" text-anchor="middle">{tick:.0f}</text>')
+    for i, row in enumerate(rated):
+        r = row["rating"]
+        cy = top + row_h * i + row_h / 2
+        klass = "provisional" if r["provisional"] else "settled"
+        name = escape(row["bot"])
+        tip = escape(
+            f"{row['bot']}: {r['elo']:.0f} (95% interval {r['low']:.0f} to {r['high']:.0f})"
+            + (", provisional" if r["provisional"] else "")
+        )
+        parts.append(f'<g class="bot {klass}"><title>{tip}</title>')
+        parts.append(f'<text class="label" x="{left - 10}" y="{cy + 4:.1f}" text-anchor="end">{name}</text>')
+        parts.append(_line("interval", x(r["low"]), cy, x(r["high"]), cy))
+        for end in (r["low"], r["high"]):
+            parts.append(_line("whisker", x(end), cy - 6, x(end), cy + 6))
+        parts.append(f'<circle class="point" cx="{x(r["elo"]):.1f}" cy="{cy:.1f}" r="5"/></g>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
+    """Rating after each finished tournament: the line, with its 95% band."""
+    if not history:
+        return Markup(
+            '<p class="empty">No rating history yet: it is recorded after each finished tournament.</p>'
+        )
+    width, height, left, right, top, bottom = 760, 260, 56, 20, 16, 46
+    lo = float(min(h["low"] for h in history))
+    hi = float(max(h["high"] for h in history))
+    lo, hi = 50.0 * ((lo - 10) // 50), 50.0 * -(-(hi + 10) // 50)
+    plot_w, plot_h = width - left - right, height - top - bottom
+    n = len(history)
+
+    def x(i: int) -> float:
+        return left + (plot_w / 2 if n == 1 else plot_w * i / (n - 1))
+
+    def y(elo: float) -> float:
+        return top + plot_h * (hi - elo) / (hi - lo)
+
+    parts = [
+        f'<svg class="chart history-chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        'aria-label="Rating history">',
+        "<title>Rating history with 95% intervals</title>",
+    ]
+    for tick in _ticks(lo, hi):
+        parts.append(_line("grid", left, y(tick), width - right, y(tick)))
+        parts.append(_text("tick", left - 6, y(tick) + 4, "end", f"{tick:.0f}"))
+    band = [f"{x(i):.1f},{y(h['high']):.1f}" for i, h in enumerate(history)]
+    band += [f"{x(i):.1f},{y(h['low']):.1f}" for i, h in reversed(list(enumerate(history)))]
+    if n > 1:
+        parts.append(f'<polygon class="band" points="{" ".join(band)}"/>')
+        line = " ".join(f"{x(i):.1f},{y(h['elo']):.1f}" for i, h in enumerate(history))
+        parts.append(f'<polyline class="line" points="{line}"/>')
+    step = max(1, n // 8)
+    for i, h in enumerate(history):
+        tip = escape(f"after {h['tournament']['name']}: {h['elo']:.0f} ({h['low']:.0f} to {h['high']:.0f})")
+        parts.append(f'<g><title>{tip}</title>')
+        if n == 1:
+            parts.append(_line("interval", x(i), y(h["low"]), x(i), y(h["high"])))
+        parts.append(f'<circle class="point" cx="{x(i):.1f}" cy="{y(h["elo"]):.1f}" r="4"/></g>')
+        if i % step == 0 or i == n - 1:
+            label = escape(str(h["tournament"]["name"])[:18])
+            parts.append(_text("tick", x(i), height - bottom + 18, "middle", label))
+    parts.append("</svg>")
+    return Markup("".join(parts))

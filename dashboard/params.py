@@ -1,0 +1,110 @@
+"""Checking what a request asks for: path ids, paging and filters.
+
+Everything a client can put in a URL is checked here and refused with a 400
+(:class:`~dashboard.errors.InvalidParameterError`) naming the parameter, so no bad value
+reaches SQL (where, say, an id past 2**31 would make PostgreSQL fail with a 500).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import BaseConverter
+
+from dashboard.errors import InvalidParameterError
+
+#: Largest id a row can have (the id columns are 32-bit integers).
+MAX_ID = 2**31 - 1
+MAX_PAGE = 1_000_000
+DEFAULT_PER_PAGE = 25
+MAX_PER_PAGE = 100
+BOT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class InvalidPathError(HTTPException):
+    """Raised while routing, so the error handlers turn it into a 400 like the others."""
+
+    code = 400
+    api_code = "invalid_id"
+
+
+class IdConverter(BaseConverter):
+    """``<id:name>``: a positive row id. Not a number: 400; a number no row can have: 404."""
+
+    regex = r"[^/]+"
+    part_isolating = True
+    minimum = 1
+
+    def to_python(self, value: str) -> int:
+        if not value.isascii() or not value.isdigit():
+            raise InvalidPathError(f"{value[:40]!r} is not a valid id: ids are whole numbers")
+        number = int(value[:12]) if len(value) <= 12 else MAX_ID + 1
+        if not self.minimum <= number <= MAX_ID:
+            from werkzeug.exceptions import NotFound
+
+            raise NotFound(f"there is nothing with id {value[:40]}")
+        return number
+
+    def to_url(self, value: Any) -> str:
+        return str(int(value))
+
+
+class IndexConverter(IdConverter):
+    """``<index:name>``: a position counted from 0 (hand number, decision number)."""
+
+    minimum = 0
+
+
+def int_arg(args: Mapping[str, str], name: str, default: int | None = None, *, lo: int = 1,
+            hi: int = MAX_ID) -> int | None:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return default
+    raw = raw.strip()
+    if not raw.isascii() or not raw.lstrip("-").isdigit() or len(raw) > 12:
+        raise InvalidParameterError(f"'{name}' must be a whole number, got {raw[:40]!r}")
+    value = int(raw)
+    if not lo <= value <= hi:
+        raise InvalidParameterError(f"'{name}' must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def choice_arg(args: Mapping[str, str], name: str, choices: Collection[str]) -> str | None:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw not in choices:
+        raise InvalidParameterError(
+            f"'{name}' must be one of {', '.join(sorted(choices))}; got {raw[:40]!r}"
+        )
+    return raw
+
+
+def name_arg(args: Mapping[str, str], name: str) -> str | None:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return None
+    if not BOT_NAME_RE.fullmatch(raw):
+        raise InvalidParameterError(f"'{name}' is not a valid bot name: {raw[:40]!r}")
+    return raw
+
+
+@dataclass(frozen=True)
+class Paging:
+    page: int
+    per_page: int
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.per_page
+
+
+def paging(args: Mapping[str, str], default_per_page: int = DEFAULT_PER_PAGE) -> Paging:
+    page = int_arg(args, "page", 1, lo=1, hi=MAX_PAGE)
+    per_page = int_arg(args, "per_page", default_per_page, lo=1, hi=MAX_PER_PAGE)
+    assert page is not None and per_page is not None
+    return Paging(page, per_page)

@@ -1,0 +1,155 @@
+"""Bots: the list, and one bot's profile (rating history, head-to-head, faults, latency,
+versions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, func, select
+from sqlalchemy.orm import Session, aliased
+
+from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner, RatingSnapshot, Tournament
+from dashboard.errors import NotFoundError
+from dashboard.queries import iso
+from dashboard.queries.leaderboard import leaderboard, rating_json, record, seat_stats
+from dashboard.queries.matches import fault_json
+from dashboard.queries.ratings import current
+
+
+def bot_list(session: Session, url: str) -> list[dict[str, Any]]:
+    board = {row["bot"]: row for row in leaderboard(session, url)}
+    versions = dict(
+        session.execute(select(BotVersion.bot_id, func.max(BotVersion.number)).group_by(BotVersion.bot_id))
+        .tuples()
+        .all()
+    )
+    out = []
+    for bot, owner in session.execute(
+        select(Bot, Owner.name).join(Owner, Owner.id == Bot.owner_id).order_by(Bot.name)
+    ).tuples():
+        row = board.get(bot.name, {})
+        out.append({
+            "name": bot.name,
+            "owner": owner,
+            "status": bot.status,
+            "hosted": bot.hosted is not None,
+            "version": versions.get(bot.id),
+            "rank": row.get("rank"),
+            "rating": row.get("rating"),
+            "matches": row.get("matches", 0),
+            "created_at": iso(bot.created_at),
+        })
+    return out
+
+
+def get_bot(session: Session, name: str) -> Bot:
+    bot = session.scalars(select(Bot).where(Bot.name == name)).first()
+    if bot is None:
+        raise NotFoundError(f"there is no bot named {name!r:.80}")
+    return bot
+
+
+def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
+    bot = get_bot(session, name)
+    owner = session.get(Owner, bot.owner_id)
+    ratings = current(session, url)
+    rank = ratings.order.index(bot.id) + 1 if bot.id in ratings.by_bot else None
+    versions = [
+        {
+            "number": v.number,
+            "address": v.address,
+            "hosted": v.hosted,
+            "info": dict(v.info or {}),
+            "created_at": iso(v.created_at),
+        }
+        for v in session.scalars(
+            select(BotVersion).where(BotVersion.bot_id == bot.id).order_by(BotVersion.number.desc())
+        )
+    ]
+    return {
+        "name": bot.name,
+        "owner": owner.name if owner else None,
+        "status": bot.status,
+        "address": bot.address,
+        "hosted": bot.hosted,
+        "created_at": iso(bot.created_at),
+        "rank": rank,
+        "rating": rating_json(ratings.by_bot.get(bot.id)),
+        "record": record(seat_stats(session, bot.id).get(bot.id)),
+        "history": _history(session, bot.id),
+        "head_to_head": _head_to_head(session, bot.id),
+        "faults": _faults(session, bot.id),
+        "versions": versions,
+    }
+
+
+def _history(session: Session, bot_id: int) -> list[dict[str, Any]]:
+    rows = session.execute(
+        select(RatingSnapshot, Tournament.name)
+        .join(Tournament, Tournament.id == RatingSnapshot.tournament_id)
+        .where(RatingSnapshot.bot_id == bot_id)
+        .order_by(RatingSnapshot.created_at, RatingSnapshot.id)
+    ).tuples()
+    return [
+        {
+            "tournament": {"id": snap.tournament_id, "name": tname},
+            "elo": round(snap.elo, 1),
+            "low": round(snap.low, 1),
+            "high": round(snap.high, 1),
+            "matches": snap.matches,
+            "at": iso(snap.created_at),
+        }
+        for snap, tname in rows
+    ]
+
+
+def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:
+    me, other = aliased(MatchSeat), aliased(MatchSeat)
+    rows = session.execute(
+        select(
+            Bot.name,
+            func.count(me.id),
+            func.sum(case((me.score > other.score, 1), else_=0)),
+            func.sum(case((me.score == other.score, 1), else_=0)),
+            func.sum(case((me.score < other.score, 1), else_=0)),
+            func.coalesce(func.sum(me.score - other.score), 0),
+        )
+        .select_from(me)
+        .join(other, (other.match_id == me.match_id) & (other.seat != me.seat))
+        .join(Match, Match.id == me.match_id)
+        .join(Bot, Bot.id == other.bot_id)
+        .where(me.bot_id == bot_id, Match.status == "done", other.bot_id != bot_id)
+        .group_by(Bot.name)
+        .order_by(Bot.name)
+    ).all()
+    out = []
+    for name, n, wins, draws, losses, diff in rows:
+        n = int(n)
+        out.append({
+            "opponent": name,
+            "matches": n,
+            "wins": int(wins or 0),
+            "draws": int(draws or 0),
+            "losses": int(losses or 0),
+            "score": round((int(wins or 0) + 0.5 * int(draws or 0)) / n, 4) if n else None,
+            "chip_difference": int(diff),
+        })
+    return out
+
+
+def _faults(session: Session, bot_id: int) -> dict[str, Any]:
+    kinds = dict(
+        session.execute(
+            select(FaultRecord.kind, func.count(FaultRecord.id))
+            .where(FaultRecord.bot_id == bot_id)
+            .group_by(FaultRecord.kind)
+        ).tuples().all()
+    )
+    recent = [
+        fault_json(f)
+        for f in session.scalars(
+            select(FaultRecord).where(FaultRecord.bot_id == bot_id).order_by(FaultRecord.id.desc()).limit(20)
+        )
+    ]
+    by_kind = {k: int(v) for k, v in sorted(kinds.items())}
+    return {"by_kind": by_kind, "total": sum(by_kind.values()), "recent": recent}

@@ -1,0 +1,87 @@
+"""Serving the dashboard.
+
+``serve`` is what ``tonk demo`` calls: a single-process threaded werkzeug server, enough for
+one person looking at a local arena. ``production=True`` runs gunicorn with several worker
+processes instead (what the Docker image does via ``gunicorn dashboard.wsgi:app``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from arena.config import Settings, load_settings
+from dashboard import create_app
+
+
+def app_for(settings: Settings | None = None, **overrides: Any) -> Flask:
+    settings = settings or load_settings()
+    config: dict[str, Any] = {
+        "SETTINGS": settings,
+        "DATABASE_URL": settings.database_url,
+        "OPERATOR_TOKEN": settings.operator_token,
+    }
+    if settings.secret_key:
+        config["SECRET_KEY"] = settings.secret_key
+    config.update(overrides)
+    return create_app(config)
+
+
+def make(host: str, port: int, settings: Settings | None = None, **overrides: Any) -> BaseWSGIServer:
+    """A threaded werkzeug server for the dashboard, bound but not yet serving (``port=0``
+    picks a free port: read it back from ``server.server_port``)."""
+    return make_server(host, port, app_for(settings, **overrides), threaded=True)
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    settings: Settings | None = None,
+    *,
+    production: bool = False,
+    workers: int = 2,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until interrupted. ``ready(url)`` is called once the socket is listening."""
+    if production:
+        _gunicorn(host, port, settings, workers)
+        return
+    server = make(host, port, settings)
+    if ready is not None:
+        ready(f"http://{host}:{server.server_port}/")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def serve_in_thread(host: str, port: int, settings: Settings | None = None,
+                    **overrides: Any) -> tuple[BaseWSGIServer, threading.Thread]:
+    """Start serving in a daemon thread (tests, demos); stop with ``server.shutdown()``."""
+    server = make(host, port, settings, **overrides)
+    thread = threading.Thread(target=server.serve_forever, name="dashboard", daemon=True)
+    thread.start()
+    return server, thread
+
+
+def _gunicorn(host: str, port: int, settings: Settings | None, workers: int) -> None:
+    from gunicorn.app.base import BaseApplication
+
+    app = app_for(settings)
+
+    class _App(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            self.cfg.set("bind", f"{host}:{port}")
+            self.cfg.set("workers", workers)
+            self.cfg.set("accesslog", "-")
+
+        def load(self) -> Flask:
+            return app
+
+    _App().run()

@@ -1,0 +1,16 @@
+"""The dashboard's blueprints: one per area, plus the JSON API."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from dashboard.params import IdConverter, IndexConverter
+
+
+def register_blueprints(app: Flask) -> None:
+    from dashboard.views import api, bots, health, leaderboard, matches, tournaments
+
+    app.url_map.converters["id"] = IdConverter
+    app.url_map.converters["index"] = IndexConverter
+    for module in (health, leaderboard, tournaments, matches, bots, api):
+        app.register_blueprint(module.bp)

@@ -1,0 +1,234 @@
+"""The JSON API, /api/v1: everything the pages show, plus bot submission and operator
+actions. Every failure answers ``{"error": {"code", "message"}}`` with its status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
+
+from arena.auth import authenticate, parse_bearer, require_operator
+from arena.models import Owner
+from dashboard import operations
+from dashboard.db import session
+from dashboard.errors import InvalidParameterError, MalformedJSONError
+from dashboard.params import BOT_NAME_RE, choice_arg, paging
+from dashboard.queries import replays
+from dashboard.queries.bots import bot_detail, bot_list
+from dashboard.queries.leaderboard import leaderboard
+from dashboard.queries.matches import get_match, match_detail, match_list
+from dashboard.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
+from dashboard.queries.tournaments import progress, tournament_detail, tournament_list
+from dashboard.views.common import db_url, match_filter, settings
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+@bp.get("/")
+def index() -> Response:
+    return jsonify({
+        "version": "v1",
+        "endpoints": [
+            "GET /api/v1/leaderboard",
+            "GET /api/v1/tournaments?status=&page=&per_page=",
+            "GET /api/v1/tournaments/<id>",
+            "GET /api/v1/tournaments/<id>/progress",
+            "GET /api/v1/matches?bot=&tournament=&status=&page=&per_page=",
+            "GET /api/v1/matches/<id>",
+            "GET /api/v1/matches/<id>/replay",
+            "GET /api/v1/matches/<id>/hands/<hand>",
+            "GET /api/v1/matches/<id>/hands/<hand>/decisions/<decision>",
+            "GET /api/v1/bots",
+            "GET /api/v1/bots/<name>",
+            "POST /api/v1/bots",
+            "PUT /api/v1/bots/<name>",
+            "DELETE /api/v1/bots/<name>",
+            "POST /api/v1/tournaments",
+            "POST /api/v1/tournaments/<id>/pause|resume|run",
+        ],
+    })
+
+
+@bp.get("/leaderboard")
+def get_leaderboard() -> Response:
+    return jsonify({"leaderboard": leaderboard(session(), db_url())})
+
+
+@bp.get("/tournaments")
+def get_tournaments() -> Response:
+    status = choice_arg(request.args, "status", TOURNAMENT_STATUSES)
+    page = paging(request.args)
+    rows = [t for t in tournament_list(session()) if status is None or t["status"] == status]
+    return jsonify({
+        "tournaments": rows[page.offset : page.offset + page.per_page],
+        "page": page.page,
+        "per_page": page.per_page,
+        "total": len(rows),
+        "pages": max(1, -(-len(rows) // page.per_page)),
+    })
+
+
+@bp.get("/tournaments/<id:tournament_id>")
+def get_tournament(tournament_id: int) -> Response:
+    return jsonify({"tournament": tournament_detail(session(), db_url(), tournament_id)})
+
+
+@bp.get("/tournaments/<id:tournament_id>/progress")
+def get_progress(tournament_id: int) -> Response:
+    return jsonify({"progress": progress(session(), tournament_id)})
+
+
+@bp.get("/matches")
+def get_matches() -> Response:
+    db = session()
+    return jsonify(match_list(db, match_filter(db, request.args), paging(request.args)))
+
+
+@bp.get("/matches/<id:match_id>")
+def get_match_detail(match_id: int) -> Response:
+    return jsonify({"match": match_detail(session(), match_id)})
+
+
+@bp.get("/matches/<id:match_id>/replay")
+def get_replay(match_id: int) -> Response:
+    db = session()
+    match = get_match(db, match_id)
+    hands = replays.load_hands(db, db_url(), match)
+    return jsonify({"match": match_id, "hands_in_match": match.hands, "hands": hands})
+
+
+def _download(data: dict[str, Any], filename: str) -> Response:
+    response = current_app.response_class(
+        json.dumps(data, indent=1) + "\n", mimetype="application/json"
+    )
+    response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@bp.get("/matches/<id:match_id>/hands/<index:hand>")
+def get_hand_record(match_id: int, hand: int) -> Response:
+    db = session()
+    match = get_match(db, match_id)
+    log = replays.hand_log(replays.load_hands(db, db_url(), match), match, hand)
+    return _download(replays.hand_record(log), f"match-{match_id}-hand-{hand}.json")
+
+
+@bp.get("/matches/<id:match_id>/hands/<index:hand>/decisions/<index:decision>")
+def get_decision(match_id: int, hand: int, decision: int) -> Response:
+    db = session()
+    match = get_match(db, match_id)
+    hands = replays.load_hands(db, db_url(), match)
+    clock = replays.timing(db, match, settings())
+    data = replays.decision_request(hands, match, hand, decision, clock)
+    return _download(data, f"match-{match_id}-hand-{hand}-decision-{decision}.json")
+
+
+@bp.get("/bots")
+def get_bots() -> Response:
+    return jsonify({"bots": bot_list(session(), db_url())})
+
+
+def _bot_name(name: str) -> str:
+    if not BOT_NAME_RE.fullmatch(name):
+        raise InvalidParameterError(f"{name[:80]!r} is not a valid bot name")
+    return name
+
+
+@bp.get("/bots/<name>")
+def get_bot(name: str) -> Response:
+    return jsonify({"bot": bot_detail(session(), db_url(), _bot_name(name))})
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def _owner() -> Owner:
+    return authenticate(session(), parse_bearer(request.headers.get("Authorization")), settings())
+
+
+def _body() -> dict[str, Any]:
+    raw = request.get_data(cache=True)  # reading enforces MAX_CONTENT_LENGTH (413)
+    if not raw.strip():
+        raise MalformedJSONError("the request body is empty; send a JSON object")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedJSONError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidParameterError("the request body must be a JSON object")
+    return data
+
+
+def _text_field(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidParameterError(f"'{key}' is required and must be a non-empty string")
+    return value.strip()
+
+
+def _checks() -> dict[str, Any]:
+    return {
+        "check": bool(current_app.config.get("BOT_CHECKS", True)),
+        "checker": current_app.config.get("BOT_CHECKER"),
+    }
+
+
+@bp.post("/bots")
+def post_bot() -> tuple[Response, int, dict[str, str]]:
+    from arena import registry
+
+    owner = _owner()
+    body = _body()
+    name, address = _text_field(body, "name"), _text_field(body, "address")
+    db = session()
+    bot = registry.register_bot(db, owner, name, address, settings=settings(), **_checks())
+    db.commit()
+    location = url_for("api.get_bot", name=bot.name)
+    return jsonify({"bot": registry.bot_to_json(bot)}), 201, {"Location": location}
+
+
+@bp.put("/bots/<name>")
+def put_bot(name: str) -> Response:
+    from arena import registry
+
+    owner = _owner()
+    address = _text_field(_body(), "address")
+    db = session()
+    bot = registry.update_bot(db, owner, _bot_name(name), address, settings=settings(), **_checks())
+    db.commit()
+    return jsonify({"bot": registry.bot_to_json(bot)})
+
+
+@bp.delete("/bots/<name>")
+def delete_bot(name: str) -> Response:
+    from arena import registry
+
+    owner = _owner()
+    db = session()
+    bot = registry.retire_bot(db, owner, _bot_name(name))
+    db.commit()
+    return jsonify({"bot": registry.bot_to_json(bot)})
+
+
+@bp.post("/tournaments")
+def post_tournament() -> tuple[Response, int, dict[str, str]]:
+    operator = require_operator(_owner())
+    body = _body()
+    db = session()
+    created = operations.create_tournament(db, operator, body, settings())
+    db.commit()
+    location = url_for("api.get_tournament", tournament_id=created["id"])
+    return jsonify({"tournament": created}), 201, {"Location": location}
+
+
+@bp.post("/tournaments/<id:tournament_id>/<any(pause, resume, run):action>")
+def tournament_action(tournament_id: int, action: str) -> Response:
+    require_operator(_owner())
+    db = session()
+    result = operations.tournament_action(db, tournament_id, action, settings())
+    db.commit()
+    return jsonify({"tournament": result})

@@ -1,0 +1,28 @@
+"""Bot pages: the list, and one bot's profile."""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template
+
+from dashboard import charts
+from dashboard.db import session
+from dashboard.errors import NotFoundError
+from dashboard.params import BOT_NAME_RE
+from dashboard.queries.bots import bot_detail, bot_list
+from dashboard.views.common import db_url
+
+bp = Blueprint("bots", __name__, url_prefix="/bots")
+
+
+@bp.get("/")
+def index() -> str:
+    return render_template("bots.html", bots=bot_list(session(), db_url()))
+
+
+@bp.get("/<name>")
+def detail(name: str) -> str:
+    if not BOT_NAME_RE.fullmatch(name):
+        raise NotFoundError(f"there is no bot named {name[:80]!r}")
+    bot = bot_detail(session(), db_url(), name)
+    return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]))
+

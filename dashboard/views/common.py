@@ -1,0 +1,40 @@
+"""Helpers shared by the page and API views."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from arena.config import Settings
+from arena.models import Bot, Tournament
+from dashboard.errors import InvalidParameterError
+from dashboard.params import MAX_ID, choice_arg, int_arg, name_arg
+from dashboard.queries.matches import STATUSES, MatchFilter
+
+
+def db_url() -> str:
+    url: str = current_app.config["DATABASE_URL"]
+    return url
+
+
+def settings() -> Settings:
+    value: Settings = current_app.config["SETTINGS"]
+    return value
+
+
+def match_filter(session: Session, args: Mapping[str, str]) -> MatchFilter:
+    """``bot`` (a name), ``tournament`` (an id) and ``status``; unknown values are a 400."""
+    bot_id = None
+    name = name_arg(args, "bot")
+    if name is not None:
+        bot_id = session.scalar(select(Bot.id).where(Bot.name == name))
+        if bot_id is None:
+            raise InvalidParameterError(f"'bot': there is no bot named {name!r}")
+    tournament_id = int_arg(args, "tournament", None, lo=1, hi=MAX_ID)
+    if tournament_id is not None and session.get(Tournament, tournament_id) is None:
+        raise InvalidParameterError(f"'tournament': there is no tournament {tournament_id}")
+    status = choice_arg(args, "status", STATUSES)
+    return MatchFilter(bot_id=bot_id, tournament_id=tournament_id, status=status)
