@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 COMMAND_MODULES = (
     "sdk.commands.record",
     "sdk.commands.play",
+    "sdk.commands.submit",
 )
 
 

@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena import auth
 from arena.auth import (
     AuthenticationError,
     InvalidOwnerNameError,
@@ -26,6 +25,7 @@ from arena.auth import (
 )
 from arena.config import Settings
 from arena.db import dispose_engines, session_scope
+from arena.errors import ConflictError
 from arena.models import Owner
 
 
@@ -94,7 +94,7 @@ def test_tokens_are_compared_in_constant_time(session: Session, monkeypatch: pyt
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(auth.hmac, "compare_digest", spy)
+    monkeypatch.setattr(hmac, "compare_digest", spy)  # arena.auth calls hmac.compare_digest
     authenticate(session, token)
     assert calls, "authenticate must compare with hmac.compare_digest"
     calls.clear()
@@ -167,7 +167,7 @@ def test_get_or_create_operator_is_idempotent(session: Session) -> None:
     assert house.is_operator
     assert get_or_create_operator(session, "house") is house
     create_owner(session, "alice")
-    with pytest.raises(auth.ConflictError):
+    with pytest.raises(ConflictError):
         get_or_create_operator(session, "alice")
 
 

@@ -51,7 +51,9 @@ from sdk.bot import Bot as SdkBot
 from sdk.observation import Observation
 from sdk.server import RunningServer, start_server
 
-LOOPBACK = Settings(allowed_bot_hosts=("127.0.0.1",), decision_deadline_ms=500, time_bank_ms=0)
+LOOPBACK = Settings(allowed_bot_hosts=("127.0.0.1",), decision_deadline_ms=1000, time_bank_ms=3000)
+#: A short deadline and no time bank, so that SlowBot times out on its first decision.
+IMPATIENT = Settings(allowed_bot_hosts=("127.0.0.1",), decision_deadline_ms=200, time_bank_ms=0)
 
 
 # -- bots that fail -------------------------------------------------------------------------
@@ -77,7 +79,7 @@ class SlowBot(SdkBot):
     name = "slow"
 
     def act(self, obs: Observation) -> Action | int:
-        time.sleep(0.8)  # longer than LOOPBACK's 500 ms deadline, with no time bank
+        time.sleep(0.5)  # longer than IMPATIENT's 200 ms deadline, with no time bank
         return 0
 
 
@@ -205,7 +207,9 @@ def test_refusals_change_nothing(
     assert exc.details["faults"][0]["kind"] == "illegal" and "out of range" in exc.message
     exc = refused(db_url, ConformanceFailedError, register, "alice", "crasher", servers["crashing"])
     assert "deliberately broken" in exc.message and exc.details["faults"][0]["kind"] == "crash"
-    exc = refused(db_url, ConformanceFailedError, register, "alice", "sleepy", servers["slow"])
+    exc = refused(
+        db_url, ConformanceFailedError, register, "alice", "sleepy", servers["slow"], settings=IMPATIENT
+    )
     assert exc.details["faults"][0]["kind"] == "timeout"
     exc = refused(db_url, BotUnhealthyError, register, "alice", "tired", servers["not_serving"])
     assert "NOT_SERVING" in exc.message

@@ -1,0 +1,235 @@
+"""``tonk submit`` and ``tonk retire``: enter a bot in an arena, point it elsewhere, withdraw it.
+
+    tonk submit --name lowball --address bots.example.org:50051 --arena https://arena.example.org
+    tonk submit --name lowball --address bots.example.org:50052 --update   # a new version
+    tonk retire lowball
+
+The token comes from ``--token`` or the ``TONK_TOKEN`` environment variable, the arena from
+``--arena`` or ``TONK_ARENA``. Before accepting a bot the arena dials it, checks its health
+service and GetInfo, and plays a short match against its ``random`` bot: the bot must be
+running and reachable from the arena when you submit. A refusal prints the arena's reason.
+
+Exit status: 0 done; 1 the arena refused, failed, or could not be reached; 2 bad usage
+(missing token or arena, malformed arguments).
+
+This module uses only the standard library, so it works wherever the SDK is installed.
+
+The arena's HTTP API (JSON bodies; ``Authorization: Bearer <token>`` on every call):
+
+``POST /api/v1/bots`` with ``{"name": NAME, "address": "HOST:PORT"}``
+    Register a new bot. 201 ``{"bot": BOT}``.
+``PUT /api/v1/bots/<name>`` with ``{"address": "HOST:PORT"}``
+    Re-check the bot at an address and record a new version (owner or operator only;
+    brings a retired bot back). 200 ``{"bot": BOT}``.
+``DELETE /api/v1/bots/<name>``
+    Retire the bot (owner or operator only; idempotent). 200 ``{"bot": BOT}``.
+
+``BOT`` is ``{"name", "owner", "address", "hosted", "status", "created_at", "version":
+{"number", "address", "hosted", "info": {"name", "version", "author", "protocol_version",
+"language"}, "created_at"}}``. Errors are ``{"error": {"code", "message"[, "details"]}}``
+with the status: 400 a malformed name, address or body (``invalid_bot_name``,
+``invalid_address``); 401 a missing or unknown token (``unauthenticated``); 403 not the
+bot's owner (``not_owner``); 404 no such bot (``bot_not_found``); 409 the name is taken
+(``name_taken``); 422 an internal address (``address_not_allowed``) or a bot that failed
+its checks (``bot_unreachable``, ``bot_unhealthy``, ``bot_check_failed``,
+``conformance_failed``, whose details list the faults with the match seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+DEFAULT_TIMEOUT_S = 120.0  # the arena plays a short match before it answers
+API_PREFIX = "/api/v1"
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    # urllib would replay a POST as a GET elsewhere, Authorization header included: refuse.
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def register(subparsers: Any) -> None:
+    submit = subparsers.add_parser("submit", help="register a bot served at HOST:PORT with an arena")
+    submit.add_argument("--name", required=True, help="the bot's name in the arena (a-z, 0-9, '_', '-')")
+    submit.add_argument("--address", required=True, metavar="HOST:PORT", help="where the arena can reach it")
+    submit.add_argument("--update", action="store_true", help="re-point an already registered bot")
+    _common(submit)
+    submit.set_defaults(func=run_submit)
+
+    retire = subparsers.add_parser("retire", help="withdraw one of your bots from an arena")
+    retire.add_argument("name", help="the bot's name in the arena")
+    _common(retire)
+    retire.set_defaults(func=run_retire)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arena", default=None, metavar="URL", help="the arena's URL (default: $TONK_ARENA)")
+    parser.add_argument("--token", default=None, help="your API token (default: $TONK_TOKEN)")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds to wait for the arena"
+    )
+    parser.add_argument("--json", action="store_true", help="print the arena's JSON answer")
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    prog = "tonk submit"
+    target = _target(args, prog)
+    if target is None:
+        return 2
+    base, token = target
+    if not _looks_like_address(args.address):
+        print(
+            f"{prog}: --address {args.address!r} is not HOST:PORT (e.g. bots.example.org:50051)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.update:
+        method, path, body = "PUT", f"/bots/{_quote(args.name)}", {"address": args.address}
+    else:
+        method, path, body = "POST", "/bots", {"name": args.name, "address": args.address}
+    if not args.json:
+        print(
+            f"{prog}: the arena is checking {args.address} (health, info, a short match)...", file=sys.stderr
+        )
+    answer = _call(prog, method, base + path, token, body, args.timeout)
+    if answer is None:
+        return 1
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    bot = answer.get("bot") or {}
+    version = bot.get("version") or {}
+    info = version.get("info") or {}
+    verb = "updated" if args.update else "registered"
+    name, number = bot.get("name", args.name), version.get("number", "?")
+    print(f"{verb} bot {name!r} (version {number}) at {bot.get('address')}")
+    if info:
+        by = f" by {info['author']}" if info.get("author") else ""
+        protocol = info.get("protocol_version")
+        print(f"  it says: {info.get('name')} {info.get('version', '')}{by}, protocol {protocol}")
+    return 0
+
+
+def run_retire(args: argparse.Namespace) -> int:
+    prog = "tonk retire"
+    target = _target(args, prog)
+    if target is None:
+        return 2
+    base, token = target
+    answer = _call(prog, "DELETE", f"{base}/bots/{_quote(args.name)}", token, None, args.timeout)
+    if answer is None:
+        return 1
+    if args.json:
+        print(json.dumps(answer, indent=2))
+    else:
+        print(f"retired bot {(answer.get('bot') or {}).get('name', args.name)!r}")
+    return 0
+
+
+def _target(args: argparse.Namespace, prog: str) -> tuple[str, str] | None:
+    """The API's base URL and the token, or None after saying what is missing."""
+    arena = (args.arena or os.environ.get("TONK_ARENA", "")).strip()
+    token = (args.token or os.environ.get("TONK_TOKEN", "")).strip()
+    if not arena:
+        print(f"{prog}: no arena: pass --arena URL or set TONK_ARENA", file=sys.stderr)
+        return None
+    parts = urllib.parse.urlsplit(arena)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        print(f"{prog}: --arena {arena!r} is not an http:// or https:// URL", file=sys.stderr)
+        return None
+    if not token:
+        print(f"{prog}: no API token: pass --token or set TONK_TOKEN", file=sys.stderr)
+        return None
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        print(f"{prog}: warning: sending your token to {parts.hostname} over plain http", file=sys.stderr)
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    return base + API_PREFIX, token
+
+
+def _call(
+    prog: str, method: str, url: str, token: str, body: dict[str, Any] | None, timeout: float
+) -> dict[str, Any] | None:
+    """The JSON answer of a 2xx, or None after printing why there is none."""
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Authorization", f"Bearer {token}")
+    request.add_header("Accept", "application/json")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as exc:
+        _print_refusal(prog, exc.code, exc.reason, exc.read(), exc.headers.get("Location"))
+        return None
+    except TimeoutError:
+        print(f"{prog}: the arena did not answer within {timeout:g} s", file=sys.stderr)
+        return None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        if isinstance(reason, TimeoutError):
+            print(f"{prog}: the arena did not answer within {timeout:g} s", file=sys.stderr)
+            return None
+        print(f"{prog}: cannot reach the arena at {url}: {reason}", file=sys.stderr)
+        return None
+    try:
+        answer = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        print(f"{prog}: the arena's answer is not JSON: {raw[:200]!r}", file=sys.stderr)
+        return None
+    return answer if isinstance(answer, dict) else {"answer": answer}
+
+
+def _print_refusal(prog: str, status: int, reason: Any, raw: bytes, location: str | None) -> None:
+    try:
+        error = json.loads(raw)["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        text = raw.decode("utf-8", "replace").strip()[:300]
+        if 300 <= status < 400:
+            text = f"redirected to {location} (use that URL as --arena)"
+        print(f"{prog}: the arena answered HTTP {status} {reason}: {text or '(no body)'}", file=sys.stderr)
+        return
+    print(f"{prog}: refused ({status} {code}): {message}", file=sys.stderr)
+    details = error.get("details")
+    faults = details.get("faults") if isinstance(details, dict) else None
+    for fault in faults if isinstance(faults, list) else []:
+        if isinstance(fault, dict):
+            where = f"hand {fault.get('hand')}, decision {fault.get('decision')}"
+            print(f"  fault: {where}: {fault.get('kind')}: {fault.get('reason')}", file=sys.stderr)
+    if isinstance(details, dict) and "seed" in details:
+        hands = details.get("hands", 4)
+        print(
+            f"  the same deals locally: tonk play HOST:PORT random --seed {details['seed']} --hands {hands}",
+            file=sys.stderr,
+        )
+
+
+def _looks_like_address(address: str) -> bool:
+    host, sep, port = address.strip().rpartition(":")
+    return bool(sep and host and port.isascii() and port.isdigit())
+
+
+def _quote(name: str) -> str:
+    return urllib.parse.quote(name, safe="")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
