@@ -242,6 +242,21 @@ def test_refusals_change_nothing(
         )
 
 
+def test_losing_a_race_for_a_name_is_a_conflict(db_url: str, owners: dict[str, int]) -> None:
+    """Another request takes the name while this one is checking its bot (which takes a while)."""
+
+    def checker(address: str, settings: Settings) -> dict[str, Any]:
+        with session_scope(db_url) as other:
+            register(other, "bob", "racy", "8.8.8.8:50051", check=False)
+        return {"name": "racy"}
+
+    with pytest.raises(NameTakenError), session_scope(db_url) as session:
+        register(session, "alice", "racy", "8.8.4.4:50051", checker=checker)
+    with session_scope(db_url) as session:
+        bot = get_bot(session, "racy")
+        assert (bot.owner.name, bot.address, len(bot.versions)) == ("bob", "8.8.8.8:50051", 1)
+
+
 def test_update_and_retire(db_url: str, owners: dict[str, int], servers: dict[str, str]) -> None:
     with session_scope(db_url) as session:
         register(session, "alice", "mine", servers["random"])
