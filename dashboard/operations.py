@@ -1,42 +1,108 @@
-"""Operator actions on tournaments, delegated to arena/tournaments.py (arena core).
+"""Operator actions on tournaments: the dashboard authenticates, checks the request body and
+reports; arena/tournaments.py builds and steps tournaments, arena/execution.py runs them.
 
-The dashboard only authenticates, parses and reports; creating, scheduling and running
-tournaments is the arena's job. While that module is missing, these answer 503.
+Matches go to the app's backend (``TOURNAMENT_BACKEND`` in the config, else RQ when
+``TONK_REDIS_URL`` is set, else a local process pool), made once per process.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+from flask import Flask
 from sqlalchemy.orm import Session
 
+from arena import tournaments
 from arena.config import Settings
-from arena.models import Owner
-from dashboard.errors import UnavailableError
-from dashboard.queries.tournaments import get_tournament, progress
+from arena.execution import Backend, make_backend, run_tournament
+from arena.store import get_tournament
+from dashboard.errors import InvalidParameterError
+from sdk.errors import RulesError
+from sdk.rules import Rules
+
+_backend_lock = threading.Lock()
+CREATE_FIELDS = frozenset(
+    ("name", "bots", "table_sizes", "matches_per_table", "hands_per_match", "seed", "rules", "config")
+)
 
 
-def _arena_tournaments() -> Any:
+def backend(app: Flask, settings: Settings) -> Backend:
+    with _backend_lock:
+        made: Backend | None = app.extensions.get("tonk_backend")
+        if made is None:
+            made = app.config.get("TOURNAMENT_BACKEND") or make_backend(settings)
+            app.extensions["tonk_backend"] = made
+        return made
+
+
+def _field(body: dict[str, Any], key: str, kind: type, *, required: bool = True) -> Any:
+    value = body.get(key)
+    if value is None and not required:
+        return None
+    if kind is int and (type(value) is not int):
+        raise InvalidParameterError(f"'{key}' must be a whole number, got {value!r:.60}")
+    if kind is not int and not isinstance(value, kind):
+        raise InvalidParameterError(f"'{key}' must be a {kind.__name__}, got {value!r:.60}")
+    return value
+
+
+def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """``{name, bots: [names], table_sizes: [n...], matches_per_table, hands_per_match,
+    seed?, rules?, config?}`` -> the new tournament (created, not started)."""
+    unknown = sorted(set(body) - CREATE_FIELDS)
+    if unknown:
+        raise InvalidParameterError(
+            f"unknown field {unknown[0]!r}; known fields: {', '.join(sorted(CREATE_FIELDS))}"
+        )
+    bots = _field(body, "bots", list)
+    if not all(isinstance(b, str) for b in bots):
+        raise InvalidParameterError("'bots' must be a list of bot names")
+    sizes = _field(body, "table_sizes", list)
     try:
-        from arena import tournaments
-    except ImportError:
-        raise UnavailableError("tournament management is not installed on this arena") from None
-    return tournaments
+        rules = Rules.from_json(body.get("rules"))
+    except RulesError as exc:
+        raise InvalidParameterError(f"'rules': {exc}") from None
+    config = _field(body, "config", dict, required=False)
+    tournament = tournaments.create_tournament(
+        session,
+        name=_field(body, "name", str),
+        bot_ids=tournaments.resolve_bots(session, bots),
+        table_sizes=sizes,
+        matches_per_table=_field(body, "matches_per_table", int),
+        hands_per_match=_field(body, "hands_per_match", int),
+        seed=_field(body, "seed", int, required=False),
+        rules=rules,
+        settings=settings,
+        config=config,
+    )
+    return summary(session, tournament.id)
 
 
-def create_tournament(
-    session: Session, operator: Owner, spec: dict[str, Any], settings: Settings
+def summary(session: Session, tournament_id: int) -> dict[str, Any]:
+    t = get_tournament(session, tournament_id)
+    return {"id": t.id, "name": t.name, "status": t.status, "matches": t.progress.to_json()}
+
+
+def pause(session: Session, tournament_id: int) -> dict[str, Any]:
+    tournaments.pause_tournament(session, tournament_id)
+    return summary(session, tournament_id)
+
+
+def run(
+    app: Flask, session: Session, tournament_id: int, settings: Settings, *, resume: bool
 ) -> dict[str, Any]:
-    module = _arena_tournaments()
-    tournament = module.create_tournament(session, spec, settings=settings)
-    return {"id": tournament.id, "name": tournament.name, "status": tournament.status}
-
-
-def tournament_action(
-    session: Session, tournament_id: int, action: str, settings: Settings
-) -> dict[str, Any]:
-    tournament = get_tournament(session, tournament_id)
-    module = _arena_tournaments()
-    getattr(module, f"{action}_tournament")(session, tournament, settings=settings)
-    session.flush()
-    return progress(session, tournament_id)
+    """Start (or resume) the tournament and queue its unfinished matches; returns at once."""
+    t = tournaments.get_tournament_row(session, tournament_id)
+    if resume and t.status != "paused":
+        raise tournaments.TournamentStateError(
+            f"tournament {tournament_id} is {t.status}, not paused; there is nothing to resume"
+        )
+    if t.status == "finished":
+        raise tournaments.TournamentStateError(
+            f"tournament {tournament_id} is finished; extend it to play more"
+        )
+    session.commit()  # run_tournament uses its own sessions
+    run_tournament(app.config["DATABASE_URL"], tournament_id, backend(app, settings), wait=False)
+    session.expire_all()
+    return summary(session, tournament_id)

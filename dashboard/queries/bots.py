@@ -8,35 +8,33 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session, aliased
 
-from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner, RatingSnapshot, Tournament
-from dashboard.errors import NotFoundError
+from arena.leaderboard import rating_history
+from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
+from arena.registry import BotNotFoundError
+from arena.store import bot_stats
 from dashboard.queries import iso
-from dashboard.queries.leaderboard import leaderboard, rating_json, record, seat_stats
-from dashboard.queries.matches import fault_json
-from dashboard.queries.ratings import current
+from dashboard.queries.leaderboard import rating_json, ratings_by_bot, record, stats_by_bot
 
 
 def bot_list(session: Session, url: str) -> list[dict[str, Any]]:
-    board = {row["bot"]: row for row in leaderboard(session, url)}
-    versions = dict(
-        session.execute(select(BotVersion.bot_id, func.max(BotVersion.number)).group_by(BotVersion.bot_id))
-        .tuples()
-        .all()
-    )
+    ratings = ratings_by_bot(session)
+    stats = stats_by_bot(session, url)
+    latest = select(BotVersion.bot_id, func.max(BotVersion.number)).group_by(BotVersion.bot_id)
+    versions = dict(session.execute(latest).all())
     out = []
     for bot, owner in session.execute(
         select(Bot, Owner.name).join(Owner, Owner.id == Bot.owner_id).order_by(Bot.name)
-    ).tuples():
-        row = board.get(bot.name, {})
+    ):
+        rated = ratings.get(bot.id)
         out.append({
             "name": bot.name,
             "owner": owner,
             "status": bot.status,
             "hosted": bot.hosted is not None,
             "version": versions.get(bot.id),
-            "rank": row.get("rank"),
-            "rating": row.get("rating"),
-            "matches": row.get("matches", 0),
+            "rank": rated.rank if rated else None,
+            "rating": rating_json(rated),
+            "matches": stats[bot.id].matches if bot.id in stats else 0,
             "created_at": iso(bot.created_at),
         })
     return out
@@ -45,15 +43,14 @@ def bot_list(session: Session, url: str) -> list[dict[str, Any]]:
 def get_bot(session: Session, name: str) -> Bot:
     bot = session.scalars(select(Bot).where(Bot.name == name)).first()
     if bot is None:
-        raise NotFoundError(f"there is no bot named {name!r:.80}")
+        raise BotNotFoundError(f"there is no bot named {name!r:.80}")
     return bot
 
 
 def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
     bot = get_bot(session, name)
     owner = session.get(Owner, bot.owner_id)
-    ratings = current(session, url)
-    rank = ratings.order.index(bot.id) + 1 if bot.id in ratings.by_bot else None
+    rated = ratings_by_bot(session).get(bot.id)
     versions = [
         {
             "number": v.number,
@@ -66,6 +63,7 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
             select(BotVersion).where(BotVersion.bot_id == bot.id).order_by(BotVersion.number.desc())
         )
     ]
+    stats = bot_stats(session, bot_id=bot.id)
     return {
         "name": bot.name,
         "owner": owner.name if owner else None,
@@ -73,34 +71,25 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         "address": bot.address,
         "hosted": bot.hosted,
         "created_at": iso(bot.created_at),
-        "rank": rank,
-        "rating": rating_json(ratings.by_bot.get(bot.id)),
-        "record": record(seat_stats(session, bot.id).get(bot.id)),
-        "history": _history(session, bot.id),
+        "rank": rated.rank if rated else None,
+        "rating": rating_json(rated),
+        "record": record(stats[0] if stats else None),
+        "history": [
+            {
+                "tournament": {"id": h.tournament_id, "name": h.tournament_name},
+                "elo": round(h.elo, 1),
+                "low": round(h.low, 1),
+                "high": round(h.high, 1),
+                "matches": h.matches,
+                "provisional": h.provisional,
+                "at": iso(h.finished_at),
+            }
+            for h in rating_history(session, bot_id=bot.id)
+        ],
         "head_to_head": _head_to_head(session, bot.id),
         "faults": _faults(session, bot.id),
         "versions": versions,
     }
-
-
-def _history(session: Session, bot_id: int) -> list[dict[str, Any]]:
-    rows = session.execute(
-        select(RatingSnapshot, Tournament.name)
-        .join(Tournament, Tournament.id == RatingSnapshot.tournament_id)
-        .where(RatingSnapshot.bot_id == bot_id)
-        .order_by(RatingSnapshot.created_at, RatingSnapshot.id)
-    ).tuples()
-    return [
-        {
-            "tournament": {"id": snap.tournament_id, "name": tname},
-            "elo": round(snap.elo, 1),
-            "low": round(snap.low, 1),
-            "high": round(snap.high, 1),
-            "matches": snap.matches,
-            "at": iso(snap.created_at),
-        }
-        for snap, tname in rows
-    ]
 
 
 def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:
@@ -143,10 +132,13 @@ def _faults(session: Session, bot_id: int) -> dict[str, Any]:
             select(FaultRecord.kind, func.count(FaultRecord.id))
             .where(FaultRecord.bot_id == bot_id)
             .group_by(FaultRecord.kind)
-        ).tuples().all()
+        ).all()
     )
     recent = [
-        fault_json(f)
+        {
+            "match": f.match_id, "hand": f.hand_index, "decision": f.decision, "kind": f.kind,
+            "reason": f.reason,
+        }
         for f in session.scalars(
             select(FaultRecord).where(FaultRecord.bot_id == bot_id).order_by(FaultRecord.id.desc()).limit(20)
         )

@@ -7,35 +7,42 @@ file can be fed to ``tonk replay-decision FILE MODULE:CLASS`` to debug a bot loc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from arena.config import Settings
-from arena.models import Match, Replay, Tournament
-from dashboard.errors import NotFoundError
+from arena import store
+from arena.match_runner import match_label, referee_config
+from arena.models import Match, Tournament
+from dashboard.errors import NotFinishedError, NotFoundError
 from dashboard.queries.cache import cached
-from dashboard.queries.codec import decode
-from dashboard.queries.matches import require_done
 from sdk.observation import observe
 from sdk.record import HandRecord
+from sdk.referee import RefereeConfig
 
 #: Keys the referee adds to a hand record (HandLog.to_json); a tonk-hand/1 download drops them.
 REFEREE_KEYS = ("latency_us", "faults")
 
 
+def get_match(session: Session, match_id: int) -> Match:
+    match = session.get(Match, match_id)
+    if match is None:
+        raise store.MatchNotFoundError(f"there is no match {match_id}")
+    return match
+
+
 def load_hands(session: Session, url: str, match: Match) -> list[dict[str, Any]]:
-    """The hand logs of a finished match (NotFinishedError before it is done)."""
-    require_done(match)
+    """The hand logs of a finished match; NotFinishedError before it is done."""
+    if match.status != "done":
+        raise NotFinishedError(f"match {match.id} is {match.status}; its replay is published when it is done")
 
     def read() -> list[dict[str, Any]]:
-        replay = session.get(Replay, match.id)
-        if replay is None:
+        hands = store.get_replay(session, match.id)
+        if hands is None:
             raise NotFoundError(f"match {match.id} has no stored replay")
-        return decode(replay.format, replay.data)
+        return hands
 
-    # A finished match's replay never changes, so it can stay cached as long as it is hot.
+    # A done match's replay never changes, so it may stay cached while it is wanted.
     return cached(("replay", url, match.id), "done", read)
 
 
@@ -57,33 +64,21 @@ def decisions_in(log: dict[str, Any]) -> int:
     return len(log.get("actions", [])) + len(log.get("faults", []) or [])
 
 
-@dataclass(frozen=True)
-class Timing:
-    deadline_ms: int
-    time_bank_ms: int
-
-
-def timing(session: Session, match: Match, settings: Settings) -> Timing:
+def referee_settings(session: Session, match: Match) -> tuple[str, RefereeConfig]:
+    """The match id the bots were given and the referee settings, as the worker had them."""
     tournament = session.get(Tournament, match.tournament_id)
-    config = (tournament.config if tournament else None) or {}
-
-    def pick(key: str, default: int) -> int:
-        value = config.get(key)
-        return value if type(value) is int and value >= 0 else default
-
-    return Timing(
-        pick("decision_deadline_ms", settings.decision_deadline_ms),
-        pick("time_bank_ms", settings.time_bank_ms),
-    )
-
-
-def referee_match_id(match: Match) -> str:
-    """The ``match_id`` the referee gave the bots (and built decision ids from)."""
-    return str(match.id)
+    assert tournament is not None  # a foreign key
+    label = match.label or match_label(tournament.seed, match.key)
+    return label, referee_config(tournament.config or {}, RefereeConfig())
 
 
 def decision_request(
-    hands: list[dict[str, Any]], match: Match, hand_index: int, decision: int, clock: Timing
+    hands: list[dict[str, Any]],
+    match: Match,
+    hand_index: int,
+    decision: int,
+    label: str,
+    config: RefereeConfig,
 ) -> dict[str, Any]:
     """``{match_id, hand_index, decision_id, deadline_ms, observation}``, as the bot got it."""
     log = hand_log(hands, match, hand_index)
@@ -102,35 +97,40 @@ def decision_request(
             scores[seat] += payoff
     seat = state.to_act
     obs = observe(state, seat, tuple(record.players), tuple(scores), hand_index, match.hands)
-    bank_ms = _bank_left_us(hands, hand_index, decision, seat, clock, len(record.players)) // 1000
-    match_id = referee_match_id(match)
+    bank_ms = _bank_left_us(hands, hand_index, decision, seat, config, len(record.players)) // 1000
     return {
-        "match_id": match_id,
+        "match_id": label,
         "hand_index": hand_index,
-        "decision_id": f"{match_id}/{hand_index}/{decision}",
-        "deadline_ms": clock.deadline_ms + bank_ms,
+        "decision_id": f"{label}/{hand_index}/{decision}",
+        "deadline_ms": config.decision_deadline_ms + bank_ms,
         "observation": obs.to_json(),
     }
 
 
 def _bank_left_us(
-    hands: list[dict[str, Any]], hand_index: int, decision: int, seat: int, clock: Timing, players: int
+    hands: list[dict[str, Any]],
+    hand_index: int,
+    decision: int,
+    seat: int,
+    config: RefereeConfig,
+    players: int,
 ) -> int:
-    """The seat's time bank before this decision, spent as the referee spends it: by the time
-    each earlier reply took over the deadline (sdk/referee.py)."""
-    bank = [clock.time_bank_ms * 1000] * players
-    limit_us = clock.deadline_ms * 1000
+    """The seat's time bank before this decision, spent as sdk/referee.py spends it: by the
+    time each earlier call took over the deadline. A faulted call's time is not recorded;
+    only a timeout can have run over, and it waited out the whole bank."""
+    bank = [config.time_bank_ms * 1000] * players
+    limit_us = config.decision_deadline_ms * 1000
     for index, log in enumerate(hands[: hand_index + 1]):
         actions = log.get("actions", [])
         latencies = log.get("latency_us", [])
         upto = decision if index == hand_index else len(actions)
         for action, elapsed in zip(actions[:upto], latencies[:upto], strict=False):
-            over = elapsed - limit_us
             s = action.get("seat", 0)
-            if over > 0 and 0 <= s < players:
-                bank[s] = max(0, bank[s] - over)
+            if elapsed > limit_us and 0 <= s < players:
+                bank[s] = max(0, bank[s] - (elapsed - limit_us))
         if index < hand_index:
             for fault in log.get("faults", []) or []:
-                if "time bank is spent" in str(fault.get("reason", "")):
-                    bank[fault.get("seat", 0) % players] = 0
+                s = fault.get("seat", 0)
+                if fault.get("kind") == "timeout" and 0 <= s < players:
+                    bank[s] = 0
     return bank[seat]

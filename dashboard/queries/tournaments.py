@@ -12,90 +12,80 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
-from dashboard.errors import NotFoundError
+from arena import store
+from arena.models import Bot, Match, MatchSeat, TournamentEntry
+from dashboard.params import Paging
 from dashboard.queries import iso
 from dashboard.queries.cache import cached
+from dashboard.queries.leaderboard import record
 
 STATUSES = ("created", "running", "paused", "finished")
-MATCH_STATUSES = ("pending", "running", "done", "failed")
 
 
-def _empty_progress() -> dict[str, Any]:
-    matches = {"total": 0, **dict.fromkeys(MATCH_STATUSES, 0)}
-    return {"matches": matches, "hands_played": 0, "hands_planned": 0}
+def _hands(session: Session, ids: list[int]) -> dict[int, tuple[int, int]]:
+    """Hands played so far and hands planned per tournament (workers update
+    ``hands_played`` as a match goes, so a long match shows progress too)."""
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(Match.tournament_id, func.coalesce(func.sum(Match.hands_played), 0),
+               func.coalesce(func.sum(Match.hands), 0))
+        .where(Match.tournament_id.in_(ids))
+        .group_by(Match.tournament_id)
+    )
+    return {tid: (int(played), int(planned)) for tid, played, planned in rows}
 
 
-def _progress_rows(session: Session, tournament_id: int | None) -> dict[int, dict[str, Any]]:
-    query = select(
-        Match.tournament_id, Match.status, func.count(Match.id),
-        func.coalesce(func.sum(Match.hands_played), 0), func.coalesce(func.sum(Match.hands), 0),
-    ).group_by(Match.tournament_id, Match.status)
-    if tournament_id is not None:
-        query = query.where(Match.tournament_id == tournament_id)
-    out: dict[int, dict[str, Any]] = defaultdict(_empty_progress)
-    for tid, status, count, played, planned in session.execute(query):
-        p = out[tid]
-        p["matches"][status] = p["matches"].get(status, 0) + int(count)
-        p["matches"]["total"] += int(count)
-        p["hands_played"] += int(played)
-        p["hands_planned"] += int(planned)
-    return out
-
-
-def _finish_progress(p: dict[str, Any], status: str) -> dict[str, Any]:
-    total = p["matches"]["total"]
-    finished = p["matches"]["done"] + p["matches"]["failed"]
+def progress_json(p: store.Progress, status: str, hands: tuple[int, int]) -> dict[str, Any]:
+    finished = p.done + p.failed
     return {
         "status": status,
-        **p,
-        "percent": round(100.0 * finished / total, 1) if total else 0.0,
+        "matches": p.to_json(),
+        "hands_played": hands[0],
+        "hands_planned": hands[1],
+        "percent": round(100.0 * finished / p.total, 1) if p.total else 0.0,
     }
 
 
-def tournament_list(session: Session) -> list[dict[str, Any]]:
-    progress = _progress_rows(session, None)
-    entries = dict(
-        session.execute(
-            select(TournamentEntry.tournament_id, func.count(TournamentEntry.id)).group_by(
-                TournamentEntry.tournament_id
-            )
-        ).tuples().all()
-    )
-    out = []
-    for t in session.scalars(select(Tournament).order_by(Tournament.id.desc())):
-        out.append({
-            **_header(t),
-            "entries": int(entries.get(t.id, 0)),
-            "progress": _finish_progress(progress.get(t.id, _empty_progress()), t.status),
-        })
-    return out
-
-
-def _header(t: Tournament) -> dict[str, Any]:
+def _header(t: store.TournamentRow, hands: tuple[int, int]) -> dict[str, Any]:
     return {
         "id": t.id,
         "name": t.name,
         "status": t.status,
-        "table_sizes": list(t.table_sizes or []),
+        "table_sizes": list(t.table_sizes),
         "matches_per_table": t.matches_per_table,
         "hands_per_match": t.hands_per_match,
         "created_at": iso(t.created_at),
         "finished_at": iso(t.finished_at),
+        "progress": progress_json(t.progress, t.status, hands),
     }
 
 
-def get_tournament(session: Session, tournament_id: int) -> Tournament:
-    t = session.get(Tournament, tournament_id)
-    if t is None:
-        raise NotFoundError(f"there is no tournament {tournament_id}")
-    return t
+def tournament_list(session: Session, status: str | None, page: Paging) -> dict[str, Any]:
+    result = store.list_tournaments(session, status=status, limit=page.per_page, offset=page.offset)
+    entries = dict(
+        session.execute(
+            select(TournamentEntry.tournament_id, func.count(TournamentEntry.id))
+            .where(TournamentEntry.tournament_id.in_([t.id for t in result.items]))
+            .group_by(TournamentEntry.tournament_id)
+        ).all()
+    )
+    hands = _hands(session, [t.id for t in result.items])
+    return {
+        "tournaments": [
+            {**_header(t, hands.get(t.id, (0, 0))), "entries": int(entries.get(t.id, 0))}
+            for t in result.items
+        ],
+        "page": page.page,
+        "per_page": page.per_page,
+        "total": result.total,
+        "pages": max(1, -(-result.total // page.per_page)),
+    }
 
 
 def progress(session: Session, tournament_id: int) -> dict[str, Any]:
-    t = get_tournament(session, tournament_id)
-    p = _progress_rows(session, tournament_id).get(tournament_id, _empty_progress())
-    return {"id": t.id, **_finish_progress(p, t.status)}
+    t = store.get_tournament(session, tournament_id)
+    return {"id": t.id, **progress_json(t.progress, t.status, _hands(session, [t.id]).get(t.id, (0, 0)))}
 
 
 def _token(session: Session, tournament_id: int) -> Hashable:
@@ -108,26 +98,17 @@ def _token(session: Session, tournament_id: int) -> Hashable:
 
 
 def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[str, Any]:
-    t = get_tournament(session, tournament_id)
-    entries = session.execute(
-        select(Bot.name, BotVersion.number)
-        .join(TournamentEntry, TournamentEntry.bot_id == Bot.id)
-        .join(BotVersion, BotVersion.id == TournamentEntry.bot_version_id)
-        .where(TournamentEntry.tournament_id == tournament_id)
-        .order_by(Bot.name)
-    ).all()
+    t = store.get_tournament(session, tournament_id)
     results = cached(
         ("tournament", url, tournament_id), _token(session, tournament_id),
         lambda: _results(session, tournament_id),
     )
     return {
-        **_header(t),
-        "rules": t.rules or {},
-        "config": t.config or {},
-        # The tournament seed derives every match seed: secret until it is over.
-        "seed": t.seed if t.status == "finished" else None,
-        "entries": [{"bot": name, "version": number} for name, number in entries],
-        "progress": progress(session, tournament_id),
+        **_header(t, _hands(session, [t.id]).get(t.id, (0, 0))),
+        "rules": t.rules,
+        "config": t.config,
+        "seed": t.seed,  # None until the tournament is finished (the store sees to it)
+        "entries": [{"bot": e.bot_name, "version": e.version} for e in t.entries],
         **results,
     }
 
@@ -143,38 +124,19 @@ def _results(session: Session, tournament_id: int) -> dict[str, Any]:
     ).all()
     matches: dict[int, list[tuple[str, int]]] = defaultdict(list)
     tables: dict[int, dict[str, Any]] = {}
-    standings: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for match_id, table, hands, _seat, name, score, won in rows:
+    for match_id, table, _hands_played, _seat, name, score, _won in rows:
         matches[match_id].append((name, score or 0))
         tab = tables.setdefault(table, {"table": table, "matches": set(), "chips": defaultdict(int)})
         tab["matches"].add(match_id)
         tab["chips"][name] += score or 0
-        s = standings[name]
-        s["matches"] += 1
-        s["hands"] += hands
-        s["hands_won"] += won
-        s["chips"] += score or 0
+    stats = store.bot_stats(session, tournament_id=tournament_id)
+    standings = [{"bot": st.name, **record(st)} for st in stats]
+    standings.sort(key=lambda r: (-r["chips"], r["bot"]))
     return {
-        "standings": _standings(standings),
+        "standings": standings,
         "matrix": _matrix(matches),
         "tables": _tables(session, tournament_id, tables),
     }
-
-
-def _standings(standings: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for name, s in standings.items():
-        hands = int(s["hands"])
-        out.append({
-            "bot": name,
-            "matches": int(s["matches"]),
-            "hands": hands,
-            "chips": int(s["chips"]),
-            "chips_per_100": round(100 * s["chips"] / hands, 2) if hands else None,
-            "win_rate": round(s["hands_won"] / hands, 4) if hands else None,
-        })
-    out.sort(key=lambda r: (-r["chips"], r["bot"]))
-    return out
 
 
 def _matrix(matches: dict[int, list[tuple[str, int]]]) -> dict[str, Any]:
@@ -220,7 +182,7 @@ def _tables(session: Session, tournament_id: int, done: dict[int, dict[str, Any]
         .where(Match.tournament_id == tournament_id)
         .group_by(Match.table_index, Match.status)
     ).all()
-    per_table: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(MATCH_STATUSES, 0))
+    per_table: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(store.MATCH_STATUSES, 0))
     for table, status, count in counts:
         per_table[table][status] = int(count)
     # Who sits at each table, even before anything there is done.

@@ -17,7 +17,7 @@ from dashboard.params import BOT_NAME_RE, choice_arg, paging
 from dashboard.queries import replays
 from dashboard.queries.bots import bot_detail, bot_list
 from dashboard.queries.leaderboard import leaderboard
-from dashboard.queries.matches import get_match, match_detail, match_list
+from dashboard.queries.matches import match_detail, match_list
 from dashboard.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
 from dashboard.queries.tournaments import progress, tournament_detail, tournament_list
 from dashboard.views.common import db_url, match_filter, settings
@@ -61,15 +61,7 @@ def get_leaderboard() -> Response:
 @bp.get("/tournaments")
 def get_tournaments() -> Response:
     status = choice_arg(request.args, "status", TOURNAMENT_STATUSES)
-    page = paging(request.args)
-    rows = [t for t in tournament_list(session()) if status is None or t["status"] == status]
-    return jsonify({
-        "tournaments": rows[page.offset : page.offset + page.per_page],
-        "page": page.page,
-        "per_page": page.per_page,
-        "total": len(rows),
-        "pages": max(1, -(-len(rows) // page.per_page)),
-    })
+    return jsonify(tournament_list(session(), status, paging(request.args)))
 
 
 @bp.get("/tournaments/<id:tournament_id>")
@@ -96,7 +88,7 @@ def get_match_detail(match_id: int) -> Response:
 @bp.get("/matches/<id:match_id>/replay")
 def get_replay(match_id: int) -> Response:
     db = session()
-    match = get_match(db, match_id)
+    match = replays.get_match(db, match_id)
     hands = replays.load_hands(db, db_url(), match)
     return jsonify({"match": match_id, "hands_in_match": match.hands, "hands": hands})
 
@@ -112,7 +104,7 @@ def _download(data: dict[str, Any], filename: str) -> Response:
 @bp.get("/matches/<id:match_id>/hands/<index:hand>")
 def get_hand_record(match_id: int, hand: int) -> Response:
     db = session()
-    match = get_match(db, match_id)
+    match = replays.get_match(db, match_id)
     log = replays.hand_log(replays.load_hands(db, db_url(), match), match, hand)
     return _download(replays.hand_record(log), f"match-{match_id}-hand-{hand}.json")
 
@@ -120,10 +112,10 @@ def get_hand_record(match_id: int, hand: int) -> Response:
 @bp.get("/matches/<id:match_id>/hands/<index:hand>/decisions/<index:decision>")
 def get_decision(match_id: int, hand: int, decision: int) -> Response:
     db = session()
-    match = get_match(db, match_id)
+    match = replays.get_match(db, match_id)
     hands = replays.load_hands(db, db_url(), match)
-    clock = replays.timing(db, match, settings())
-    data = replays.decision_request(hands, match, hand, decision, clock)
+    label, config = replays.referee_settings(db, match)
+    data = replays.decision_request(hands, match, hand, decision, label, config)
     return _download(data, f"match-{match_id}-hand-{hand}-decision-{decision}.json")
 
 
@@ -216,10 +208,10 @@ def delete_bot(name: str) -> Response:
 
 @bp.post("/tournaments")
 def post_tournament() -> tuple[Response, int, dict[str, str]]:
-    operator = require_operator(_owner())
+    require_operator(_owner())
     body = _body()
     db = session()
-    created = operations.create_tournament(db, operator, body, settings())
+    created = operations.create(db, body, settings())
     db.commit()
     location = url_for("api.get_tournament", tournament_id=created["id"])
     return jsonify({"tournament": created}), 201, {"Location": location}
@@ -229,6 +221,10 @@ def post_tournament() -> tuple[Response, int, dict[str, str]]:
 def tournament_action(tournament_id: int, action: str) -> Response:
     require_operator(_owner())
     db = session()
-    result = operations.tournament_action(db, tournament_id, action, settings())
+    if action == "pause":
+        result = operations.pause(db, tournament_id)
+    else:
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+        result = operations.run(app, db, tournament_id, settings(), resume=action == "resume")
     db.commit()
     return jsonify({"tournament": result})

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, render_template
+from flask import Blueprint, render_template, request
 
 from dashboard.db import session
-from dashboard.queries.tournaments import tournament_detail, tournament_list
+from dashboard.params import choice_arg, paging
+from dashboard.queries.tournaments import STATUSES, tournament_detail, tournament_list
 from dashboard.views.common import db_url
 
 bp = Blueprint("tournaments", __name__, url_prefix="/tournaments")
@@ -13,7 +14,9 @@ bp = Blueprint("tournaments", __name__, url_prefix="/tournaments")
 
 @bp.get("/")
 def index() -> str:
-    return render_template("tournaments.html", tournaments=tournament_list(session()))
+    status = choice_arg(request.args, "status", STATUSES)
+    data = tournament_list(session(), status, paging(request.args, default_per_page=50))
+    return render_template("tournaments.html", data=data, status=status)
 
 
 @bp.get("/<id:tournament_id>")
