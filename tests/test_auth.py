@@ -42,34 +42,26 @@ def session(db_url: str) -> Iterator[Session]:
         yield session
 
 
-def test_token_is_random_prefixed_and_only_its_hash_is_stored(session: Session) -> None:
-    owner, token = create_owner(session, "alice")
-    _, other = create_owner(session, "bob")
-    assert token.startswith("tonk_") and len(token) >= 5 + 43  # 32 bytes, base64
-    assert token != other
-    assert owner.token_hash == hashlib.sha256(token.encode()).hexdigest()
-    assert token not in owner.token_hash
-    assert not owner.is_operator
-
-
-def test_authenticate_finds_the_owner(db_url: str) -> None:
+def test_tokens_are_stored_hashed_and_find_their_owner(db_url: str) -> None:
     with session_scope(db_url) as session:
-        _, alice_token = create_owner(session, "alice")
+        alice, alice_token = create_owner(session, "alice")
         _, bob_token = create_owner(session, "bob")
+        assert alice_token.startswith("tonk_") and len(alice_token) >= 5 + 43  # 32 bytes, base64
+        assert alice_token != bob_token
+        assert alice.token_hash == hashlib.sha256(alice_token.encode()).hexdigest()
+        assert alice_token not in alice.token_hash
+        assert not alice.is_operator
     with session_scope(db_url) as session:  # a later request, a new session
         assert authenticate(session, alice_token).name == "alice"
-        assert authenticate(session, bob_token).name == "bob"
+        assert authenticate(session, bob_token).name == "bob"  # each token is its owner's only
         assert authenticate(session, f"  {alice_token}\n").name == "alice"
 
 
-def test_missing_token_is_refused(session: Session) -> None:
-    for token in (None, "", "   "):
+def test_missing_and_forged_tokens_are_refused_without_being_quoted(session: Session) -> None:
+    for missing in (None, "", "   "):
         with pytest.raises(AuthenticationError, match="missing") as info:
-            authenticate(session, token)
+            authenticate(session, missing)
         assert info.value.status == 401
-
-
-def test_forged_tokens_are_refused_without_being_quoted(session: Session) -> None:
     _, token = create_owner(session, "alice")
     forged = [
         token[:-1] + ("A" if token[-1] != "A" else "B"),  # one character off
@@ -85,8 +77,9 @@ def test_forged_tokens_are_refused_without_being_quoted(session: Session) -> Non
         assert info.value.to_json()["error"]["code"] == "unauthenticated"
 
 
-def test_tokens_are_compared_in_constant_time(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    _, token = create_owner(session, "alice")
+def test_tokens_are_compared_in_constant_time(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with session_scope(sqlite_url) as session:
+        _, token = create_owner(session, "alice")
     calls: list[tuple[bytes, bytes]] = []
     real = hmac.compare_digest
 
@@ -95,18 +88,13 @@ def test_tokens_are_compared_in_constant_time(session: Session, monkeypatch: pyt
         return real(a, b)
 
     monkeypatch.setattr(hmac, "compare_digest", spy)  # arena.auth calls hmac.compare_digest
-    authenticate(session, token)
-    assert calls, "authenticate must compare with hmac.compare_digest"
-    calls.clear()
-    authenticate(session, "operator-secret", Settings(operator_token="operator-secret"))
-    assert calls
-
-
-def test_one_owner_token_is_not_another_owners(session: Session) -> None:
-    alice, alice_token = create_owner(session, "alice")
-    bob, _ = create_owner(session, "bob")
-    assert authenticate(session, alice_token) is alice
-    assert authenticate(session, alice_token) is not bob
+    with session_scope(sqlite_url) as session:
+        authenticate(session, token)
+        assert calls, "authenticate must compare with hmac.compare_digest"
+        calls.clear()
+        authenticate(session, "operator-secret", Settings(operator_token="operator-secret"))
+        assert calls
+    dispose_engines()
 
 
 def test_rotation_invalidates_the_old_token(session: Session) -> None:
@@ -136,39 +124,31 @@ def test_operator_token_from_settings(session: Session) -> None:
         authenticate(session, "", Settings(operator_token=""))
 
 
-def test_require_operator(session: Session) -> None:
+def test_operators(session: Session) -> None:
     alice, _ = create_owner(session, "alice")
     admin, admin_token = create_owner(session, "admin", operator=True)
     with pytest.raises(PermissionDeniedError, match="alice") as info:
         require_operator(alice)
     assert info.value.status == 403
     assert require_operator(authenticate(session, admin_token)) is admin
+    house = get_or_create_operator(session, "house")  # the house bots' owner: idempotent
+    assert house.is_operator and get_or_create_operator(session, "house") is house
+    with pytest.raises(ConflictError):
+        get_or_create_operator(session, "alice")
 
 
-def test_bad_owner_names_are_refused(session: Session) -> None:
+def test_bad_taken_and_reserved_owner_names(session: Session) -> None:
     for name in ["", "a", "-alice", "alice bob", "x" * 65, "al/ice", "ålice", "alice\n"]:
         with pytest.raises(InvalidOwnerNameError) as info:
             create_owner(session, name)
         assert info.value.status == 400
     assert session.scalar(select(func.count()).select_from(Owner)) == 0
-
-
-def test_taken_and_reserved_owner_names(session: Session) -> None:
     create_owner(session, "alice")
     for name in ("alice", "operator", "Operator"):
-        with pytest.raises(OwnerNameTakenError) as info:
+        with pytest.raises(OwnerNameTakenError) as taken:
             create_owner(session, name)
-        assert info.value.status == 409
+        assert taken.value.status == 409
     assert session.scalar(select(func.count()).select_from(Owner)) == 1
-
-
-def test_get_or_create_operator_is_idempotent(session: Session) -> None:
-    house = get_or_create_operator(session, "house")
-    assert house.is_operator
-    assert get_or_create_operator(session, "house") is house
-    create_owner(session, "alice")
-    with pytest.raises(ConflictError):
-        get_or_create_operator(session, "alice")
 
 
 @pytest.mark.parametrize(

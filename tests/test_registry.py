@@ -268,11 +268,13 @@ def test_update_and_retire(db_url: str, owners: dict[str, int], servers: dict[st
     assert exc.status == 403 and "another owner" in exc.message
     refused(db_url, NotOwnerError, lambda s: retire_bot(s, owner(s, "bob"), "mine"))
     refused(db_url, ConformanceFailedError, update, "alice", servers["illegal"])
-    refused(
+    exc = refused(
         db_url,
         BotNotFoundError,
         lambda s: update_bot(s, owner(s, "alice"), "nobody", servers["greedy"], settings=LOOPBACK),
     )
+    assert exc.status == 404 and exc.to_json()["error"]["code"] == "bot_not_found"
+    refused(db_url, BotNotFoundError, get_bot, "nobody")
 
     with session_scope(db_url) as session:
         bot = update(session, "alice", servers["greedy"])
@@ -318,12 +320,6 @@ def test_hosted_bots(db_url: str, owners: dict[str, int]) -> None:
         InvalidHostedBotError,
         lambda s: update_bot(s, owner(s, "house"), "greedy", "127.0.0.1:1", settings=LOOPBACK),
     )
-
-
-def test_get_bot_unknown(db_url: str, owners: dict[str, int]) -> None:
-    with session_scope(db_url) as session, pytest.raises(BotNotFoundError) as info:
-        get_bot(session, "nobody")
-    assert info.value.status == 404 and info.value.to_json()["error"]["code"] == "bot_not_found"
 
 
 # -- names and addresses (no database, no network) ------------------------------------------
