@@ -351,11 +351,11 @@ def check_match(
             msg = pb.DecideRequest.FromString(data)
             # A decision of hand h comes after EndHand h-1 and before EndHand h.
             assert msg.hand_index == hands_ended, where
-            mid, h, d = msg.decision_id.rsplit("/", 2)
-            assert (mid, int(h), msg.match_id) == (match_id, msg.hand_index, match_id)
+            mid, hand_text, d_text = msg.decision_id.rsplit("/", 2)
+            assert (mid, int(hand_text), msg.match_id) == (match_id, msg.hand_index, match_id)
             decisions = by_hand.setdefault(msg.hand_index, {})
-            assert int(d) not in decisions
-            decisions[int(d)] = Received(seat, data, msg, next(objects, None))
+            assert int(d_text) not in decisions
+            decisions[int(d_text)] = Received(seat, data, msg, next(objects, None))
         end = pb.EndMatchRequest.FromString(inbox.messages[-1][1])
         assert end.HasField("seed") and end.seed == seed, "EndMatch must reveal the seed"
         tally.lifecycle += 1
