@@ -420,7 +420,9 @@ def seat_bots(k: int, n: int) -> list[type[Bot]]:
 def test_no_bot_message_leaks_hidden_cards_stock_or_seed() -> None:
     rng = random.Random(20240607)
     tally = Tally()
-    recorders = {cls: RecordingServicer(cls) for cls in (RandomBot, GreedyBot, HeuristicBot)}
+    recorders: dict[type[Bot], RecordingServicer] = {
+        cls: RecordingServicer(cls) for cls in (RandomBot, GreedyBot, HeuristicBot)
+    }
     running = {cls: start_fault_server(servicer) for cls, servicer in recorders.items()}
     try:
         for k in range(MATCHES):
@@ -513,7 +515,7 @@ def _small_match() -> tuple[MatchResult, list[Inbox], int]:
 
 def _tamper(inbox: Inbox, kind: Kind, change: Any) -> None:
     i = next(i for i, (k, _) in enumerate(inbox.messages) if k == kind)
-    cls = {
+    cls: Any = {
         "start": pb.StartMatchRequest,
         "decide": pb.DecideRequest,
         "end_hand": pb.EndHandRequest,
