@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,6 +220,13 @@ def make_app(url: str, **config: Any) -> Flask:
     })
 
 
+@pytest.fixture(scope="session")
+def app_factory() -> Callable[..., Flask]:
+    """``make_app`` for test modules (importing this module directly would bypass pytest's
+    assertion rewriting of it)."""
+    return make_app
+
+
 @pytest.fixture
 def app(seeded: Seeded) -> Flask:
     return make_app(seeded.url)
@@ -228,6 +235,20 @@ def app(seeded: Seeded) -> Flask:
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An empty database of each kind shared by one test module (for tests whose writes are
+    all refused, so they cannot disturb each other)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('module') / 'arena.sqlite'}"
+        return
+    name, url = _create_pg_database()
+    try:
+        yield url
+    finally:
+        _drop_pg_database(name)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -3,10 +3,12 @@ hides until a match is done, and clean 4xx JSON for every bad id or parameter.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from dashboard_fixtures import Seeded
+
+if TYPE_CHECKING:
+    from dashboard_fixtures import Seeded
 from flask.testing import FlaskClient
 
 from sdk.observation import Observation

@@ -1,0 +1,206 @@
+"""Bot submission and operator routes of the API, on a fresh SQLite and PostgreSQL store:
+authentication, ownership, body checks, and the tournament life cycle."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from arena.auth import create_owner, get_or_create_operator
+from arena.config import Settings
+from arena.db import session_scope
+from arena.jobs import play_match_job
+from arena.registry import BotCheckFailedError, host_bot
+
+pytest_plugins = ["dashboard_fixtures"]
+
+OPERATOR_TOKEN = "operator-secret-for-tests"  # dashboard_fixtures.OPERATOR_TOKEN
+PUBLIC = "8.8.8.8:50051"  # a public address: accepted without DNS (checks are off here)
+
+
+class InlineBackend:
+    """Plays submitted matches at once, in this process (what a worker would do)."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.played: list[int] = []
+
+    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+        for match_id in match_ids:
+            play_match_job(match_id, self.url)
+            self.played.append(match_id)
+        return len(match_ids)
+
+    def close(self, *, cancel: bool = False) -> None:
+        pass
+
+
+def populate(url: str) -> dict[str, Any]:
+    with session_scope(url) as session:
+        _alice, alice = create_owner(session, "alice")
+        _bob, bob = create_owner(session, "bob")
+        house = get_or_create_operator(session, "house")
+        host_bot(session, house, "random", "bots.random_bot:RandomBot", check=False)
+        host_bot(session, house, "lowball", "dashboard_fixtures:LowBot", check=False)
+    return {"url": url, "alice": alice, "bob": bob}
+
+
+@pytest.fixture
+def store(writable_url: str) -> dict[str, Any]:
+    """A fresh store per test: for tests that write."""
+    return populate(writable_url)
+
+
+@pytest.fixture(scope="module")
+def shared_store(module_url: str) -> dict[str, Any]:
+    """One store per module: for requests that are all refused before anything is written."""
+    return populate(module_url)
+
+
+@pytest.fixture
+def api(store: dict[str, Any], app_factory: Callable[..., Flask]) -> Flask:
+    return app_factory(store["url"], TOURNAMENT_BACKEND=InlineBackend(store["url"]))
+
+
+@pytest.fixture
+def refusing_api(shared_store: dict[str, Any], app_factory: Callable[..., Flask]) -> Flask:
+    return app_factory(shared_store["url"], TOURNAMENT_BACKEND=InlineBackend(shared_store["url"]))
+
+
+def call(client: FlaskClient, method: str, url: str, token: str | None = None, body: Any = None,
+         raw: bytes | None = None) -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = raw if raw is not None else (None if body is None else json.dumps(body))
+    response = client.open(url, method=method, headers=headers, data=data, content_type="application/json")
+    assert response.mimetype == "application/json", response.data[:200]
+    return response.status_code, response.get_json()
+
+
+def test_register_update_and_retire_a_bot(api: Flask, store: dict[str, Any]) -> None:
+    client = api.test_client()
+    status, body = call(client, "POST", "/api/v1/bots", store["alice"], {"name": "goblin", "address": PUBLIC})
+    assert status == 201, body
+    assert body["bot"]["name"] == "goblin" and body["bot"]["owner"] == "alice"
+    assert body["bot"]["version"]["number"] == 1
+    assert client.get("/api/v1/bots/goblin").status_code == 200
+    status, body = call(client, "PUT", "/api/v1/bots/goblin", store["alice"], {"address": "8.8.4.4:50052"})
+    assert status == 200 and body["bot"]["version"]["number"] == 2
+    assert body["bot"]["address"] == "8.8.4.4:50052"
+    status, body = call(client, "DELETE", "/api/v1/bots/goblin", store["alice"])
+    assert status == 200 and body["bot"]["status"] == "retired"
+    # A retired bot keeps its name.
+    status, body = call(client, "POST", "/api/v1/bots", store["bob"], {"name": "goblin", "address": PUBLIC})
+    assert status == 409 and body["error"]["code"] == "name_taken"
+
+
+def test_only_the_owner_or_an_operator_may_change_a_bot(api: Flask, store: dict[str, Any]) -> None:
+    client = api.test_client()
+    assert call(client, "POST", "/api/v1/bots", store["alice"], {"name": "elmo", "address": PUBLIC})[0] == 201
+    status, body = call(client, "PUT", "/api/v1/bots/elmo", store["bob"], {"address": PUBLIC})
+    assert status == 403 and body["error"]["code"] == "not_owner"
+    assert call(client, "DELETE", "/api/v1/bots/elmo", store["bob"])[0] == 403
+    assert call(client, "DELETE", "/api/v1/bots/elmo", OPERATOR_TOKEN)[0] == 200
+    assert call(client, "PUT", "/api/v1/bots/nobody", store["alice"], {"address": PUBLIC})[0] == 404
+    assert call(client, "DELETE", "/api/v1/bots/nobody", store["alice"])[0] == 404
+
+
+@pytest.mark.parametrize(
+    "token, body, raw, status, code",
+    [
+        (None, {"name": "a1", "address": PUBLIC}, None, 401, "unauthenticated"),
+        ("tonk_not-a-real-token", {"name": "a1", "address": PUBLIC}, None, 401, "unauthenticated"),
+        ("alice", None, b"{not json", 400, "malformed_json"),
+        ("alice", None, b"", 400, "malformed_json"),
+        ("alice", None, b"\xff\xfe", 400, "malformed_json"),
+        ("alice", ["a list"], None, 400, "invalid_parameter"),
+        ("alice", {"address": PUBLIC}, None, 400, "invalid_parameter"),
+        ("alice", {"name": "a1"}, None, 400, "invalid_parameter"),
+        ("alice", {"name": 7, "address": PUBLIC}, None, 400, "invalid_parameter"),
+        ("alice", {"name": "Bad Name!", "address": PUBLIC}, None, 400, "invalid_bot_name"),
+        ("alice", {"name": "a1", "address": "no-port"}, None, 400, "invalid_address"),
+        ("alice", {"name": "a1", "address": "10.0.0.1:5000"}, None, 422, "address_not_allowed"),
+        ("alice", None, b'{"name": "' + b"x" * 100_000 + b'"}', 413, "too_large"),
+    ],
+)
+def test_bad_submissions(refusing_api: Flask, shared_store: dict[str, Any], token: str | None, body: Any,
+                         raw: bytes | None, status: int, code: str) -> None:
+    real = shared_store.get(token, token) if token else None
+    got, answer = call(refusing_api.test_client(), "POST", "/api/v1/bots", real, body, raw)
+    assert (got, answer["error"]["code"]) == (status, code), answer
+
+
+def test_a_bot_that_fails_its_checks_is_refused(
+    shared_store: dict[str, Any], app_factory: Callable[..., Flask]
+) -> None:
+    def refuse(address: str, settings: Settings) -> dict[str, Any]:
+        raise BotCheckFailedError(f"the bot at {address} did not answer")
+
+    app = app_factory(shared_store["url"], BOT_CHECKS=True, BOT_CHECKER=refuse)
+    status, body = call(app.test_client(), "POST", "/api/v1/bots", shared_store["alice"],
+                        {"name": "silent", "address": PUBLIC})
+    assert status == 422 and body["error"]["code"] == "bot_check_failed"
+    assert app.test_client().get("/api/v1/bots/silent").status_code == 404  # nothing was written
+
+
+def test_operator_creates_and_runs_a_tournament(api: Flask, store: dict[str, Any]) -> None:
+    client = api.test_client()
+    spec = {"name": "Cup", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": 2,
+            "hands_per_match": 3, "seed": 7}
+    assert call(client, "POST", "/api/v1/tournaments", store["alice"], spec)[0] == 403
+    assert call(client, "POST", "/api/v1/tournaments", None, spec)[0] == 401
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, spec)
+    assert status == 201, body
+    tid = body["tournament"]["id"]
+    assert body["tournament"]["status"] == "created" and body["tournament"]["matches"]["total"] == 4
+    status, body = call(client, "POST", f"/api/v1/tournaments/{tid}/resume", OPERATOR_TOKEN)
+    assert status == 409 and body["error"]["code"] == "tournament_state"  # not paused
+    status, body = call(client, "POST", f"/api/v1/tournaments/{tid}/run", OPERATOR_TOKEN)
+    assert status == 200, body
+    assert body["tournament"]["status"] == "finished" and body["tournament"]["matches"]["done"] == 4
+    assert call(client, "POST", f"/api/v1/tournaments/{tid}/pause", OPERATOR_TOKEN)[0] == 409
+    assert call(client, "POST", f"/api/v1/tournaments/{tid}/run", store["bob"])[0] == 403
+    assert call(client, "POST", "/api/v1/tournaments/999999/run", OPERATOR_TOKEN)[0] == 404
+    assert call(client, "POST", "/api/v1/tournaments/abc/run", OPERATOR_TOKEN)[0] == 400
+    assert call(client, "POST", f"/api/v1/tournaments/{tid}/explode", OPERATOR_TOKEN)[0] == 404
+    leaderboard = client.get("/api/v1/leaderboard").get_json()["leaderboard"]
+    assert {r["bot"] for r in leaderboard if r["rating"]} == {"random", "lowball"}
+
+
+def test_pause_and_resume(api: Flask, store: dict[str, Any]) -> None:
+    client = api.test_client()
+    spec = {"name": "Long", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": 1,
+            "hands_per_match": 2}
+    tid = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, spec)[1]["tournament"]["id"]
+    status, body = call(client, "POST", f"/api/v1/tournaments/{tid}/pause", OPERATOR_TOKEN)
+    assert status == 200 and body["tournament"]["status"] == "paused"
+    status, body = call(client, "POST", f"/api/v1/tournaments/{tid}/resume", OPERATOR_TOKEN)
+    assert status == 200 and body["tournament"]["status"] == "finished"
+
+
+@pytest.mark.parametrize(
+    "spec, status, code",
+    [
+        ({"name": "X", "bots": ["random", "nobody"], "table_sizes": [2], "matches_per_table": 1,
+          "hands_per_match": 2}, 404, "bot_not_found"),
+        ({"name": "X", "bots": ["random"], "table_sizes": [2], "matches_per_table": 1,
+          "hands_per_match": 2}, 400, "invalid_tournament"),
+        ({"name": "X", "bots": "random", "table_sizes": [2], "matches_per_table": 1,
+          "hands_per_match": 2}, 400, "invalid_parameter"),
+        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": "1",
+          "hands_per_match": 2}, 400, "invalid_parameter"),
+        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": 1,
+          "hands_per_match": 2, "rules": {"no_such_rule": True}}, 400, "invalid_parameter"),
+        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": 1,
+          "hands_per_match": 2, "colour": "blue"}, 400, "invalid_parameter"),
+        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [9], "matches_per_table": 1,
+          "hands_per_match": 2}, 400, "invalid_tournament"),
+    ],
+)
+def test_bad_tournament_specs(refusing_api: Flask, spec: dict[str, Any], status: int, code: str) -> None:
+    got, body = call(refusing_api.test_client(), "POST", "/api/v1/tournaments", OPERATOR_TOKEN, spec)
+    assert (got, body["error"]["code"]) == (status, code), body
