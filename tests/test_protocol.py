@@ -1,0 +1,573 @@
+"""The tonk.v1 protocol without a network: the .proto contract, the generated code, and every
+conversion between SDK values and protobuf messages (both the protobuf-runtime path and the
+hand-written wire codecs, which must agree byte for byte)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import descriptor_pb2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Event, Layoff, Meld
+from sdk.bot import HandResult, MatchInfo, MatchSummary
+from sdk.cards import Card
+from sdk.convert import (
+    MalformedReplyError,
+    ProtocolError,
+    action_from_proto,
+    action_to_proto,
+    decision_from_json,
+    decision_to_json,
+    decision_to_proto,
+    decode_decide_request,
+    decode_reply,
+    encode_decide_request,
+    encode_observation,
+    encode_reply,
+    hand_result_from_proto,
+    hand_result_to_proto,
+    match_info_from_proto,
+    match_info_to_proto,
+    match_summary_from_proto,
+    match_summary_to_proto,
+    observation_from_proto,
+    observation_to_proto,
+    record_from_proto,
+    record_to_proto,
+    reply_from_proto,
+    rules_from_proto,
+    rules_to_proto,
+)
+from sdk.dealing import deck_order
+from sdk.engine import HandState
+from sdk.observation import Observation, observe
+from sdk.protocol import PROTOCOL_VERSION, SERVICE_NAME
+from sdk.protocol import bot_pb2 as pb
+from sdk.record import HandRecord
+from sdk.referee import DecisionRequest, LocalPlayer, play_match
+from sdk.rules import STANDARD, Rules
+
+ROOT = Path(__file__).resolve().parent.parent
+PROTO = ROOT / "protos" / "tonk" / "v1" / "bot.proto"
+
+
+def _gen_proto() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_proto", ROOT / "scripts" / "gen_proto.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# -- the generated code and the .proto ---------------------------------------------------------
+
+
+def test_generated_code_is_up_to_date(tmp_path: Path) -> None:
+    generated = _gen_proto().generate(tmp_path)
+    committed = ROOT / "sdk" / "protocol"
+    names = sorted(str(p.relative_to(tmp_path)) for p in generated)
+    on_disk = sorted(str(p.relative_to(committed)) for p in (committed / "tonk").rglob("*") if p.is_file())
+    on_disk = [n for n in on_disk if "__pycache__" not in n]
+    assert names == on_disk, "generated files differ: run scripts/gen_proto.py"
+    stale = [n for n in names if (tmp_path / n).read_bytes() != (committed / n).read_bytes()]
+    assert not stale, f"stale generated code {stale}: run `python scripts/gen_proto.py`"
+
+
+def test_generation_is_reproducible(tmp_path: Path) -> None:
+    gen = _gen_proto()
+    first = {p.name: p.read_bytes() for p in gen.generate(tmp_path / "a")}
+    second = {p.name: p.read_bytes() for p in gen.generate(tmp_path / "b")}
+    assert first == second
+
+
+def test_generated_imports_work_from_the_package() -> None:
+    from sdk.protocol.tonk.v1 import bot_pb2_grpc
+
+    assert bot_pb2_grpc.tonk_dot_v1_dot_bot__pb2 is pb  # type: ignore[attr-defined]
+    assert pb.DESCRIPTOR.package == "tonk.v1"
+    assert pb.DESCRIPTOR.services_by_name["BotService"].full_name == SERVICE_NAME
+
+
+@pytest.fixture(scope="module")
+def proto_file() -> descriptor_pb2.FileDescriptorProto:
+    from grpc_tools import protoc
+
+    out = ROOT / ".pytest_cache" / "bot_descriptor.pb"
+    out.parent.mkdir(exist_ok=True)
+    args = ["protoc", f"-I{ROOT / 'protos'}", "--include_source_info", f"--descriptor_set_out={out}"]
+    assert protoc.main([*args, "tonk/v1/bot.proto"]) == 0
+    files = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    return files.file[0]
+
+
+def _comments(file: descriptor_pb2.FileDescriptorProto) -> dict[tuple[int, ...], str]:
+    return {tuple(loc.path): loc.leading_comments.strip() for loc in file.source_code_info.location}
+
+
+def test_every_rpc_message_field_and_enum_is_commented(
+    proto_file: descriptor_pb2.FileDescriptorProto,
+) -> None:
+    comments = _comments(proto_file)
+    missing = []
+    # Paths per descriptor.proto: message_type=4 (field=2, oneof_decl=8), enum_type=5
+    # (value=2), service=6 (method=2).
+    for i, message in enumerate(proto_file.message_type):
+        if not comments.get((4, i)):
+            missing.append(message.name)
+        for j, fld in enumerate(message.field):
+            if not comments.get((4, i, 2, j)):
+                missing.append(f"{message.name}.{fld.name}")
+        for j, oneof in enumerate(message.oneof_decl):
+            if not oneof.name.startswith("_") and not comments.get((4, i, 8, j)):
+                missing.append(f"{message.name}.{oneof.name} (oneof)")
+    for i, enum in enumerate(proto_file.enum_type):
+        if not comments.get((5, i)):
+            missing.append(enum.name)
+        for j, value in enumerate(enum.value):
+            if not comments.get((5, i, 2, j)):
+                missing.append(value.name)
+    for i, service in enumerate(proto_file.service):
+        if not comments.get((6, i)):
+            missing.append(service.name)
+        for j, method in enumerate(service.method):
+            if not comments.get((6, i, 2, j)):
+                missing.append(f"{service.name}.{method.name}")
+    assert not missing, f"uncommented: {missing}"
+
+
+def _upper_snake(name: str) -> str:
+    out = "".join("_" + c if c.isupper() and i else c for i, c in enumerate(name))
+    return out.upper()
+
+
+def test_buf_style_names(proto_file: descriptor_pb2.FileDescriptorProto) -> None:
+    assert proto_file.package == "tonk.v1"
+    assert proto_file.name == "tonk/v1/bot.proto"
+    for enum in proto_file.enum_type:
+        prefix = _upper_snake(enum.name) + "_"
+        assert enum.value[0].name == prefix + "UNSPECIFIED" and enum.value[0].number == 0
+        assert all(v.name.startswith(prefix) for v in enum.value), enum.name
+    for message in proto_file.message_type:
+        assert message.name[0].isupper() and "_" not in message.name
+        for fld in message.field:
+            assert fld.name == fld.name.lower(), fld.name
+    (service,) = proto_file.service
+    assert service.name.endswith("Service")
+    used = set()
+    for method in service.method:
+        assert method.input_type == f".tonk.v1.{method.name}Request"
+        assert method.output_type == f".tonk.v1.{method.name}Response"
+        used |= {method.input_type, method.output_type}
+    assert len(used) == 2 * len(service.method)  # each request/response belongs to one RPC
+    assert [m.name for m in service.method] == ["GetInfo", "StartMatch", "Decide", "EndHand", "EndMatch"]
+
+
+def test_rules_message_carries_every_rule_option() -> None:
+    fields = {f.name for f in pb.Rules.DESCRIPTOR.fields}
+    assert set(Rules.option_names()) <= fields
+
+
+def test_observation_message_carries_every_observation_field() -> None:
+    fields = {f.name for f in pb.Observation.DESCRIPTOR.fields}
+    assert {f.name for f in dataclasses.fields(Observation)} <= fields
+
+
+def test_start_match_has_no_seed() -> None:
+    names = {f.name for f in pb.StartMatchRequest.DESCRIPTOR.fields}
+    assert not any("seed" in n for n in names)
+    assert "seed" in {f.name for f in pb.EndMatchRequest.DESCRIPTOR.fields}
+
+
+# -- observations: random legal play, every seat, every moment ---------------------------------
+
+RULES = st.builds(
+    Rules,
+    discard_pickup_may_return=st.booleans(),
+    meld_out_double=st.booleans(),
+    book_layoff=st.booleans(),
+    ace_high_or_low=st.booleans(),
+    hit_lock=st.booleans(),
+    stock_reshuffle=st.booleans(),
+    turn_cap=st.sampled_from([0, 3, 40, 200, 1000]),
+    tonk_low=st.sampled_from([0, 15]),
+    tonk_high=st.sampled_from([49, 200]),
+)
+
+
+MAX_ACTIONS = 80  # long enough for full tables and reshuffles; checks grow with the history
+
+
+def _observations(
+    seed: int, players: int, rules: Rules, choice_seed: int, hand_index: int, scores: tuple[int, ...]
+) -> list[Observation]:
+    """Observations along one hand played at random: the acting seat's at every step, every
+    seat's every tenth step and at the end (the finished hand carries the outcome)."""
+    rng = random.Random(choice_seed)
+    state = HandState.deal(deck_order(seed, hand_index % 50), players, hand_index % players, rules)
+    names = tuple(f"bot-{i}-é" for i in range(players))
+    out: list[Observation] = []
+    for step in range(MAX_ACTIONS + 1):
+        over = state.outcome is not None or step == MAX_ACTIONS
+        seats = range(players) if over or step % 10 == 0 else (state.to_act,)
+        out.extend(observe(state, seat, names, scores, hand_index, hand_index + 300) for seat in seats)
+        if over:
+            return out
+        legal = state.legal_actions()
+        # Prefer melds and lay-offs, and playing on over dropping, so hands get long
+        # histories, full tables and hit locks.
+        plays = [a for a in legal if a.kind in ("meld", "layoff")]
+        non_drop = [a for a in legal if a is not DROP] or legal
+        if plays and rng.random() < 0.7:
+            state.apply(rng.choice(plays))
+        else:
+            state.apply(rng.choice(non_drop if rng.random() < 0.95 else legal))
+    return out
+
+
+def _check_round_trip(obs: Observation) -> None:
+    message = observation_to_proto(obs)
+    data = message.SerializeToString()
+    assert encode_observation(obs) == data  # the fast encoder is byte-identical to upb
+    assert observation_from_proto(pb.Observation.FromString(data)) == obs
+    request = DecisionRequest("match-é/1", obs.hand_index, f"match-é/1/{obs.turn}", obs, 1500 + obs.turn)
+    wire = encode_decide_request(request)
+    assert wire == decision_to_proto(request).SerializeToString()
+    assert decode_decide_request(wire) == request
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**64 - 1),
+    players=st.integers(2, 6),
+    rules=RULES,
+    choice_seed=st.integers(0, 2**32),
+    hand_index=st.integers(0, 400),
+    scores=st.lists(st.integers(-(2**31), 2**31 - 1), min_size=0, max_size=6),
+)
+def test_every_observation_round_trips(
+    seed: int, players: int, rules: Rules, choice_seed: int, hand_index: int, scores: list[int]
+) -> None:
+    for obs in _observations(seed, players, rules, choice_seed, hand_index, tuple(scores[:players])):
+        _check_round_trip(obs)
+
+
+def test_round_trip_reaches_every_kind_of_state() -> None:
+    """The property above is only as good as the states it sees: make sure random play
+    reaches melds, lay-offs, hit locks, pickups and every way a hand ends."""
+    seen: set[str] = set()
+    rules = Rules(hit_lock=True, book_layoff=True, ace_high_or_low=True, tonk_low=0, tonk_high=200)
+    for k in range(16):
+        for obs in _observations(k, 2 + k % 5, rules if k % 2 else STANDARD, k, k, ()):
+            _check_round_trip(obs)
+            seen |= {a.kind for a in obs.legal_actions}
+            seen |= {"table"} if obs.table else set()
+            seen |= {"locked"} if obs.locked else set()
+            seen |= {"picked"} if obs.picked_up else set()
+            seen |= {f"end:{obs.outcome.end}"} if obs.outcome else set()
+    missing = {"drop", "draw", "meld", "discard", "table", "picked"} - seen
+    assert not missing, f"random play never reached {missing}"
+    assert {"end:drop", "end:out"} & seen
+
+
+def _position(hands: list[str], table: list[tuple[int, str]], discard: str, rules: Rules) -> HandState:
+    """A hand under way: the given hands and table, one discard, every other card in stock."""
+    from sdk.cards import DECK
+    from sdk.melds import make_meld
+
+    held = [[Card.parse(t) for t in h.split()] for h in hands]
+    melds = [make_meld(owner, [Card.parse(t) for t in cards.split()], rules) for owner, cards in table]
+    used = {c for h in held for c in h} | {c for m in melds for c in m.cards} | {Card.parse(discard)}
+    stock = [c for c in DECK if c not in used]
+    return HandState.from_position(held, [Card.parse(discard)], stock, melds, rules=rules, to_act=1)
+
+
+def test_round_trip_through_a_lay_off_and_a_hit_lock() -> None:
+    rules = Rules(hit_lock=True, book_layoff=True)
+    hands = ["2c 3c 9d Kd", "8h Jc Qc Kc 4s", "2d 2s 5d"]
+    state = _position(hands, [(0, "5h 6h 7h"), (2, "9s 9h 9c")], "Ad", rules)
+    clubs = Meld((Card.parse("Jc"), Card.parse("Qc"), Card.parse("Kc")))
+    steps = [DRAW_DISCARD, Layoff(Card.parse("8h"), 0), clubs]
+    for action in steps:
+        state.apply(action)
+        for seat in range(3):
+            _check_round_trip(observe(state, seat))
+    assert state.locked == {0}
+    state.apply(Discard(Card.parse("4s")))  # Ad was picked up: it may not go back
+    state.apply(DRAW_STOCK)
+    state.apply(Discard(state.hands[2][0]))
+    obs = observe(state, 0)
+    assert obs.locked == (0,) and not obs.can_drop() and obs.table[0].cards[-1] == Card.parse("8h")
+    _check_round_trip(obs)
+
+
+def test_round_trip_of_a_forfeited_hand() -> None:
+    state = HandState.deal(deck_order(3, 0), 3)
+    state.apply(DRAW_STOCK)
+    state.forfeit(0)
+    obs = observe(state, 1)
+    assert obs.outcome is not None and obs.outcome.faulted == 0
+    _check_round_trip(obs)
+
+
+# -- the decoder's fallback: valid but unusual encodings decode the same -----------------------
+
+
+def _sample_request() -> DecisionRequest:
+    state = HandState.deal(deck_order(11, 0), 3, rules=Rules(tonk_low=0, tonk_high=200))
+    state.apply(DRAW_DISCARD)
+    obs = observe(state, state.to_act, ("a", "b", "c"), (3, -1, -2), 2, 10)
+    return DecisionRequest("m", 2, "m/2/1", obs, 900)
+
+
+def test_decoder_accepts_lenient_card_spellings() -> None:
+    request = _sample_request()
+    message = decision_to_proto(request)
+    hand = list(message.observation.hand)
+    del message.observation.hand[:]
+    message.observation.hand.extend(h.lower().replace("10", "T") for h in hand)
+    assert decode_decide_request(message.SerializeToString()) == request
+
+
+def test_decoder_ignores_unknown_fields_like_the_protobuf_runtime() -> None:
+    request = _sample_request()
+    unknown = b"\xfa\x07\x03abc"  # field 127, length-delimited: from a newer referee
+    assert decode_decide_request(encode_decide_request(request) + unknown) == request
+    obs_unknown = pb.DecideRequest(observation=observation_to_proto(request.observation))
+    data = obs_unknown.SerializeToString()
+    assert decode_decide_request(data).observation == request.observation
+
+
+def test_decoder_accepts_unpacked_repeated_ints() -> None:
+    request = _sample_request()
+    data = encode_decide_request(request)
+    # Re-encode: observation without scores, then scores as three unpacked varint fields.
+    message = decision_to_proto(request)
+    del message.observation.scores[:]
+    obs_bytes = message.observation.SerializeToString() + b"".join(
+        b"\x88\x01" + _varint(v) for v in request.observation.scores
+    )
+    outer = pb.DecideRequest(match_id="m", hand_index=2, decision_id="m/2/1", deadline_ms=900)
+    rebuilt = outer.SerializeToString() + b"\x2a" + _varint(len(obs_bytes)) + obs_bytes
+    assert pb.DecideRequest.FromString(rebuilt) == pb.DecideRequest.FromString(data)
+    assert decode_decide_request(rebuilt) == request
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\xff\xff\xff", b"\x2a\x10abc", b"", pb.DecideRequest(match_id="m").SerializeToString()],
+    ids=["garbage", "truncated", "empty", "no-observation"],
+)
+def test_decoder_rejects_what_is_not_a_decide_request(data: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        decode_decide_request(data)
+
+
+def test_decoder_rejects_bad_values_with_protocol_error() -> None:
+    message = decision_to_proto(_sample_request())
+    message.observation.hand.append("11s")
+    with pytest.raises(ProtocolError, match="11s"):
+        decode_decide_request(message.SerializeToString())
+    message = decision_to_proto(_sample_request())
+    message.observation.rules.tonk_high = 0
+    with pytest.raises(ProtocolError, match="rules"):
+        decode_decide_request(message.SerializeToString())
+    message = decision_to_proto(_sample_request())
+    message.observation.phase = pb.PHASE_UNSPECIFIED
+    with pytest.raises(ProtocolError, match="phase"):
+        decode_decide_request(message.SerializeToString())
+
+
+def test_table_meld_without_kind_is_classified() -> None:
+    request = _sample_request()
+    message = decision_to_proto(request)
+    meld = message.observation.table.add(owner=1, cards=["Qh", "Kh", "Ah"])
+    assert meld.kind == pb.MELD_KIND_UNSPECIFIED
+    with pytest.raises(ProtocolError):  # Q K A is no spread under the standard rules
+        decode_decide_request(message.SerializeToString())
+    message.observation.rules.ace_high_or_low = True
+    decoded = decode_decide_request(message.SerializeToString())
+    assert decoded.observation.table[-1].kind == "spread"
+    assert (decoded.observation.table[-1].lo, decoded.observation.table[-1].hi) == (12, 14)
+
+
+# -- replies ----------------------------------------------------------------------------------
+
+ACTIONS: list[Action] = [
+    DROP,
+    DRAW_STOCK,
+    DRAW_DISCARD,
+    Meld((Card.parse("8h"), Card.parse("8d"), Card.parse("8s"))),
+    Meld((Card.parse("Qs"), Card.parse("Ks"), Card.parse("As"))),
+    Layoff(Card.parse("10c"), 3),
+    Discard(Card.parse("Ac")),
+]
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=str)
+def test_action_round_trips(action: Action) -> None:
+    assert action_from_proto(action_to_proto(action)) == action
+    decoded = decode_reply(encode_reply(action))
+    assert decoded == action
+    if isinstance(action, Meld):
+        assert decoded.cards == action.cards  # type: ignore[attr-defined]
+    assert decode_reply(pb.DecideResponse(text=str(action)).SerializeToString()) == action
+
+
+@pytest.mark.parametrize("index", [0, 1, 127, 128, 255, 256, 70_000, -1])
+def test_index_replies_round_trip(index: int) -> None:
+    data = encode_reply(index)
+    assert data == pb.DecideResponse(action_index=index).SerializeToString()
+    assert decode_reply(data) == index
+
+
+def test_index_beyond_int32_stays_out_of_range() -> None:
+    assert decode_reply(encode_reply(2**40)) == -1
+
+
+@pytest.mark.parametrize("reply", ["draw stock", None, 1.5, True, object()])
+def test_a_non_action_reply_encodes_as_an_empty_response(reply: object) -> None:
+    assert encode_reply(reply) == b""
+    with pytest.raises(MalformedReplyError, match="names no action"):
+        decode_reply(encode_reply(reply))
+
+
+@pytest.mark.parametrize(
+    ("response", "message"),
+    [
+        (pb.DecideResponse(), "names no action"),
+        (pb.DecideResponse(text="discard 11s"), "unreadable action"),
+        (pb.DecideResponse(text="fold"), "unreadable action"),
+        (pb.DecideResponse(action=pb.Action()), "unreadable action"),
+        (pb.DecideResponse(action=pb.Action(draw=pb.DrawAction())), "unreadable action"),
+        (pb.DecideResponse(action=pb.Action(discard=pb.DiscardAction(card="Zz"))), "unreadable action"),
+        (pb.DecideResponse(action=pb.Action(layoff=pb.LayoffAction(onto=1))), "unreadable action"),
+    ],
+)
+def test_unreadable_replies_are_malformed(response: pb.DecideResponse, message: str) -> None:
+    with pytest.raises(MalformedReplyError, match=message):
+        reply_from_proto(response)
+
+
+def test_garbage_reply_bytes_are_malformed() -> None:
+    with pytest.raises(MalformedReplyError, match="not a DecideResponse"):
+        decode_reply(b"\x12\x10abc")
+
+
+def test_lenient_reply_cards() -> None:
+    reply = pb.DecideResponse(action=pb.Action(discard=pb.DiscardAction(card="ts")))
+    assert reply_from_proto(reply) == Discard(Card.parse("10s"))
+
+
+# -- match lifecycle ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rules", [STANDARD, Rules(hit_lock=True, turn_cap=0, tonk_low=3)])
+def test_match_info_round_trips(rules: Rules) -> None:
+    info = MatchInfo("m-1", 2, ("a", "b", "c"), rules, 50, 1, 750, 3000)
+    message = match_info_to_proto(info)
+    assert message.protocol_version == PROTOCOL_VERSION
+    assert match_info_from_proto(pb.StartMatchRequest.FromString(message.SerializeToString())) == info
+    assert rules_from_proto(rules_to_proto(rules)) == rules
+    assert rules_to_proto(rules).name == rules.name
+
+
+def _played_results() -> list[HandResult]:
+    from bots.random_bot import RandomBot
+
+    results: list[HandResult] = []
+
+    class Keep(LocalPlayer):
+        def hand_end(self, result: HandResult) -> None:
+            results.append(result)
+
+    rules = Rules(book_layoff=True, tonk_low=0, tonk_high=200)
+    play_match([Keep(RandomBot), LocalPlayer(RandomBot), LocalPlayer(RandomBot)], 5, 12, rules=rules)
+    return results
+
+
+def test_hand_result_round_trips_with_structured_record() -> None:
+    for result in _played_results():
+        message = pb.EndHandRequest.FromString(hand_result_to_proto(result, seat=1).SerializeToString())
+        assert message.seat == 1
+        assert hand_result_from_proto(message) == result
+        assert json.loads(message.record_json) == result.record
+        # The structured record says the same as the JSON text.
+        rebuilt = record_from_proto(message.record)
+        assert HandRecord.from_json(rebuilt).verify() == HandRecord.from_json(result.record).verify()
+        assert record_to_proto(rebuilt) == message.record
+        # A referee that sends only the structured form is understood too.
+        message.record_json = ""
+        only_structured = hand_result_from_proto(message)
+        assert HandRecord.from_json(only_structured.record).verify().payoffs == result.payoffs
+
+
+def test_hand_result_from_a_position_record_with_a_table() -> None:
+    record = HandRecord.from_text((Path("/work/shared/cases") / "seed-example-2.json").read_text())
+    data = record.to_json()
+    message = record_to_proto(data)
+    assert [list(m.cards) for m in message.table] == [m["cards"] for m in data.get("table", [])]
+    assert HandRecord.from_json(record_from_proto(message)).verify() == record.verify()
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        MatchSummary("m", (4, -2, -2), 2**64 - 1, ()),
+        MatchSummary("m", (0, 0), 0, (1,)),
+        MatchSummary("m", (1, -1), None, ()),
+    ],
+)
+def test_match_summary_round_trips(summary: MatchSummary) -> None:
+    message = match_summary_to_proto(summary, seat=0)
+    assert match_summary_from_proto(pb.EndMatchRequest.FromString(message.SerializeToString())) == summary
+
+
+# -- decision files -----------------------------------------------------------------------------
+
+
+def test_decision_json_round_trips() -> None:
+    request = _sample_request()
+    data = json.loads(json.dumps(decision_to_json(request)))
+    assert decision_from_json(data) == dataclasses.replace(request)
+    # A bare observation is a decision too (ids and deadline get defaults).
+    bare = decision_from_json(request.observation.to_json())
+    assert bare.observation == request.observation
+    with pytest.raises(ProtocolError):
+        decision_from_json({"observation": {"seat": 0}})
+    with pytest.raises(ProtocolError):
+        decision_from_json([1, 2])
+
+
+def test_hidden_stock_draws_stay_hidden_on_the_wire() -> None:
+    state = HandState.deal(deck_order(21, 0), 2, rules=Rules(tonk_low=0, tonk_high=200))
+    state.apply(DRAW_STOCK)  # seat 1 draws: seat 0 must not learn the card
+    drawn = state.history[-1].card
+    assert drawn is not None
+    for seat, visible in ((0, False), (1, True)):
+        obs = observe(state, seat)
+        message = pb.Observation.FromString(encode_observation(obs))
+        assert (message.history[-1].card == drawn.text) is visible
+        assert Event(1, DRAW_STOCK, drawn if visible else None) == obs.history[-1]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
