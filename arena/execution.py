@@ -20,8 +20,9 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Final, Protocol
 
 from sqlalchemy import select
@@ -57,21 +58,41 @@ class EmbeddedBackend:
     imported the arena once), so nothing of the caller's state, such as open database
     connections or gRPC threads, leaks into them."""
 
-    def __init__(self, database_url: str, workers: int = 0):
+    def __init__(
+        self, database_url: str, workers: int = 0, *, hosted_addresses: Mapping[str, str] | None = None
+    ):
         self.database_url = database_url
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["arena.jobs"])
+        self.hosted = dict(hosted_addresses) if hosted_addresses else None
         self.workers = workers or os.cpu_count() or 1
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        self._pool = self._new_pool()
         self._futures: dict[int, Future[str]] = {}
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context("forkserver")
+        # The server imports these once; each pool process is then a cheap fork of it
+        # ("__main__" too, or every process would re-run the main script).
+        context.set_forkserver_preload(["__main__", "arena.jobs"])
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
 
     def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
         queued = 0
         for match_id in match_ids:
             future = self._futures.get(match_id)
             if future is not None and not future.done():
-                continue  # in the pool already; if its process died the pool is broken anyway
-            self._futures[match_id] = self._pool.submit(play_match_job, match_id, self.database_url)
+                continue
+            try:
+                self._futures[match_id] = self._pool.submit(
+                    play_match_job, match_id, self.database_url, self.hosted
+                )
+            except BrokenProcessPool:
+                # A pool process died (killed, or a hosted bot crashed it): start a new pool.
+                # Its matches are left running with a dead worker, which the sweep replays.
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool()
+                self._futures = {}
+                self._futures[match_id] = self._pool.submit(
+                    play_match_job, match_id, self.database_url, self.hosted
+                )
             queued += 1
         return queued
 
@@ -99,11 +120,20 @@ class EmbeddedBackend:
 class RqBackend:
     """Match jobs on an RQ queue."""
 
-    def __init__(self, database_url: str, redis_url: str, queue_name: str, *, connection: Any = None):
+    def __init__(
+        self,
+        database_url: str,
+        redis_url: str,
+        queue_name: str,
+        *,
+        connection: Any = None,
+        hosted_addresses: Mapping[str, str] | None = None,
+    ):
         from redis import Redis
         from rq import Queue
 
         self.database_url = database_url
+        self.hosted = dict(hosted_addresses) if hosted_addresses else None
         self.connection = connection or Redis.from_url(redis_url)
         self.queue = Queue(queue_name, connection=self.connection)
 
@@ -134,7 +164,7 @@ class RqBackend:
                 [
                     Queue.prepare_data(
                         JOB_FUNCTION,
-                        args=(match_id, self.database_url),
+                        args=(match_id, self.database_url, self.hosted),
                         job_id=self.job_id(match_id),
                         timeout=self._timeout(),
                         result_ttl=RESULT_TTL,
@@ -165,11 +195,14 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", text)
 
 
-def make_backend(settings: Settings, database_url: str | None = None) -> EmbeddedBackend | RqBackend:
+def make_backend(
+    settings: Settings, database_url: str | None = None, *, hosted_addresses: Mapping[str, str] | None = None
+) -> EmbeddedBackend | RqBackend:
+    """RQ when ``settings.redis_url`` is set, else the embedded pool."""
     url = database_url or settings.database_url
     if settings.redis_url:
-        return RqBackend(url, settings.redis_url, settings.queue_name)
-    return EmbeddedBackend(url, settings.embedded_workers)
+        return RqBackend(url, settings.redis_url, settings.queue_name, hosted_addresses=hosted_addresses)
+    return EmbeddedBackend(url, settings.embedded_workers, hosted_addresses=hosted_addresses)
 
 
 def unfinished_matches(database_url: str, tournament_id: int) -> list[int]:
@@ -194,10 +227,13 @@ def run_tournament(
     poll_s: float = 0.25,
 ) -> Progress:
     """Start (or resume) the tournament and submit every match not done, retrying failed
-    and abandoned ones. With ``wait``, keep going until no match is pending or running (or
-    the tournament is paused), calling ``on_progress`` with the counts from the store, and
-    sweep for abandoned matches every ``RECOVER_S``. Returns the last progress."""
+    and abandoned ones (a finished tournament is left as it is). With ``wait``, keep going
+    until no match is pending or running (or the tournament is paused), calling
+    ``on_progress`` with the counts from the store, and sweep for abandoned matches every
+    ``RECOVER_S``. Returns the last progress."""
     with session_scope(database_url) as session:
+        if get_tournament_row(session, tournament_id).status == "finished":
+            return tournament_progress(session, tournament_id)  # nothing to do: not an error
         start_tournament(session, tournament_id)
         reset = recover_matches(session, tournament_id, retry_failed=True)
     backend.submit(unfinished_matches(database_url, tournament_id), replace=reset)

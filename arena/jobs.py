@@ -53,16 +53,19 @@ class MatchTakenError(RuntimeError):
     """Raised inside the referee's hand callback to stop a match another worker took over."""
 
 
-def play_match_job(match_id: int, database_url: str) -> str:
+def play_match_job(
+    match_id: int, database_url: str, hosted_addresses: dict[str, str] | None = None
+) -> str:
     """Play match ``match_id`` of the store at ``database_url`` unless it is done or being
-    played; returns one of ``done``, ``already-done``, ``busy``, ``not-running``, ``lost``."""
+    played; returns one of ``done``, ``already-done``, ``busy``, ``not-running``, ``lost``.
+    ``hosted_addresses`` (bot name -> HOST:PORT) reaches hosted bots served over gRPC."""
     _forget_inherited_engines()
     worker = worker_id()
     claimed = claim_match(database_url, match_id, worker)
     if claimed is not None:
         return claimed
     with session_scope(database_url) as session:
-        plan = load_plan(session, match_id)
+        plan = load_plan(session, match_id, hosted_addresses)
     try:
         result, duration_ms = play_claimed(database_url, plan, worker)
     except MatchTakenError:

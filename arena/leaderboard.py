@@ -176,4 +176,4 @@ def rating_history(session: Session, *, bot_id: int | None = None) -> list[Snaps
 def _names(session: Session, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
-    return dict(session.execute(select(Bot.id, Bot.name).where(Bot.id.in_(ids))).tuples().all())
+    return dict(session.execute(select(Bot.id, Bot.name).where(Bot.id.in_(ids))).all())

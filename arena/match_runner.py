@@ -11,7 +11,7 @@ deadlines and fault handling locally and here.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -89,8 +89,13 @@ def referee_config(config: dict[str, object], defaults: RefereeConfig) -> Refere
     )
 
 
-def load_plan(session: Session, match_id: int) -> MatchPlan:
-    """Everything needed to play match ``match_id``, from the store."""
+def load_plan(
+    session: Session, match_id: int, hosted_addresses: Mapping[str, str] | None = None
+) -> MatchPlan:
+    """Everything needed to play match ``match_id``, from the store. ``hosted_addresses``
+    (bot name -> HOST:PORT) plays hosted bots over gRPC where they are being served (as
+    ``tonk demo`` does with arena.hosting.HostedBots) instead of in-process."""
+    served = hosted_addresses or {}
     match = session.get(Match, match_id)
     if match is None:
         raise MatchNotFoundError(f"there is no match {match_id!r}")
@@ -104,7 +109,13 @@ def load_plan(session: Session, match_id: int) -> MatchPlan:
         .order_by(MatchSeat.seat)
     ).all()
     seats = tuple(
-        SeatPlan(bot_id, version_id, name, version.address, version.hosted)
+        SeatPlan(
+            bot_id,
+            version_id,
+            name,
+            served.get(name) if version.hosted and name in served else version.address,
+            version.hosted,
+        )
         for _seat, bot_id, version_id, name, version in rows
     )
     return MatchPlan(

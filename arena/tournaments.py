@@ -95,7 +95,7 @@ def tables_of(bot_ids: Sequence[int], sizes: Iterable[int]) -> list[Table]:
 
 def resolve_bots(session: Session, names: Sequence[str]) -> list[int]:
     """Bot ids for ``names``, in order; UnknownBotError names every one that is missing."""
-    found = dict(session.execute(select(Bot.name, Bot.id).where(Bot.name.in_(list(names)))).tuples().all())
+    found = dict(session.execute(select(Bot.name, Bot.id).where(Bot.name.in_(list(names)))).all())
     missing = [n for n in names if n not in found]
     if missing:
         raise UnknownBotError(f"no bot named {', '.join(repr(n) for n in missing)}")
@@ -139,6 +139,8 @@ def create_tournament(
     _check_count("hands_per_match", hands_per_match, MAX_HANDS)
     if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
         raise InvalidTournamentError(f"a seed is an integer from 0 to 2**64 - 1, got {seed!r}")
+    if seed is not None:
+        _check_seed_free(session, seed)
     versions = _current_versions(session, ids)
     base = settings or Settings()
     referee = {
@@ -226,7 +228,7 @@ def _add_deals(
             select(Match.key, Match.id).where(
                 Match.tournament_id == tournament.id, Match.deal_index >= first
             )
-        ).tuples().all()
+        ).all()
     )
     session.execute(
         insert(MatchSeat),
@@ -314,7 +316,7 @@ def _current_versions(session: Session, ids: list[int]) -> dict[int, int]:
             select(BotVersion.bot_id, func.max(BotVersion.number))
             .where(BotVersion.bot_id.in_(ids))
             .group_by(BotVersion.bot_id)
-        ).tuples().all()
+        ).all()
     )
     unversioned = [bots[i].name for i in ids if i not in latest]
     if unversioned:
@@ -323,6 +325,19 @@ def _current_versions(session: Session, ids: list[int]) -> dict[int, int]:
         select(BotVersion.bot_id, BotVersion.id, BotVersion.number).where(BotVersion.bot_id.in_(ids))
     ).all()
     return {bot: vid for bot, vid, number in rows if latest[bot] == number}
+
+
+def _check_seed_free(session: Session, seed: int) -> None:
+    # Same seed, same match ids for the bots (match_label): two such tournaments playing at
+    # once would have one bot server see two matches under one id. Re-running a seed is fine
+    # once the first run is over.
+    other = session.scalars(
+        select(Tournament.id).where(Tournament.seed == seed, Tournament.status != "finished")
+    ).first()
+    if other is not None:
+        raise InvalidTournamentError(
+            f"seed {seed!r} belongs to tournament {other}, which is not finished; pick another seed"
+        )
 
 
 def _check_count(what: str, value: object, limit: int) -> None:

@@ -1,0 +1,288 @@
+"""The arena's ``tonk`` commands (the operator's tools; they talk to the store directly):
+
+    tonk tournament create --name N --bots a,b,c --tables 2,3 --deals K --hands H [--seed S]
+    tonk tournament list | status ID | run ID | pause ID | resume ID | extend ID --deals K
+    tonk worker [--burst] [--fork]
+    tonk leaderboard [--history]
+
+Settings come from the environment (arena/config.py): the store is ``TONK_DATABASE_URL``;
+with ``TONK_REDIS_URL`` matches go to RQ workers (``tonk worker``), else they run in a local
+process pool while ``run`` or ``resume`` is going. Ctrl-C during ``run`` leaves the
+tournament resumable: RQ workers carry on, the local pool stops and the tournament pauses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from arena.config import Settings, load_settings
+from arena.db import session_scope
+from arena.errors import ArenaError
+from arena.execution import EmbeddedBackend, make_backend, run_tournament, run_worker
+from arena.leaderboard import current_leaderboard, rating_history
+from arena.store import Progress, bot_stats, get_tournament, list_tournaments
+from arena.tournaments import create_tournament, extend_tournament, pause_tournament, resolve_bots
+from sdk.progress import ProgressBar
+
+
+def register(subparsers: Any) -> None:
+    tournament = subparsers.add_parser("tournament", help="create and run round-robin tournaments")
+    sub = tournament.add_subparsers(dest="tournament_command", metavar="ACTION", required=True)
+
+    create = sub.add_parser("create", help="create a round-robin in duplicate among registered bots")
+    create.add_argument("--name", required=True)
+    create.add_argument("--bots", required=True, type=_names, help="bot names, comma separated")
+    create.add_argument("--tables", required=True, type=_ints, help="table sizes, e.g. 2,3")
+    create.add_argument("--deals", required=True, type=int, help="deals per table (each played in duplicate)")
+    create.add_argument("--hands", required=True, type=int, help="hands per match")
+    create.add_argument("--seed", type=int, default=None, help="tournament seed (default: random, secret)")
+    create.add_argument("--deadline-ms", type=int, default=None, help="decision deadline (default: settings)")
+    create.add_argument("--time-bank-ms", type=int, default=None)
+    create.add_argument("--max-faults", type=int, default=None)
+    create.set_defaults(func=cmd_create)
+
+    listing = sub.add_parser("list", help="tournaments, newest first")
+    listing.set_defaults(func=cmd_list)
+
+    for name, func, text in (
+        ("status", cmd_status, "progress and standings"),
+        ("pause", cmd_pause, "start no more matches (those being played finish)"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("id", type=int)
+        p.set_defaults(func=func)
+
+    for name, text in (
+        ("run", "play every match not done, with a progress bar"),
+        ("resume", "un-pause, replay abandoned and failed matches, and run"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("id", type=int)
+        p.add_argument("--no-wait", action="store_true", help="with RQ: enqueue and return")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.set_defaults(func=cmd_run)
+
+    extend = sub.add_parser("extend", help="add deals at every table (new matches only)")
+    extend.add_argument("id", type=int)
+    extend.add_argument("--deals", required=True, type=int)
+    extend.set_defaults(func=cmd_extend)
+
+    worker = subparsers.add_parser("worker", help="run an RQ worker for match jobs (needs TONK_REDIS_URL)")
+    worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
+    worker.add_argument("--fork", action="store_true", help="fork a process per match (RQ's default)")
+    worker.add_argument("--name", default=None, help="worker name (default: QUEUE.HOST.PID)")
+    worker.set_defaults(func=cmd_worker)
+
+    board = subparsers.add_parser("leaderboard", help="current ratings over every done match")
+    board.add_argument("--history", action="store_true", help="the snapshots after each tournament")
+    board.set_defaults(func=cmd_leaderboard)
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected bot names separated by commas, got {text!r}")
+    return names
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(n) for n in text.split(",") if n.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+
+
+def _fail(command: str, exc: Exception) -> int:
+    print(f"tonk {command}: {exc}", file=sys.stderr)
+    return 2
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    config = {
+        key: value
+        for key, value in (
+            ("decision_deadline_ms", args.deadline_ms),
+            ("time_bank_ms", args.time_bank_ms),
+            ("max_faults", args.max_faults),
+        )
+        if value is not None
+    }
+    try:
+        with session_scope(settings.database_url) as session:
+            tournament = create_tournament(
+                session,
+                name=args.name,
+                bot_ids=resolve_bots(session, args.bots),
+                table_sizes=args.tables,
+                matches_per_table=args.deals,
+                hands_per_match=args.hands,
+                seed=args.seed,
+                settings=settings,
+                config=config,
+            )
+            tid = tournament.id
+            total = get_tournament(session, tid).progress.total
+    except ArenaError as exc:
+        return _fail("tournament create", exc)
+    print(f"tournament {tid} created: {total} matches; play it with: tonk tournament run {tid}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    with session_scope(settings.database_url) as session:
+        page = list_tournaments(session, limit=100)
+    print(f"{'id':>4}  {'name':<24} {'status':<9} {'done':>13}  tables")
+    for t in page.items:
+        done = f"{t.progress.done}/{t.progress.total}"
+        print(f"{t.id:>4}  {t.name[:24]:<24} {t.status:<9} {done:>13}  {','.join(map(str, t.table_sizes))}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        with session_scope(settings.database_url) as session:
+            t = get_tournament(session, args.id)
+            stats = bot_stats(session, tournament_id=args.id)
+    except ArenaError as exc:
+        return _fail("tournament status", exc)
+    p = t.progress
+    print(f"tournament {t.id} {t.name!r}: {t.status}")
+    print(
+        f"  {len(t.entries)} bots, tables of {','.join(map(str, t.table_sizes))}, "
+        f"{t.matches_per_table} deals per table, {t.hands_per_match} hands per match"
+    )
+    print(
+        f"  matches: {p.total} total, {p.done} done, {p.running} running, "
+        f"{p.pending} pending, {p.failed} failed"
+    )
+    if t.seed is not None:
+        print(f"  seed: {t.seed}")
+    if stats:
+        print(f"  {'bot':<24} {'matches':>7} {'chips':>8} {'per 100':>8} {'win %':>6} {'faults':>6}")
+        for s in sorted(stats, key=lambda s: -(s.chips_per_100 or 0)):
+            print(
+                f"  {s.name[:24]:<24} {s.matches:>7} {s.chips:>8} {s.chips_per_100 or 0:>8.1f} "
+                f"{100 * (s.win_rate or 0):>6.1f} {s.faults:>6}"
+            )
+    return 0
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        with session_scope(settings.database_url) as session:
+            pause_tournament(session, args.id)
+    except ArenaError as exc:
+        return _fail("tournament pause", exc)
+    print(f"tournament {args.id} paused; matches being played will finish. "
+          f"Resume: tonk tournament resume {args.id}")
+    return 0
+
+
+def cmd_extend(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        with session_scope(settings.database_url) as session:
+            added = extend_tournament(session, args.id, args.deals)
+            status = get_tournament(session, args.id).status
+    except ArenaError as exc:
+        return _fail("tournament extend", exc)
+    hint = "" if status == "running" else f"; play them with: tonk tournament resume {args.id}"
+    print(f"tournament {args.id}: {added} matches added{hint}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    command = f"tournament {args.tournament_command}"
+    try:
+        return drive(settings, args.id, wait=not args.no_wait, quiet=args.quiet)
+    except ArenaError as exc:
+        return _fail(command, exc)
+
+
+def drive(settings: Settings, tournament_id: int, *, wait: bool = True, quiet: bool = False) -> int:
+    """Run (or resume) a tournament with a progress bar; the exit code of ``run``."""
+    if not wait and not settings.redis_url:
+        print("tonk tournament: --no-wait needs TONK_REDIS_URL (the embedded pool lives in this process)",
+              file=sys.stderr)
+        return 2
+    backend = make_backend(settings)
+    bar: ProgressBar | None = None
+
+    def show(progress: Progress) -> None:
+        nonlocal bar
+        if quiet:
+            return
+        if bar is None or bar.total != max(progress.total, 1):
+            bar = ProgressBar(progress.total, "matches ")
+        bar.update(progress.done, f"running {progress.running} failed {progress.failed} ")
+
+    try:
+        progress = run_tournament(settings.database_url, tournament_id, backend, wait=wait, on_progress=show)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        if isinstance(backend, EmbeddedBackend):
+            backend.close(cancel=True)
+            with session_scope(settings.database_url) as session:
+                pause_tournament(session, tournament_id)
+            print(f"interrupted: tournament {tournament_id} paused; continue with: "
+                  f"tonk tournament resume {tournament_id}", file=sys.stderr)
+        else:
+            backend.close()
+            print("stopped watching; the RQ workers keep playing", file=sys.stderr)
+        return 130
+    if bar is not None:
+        bar.close()
+    backend.close()
+    if not wait:
+        print(f"tournament {tournament_id}: {progress.pending} matches queued for the RQ workers")
+        return 0
+    with session_scope(settings.database_url) as session:
+        status = get_tournament(session, tournament_id).status
+    print(
+        f"tournament {tournament_id}: {status}; {progress.done}/{progress.total} done, "
+        f"{progress.failed} failed"
+    )
+    if progress.failed:
+        print(f"failed matches are retried by: tonk tournament resume {tournament_id}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    if not settings.redis_url:
+        print("tonk worker: set TONK_REDIS_URL (without it, matches run in the embedded pool)",
+              file=sys.stderr)
+        return 2
+    run_worker(settings, burst=args.burst, fork=args.fork, name=args.name)
+    return 0
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    with session_scope(settings.database_url) as session:
+        if args.history:
+            for row in rating_history(session):
+                mark = "?" if row.provisional else ""
+                print(f"{row.tournament_id:>4} {row.tournament_name[:20]:<20} {row.name[:24]:<24} "
+                      f"{row.elo:7.1f}{mark:<1} [{row.low:7.1f}, {row.high:7.1f}] {row.matches:>6}")
+            return 0
+        board = current_leaderboard(session)
+    print(f"{'#':>3}  {'bot':<24} {'elo':>7}  {'95% interval':<18} {'matches':>7}  {'LOS':>5}")
+    for r in board.rows:
+        los = f"{r.los_next:5.2f}" if r.los_next is not None else ""
+        mark = "?" if r.provisional else " "
+        print(f"{r.rank:>3}  {r.name[:24]:<24} {r.elo:7.1f}{mark} [{r.low:7.1f}, {r.high:7.1f}] "
+              f"{r.matches:>7}  {los}")
+    if board.rows:
+        print("? provisional: few matches, a wide interval or a one-sided record")
+    print(f"{board.done_matches} matches rated")
+    return 0

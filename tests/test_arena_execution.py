@@ -1,0 +1,228 @@
+"""Tournaments through RQ on the real local Redis (real gRPC bots, real stores) and through
+the embedded pool give the same results; a worker SIGKILLed mid-match loses nothing and
+counts nothing twice; the CLI runs, pauses on Ctrl-C and resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from rq import Queue, SimpleWorker
+from sqlalchemy import select
+from test_arena_helpers import (
+    counted_once,
+    grpc_bots,
+    hosted_bots,
+    new_tournament,
+    scores_by_key,
+    wait_for,
+)
+
+from arena.db import dispose_engines, session_scope
+from arena.execution import EmbeddedBackend, RqBackend, run_tournament
+from arena.match_runner import load_plan, run_match
+from arena.models import Match, RatingSnapshot
+from arena.store import get_tournament, tournament_progress
+from bots.greedy import GreedyBot
+from bots.random_bot import RandomBot
+from sdk.cli import main as tonk
+from sdk.server import RunningServer, start_server
+
+TESTS = Path(__file__).resolve().parent
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+
+@pytest.fixture
+def queue_prefix(redis_url: str, redis_prefix: str) -> Iterator[str]:
+    """The prefix for queue names. RQ also lists queues and workers in two global sets; the
+    conftest removes our keys, this removes our members of those sets."""
+    yield redis_prefix
+    client = Redis.from_url(redis_url)
+    for key in ("rq:queues", "rq:workers"):
+        members = [m for m in client.smembers(key) if redis_prefix.encode() in m]
+        if members:
+            client.srem(key, *members)
+    client.close()
+
+
+@pytest.fixture
+def servers() -> Iterator[dict[str, str]]:
+    running: list[RunningServer] = [start_server(RandomBot), start_server(GreedyBot)]
+    try:
+        yield {"grpc-random": running[0].address, "grpc-greedy": running[1].address}
+    finally:
+        for server in running:
+            server.stop(0)
+
+
+def burst(redis_url: str, queue: str) -> None:
+    """An in-process RQ worker that plays the queue dry."""
+    connection = Redis.from_url(redis_url)
+    SimpleWorker([Queue(queue, connection=connection)], connection=connection, name=f"{queue}-w").work(
+        burst=True, logging_level="WARNING"
+    )
+
+
+def worker_env(url: str, redis_url: str, queue: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TONK_DATABASE_URL": url,
+        "TONK_REDIS_URL": redis_url,
+        "TONK_QUEUE": queue,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
+def test_rq_with_grpc_bots_equals_embedded(
+    pg_url: str, sqlite_url: str, redis_url: str, queue_prefix: str, servers: dict[str, str]
+) -> None:
+    seed = 2**63 + 2024
+    results = {}
+    for url in (pg_url, sqlite_url):
+        ids = grpc_bots(url, servers) + hosted_bots(url, ["greedy"])
+        tid = new_tournament(url, ids, table_sizes=[2, 3], matches_per_table=2, hands_per_match=6, seed=seed)
+        if url == pg_url:
+            queue = f"{queue_prefix}-matches"
+            backend = RqBackend(url, redis_url, queue)
+            run_tournament(url, tid, backend, wait=False)
+            assert backend.submit([1, 2]) == 0  # already queued: the job ids dedupe
+            burst(redis_url, queue)
+            assert run_tournament(url, tid, backend).done == 18  # nothing left but finishing
+            backend.close()
+        else:
+            pool = EmbeddedBackend(url, 2)
+            seen: list[int] = []
+            progress = run_tournament(url, tid, pool, on_progress=lambda p, seen=seen: seen.append(p.done))
+            pool.close()
+            assert progress.done == 18 and seen == sorted(seen)
+        with session_scope(url) as session:
+            view = get_tournament(session, tid)
+            assert view.status == "finished" and view.seed == seed
+            assert session.scalars(select(RatingSnapshot).where(RatingSnapshot.tournament_id == tid)).all()
+        counted_once(url, tid)
+        results[url] = scores_by_key(url, tid)
+    assert results[pg_url] == results[sqlite_url]
+    assert len(results[pg_url]) == 18
+    dispose_engines()
+
+
+def test_sigkill_mid_match_loses_nothing(sqlite_url: str, redis_url: str, queue_prefix: str) -> None:
+    url = sqlite_url
+    queue = f"{queue_prefix}-kill"
+    ids = hosted_bots(url, ["test_arena_helpers:SlowGreedy", "greedy"])
+    tid = new_tournament(url, ids, matches_per_table=2, hands_per_match=30, seed=77)
+    backend = RqBackend(url, redis_url, queue)
+    run_tournament(url, tid, backend, wait=False)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "sdk.cli", "worker"],
+        env=worker_env(url, redis_url, queue),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        def caught_mid_match() -> bool:
+            with session_scope(url) as session:
+                rows = session.execute(
+                    select(Match.status, Match.started_at).where(Match.tournament_id == tid)
+                ).all()
+            return any(s == "done" for s, _ in rows) and any(s == "running" for s, _ in rows)
+
+        wait_for(caught_mid_match, timeout=60, step=0.02)
+        time.sleep(0.15)  # a few hands into it (a match takes about a second)
+        os.killpg(worker.pid, signal.SIGKILL)
+    finally:
+        worker.wait()
+    assert worker.returncode == -signal.SIGKILL
+    with session_scope(url) as session:
+        before = {m.id: (m.status, m.finished_at, m.attempts) for m in
+                  session.scalars(select(Match).where(Match.tournament_id == tid))}
+    killed = [i for i, (status, _, _) in before.items() if status == "running"]
+    assert len(killed) == 1
+    counted_once(url, tid)  # the killed match left no trace but its claim
+    # Restart: the resume sees the worker gone, queues the match again, and a new worker
+    # finishes the tournament where it stopped.
+    run_tournament(url, tid, backend, wait=False)
+    burst(redis_url, queue)
+    progress = run_tournament(url, tid, backend)
+    backend.close()
+    assert (progress.done, progress.total) == (4, 4)
+    counted_once(url, tid)
+    with session_scope(url) as session:
+        after = {m.id: (m.status, m.finished_at, m.attempts) for m in
+                 session.scalars(select(Match).where(Match.tournament_id == tid))}
+        for match_id, (status, finished, attempts) in before.items():
+            if status == "done":
+                assert after[match_id] == (status, finished, attempts)  # not played again
+        assert after[killed[0]][2] == 2
+        plan = load_plan(session, killed[0])
+    # Same seed, same deals, same (deterministic) bots: the replayed match is the one it was.
+    assert [s for s in scores_by_key(url, tid)[_key(url, killed[0])]] == run_match(plan).scores
+
+
+def _key(url: str, match_id: int) -> str:
+    with session_scope(url) as session:
+        match = session.get(Match, match_id)
+        assert match is not None
+        return match.key
+
+
+def test_cli_runs_pauses_on_ctrl_c_and_resumes(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hosted_bots(sqlite_url, ["random", "greedy", "test_arena_helpers:SlowGreedy"])
+    monkeypatch.setenv("TONK_DATABASE_URL", sqlite_url)
+    monkeypatch.delenv("TONK_REDIS_URL", raising=False)
+    monkeypatch.setenv("TONK_EMBEDDED_WORKERS", "2")
+    assert tonk(["tournament", "create", "--name", "cli", "--bots", "random,greedy,slowgreedy",
+                 "--tables", "2,3", "--deals", "2", "--hands", "12", "--seed", "9"]) == 0
+    assert "tournament 1 created: 18 matches" in capsys.readouterr().out
+    assert tonk(["tournament", "create", "--name", "bad", "--bots", "random,nobody",
+                 "--tables", "2", "--deals", "1", "--hands", "1"]) == 2
+    assert "no bot named 'nobody'" in capsys.readouterr().err
+    run = subprocess.Popen(
+        [sys.executable, "-m", "sdk.cli", "tournament", "run", "1"],
+        env={**worker_env(sqlite_url, "", "unused"), "TONK_EMBEDDED_WORKERS": "2"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def some_done() -> bool:
+        with session_scope(sqlite_url) as session:
+            return tournament_progress(session, 1).done >= 2
+
+    wait_for(some_done, timeout=60)
+    run.send_signal(signal.SIGINT)
+    _out, err = run.communicate(timeout=30)
+    assert run.returncode == 130, err
+    assert "paused" in err
+    with session_scope(sqlite_url) as session:
+        assert get_tournament(session, 1).status == "paused"
+        assert tournament_progress(session, 1).done < 18
+    assert tonk(["tournament", "status", "1"]) == 0
+    assert "paused" in capsys.readouterr().out
+    assert tonk(["tournament", "resume", "1", "--quiet"]) == 0
+    assert "tournament 1: finished; 18/18 done" in capsys.readouterr().out
+    counted_once(sqlite_url, 1)
+    assert tonk(["tournament", "extend", "1", "--deals", "1"]) == 0
+    assert "9 matches added" in capsys.readouterr().out
+    assert tonk(["tournament", "run", "1", "--quiet"]) == 0
+    assert tonk(["tournament", "list"]) == 0
+    assert "27/27" in capsys.readouterr().out
+    assert tonk(["leaderboard"]) == 0
+    board = capsys.readouterr().out
+    assert "greedy" in board and "27 matches rated" in board
+    assert tonk(["leaderboard", "--history"]) == 0
+    assert tonk(["tournament", "pause", "7"]) == 2
+    assert "no tournament 7" in capsys.readouterr().err
+    assert tonk(["worker", "--burst"]) == 2  # no Redis configured
+    dispose_engines()

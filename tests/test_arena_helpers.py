@@ -1,0 +1,169 @@
+"""Shared pieces of the arena tests (no tests here): a store on SQLite and PostgreSQL, house
+bots registered through arena.registry, and a few deliberately odd bots."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from arena.auth import get_or_create_operator
+from arena.config import Settings
+from arena.db import dispose_engines, session_scope
+from arena.models import FaultRecord, Match, MatchSeat, Replay
+from arena.registry import host_bot, register_bot
+from arena.tournaments import create_tournament
+from bots.greedy import GreedyBot
+from sdk.actions import Action, Meld
+from sdk.bot import Bot
+from sdk.observation import Observation
+
+SETTINGS = Settings(
+    allowed_bot_hosts=("127.0.0.1", "localhost"), decision_deadline_ms=2000, time_bank_ms=5000
+)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The same test on SQLite and on the real local PostgreSQL."""
+    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+    yield url
+    dispose_engines()
+
+
+def hosted_bots(url: str, names: Sequence[str] = ("random", "greedy")) -> list[int]:
+    """House bots (``random``...) or ``module:Class`` specs, hosted in-process; their ids."""
+    with session_scope(url) as session:
+        house = get_or_create_operator(session, "house")
+        ids = []
+        for spec in names:
+            name = spec.rsplit(":", 1)[-1].lower()
+            ids.append(host_bot(session, house, name, spec, settings=SETTINGS, check=False).id)
+        return ids
+
+
+def grpc_bots(url: str, addresses: dict[str, str]) -> list[int]:
+    """Bots registered at gRPC addresses (name -> HOST:PORT); their ids."""
+    with session_scope(url) as session:
+        owner = get_or_create_operator(session, "grpc-owner")
+        return [
+            register_bot(session, owner, name, address, settings=SETTINGS, check=False).id
+            for name, address in addresses.items()
+        ]
+
+
+def new_tournament(url: str, bot_ids: Sequence[int], **options: Any) -> int:
+    fields: dict[str, Any] = {
+        "name": "test",
+        "table_sizes": [2],
+        "matches_per_table": 1,
+        "hands_per_match": 5,
+        "seed": 12345,
+        "settings": SETTINGS,
+        **options,
+    }
+    with session_scope(url) as session:
+        return create_tournament(session, bot_ids=bot_ids, **fields).id
+
+
+def scores_by_key(url: str, tournament_id: int) -> dict[str, list[int | None]]:
+    """Each match's seat scores, by match key (comparable across tournaments of one seed)."""
+    with session_scope(url) as session:
+        rows = session.execute(
+            select(Match.key, MatchSeat.seat, MatchSeat.score)
+            .join(MatchSeat, MatchSeat.match_id == Match.id)
+            .where(Match.tournament_id == tournament_id)
+            .order_by(Match.key, MatchSeat.seat)
+        ).all()
+    out: dict[str, list[int | None]] = {}
+    for key, _seat, score in rows:
+        out.setdefault(key, []).append(score)
+    return out
+
+
+def counted_once(url: str, tournament_id: int) -> None:
+    """Every done match has exactly one replay, scored seats summing to zero, and its faults
+    recorded once; nothing else has a replay."""
+    with session_scope(url) as session:
+        matches = session.execute(
+            select(Match.id, Match.status, Match.faults).where(Match.tournament_id == tournament_id)
+        ).all()
+        replays = dict(
+            session.execute(
+                select(Replay.match_id, func.count()).group_by(Replay.match_id)
+            ).all()
+        )
+        faults = dict(
+            session.execute(
+                select(FaultRecord.match_id, func.count()).group_by(FaultRecord.match_id)
+            ).all()
+        )
+        for match_id, status, fault_count in matches:
+            seats = session.scalars(select(MatchSeat).where(MatchSeat.match_id == match_id)).all()
+            if status == "done":
+                assert replays.get(match_id) == 1
+                assert faults.get(match_id, 0) == fault_count
+                assert all(s.score is not None for s in seats)
+                assert sum(s.score or 0 for s in seats) == 0
+            else:
+                assert match_id not in replays
+                assert all(s.score is None for s in seats)
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, step: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(step)
+
+
+class SlowGreedy(GreedyBot):
+    """Greedy, 2 ms a decision: matches long enough to be caught half-way."""
+
+    name = "slowgreedy"
+
+    def act(self, obs: Observation) -> Action | int:
+        time.sleep(0.002)
+        return super().act(obs)
+
+
+class CrashBot(GreedyBot):
+    """Raises on every 7th decision (a CRASH fault each time)."""
+
+    name = "crashbot"
+
+    def act(self, obs: Observation) -> Action | int:
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls % 7 == 0:
+            raise RuntimeError(f"boom at call {self.calls}")
+        return super().act(obs)
+
+
+class IllegalBot(Bot):
+    """Answers an out-of-range index now and then (ILLEGAL), else the first legal action."""
+
+    name = "illegalbot"
+
+    def act(self, obs: Observation) -> Action | int:
+        if self.rng.random() < 0.03:
+            return 99
+        return 0
+
+
+class ReversedMelder(GreedyBot):
+    """Greedy, but lays down its melds with the cards in reverse order: a record keeps the
+    order a bot played, so the replay codec must too."""
+
+    name = "reversedmelder"
+
+    def act(self, obs: Observation) -> Action | int:
+        action = super().act(obs)
+        if isinstance(action, int):
+            action = obs.legal_actions[action]
+        if isinstance(action, Meld):
+            return Meld(tuple(reversed(action.cards)))
+        return action

@@ -1,0 +1,154 @@
+"""The match job counts every match exactly once: run twice, raced, or replayed after its
+worker died; and arena problems fail the match (for a resume to retry), never the count."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import threading
+
+from sqlalchemy import func, select, update
+from test_arena_helpers import (
+    counted_once,
+    db_url,  # noqa: F401 - the parametrized store fixture
+    hosted_bots,
+    new_tournament,
+)
+
+from arena import jobs
+from arena.db import session_scope
+from arena.match_runner import load_plan, run_match
+from arena.models import BotVersion, FaultRecord, Match, MatchSeat, Replay, utcnow
+from arena.store import tournament_progress
+from arena.tournaments import start_tournament
+
+
+def started(url: str, **options: object) -> tuple[int, list[int]]:
+    ids = hosted_bots(url, ["greedy", "random", "test_arena_helpers:CrashBot"])
+    tid = new_tournament(url, ids, table_sizes=[3], hands_per_match=8, config={"max_faults": 100}, **options)
+    with session_scope(url) as session:
+        start_tournament(session, tid)
+        match_ids = list(
+            session.scalars(select(Match.id).where(Match.tournament_id == tid).order_by(Match.id))
+        )
+    return tid, match_ids
+
+
+def totals(url: str) -> tuple[int, int, int, int]:
+    with session_scope(url) as session:
+        return (
+            session.execute(select(func.count()).select_from(Replay)).scalar_one(),
+            session.execute(select(func.count()).select_from(FaultRecord)).scalar_one(),
+            session.execute(select(func.count()).where(MatchSeat.score.is_not(None))).scalar_one(),
+            session.execute(select(func.coalesce(func.sum(Match.attempts), 0))).scalar_one(),
+        )
+
+
+def test_running_a_job_twice_counts_once(db_url: str) -> None:  # noqa: F811
+    tid, match_ids = started(db_url)
+    assert jobs.play_match_job(match_ids[0], db_url) == "done"
+    once = totals(db_url)
+    assert jobs.play_match_job(match_ids[0], db_url) == "already-done"
+    assert totals(db_url) == once
+    assert once[:3] == (1, once[1], 3) and once[1] > 0  # CrashBot faults were recorded
+    counted_once(db_url, tid)
+
+
+def test_racing_writers_count_once(db_url: str) -> None:  # noqa: F811
+    """Two workers that both played the match (say one was presumed dead) race to record it:
+    exactly one write lands, whole; the other changes nothing."""
+    tid, match_ids = started(db_url)
+    with session_scope(db_url) as session:
+        plan = load_plan(session, match_ids[0])
+    results = [run_match(plan) for _ in range(2)]
+    outcomes: list[bool] = []
+    barrier = threading.Barrier(2)
+
+    def record(i: int) -> None:
+        barrier.wait()
+        outcomes.append(jobs.record_result(db_url, plan, results[i], 10, f"racer{i}"))
+
+    threads = [threading.Thread(target=record, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == [False, True]
+    assert totals(db_url)[:3] == (1, len(results[0].faults), 3)
+    counted_once(db_url, tid)
+    # And jobs racing from the start: one claims and plays, the others see it busy or done.
+    answers: list[str] = []
+    barrier = threading.Barrier(3)
+
+    def job() -> None:
+        barrier.wait()
+        answers.append(jobs.play_match_job(match_ids[1], db_url))
+
+    threads = [threading.Thread(target=job) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers.count("done") == 1 and set(answers) <= {"done", "busy", "already-done"}
+    counted_once(db_url, tid)
+
+
+def test_abandoned_matches_are_played_again(db_url: str) -> None:  # noqa: F811
+    tid, match_ids = started(db_url, matches_per_table=2)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    now = utcnow()
+    me = jobs.worker_id()
+    host = me.rsplit(":", 1)[0]
+    cases = {
+        match_ids[0]: (f"{host}:{dead.stdout.strip()}", now),  # its process is gone
+        match_ids[1]: ("elsewhere:1", now - dt.timedelta(seconds=jobs.LEASE_S + 5)),  # silent
+        match_ids[2]: ("elsewhere:1", now),  # another host, beating: alive
+        match_ids[3]: (me, now),  # this very process: alive
+    }
+    with session_scope(db_url) as session:
+        for match_id, (worker, beat) in cases.items():
+            session.execute(
+                update(Match).where(Match.id == match_id)
+                .values(status="running", worker=worker, heartbeat_at=beat, attempts=1)
+            )
+    # A job does not take a match from a live worker, but does take a silent one.
+    assert jobs.play_match_job(match_ids[2], db_url) == "busy"
+    assert jobs.play_match_job(match_ids[1], db_url) == "done"
+    with session_scope(db_url) as session:
+        assert jobs.recover_matches(session, tid) == [match_ids[0]]
+    assert jobs.play_match_job(match_ids[0], db_url) == "done"
+    with session_scope(db_url) as session:
+        attempts = dict(
+            session.execute(select(Match.id, Match.attempts).where(Match.id.in_(match_ids[:2]))).all()
+        )
+        assert attempts == {match_ids[0]: 2, match_ids[1]: 2}
+        assert tournament_progress(session, tid).running == 2
+    counted_once(db_url, tid)
+
+
+def test_an_arena_problem_fails_the_match_and_resume_retries_it(db_url: str) -> None:  # noqa: F811
+    tid, match_ids = started(db_url)
+    with session_scope(db_url) as session:
+        version_id = session.scalars(
+            select(MatchSeat.bot_version_id).where(MatchSeat.match_id == match_ids[0], MatchSeat.seat == 0)
+        ).one()
+        version = session.get(BotVersion, version_id)
+        assert version is not None
+        good = version.hosted
+        version.hosted = "bots.nowhere:Missing"
+    try:
+        jobs.play_match_job(match_ids[0], db_url)
+    except ValueError as exc:
+        assert "cannot import 'bots.nowhere'" in str(exc)
+    else:
+        raise AssertionError("a seat that cannot be built must fail the job")
+    with session_scope(db_url) as session:
+        match = session.get(Match, match_ids[0])
+        assert match is not None and match.status == "failed" and "bots.nowhere" in (match.error or "")
+        assert jobs.recover_matches(session, tid) == []  # a sweep leaves failures alone
+        session.execute(update(BotVersion).where(BotVersion.id == version_id).values(hosted=good))
+        assert jobs.recover_matches(session, tid, retry_failed=True) == [match_ids[0]]
+    assert jobs.play_match_job(match_ids[0], db_url) == "done"
+    counted_once(db_url, tid)

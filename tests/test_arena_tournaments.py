@@ -1,0 +1,170 @@
+"""Tournament shape (tables, duplicate rotations, seeds), extend, pause/resume and status."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from sqlalchemy import select
+from test_arena_helpers import (
+    SETTINGS,
+    db_url,  # noqa: F401 - the parametrized store fixture
+    hosted_bots,
+    new_tournament,
+)
+
+from arena import store
+from arena.db import session_scope
+from arena.jobs import play_match_job
+from arena.models import Match, MatchSeat, Tournament, TournamentEntry
+from arena.tournaments import (
+    InvalidTournamentError,
+    TournamentNotFoundError,
+    TournamentStateError,
+    UnknownBotError,
+    create_tournament,
+    extend_tournament,
+    finish_if_complete,
+    pause_tournament,
+    resolve_bots,
+    start_tournament,
+)
+from sdk.dealing import derive_seed
+
+
+def seats_by_key(url: str, tid: int) -> dict[str, tuple[int, ...]]:
+    with session_scope(url) as session:
+        rows = session.execute(
+            select(Match.key, MatchSeat.seat, MatchSeat.bot_id)
+            .join(MatchSeat, MatchSeat.match_id == Match.id)
+            .where(Match.tournament_id == tid)
+            .order_by(Match.key, MatchSeat.seat)
+        ).all()
+    out: dict[str, list[int]] = {}
+    for key, _seat, bot in rows:
+        out.setdefault(key, []).append(bot)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def test_round_robin_in_duplicate(db_url: str) -> None:  # noqa: F811
+    ids = hosted_bots(db_url, ["random", "greedy", "heuristic", "test_arena_helpers:CrashBot"])
+    seed = 2**64 - 1  # the largest seed: stored in a signed column and read back unsigned
+    tid = new_tournament(db_url, ids, table_sizes=[3, 2], matches_per_table=2, hands_per_match=7, seed=seed)
+    tables = [c for n in (2, 3) for c in itertools.combinations(ids, n)]
+    seats = seats_by_key(db_url, tid)
+    # Every combination at every size, every rotation of every deal: 6*2 + 4*3 per deal.
+    assert len(seats) == 2 * (6 * 2 + 4 * 3)
+    for t, combo in enumerate(tables):
+        n = len(combo)
+        for d in range(2):
+            for r in range(n):
+                assert seats[f"t{t}/d{d}/r{r}"] == tuple(combo[(s + r) % n] for s in range(n))
+    with session_scope(db_url) as session:
+        tournament = session.get(Tournament, tid)
+        assert tournament is not None and tournament.seed == seed
+        versions = session.execute(
+            select(TournamentEntry.bot_id, TournamentEntry.bot_version_id).where(
+                TournamentEntry.tournament_id == tid
+            )
+        ).all()
+        assert sorted(b for b, _ in versions) == sorted(ids)
+        matches = session.scalars(select(Match).where(Match.tournament_id == tid)).all()
+        for m in matches:  # one seed per deal, shared by its rotations
+            assert m.seed == derive_seed(seed, f"table{m.table_index}/deal{m.deal_index}")
+            assert m.hands == 7 and m.status == "pending"
+            assert m.label and str(seed) not in m.label
+        assert len({m.label for m in matches}) == len(matches)
+        assert store.tournament_progress(session, tid).to_json() == {
+            "pending": 48, "running": 0, "done": 0, "failed": 0, "total": 48
+        }
+        view = store.get_tournament(session, tid)
+        assert view.seed is None  # secret until finished
+        assert [e.bot_id for e in view.entries] == ids
+        assert view.config == {"decision_deadline_ms": 2000, "time_bank_ms": 5000, "max_faults": 3}
+
+
+def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:  # noqa: F811
+    ids = hosted_bots(db_url)
+    tid = new_tournament(db_url, ids, matches_per_table=1, hands_per_match=3)
+    with session_scope(db_url) as session:
+        start_tournament(session, tid)
+        first = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
+    for match_id in first:
+        assert play_match_job(match_id, db_url) == "done"
+    with session_scope(db_url) as session:
+        t = session.get(Tournament, tid)
+        assert t is not None and t.status == "finished" and t.finished_at is not None
+        assert store.get_tournament(session, tid).seed == 12345
+        before = seats_by_key(db_url, tid)
+        assert extend_tournament(session, tid, 2) == 4
+        assert t.status == "paused" and t.matches_per_table == 3 and t.finished_at is None
+    after = seats_by_key(db_url, tid)
+    assert set(after) == set(before) | {f"t0/d{d}/r{r}" for d in (1, 2) for r in (0, 1)}
+    with session_scope(db_url) as session:
+        progress = store.tournament_progress(session, tid)
+        assert (progress.done, progress.pending) == (2, 4)
+        assert store.get_tournament(session, tid).seed is None  # secret again until finished
+
+
+def test_pause_stops_new_matches_and_resume_continues(db_url: str) -> None:  # noqa: F811
+    ids = hosted_bots(db_url)
+    tid = new_tournament(db_url, ids, matches_per_table=2, hands_per_match=3)
+    with session_scope(db_url) as session:
+        match_ids = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
+    assert play_match_job(match_ids[0], db_url) == "not-running"  # created, not started
+    with session_scope(db_url) as session:
+        start_tournament(session, tid)
+    assert play_match_job(match_ids[0], db_url) == "done"
+    with session_scope(db_url) as session:
+        pause_tournament(session, tid)
+    assert play_match_job(match_ids[1], db_url) == "not-running"
+    with session_scope(db_url) as session:
+        assert store.tournament_progress(session, tid).pending == 3
+        start_tournament(session, tid)
+    for match_id in match_ids[1:]:
+        assert play_match_job(match_id, db_url) == "done"
+    with session_scope(db_url) as session:
+        assert store.get_tournament(session, tid).status == "finished"
+        with pytest.raises(TournamentStateError, match="is finished"):
+            pause_tournament(session, tid)
+        with pytest.raises(TournamentStateError, match="is finished"):
+            start_tournament(session, tid)
+        assert not finish_if_complete(session, tid)  # only once
+
+
+def test_bad_tournaments_are_refused_with_the_input_quoted(sqlite_url: str) -> None:
+    ids = hosted_bots(sqlite_url, ["random", "greedy", "heuristic"])
+
+    def create(**changes: object) -> None:
+        fields: dict[str, object] = {
+            "name": "x", "bot_ids": ids, "table_sizes": [2], "matches_per_table": 1,
+            "hands_per_match": 1, "settings": SETTINGS, **changes,
+        }
+        with session_scope(sqlite_url) as session:
+            create_tournament(session, **fields)  # type: ignore[arg-type]
+
+    with pytest.raises(InvalidTournamentError, match=r"got \[2, 7\]"):
+        create(table_sizes=[2, 7])
+    with pytest.raises(InvalidTournamentError, match="a table of 4 needs at least 4 bots"):
+        create(table_sizes=[4])
+    with pytest.raises(InvalidTournamentError, match="entered twice"):
+        create(bot_ids=[ids[0], ids[0]])
+    with pytest.raises(InvalidTournamentError, match="matches_per_table must be an integer from 1"):
+        create(matches_per_table=0)
+    with pytest.raises(InvalidTournamentError, match=r"got -1"):
+        create(seed=-1)
+    with pytest.raises(InvalidTournamentError, match="referee setting bogus=1"):
+        create(config={"bogus": 1})
+    with pytest.raises(UnknownBotError, match="no bot with id 999"):
+        create(bot_ids=[ids[0], 999])
+    create(seed=5)
+    with pytest.raises(InvalidTournamentError, match="seed 5 belongs to tournament 1"):
+        create(seed=5)
+    with session_scope(sqlite_url) as session:
+        with pytest.raises(UnknownBotError, match="'nobody', 'ghost'"):
+            resolve_bots(session, ["random", "nobody", "ghost"])
+        with pytest.raises(TournamentNotFoundError, match="no tournament 42"):
+            pause_tournament(session, 42)
+        with pytest.raises(TournamentNotFoundError, match="no tournament 42"):
+            store.get_tournament(session, 42)
+        assert isinstance(InvalidTournamentError("x"), ValueError)
