@@ -39,7 +39,7 @@ def interval_chart(rows: Sequence[dict[str, Any]]) -> Markup:
     if not rated:
         return Markup('<p class="empty">No finished matches yet: nobody is rated.</p>')
     lo, hi = scale(list(rated))
-    width, left, right, top, row_h = 760, 150, 24, 28, 26
+    width, left, right, top, row_h = 1100, 150, 30, 28, 28
     height = top + row_h * len(rated) + 10
     plot = width - left - right
 
@@ -80,7 +80,7 @@ def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
         return Markup(
             '<p class="empty">No rating history yet: it is recorded after each finished tournament.</p>'
         )
-    width, height, left, right, top, bottom = 760, 260, 56, 20, 16, 46
+    width, height, left, right, top, bottom = 1100, 300, 56, 30, 16, 46
     lo = float(min(h["low"] for h in history))
     hi = float(max(h["high"] for h in history))
     lo, hi = 50.0 * ((lo - 10) // 50), 50.0 * -(-(hi + 10) // 50)

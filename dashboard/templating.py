@@ -27,6 +27,13 @@ def num(value: float | int | None, digits: int = 0) -> str:
     return DASH if value is None else f"{value:,.{digits}f}"
 
 
+def ms(value: float | None) -> str:
+    """A decision time: enough digits to tell fast bots apart."""
+    if value is None:
+        return DASH
+    return f"{value:.2f} ms" if value < 10 else f"{value:,.0f} ms"
+
+
 def when(value: str | None) -> str:
     if not value:
         return DASH
@@ -37,6 +44,6 @@ def when(value: str | None) -> str:
 
 
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(signed=signed, pct=pct, num=num, when=when)
+    app.jinja_env.filters.update(signed=signed, pct=pct, num=num, when=when, ms=ms)
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True

@@ -45,7 +45,7 @@
     var corner = function (g) {
       var t = el("text", { x: 8, y: 16, "class": "rank", "text-anchor": "middle" }, g);
       t.textContent = rank;
-      if (rank === "10") t.setAttribute("textLength", "13");
+      if (rank === "10") t.setAttribute("class", "rank ten");  // two digits: narrower
       suit(g, c.suit, 3, 20, 10);
     };
     corner(el("g", {}, node));

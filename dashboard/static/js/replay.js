@@ -48,7 +48,7 @@
     i = atEnd ? steps.length - 1 : 0;
     handSelect.value = String(h);
     download.href = apiBase + "/hands/" + h;
-    download.setAttribute("download", "match-" + root.getAttribute("data-replay-url").split("/")[4] + "-hand-" + h + ".json");
+    download.setAttribute("download", "");  // the server names the file
     drawLog();
     render();
     Array.prototype.forEach.call(payoffs.querySelectorAll("tbody tr"), function (tr) {
@@ -148,15 +148,17 @@
       var ev = step.event;
       var li = node("li", "ev-" + ev.kind, null, log);
       li.setAttribute("data-step", k);
+      var line = node("span", "line", null, li);
       if (ev.kind === "deal") {
-        node("span", "what", "Deal: " + hand.players[hand.dealer] + " deals", li);
+        node("span", "what", hand.players[hand.dealer] + " deals", line);
+        node("span", "lat", "", li);
+        node("span", "dl", "", li);
       } else {
-        node("b", "who", hand.players[ev.seat], li);
-        node("span", "what", " " + Tonk.logText(ev, hand, viewer), li);
-        if (ev.latency_us !== undefined) {
-          var ms = ev.latency_us / 1000;
-          node("span", "lat", (ms < 10 ? ms.toFixed(2) : ms.toFixed(0)) + " ms", li).title = "How long the bot took to decide";
-        }
+        node("b", "who", hand.players[ev.seat], line);
+        node("span", "what", " " + Tonk.logText(ev, hand, viewer), line);
+        var ms = ev.latency_us === undefined ? null : ev.latency_us / 1000;
+        var lat = node("span", "lat", ms === null ? "" : (ms < 10 ? ms.toFixed(2) : ms.toFixed(0)) + " ms", li);
+        lat.title = "How long the bot took to decide";
         if (ev.kind === "fault") li.classList.add("fault");
         var a = node("a", "dl", "\u2913", li);
         a.href = apiBase + "/hands/" + h + "/decisions/" + ev.index;
