@@ -11,6 +11,7 @@ that is not an action raises :class:`MalformedReplyError`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any, Final, TypeVar
 
@@ -390,15 +391,18 @@ def record_from_proto(msg: pb.HandRecord) -> dict[str, Any]:
 
 
 def hand_result_to_proto(result: HandResult, seat: int) -> pb.EndHandRequest:
-    return pb.EndHandRequest(
+    message = pb.EndHandRequest(
         match_id=result.match_id,
         seat=seat,
         hand_index=result.hand_index,
         record_json=json.dumps(result.record, separators=(",", ":")),
-        record=record_to_proto(result.record),
         payoffs=result.payoffs,
         scores=result.scores,
     )
+    # The JSON text is the record of reference; the structured copy is a convenience.
+    with contextlib.suppress(ProtocolError):
+        message.record.CopyFrom(record_to_proto(result.record))
+    return message
 
 
 def hand_result_from_proto(msg: pb.EndHandRequest) -> HandResult:

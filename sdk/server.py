@@ -51,6 +51,9 @@ DEFAULT_PORT: Final = 50051
 DEFAULT_MAX_WORKERS: Final = 16
 DEFAULT_IDLE_TIMEOUT_S: Final = 900.0
 _MAX_DETAILS: Final = 1000  # an error message longer than this is cut (statuses travel in headers)
+# A lifecycle notice for a seat whose abandoned Decide is still running is dropped after this
+# wait (the seat is misbehaving; the referee must not wait out its lifecycle deadline).
+_BUSY_NOTICE_WAIT_S: Final = 0.05
 
 BotFactory = Callable[[], Bot]
 
@@ -143,11 +146,20 @@ class BotServicer:
         key = (request.match_id, obs.seat)
         try:
             slot = self._slots.get(key) or self._new_slot(key, _info_from_request(request))
-            with slot.lock:
-                slot.last_used = time.monotonic()
-                reply = slot.bot.act(obs)
         except Exception as exc:
             _bot_error(context, "Decide", exc)
+        # The referee asks one seat one thing at a time, so a busy seat means an earlier call
+        # it gave up on is still running: wait only as long as this call's deadline allows,
+        # or abandoned calls would pile up on the lock and starve every other match.
+        if not slot.lock.acquire(timeout=_wait_budget(context)):
+            _abort(context, grpc.StatusCode.DEADLINE_EXCEEDED, "the bot is busy with an earlier decision")
+        try:
+            slot.last_used = time.monotonic()
+            reply = slot.bot.act(obs)
+        except Exception as exc:
+            _bot_error(context, "Decide", exc)
+        finally:
+            slot.lock.release()
         return encode_reply(reply)
 
     def end_hand(self, request: pb.EndHandRequest, context: grpc.ServicerContext) -> pb.EndHandResponse:
@@ -158,12 +170,15 @@ class BotServicer:
             result = hand_result_from_proto(request)
         except ProtocolError as exc:
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if not slot.lock.acquire(timeout=_BUSY_NOTICE_WAIT_S):
+            _abort(context, grpc.StatusCode.ABORTED, "the bot is still busy with an earlier decision")
         try:
-            with slot.lock:
-                slot.last_used = time.monotonic()
-                slot.bot.on_hand_end(result)
+            slot.last_used = time.monotonic()
+            slot.bot.on_hand_end(result)
         except Exception as exc:
             _bot_error(context, "EndHand", exc)
+        finally:
+            slot.lock.release()
         return pb.EndHandResponse()
 
     def end_match(self, request: pb.EndMatchRequest, context: grpc.ServicerContext) -> pb.EndMatchResponse:
@@ -171,11 +186,14 @@ class BotServicer:
             slot = self._slots.pop((request.match_id, request.seat), None)
         if slot is None:
             return pb.EndMatchResponse()
+        if not slot.lock.acquire(timeout=_BUSY_NOTICE_WAIT_S):
+            _abort(context, grpc.StatusCode.ABORTED, "the bot is still busy with an earlier decision")
         try:
-            with slot.lock:
-                slot.bot.on_match_end(match_summary_from_proto(request))
+            slot.bot.on_match_end(match_summary_from_proto(request))
         except Exception as exc:
             _bot_error(context, "EndMatch", exc)
+        finally:
+            slot.lock.release()
         return pb.EndMatchResponse()
 
     def handler(self) -> grpc.GenericRpcHandler:
@@ -204,6 +222,11 @@ def _info_from_request(request: DecisionRequest) -> MatchInfo:
     return MatchInfo(
         request.match_id, obs.seat, obs.players, obs.rules, obs.hands_in_match, 0, request.deadline_ms, 0
     )
+
+
+def _wait_budget(context: grpc.ServicerContext) -> float:
+    remaining = context.time_remaining()
+    return 60.0 if remaining is None else max(0.0, remaining)
 
 
 def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, details: str) -> NoReturn:
@@ -272,8 +295,12 @@ def start_server(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
         server,
     )
-    bound = server.add_insecure_port(f"{host}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:  # newer grpcio raises where older ones returned 0
+        bound = 0
     if bound == 0:
+        server.stop(None)
         raise OSError(f"cannot listen on {host}:{port} (in use, or not an address of this machine)")
     server.start()
     for service in ("", SERVICE_NAME):
