@@ -21,7 +21,7 @@ from sdk.grpc_player import GrpcPlayer
 from sdk.referee import FaultKind, LocalPlayer, MatchResult, Player, RefereeConfig, play_match
 from sdk.server import RunningServer, start_server
 
-DEADLINE_MS = 200
+DEADLINE_MS = 400  # generous: a busy 2-core machine must not make a house bot late
 LIFECYCLE_S = 0.5
 CONFIG = RefereeConfig(decision_deadline_ms=DEADLINE_MS, time_bank_ms=0, max_faults=3)
 
