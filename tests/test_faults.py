@@ -6,19 +6,38 @@ Every bot here listens on 127.0.0.1; the fault bots are in tests/faultbots.py.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 import pytest
 from faultbots import FAULTS, LIFECYCLE_FAULTS, FaultSpec, LifecycleFaultBot, serve_fault
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
+from sdk.actions import Action, Meld
+from sdk.cards import DECK
+from sdk.convert import MalformedReplyError, decode_reply
 from sdk.dealing import deck_order
-from sdk.engine import deal_from_deck
+from sdk.engine import HandState, deal_from_deck
+from sdk.errors import IllegalActionError
 from sdk.grpc_player import GrpcPlayer
-from sdk.referee import FaultKind, LocalPlayer, MatchResult, Player, RefereeConfig, play_match
+from sdk.observation import Observation, observe
+from sdk.protocol import bot_pb2 as pb
+from sdk.referee import (
+    FaultKind,
+    LocalPlayer,
+    MatchResult,
+    Player,
+    PlayerFaultError,
+    RefereeConfig,
+    play_match,
+    resolve_reply,
+)
+from sdk.rules import Rules
 from sdk.server import RunningServer, start_server
 
 DEADLINE_MS = 400  # generous: a busy 2-core machine must not make a house bot late
@@ -198,7 +217,7 @@ def test_a_table_of_fault_bots(house: list[str]) -> None:
     total_faults = 0
     with ExitStack() as stack:
         bots = [
-            stack.enter_context(serve_fault(f, after=2 + k, every=2, delay_s=0.3))
+            stack.enter_context(serve_fault(f, after=2 + k, every=2, delay_s=DEADLINE_MS / 1000 + 0.05))
             for k, f in enumerate(faults)
         ]
         for m in range(3):
@@ -220,3 +239,87 @@ def test_a_table_of_fault_bots(house: list[str]) -> None:
                 assert fault.kind is spec.kind and spec.reason in fault.reason
             total_faults += len(result.faults)
     assert total_faults >= 3 * CONFIG.max_faults
+
+
+# -- any bytes a bot can send are an action or a fault, never a referee crash ---------------
+
+
+def _positions() -> list[HandState]:
+    """Mid-hand positions of both phases, some with melds and lay-offs available."""
+    found: list[HandState] = []
+    rng = random.Random(3)
+    for seed in range(40):
+        state = HandState.deal(deck_order(seed, 0), 2 + seed % 3, 0, Rules(book_layoff=True))
+        while state.outcome is None and len(found) < 6 * (seed + 1):
+            if seed % 2 == 0 or any(a.kind in ("meld", "layoff") for a in state.legal_actions()):
+                found.append(state.copy())
+            legal = [a for a in state.legal_actions() if a.kind != "drop"] or state.legal_actions()
+            state.apply(legal[rng.randrange(len(legal))])
+    return found
+
+
+POSITIONS = _positions()
+_card_texts = st.sampled_from([c.text for c in DECK] + ["", "1x", "10S", "ts", "Ac ", "🂡"])
+_action = st.one_of(
+    st.builds(lambda: pb.Action(drop=pb.DropAction())),
+    st.builds(lambda s: pb.Action(draw=pb.DrawAction(source=s)), st.integers(-5, 5)),
+    st.builds(lambda c: pb.Action(meld=pb.MeldAction(cards=c)), st.lists(_card_texts, max_size=6)),
+    st.builds(
+        lambda c, o: pb.Action(layoff=pb.LayoffAction(card=c, onto=o)),
+        _card_texts,
+        st.integers(-(2**31), 2**31 - 1),
+    ),
+    st.builds(lambda c: pb.Action(discard=pb.DiscardAction(card=c)), _card_texts),
+    st.just(pb.Action()),
+)
+_reply_bytes = st.one_of(
+    st.binary(max_size=64),
+    st.integers(-(2**31), 2**31 - 1).map(lambda i: pb.DecideResponse(action_index=i).SerializeToString()),
+    _action.map(lambda a: pb.DecideResponse(action=a).SerializeToString()),
+    st.one_of(st.text(max_size=40), st.lists(_card_texts, max_size=5).map(" ".join).map("meld ".__add__)).map(
+        lambda t: pb.DecideResponse(text=t).SerializeToString()
+    ),
+)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(range(len(POSITIONS))), _reply_bytes)
+def test_any_reply_is_an_action_or_a_fault(position: int, data: bytes) -> None:
+    state = POSITIONS[position].copy()
+    obs = observe(state, state.to_act)
+    try:
+        reply = decode_reply(data)
+    except MalformedReplyError:
+        return  # GrpcPlayer: MALFORMED
+    try:
+        action = resolve_reply(obs, reply, state)
+    except PlayerFaultError as exc:
+        assert exc.kind in (FaultKind.ILLEGAL, FaultKind.MALFORMED) and exc.reason
+        return
+    try:
+        state.apply(action, obs.seat)
+    except IllegalActionError:
+        # Only a meld naming a card twice gets past resolve_reply (Meld equality is by card
+        # set); the referee's belt-and-braces catch charges it as ILLEGAL.
+        assert isinstance(action, Meld) and len(set(action.cards)) < len(action.cards)
+
+
+def test_a_meld_naming_a_card_twice_is_an_illegal_fault() -> None:
+    """The one reply that resolve_reply lets through although it is illegal (see above): the
+    referee must still charge it, not crash and not apply it."""
+
+    class TwiceBot(RandomBot):
+        name = "twice"
+
+        def act(self, obs: Observation) -> Action | int:
+            for action in obs.legal_actions:
+                if isinstance(action, Meld):
+                    return Meld((action.cards[0], *action.cards))
+            return super().act(obs)
+
+    result = play_match(
+        [LocalPlayer(TwiceBot), LocalPlayer(GreedyBot)], 8, 30, match_id="twice", config=CONFIG
+    )
+    assert result.faults and all(f.seat == 0 and f.kind is FaultKind.ILLEGAL for f in result.faults)
+    assert "twice" in result.faults[0].reason
+    check_consistent(result, 8, 2)
