@@ -15,6 +15,10 @@ COMMAND_MODULES = (
     "sdk.commands.record",
     "sdk.commands.play",
     "sdk.commands.submit",
+    "sdk.commands.new",
+    "sdk.commands.serve",
+    "sdk.commands.check",
+    "sdk.commands.replay_decision",
 )
 
 

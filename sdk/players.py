@@ -6,7 +6,10 @@ subclass, or (with the gRPC transport) ``HOST:PORT`` of a running bot.
 
 from __future__ import annotations
 
+import os
+import sys
 from importlib import import_module
+from types import ModuleType
 
 from sdk.bot import Bot
 from sdk.referee import LocalPlayer, Player
@@ -31,13 +34,26 @@ def load_bot_class(spec: str) -> type[Bot]:
     if not sep or not module_name or not class_name:
         raise PlayerSpecError(f"{spec!r} is not a house bot ({', '.join(HOUSE_BOTS)}) or MODULE:CLASS")
     try:
-        module = import_module(module_name)
+        module = _import_from_here(module_name)
     except ImportError as exc:
         raise PlayerSpecError(f"cannot import {module_name!r} for {spec!r}: {exc}") from None
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, Bot)):
         raise PlayerSpecError(f"{target!r} is not a subclass of sdk.Bot")
     return cls
+
+
+def _import_from_here(module_name: str) -> ModuleType:
+    # `tonk` runs as a console script, whose sys.path lacks the working directory: a bot
+    # author's module there is found as `python -m` would find it (last, shadowing nothing).
+    try:
+        return import_module(module_name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if exc.name != module_name.split(".")[0] or here in sys.path:
+            raise
+        sys.path.append(here)
+        return import_module(module_name)
 
 
 def is_address(spec: str) -> bool:

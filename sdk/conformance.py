@@ -1,0 +1,656 @@
+"""``tonk check``: does a bot follow the protocol, in every situation the game can produce?
+
+The checker talks to the bot over gRPC exactly as the arena does (a ``MODULE:CLASS`` is first
+served on a loopback port) and runs three kinds of test under the real referee:
+
+* **matches**: short seeded matches at 2 to 6 seats under every rule variant, the bot in a
+  different seat each time, against house-bot-like sparring partners that meld and lay off
+  eagerly (so tables fill up and the bot meets lay-offs, hit locks and pickups);
+* **positions**: crafted hands that put the bot in front of each rare situation for sure (a
+  drop forbidden by ``hit_lock``, an empty discard pile, the discard-pickup restriction, a
+  pickup that is the last card, book lay-offs, ace-high spreads...), one decision each, judged
+  by the referee's own :func:`~sdk.referee.resolve_reply`;
+* **determinism**: one match played twice with the same seed and match id must get the same
+  actions from the bot (seed your randomness from ``Bot.rng``).
+
+It reports every fault (illegal or malformed replies, timeouts, crashes, unreachable),
+latency percentiles, the situations reached, and passes only when there is no fault and no
+nondeterminism.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from sdk.actions import DRAW_DISCARD, DRAW_STOCK, Action, Discard, Drop, Layoff, Meld
+from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
+from sdk.cards import DECK, Card
+from sdk.convert import decision_to_json
+from sdk.engine import HandState
+from sdk.melds import make_meld
+from sdk.observation import Observation, observe
+from sdk.players import is_address, load_bot_class
+from sdk.protocol import PROTOCOL_VERSION
+from sdk.referee import (
+    DecisionRequest,
+    FaultKind,
+    LocalPlayer,
+    Player,
+    PlayerFaultError,
+    RefereeConfig,
+    play_match,
+    resolve_reply,
+)
+from sdk.rules import STANDARD, Rules
+
+DEFAULT_SEED: Final = 20_250_101
+
+
+def played_out(**options: Any) -> Rules:
+    """Rules with ``options`` under which no hand ends at the deal (TONK is out of reach)."""
+    return Rules(tonk_low=0, tonk_high=999, **options)
+
+
+class ConformanceError(Exception):
+    """The checker itself could not run (bad target, no server could be started)."""
+
+
+# -- sparring partners ----------------------------------------------------------------------
+
+
+class SparringBot(Bot):
+    """A plain, deterministic house-style player: goes down low, takes a discard that makes a
+    meld, melds and lays off whenever it can, and discards its highest card."""
+
+    name = "sparring"
+    version = "1"
+    author = "tonk check"
+
+    def act(self, obs: Observation) -> Action | int:
+        legal = obs.legal_actions
+        if obs.phase == "start":
+            if obs.can_drop() and obs.hand_value <= 5:
+                return 0
+            top = obs.top_discard
+            if top is not None and DRAW_DISCARD in legal and _makes_meld(obs.hand, top, obs.rules):
+                return legal.index(DRAW_DISCARD)
+            return legal.index(DRAW_STOCK) if DRAW_STOCK in legal else len(legal) - 1
+        for i, action in enumerate(legal):
+            if isinstance(action, Meld | Layoff):
+                return i
+        discards = [(a.card.value, i) for i, a in enumerate(legal) if isinstance(a, Discard)]
+        return max(discards)[1] if discards else 0
+
+
+class WildBot(Bot):
+    """Random legal play from its seeded rng: odd discards, unexpected drops."""
+
+    name = "wild"
+    version = "1"
+    author = "tonk check"
+
+    def act(self, obs: Observation) -> Action | int:
+        return self.rng.randrange(len(obs.legal_actions))
+
+
+def _makes_meld(hand: Sequence[Card], card: Card, rules: Rules) -> bool:
+    from sdk.melds import hand_melds
+
+    return any(card in meld for meld in hand_melds([*hand, card], rules))
+
+
+# -- what the bot was asked, and what it answered ------------------------------------------------
+
+
+@dataclass
+class Decision:
+    scenario: str
+    request: DecisionRequest
+    situations: tuple[str, ...]
+    latency_us: int
+    reply: object = None  # what the bot answered (an Action or an index), when it answered
+    action: Action | None = None  # the legal action it resolved to
+    fault: FaultKind | None = None
+    reason: str = ""
+
+
+def situations_of(obs: Observation) -> tuple[str, ...]:
+    """The situations a decision puts a bot in (what the coverage report counts)."""
+    tags = [f"{len(obs.players)} seats"]
+    legal = obs.legal_actions
+    if obs.phase == "start":
+        if obs.can_drop():
+            tags.append("turn start: drop available")
+        elif obs.seat in obs.locked:
+            tags.append("turn start: drop forbidden (hit_lock)")
+        if DRAW_DISCARD not in legal:
+            tags.append("turn start: discard pile empty")
+        return tuple(tags)
+    melds = [a for a in legal if isinstance(a, Meld)]
+    if melds:
+        tags.append("after draw: meld available")
+    if any(isinstance(a, Meld) and a.cards[-1].rank == 1 and a.cards[0].rank > 1 for a in melds):
+        tags.append("after draw: ace-high spread available (ace_high_or_low)")
+    layoffs = [a for a in legal if isinstance(a, Layoff)]
+    if layoffs:
+        tags.append("after draw: lay-off available")
+    if any(obs.table[a.onto].kind == "book" for a in layoffs):
+        tags.append("after draw: lay-off on a book (book_layoff)")
+    picked = obs.picked_up
+    if picked is not None:
+        discards = {a.card for a in legal if isinstance(a, Discard)}
+        if len(obs.hand) == 1:
+            tags.append("after draw: the pickup is the last card (may be discarded)")
+        elif picked in discards:
+            tags.append("after draw: the pickup may be discarded (discard_pickup_may_return)")
+        else:
+            tags.append("after draw: the pickup may not be discarded")
+    if len(obs.hand) <= 2:
+        tags.append("after draw: one or two cards left")
+    return tuple(tags)
+
+
+#: Every situation the checker makes sure the bot meets.
+SITUATIONS: Final = (
+    *(f"{n} seats" for n in range(2, 7)),
+    "turn start: drop available",
+    "turn start: drop forbidden (hit_lock)",
+    "turn start: discard pile empty",
+    "after draw: meld available",
+    "after draw: ace-high spread available (ace_high_or_low)",
+    "after draw: lay-off available",
+    "after draw: lay-off on a book (book_layoff)",
+    "after draw: the pickup may not be discarded",
+    "after draw: the pickup may be discarded (discard_pickup_may_return)",
+    "after draw: the pickup is the last card (may be discarded)",
+    "after draw: one or two cards left",
+)
+
+
+class Probe:
+    """A :class:`Player` wrapper that records every decision of the checked bot."""
+
+    def __init__(self, inner: Player, log: list[Decision]):
+        self.inner = inner
+        self.log = log
+        self.scenario = ""
+
+    def describe(self) -> dict[str, str]:
+        return self.inner.describe()
+
+    def match_start(self, info: MatchInfo) -> None:
+        self.inner.match_start(info)
+
+    def act(self, request: DecisionRequest) -> Action | int:
+        obs = request.observation
+        decision = Decision(self.scenario, request, situations_of(obs), 0)
+        self.log.append(decision)
+        started = time.perf_counter_ns()
+        try:
+            reply = self.inner.act(request)
+        except PlayerFaultError as exc:
+            decision.latency_us = (time.perf_counter_ns() - started) // 1000
+            decision.fault, decision.reason = exc.kind, exc.reason
+            raise
+        decision.latency_us = (time.perf_counter_ns() - started) // 1000
+        decision.reply = reply
+        try:
+            decision.action = resolve_reply(obs, reply)
+        except PlayerFaultError as exc:  # the referee will charge it the same way
+            decision.fault, decision.reason = exc.kind, exc.reason
+        return reply
+
+    def hand_end(self, result: HandResult) -> None:
+        self.inner.hand_end(result)
+
+    def match_end(self, summary: MatchSummary) -> None:
+        self.inner.match_end(summary)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+# -- scenarios ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatchScenario:
+    name: str
+    seats: int
+    rules: Rules
+    bot_seat: int
+
+
+MATCHES: Final = (
+    MatchScenario("2 seats, standard rules", 2, STANDARD, 0),
+    MatchScenario("3 seats, hit_lock", 3, played_out(hit_lock=True), 1),
+    MatchScenario("4 seats, discard_pickup_may_return, book_layoff", 4,
+                  played_out(discard_pickup_may_return=True, book_layoff=True), 2),
+    MatchScenario("5 seats, ace_high_or_low, meld_out_double", 5,
+                  played_out(ace_high_or_low=True, meld_out_double=True), 4),
+    MatchScenario("6 seats, stock_reshuffle, turn_cap 60", 6,
+                  played_out(stock_reshuffle=True, turn_cap=60), 3),
+    MatchScenario("2 seats, every variant, long hands", 2,
+                  played_out(hit_lock=True, book_layoff=True, ace_high_or_low=True,
+                             discard_pickup_may_return=True, stock_reshuffle=True, turn_cap=120), 1),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Position:
+    """A crafted hand: the bot is seat 0 of ``players``; ``setup`` actions are played first
+    (by whoever is to act), then the bot decides once."""
+
+    name: str
+    hands: tuple[str, ...]  # seat 0 first; "" = fill with the next unused cards
+    discard: str = "7d"  # the discard pile, bottom first
+    table: tuple[tuple[int, str], ...] = ()
+    rules: Rules = STANDARD
+    to_act: int = 0
+    setup: tuple[str, ...] = ()  # actions in one-line text form
+
+
+POSITIONS: Final = (
+    Position("turn start, drop available", ("2c 3d 4h 9s Kc", "", "")),
+    Position(
+        "turn start, hit-locked: no drop",
+        ("2c 3d 9s Kc Qd", "8h 2h 3s Jd Kd", ""),
+        table=((0, "5h 6h 7h"),),
+        rules=Rules(hit_lock=True),
+        to_act=1,
+        setup=("draw stock", "layoff 8h 0", "discard Kd", "draw stock", "discard {first}"),
+    ),
+    Position("turn start, empty discard pile", ("2c 3d 4h 9s Kc", "", ""), discard=""),
+    Position("after draw, a book to meld", ("8h 8d 8s 2c Kd", "", ""), setup=("draw stock",)),
+    Position(
+        "after draw, a lay-off onto an opponent's spread",
+        ("4s 5s 9h Jc 2d", "", ""),
+        table=((1, "10h Jh Qh"),),
+        setup=("draw stock",),
+    ),
+    Position("after taking the discard, it may not go back", ("2c 5d 9h Kc Ks", "", ""), "Qd",
+             setup=("draw discard",)),
+    Position("after taking the discard, it is the last card", ("5h 5d 5c", "", ""), "9s",
+             setup=("draw discard", "meld 5h 5d 5c")),
+    Position("discard_pickup_may_return: the pickup may go back", ("2c 5d 9h Kc Ks", "", ""), "Qd",
+             rules=Rules(discard_pickup_may_return=True), setup=("draw discard",)),
+    Position("book_layoff: a fourth card onto a book", ("7s 2d 9h Jc 3c", "", ""), "3h",
+             table=((1, "7c 7d 7h"),), rules=Rules(book_layoff=True), setup=("draw stock",)),
+    Position("ace_high_or_low: Q K A", ("Qs Ks As 2d 3c", "", ""), rules=Rules(ace_high_or_low=True),
+             setup=("draw stock",)),
+    Position("six seats, late in a hand", ("2c 3d 4h 9s Kc", "", "", "", "", ""), "7d 8c 9d Jh"),
+)  # fmt: skip
+
+
+def position_state(position: Position) -> HandState:
+    """The hand of ``position`` after its setup actions, with the bot (seat 0) to act."""
+    rules = position.rules
+    table = [make_meld(seat, [Card.parse(t) for t in cards.split()], rules) for seat, cards in position.table]
+    discard = [Card.parse(t) for t in position.discard.split()]
+    given = [[Card.parse(t) for t in h.split()] for h in position.hands]
+    used = {c for h in given for c in h} | {c for m in table for c in m.cards} | set(discard)
+    spare = [c for c in DECK if c not in used]
+    hands = []
+    for cards in given:
+        if not cards:  # an unspecified hand: five more cards nobody asked for
+            cards, spare = spare[:5], spare[5:]
+        hands.append(cards)
+    state = HandState.from_position(hands, discard, spare, table, dealer=len(hands) - 1,
+                                    to_act=position.to_act, rules=rules)  # fmt: skip
+    for text in position.setup:
+        if text.endswith("{first}"):  # "discard {first}": whatever the actor holds first
+            text = text.replace("{first}", state.hands[state.to_act][0].text)
+        state.apply(Action.parse(text))
+    if state.to_act != 0 or state.outcome is not None:
+        raise ConformanceError(f"position {position.name!r} does not leave seat 0 to act")
+    return state
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+
+@dataclass
+class CheckReport:
+    target: str
+    info: dict[str, str] = field(default_factory=dict)
+    decisions: list[Decision] = field(default_factory=list)
+    scenario_rows: list[tuple[str, int, int]] = field(default_factory=list)  # name, decisions, faults
+    position_rows: list[tuple[str, str]] = field(default_factory=list)  # name, outcome
+    nondeterminism: list[str] = field(default_factory=list)
+    determinism_compared: int = 0
+    problems: list[str] = field(default_factory=list)  # other failures (GetInfo, lifecycle)
+    warnings: list[str] = field(default_factory=list)
+    deadline_ms: int = 0
+    elapsed_s: float = 0.0
+    stopped_early: bool = False
+
+    @property
+    def faults(self) -> list[Decision]:
+        return [d for d in self.decisions if d.fault is not None]
+
+    @property
+    def passed(self) -> bool:
+        return not self.faults and not self.nondeterminism and not self.problems
+
+    def latency_percentiles_ms(self) -> dict[str, float]:
+        answered = sorted(d.latency_us for d in self.decisions if d.fault is not FaultKind.TIMEOUT)
+        if not answered:
+            return {}
+        return {
+            "p50": _percentile(answered, 50) / 1000,
+            "p95": _percentile(answered, 95) / 1000,
+            "p99": _percentile(answered, 99) / 1000,
+            "max": answered[-1] / 1000,
+        }
+
+    def coverage(self) -> Counter[str]:
+        return Counter(tag for d in self.decisions for tag in d.situations)
+
+    def choices(self) -> Counter[str]:
+        return Counter(_choice_name(d.action) for d in self.decisions if d.action is not None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "passed": self.passed,
+            "bot": self.info,
+            "decisions": len(self.decisions),
+            "faults": [
+                {
+                    "scenario": d.scenario,
+                    "decision": d.request.decision_id,
+                    "kind": d.fault.value,
+                    "reason": d.reason,
+                }
+                for d in self.faults
+                if d.fault is not None
+            ],
+            "nondeterminism": self.nondeterminism,
+            "problems": self.problems,
+            "warnings": self.warnings,
+            "latency_ms": self.latency_percentiles_ms(),
+            "coverage": dict(self.coverage()),
+            "missing": [s for s in SITUATIONS if s not in self.coverage()],
+            "choices": dict(self.choices()),
+        }
+
+    def render(self) -> str:
+        lines = [f"tonk check {self.target}"]
+        info = self.info
+        lines.append(
+            f"bot: {info.get('name') or '?'} {info.get('version', '')} by {info.get('author') or '?'} "
+            f"(protocol {info.get('protocol_version') or '?'})"
+        )
+        lines.append("")
+        lines.append(f"{'matches under the referee':<58} {'decisions':>9} {'faults':>6}")
+        for name, n, fault_count in self.scenario_rows:
+            lines.append(f"  {name:<56} {n:>9} {fault_count:>6}")
+        lines.append("positions (one decision each)")
+        for name, outcome in self.position_rows:
+            lines.append(f"  {name:<56} {outcome}")
+        coverage = self.coverage()
+        missing = [s for s in SITUATIONS if s not in coverage]
+        lines.append(f"situations reached: {len(SITUATIONS) - len(missing)}/{len(SITUATIONS)}")
+        for situation in missing:
+            lines.append(f"  not reached: {situation}")
+        choices = self.choices()
+        if choices:
+            lines.append("the bot chose: " + ", ".join(f"{k} {v}" for k, v in sorted(choices.items())))
+        pct = self.latency_percentiles_ms()
+        if pct:
+            lines.append(
+                f"latency (ms, {len(self.decisions)} decisions, deadline {self.deadline_ms}): "
+                + "  ".join(f"{k} {v:.2f}" for k, v in pct.items())
+            )
+        if self.determinism_compared:
+            verdict = "identical" if not self.nondeterminism else "DIFFERENT"
+            compared = self.determinism_compared
+            lines.append(f"determinism (same seed, same match twice): {verdict} ({compared} decisions)")
+        lines.extend(f"NONDETERMINISTIC: {line}" for line in self.nondeterminism)
+        faults = self.faults
+        if faults:
+            lines.append(f"faults: {len(faults)}")
+            for d in faults[:20]:
+                assert d.fault is not None
+                where = f"{d.scenario} [{d.request.decision_id}]"
+                lines.append(f"  {d.fault.value.upper():<11} {where}: {d.reason}")
+            if len(faults) > 20:
+                lines.append(f"  ... and {len(faults) - 20} more")
+        else:
+            lines.append("faults: none")
+        lines.extend(f"PROBLEM: {p}" for p in self.problems)
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        if self.stopped_early:
+            lines.append("stopped early: too many faults")
+        lines.append(f"RESULT: {'PASS' if self.passed else 'FAIL'} ({self.elapsed_s:.1f} s)")
+        return "\n".join(lines)
+
+    def dump_faults(self, directory: Path) -> list[Path]:
+        """Write each faulted decision as a file for ``tonk replay-decision``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        for k, d in enumerate(self.faults):
+            path = directory / f"fault-{k:03d}-{d.fault.value if d.fault else 'x'}.json"
+            data = decision_to_json(d.request)
+            data["fault"] = {"kind": d.fault.value if d.fault else None, "reason": d.reason}
+            path.write_text(json.dumps(data, indent=1))
+            written.append(path)
+        return written
+
+
+def _percentile(ordered: list[int], pct: float) -> float:
+    # Nearest-rank: the smallest value with at least pct% of the values at or below it.
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return float(ordered[rank - 1])
+
+
+def _choice_name(action: Action) -> str:
+    if isinstance(action, Drop):
+        return "drop"
+    if action == DRAW_STOCK:
+        return "draw stock"
+    if action == DRAW_DISCARD:
+        return "draw discard"
+    return action.kind
+
+
+# -- running a check ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    deadline_ms: int = 1000
+    hands: int = 10  # per match scenario
+    seed: int = DEFAULT_SEED
+    max_faults: int = 8  # stop once this many faults are seen: a broken bot fails fast
+    lifecycle_timeout_s: float = 2.0
+
+
+def check_bot(
+    target: str,
+    config: CheckConfig | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> CheckReport:
+    """Check the bot at ``target`` (``HOST:PORT``, ``MODULE:CLASS`` or a house bot name)."""
+    from sdk.grpc_player import GrpcPlayer  # gRPC is only needed when checking
+
+    cfg = config or CheckConfig()
+    report = CheckReport(target, deadline_ms=cfg.deadline_ms)
+    began = time.perf_counter()
+    running = None
+    if is_address(target) and target not in _house_names():
+        address = target
+    else:
+        from sdk.server import start_server
+
+        try:
+            running = start_server(load_bot_class(target), port=0)
+        except (ValueError, OSError) as exc:
+            raise ConformanceError(str(exc)) from None
+        address = running.address
+    player = GrpcPlayer(address, lifecycle_timeout_s=cfg.lifecycle_timeout_s)
+    try:
+        _check_info(player, report)
+        probe = Probe(player, report.decisions)
+        for scenario in MATCHES:
+            if progress:
+                progress(scenario.name)
+            _run_match(probe, scenario, cfg, report)
+            if len(report.faults) >= cfg.max_faults:
+                report.stopped_early = True
+                break
+        if not report.stopped_early:
+            for position in POSITIONS:
+                if progress:
+                    progress(position.name)
+                _run_position(probe, position, cfg, report)
+            if progress:
+                progress("determinism")
+            _check_determinism(player, cfg, report)
+    finally:
+        player.close()
+        if running is not None:
+            running.stop(0)
+    pct = report.latency_percentiles_ms()
+    if pct and pct["p99"] > cfg.deadline_ms / 2:
+        report.warnings.append(
+            f"p99 latency {pct['p99']:.1f} ms is over half the {cfg.deadline_ms} ms deadline: "
+            "an arena machine under load may time it out"
+        )
+    report.elapsed_s = time.perf_counter() - began
+    return report
+
+
+def _slug(text: str) -> str:
+    return "-".join("".join(c if c.isalnum() or c == "_" else " " for c in text).split())
+
+
+def _house_names() -> set[str]:
+    from sdk.players import HOUSE_BOTS
+
+    return set(HOUSE_BOTS)
+
+
+def _check_info(player: Any, report: CheckReport) -> None:
+    info = player.describe()
+    report.info = info
+    if info.get("name") == player.address and not info.get("protocol_version"):
+        report.warnings.append("GetInfo did not answer: the arena will name this bot by its address")
+        return
+    if not info.get("name"):
+        report.problems.append("GetInfo: the bot has no name")
+    if info.get("protocol_version") != PROTOCOL_VERSION:
+        report.warnings.append(
+            f"GetInfo: protocol_version is {info.get('protocol_version')!r}, expected {PROTOCOL_VERSION!r}"
+        )
+
+
+def _opponents(scenario: MatchScenario) -> list[Player]:
+    # Mostly sparring partners (full tables), one wild seat from 3 seats up (odd discards).
+    return [LocalPlayer(WildBot if i == 1 else SparringBot) for i in range(scenario.seats - 1)]
+
+
+def _seating(probe: Probe, scenario: MatchScenario) -> tuple[list[Player], list[str]]:
+    players = _opponents(scenario)
+    players.insert(scenario.bot_seat, probe)
+    names = [f"{i}:{'bot' if p is probe else p.describe()['name']}" for i, p in enumerate(players)]
+    return players, names
+
+
+def _run_match(
+    probe: Probe, scenario: MatchScenario, cfg: CheckConfig, report: CheckReport, match_id: str | None = None
+) -> list[Decision]:
+    probe.scenario = scenario.name
+    start = len(report.decisions)
+    players, names = _seating(probe, scenario)
+    referee = RefereeConfig(decision_deadline_ms=cfg.deadline_ms, time_bank_ms=0, max_faults=3)
+    result = play_match(
+        players,
+        cfg.seed,
+        cfg.hands,
+        match_id=match_id or f"check/{_slug(scenario.name)}",
+        names=names,
+        rules=scenario.rules,
+        config=referee,
+    )
+    mine = report.decisions[start:]
+    by_id = {d.request.decision_id: d for d in mine}
+    for fault in result.faults:
+        if fault.seat != scenario.bot_seat:
+            continue
+        if fault.decision < 0:  # outside any decision: the bot could not even start
+            report.problems.append(f"{scenario.name}: {fault.kind.value} at match start: {fault.reason}")
+            continue
+        # The referee's own verdict is the one that counts, and it names the rule broken.
+        decision = by_id.get(f"{result.match_id}/{fault.hand_index}/{fault.decision}")
+        if decision is not None:
+            decision.fault, decision.reason = fault.kind, fault.reason
+    report.scenario_rows.append((scenario.name, len(mine), sum(1 for d in mine if d.fault)))
+    return mine
+
+
+def _run_position(probe: Probe, position: Position, cfg: CheckConfig, report: CheckReport) -> None:
+    state = position_state(position)
+    players = tuple(f"seat{i}" for i in range(state.players))
+    match_id = f"check/position/{_slug(position.name)}"
+    probe.scenario = f"position: {position.name}"
+    try:
+        probe.match_start(MatchInfo(match_id, 0, players, position.rules, 1, state.dealer, cfg.deadline_ms))
+    except PlayerFaultError as exc:
+        report.problems.append(f"position {position.name!r}: StartMatch failed: {exc.reason}")
+        report.position_rows.append((position.name, "StartMatch failed"))
+        return
+    obs = observe(state, 0, players, (0,) * state.players, 0, 1)
+    request = DecisionRequest(match_id, 0, f"{match_id}/0/{len(state.history)}", obs, cfg.deadline_ms)
+    with contextlib.suppress(PlayerFaultError):  # the probe records it
+        probe.act(request)
+    decision = report.decisions[-1]
+    if decision.fault is FaultKind.ILLEGAL:
+        try:  # judged again with the hand's state, which names the rule broken
+            resolve_reply(obs, decision.reply, state)
+        except PlayerFaultError as exc:
+            decision.reason = exc.reason
+    fault = decision.fault
+    report.position_rows.append((position.name, fault.value.upper() if fault else f"ok ({decision.action})"))
+    with contextlib.suppress(PlayerFaultError):  # a notice: its failure costs the bot nothing
+        probe.match_end(MatchSummary(match_id, (0,) * state.players, None))
+
+
+def _check_determinism(player: Any, cfg: CheckConfig, report: CheckReport) -> None:
+    """Play one match twice (same seed, same match id) and compare the bot's actions."""
+    scenario = MATCHES[1]
+    runs: list[list[Decision]] = []
+    for _ in range(2):
+        log: list[Decision] = []
+        probe = Probe(player, log)
+        scratch = CheckReport(report.target, decisions=log)
+        _run_match(probe, scenario, cfg, scratch, match_id="check/determinism")
+        runs.append(log)
+    first, second = runs
+    if any(d.fault for d in first + second):
+        report.warnings.append("determinism not compared: the bot faulted in the repeated match")
+        return
+    report.determinism_compared = len(first)
+    for a, b in zip(first, second, strict=False):
+        if a.request.observation != b.request.observation:
+            break  # the games diverged after an earlier difference: already reported
+        if a.action != b.action:
+            report.nondeterminism.append(
+                f"decision {a.request.decision_id}: first run {a.action}, second run {b.action} "
+                "(use Bot.rng, seeded per match and seat, for any randomness)"
+            )
+            break
+    else:
+        if len(first) != len(second):
+            report.nondeterminism.append(
+                f"the repeated match took {len(second)} decisions instead of {len(first)}"
+            )
