@@ -18,7 +18,6 @@ in-process server from :func:`sdk.server.start_server` (fast, for tests).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import subprocess
@@ -219,14 +218,14 @@ class HostedBots:
 
 
 def _serve_command(path: str, host: str, port: int) -> list[str]:
-    if importlib.util.find_spec("sdk.commands.serve") is not None:
-        return [sys.executable, "-m", "sdk.cli", "serve", path, "--host", host, "--port", str(port)]
-    # Before `tonk serve` existed: the same sdk.server.serve() it wraps.
+    # `tonk serve` itself, without building the whole `tonk` parser (which would import every
+    # installed command, the arena's and the dashboard's included, in each bot process).
     code = (
-        "import sys; from sdk.players import load_bot_class; from sdk.server import serve; "
-        "serve(load_bot_class(sys.argv[1]), port=int(sys.argv[3]), host=sys.argv[2])"
+        "import argparse, sys; from sdk.commands import serve; "
+        "parser = argparse.ArgumentParser(prog='tonk'); serve.register(parser.add_subparsers()); "
+        "args = parser.parse_args(sys.argv[1:]); sys.exit(args.func(args))"
     )
-    return [sys.executable, "-c", code, path, host, str(port)]
+    return [sys.executable, "-c", code, "serve", path, "--host", host, "--port", str(port)]
 
 
 def _child_env() -> dict[str, str]:

@@ -6,7 +6,9 @@ Registering (or updating) a bot at an address runs, before anything is written:
 2. the standard gRPC health service: the server must answer SERVING;
 3. the protocol's GetInfo: the bot's name, version, author and protocol version;
 4. a short conformance match: a few hands against the house ``random`` bot under the real
-   referee, the arena's deadlines, and zero faults allowed.
+   referee, the arena's deadlines, a fresh seed, and zero faults allowed;
+5. the SDK's protocol check (``sdk.conformance``, what ``tonk check`` runs): every rule
+   variant, 2 to 6 seats and crafted rare positions, again with zero faults allowed.
 
 Any refusal raises an :class:`~arena.errors.ArenaError` subclass (its ``status`` is the HTTP
 status) and adds nothing to the session. Functions flush but never commit: the caller owns the
@@ -257,6 +259,8 @@ def bot_to_json(bot: Bot) -> dict[str, Any]:
 
 # --- The checks a bot passes before it is accepted ---------------------------------------
 
+#: Hands per scenario of the protocol check (sdk.conformance) run after that match.
+PROTOCOL_CHECK_HANDS = 2
 #: Seconds to wait for the health and GetInfo answers.
 CHECK_RPC_TIMEOUT_S = 5.0
 
@@ -278,7 +282,7 @@ def check_bot(address: str, settings: Settings) -> dict[str, Any]:
             )
         except grpc.RpcError as exc:
             raise BotCheckFailedError(f"{where} did not answer GetInfo: {_rpc_text(exc)}") from None
-    info = {
+    info: dict[str, Any] = {
         field: str(getattr(reply, field))[:200]
         for field in ("name", "version", "author", "protocol_version", "language")
     }
@@ -290,6 +294,9 @@ def check_bot(address: str, settings: Settings) -> dict[str, Any]:
         _conformance_match(player, info["name"], settings, where)
     finally:
         player.close()
+    warnings = _protocol_check(address, settings, where)
+    if warnings:
+        info["check_warnings"] = warnings[:10]
     return info
 
 
@@ -300,6 +307,36 @@ def check_bot_class(bot_class: type[Any], settings: Settings) -> dict[str, Any]:
     info = _class_info(bot_class)
     _conformance_match(LocalPlayer(bot_class), info["name"], settings, f"hosted bot {info['name']!r}")
     return info
+
+
+def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
+    """The SDK's protocol check (``tonk check``: every rule variant and 2 to 6 seats, crafted
+    rare positions, determinism) at the arena's deadline; any fault refuses the bot. Returns
+    its warnings (nondeterminism included: legal play, so it is reported, not refused)."""
+    try:
+        from sdk.conformance import CheckConfig, ConformanceError
+        from sdk.conformance import check_bot as run_check
+    except ImportError:  # an SDK without the checker: the match against random must do
+        return []
+    config = CheckConfig(deadline_ms=settings.decision_deadline_ms, hands=PROTOCOL_CHECK_HANDS, max_faults=1)
+    try:
+        report = run_check(address, config).to_json()
+    except ConformanceError as exc:
+        raise BotCheckFailedError(f"{where} could not be checked: {exc}") from None
+    faults, problems = list(report["faults"]), list(report["problems"])
+    if faults or problems:
+        if faults:
+            first = faults[0]
+            what = f"in {first['scenario']!r}: {first['kind']}: {first['reason']}"
+        else:
+            what = problems[0]
+        command = f"tonk check {address} --deadline-ms {config.deadline_ms} --hands {config.hands}"
+        command += f" --seed {config.seed}"
+        raise ConformanceFailedError(
+            f"{where} failed the protocol check {what}",
+            details={"faults": faults, "problems": problems, "check": command},
+        )
+    return [str(w) for w in report["warnings"]] + [f"nondeterministic: {n}" for n in report["nondeterminism"]]
 
 
 def _check_health(address: str, where: str) -> None:

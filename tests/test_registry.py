@@ -75,6 +75,18 @@ class CrashingBot(SdkBot):
         raise RuntimeError("deliberately broken")
 
 
+class TwoSeatBot(SdkBot):
+    """Plays two-seat games well enough, and breaks at bigger tables (only the protocol check
+    sees those)."""
+
+    name = "two-seat"
+
+    def act(self, obs: Observation) -> Action | int:
+        if len(obs.players) > 2:
+            raise RuntimeError("only heads-up, sorry")
+        return self.rng.randrange(len(obs.legal_actions))
+
+
 class SlowBot(SdkBot):
     name = "slow"
 
@@ -94,6 +106,7 @@ def servers() -> Iterator[dict[str, str]]:
         "illegal": start_server(IllegalBot),
         "crashing": start_server(CrashingBot),
         "slow": start_server(SlowBot),
+        "two_seat": start_server(TwoSeatBot),
         "not_serving": start_server(RandomBot),
     }
     from grpc_health.v1 import health_pb2
@@ -211,6 +224,9 @@ def test_refusals_change_nothing(
         db_url, ConformanceFailedError, register, "alice", "sleepy", servers["slow"], settings=IMPATIENT
     )
     assert exc.details["faults"][0]["kind"] == "timeout"
+    exc = refused(db_url, ConformanceFailedError, register, "alice", "heads-up", servers["two_seat"])
+    assert "protocol check" in exc.message and "only heads-up" in exc.message
+    assert exc.details["check"].startswith(f"tonk check {servers['two_seat']}")
     exc = refused(db_url, BotUnhealthyError, register, "alice", "tired", servers["not_serving"])
     assert "NOT_SERVING" in exc.message
 

@@ -39,12 +39,22 @@ class IllegalBot(SdkBot):
         return -1
 
 
+class HeadsUpBot(SdkBot):
+    """Fine at two seats (the match against random), broken at more (the protocol check)."""
+
+    name = "heads-up"
+
+    def act(self, obs: Observation) -> Action | int:
+        return 0 if len(obs.players) == 2 else 99
+
+
 @pytest.fixture(scope="module")
 def bots() -> Iterator[dict[str, str]]:
     running = {
         "good": start_server(RandomBot),
         "other": start_server(RandomBot),
         "bad": start_server(IllegalBot),
+        "heads_up": start_server(HeadsUpBot),
     }
     yield {name: server.address for name, server in running.items()}
     for server in running.values():
@@ -155,6 +165,9 @@ def test_refusals_are_explained(
     code, err = submit("cheater", bots["bad"], arena["alice"])
     assert code == 1 and "refused (422 conformance_failed)" in err
     assert re.search(r"fault: hand \d+, decision \d+: illegal: action index -1", err) and "--seed" in err
+    code, err = submit("heads-up", bots["heads_up"], arena["alice"])
+    assert code == 1 and "protocol check" in err and "illegal" in err
+    assert f"the full report: tonk check {bots['heads_up']}" in err
     code, err = submit("forged", bots["good"], "tonk_" + "x" * 43)
     assert code == 1 and "refused (401 unauthenticated)" in err
     code, err = submit("Bad Name", bots["good"], arena["alice"])
@@ -166,7 +179,7 @@ def test_refusals_are_explained(
         closed = sock.getsockname()[1]
     code, err = submit("ghost", f"127.0.0.1:{closed}", arena["alice"])
     assert code == 1 and "refused (422 bot_unreachable)" in err
-    for name in ("cheater", "forged", "private", "ghost"):
+    for name in ("cheater", "heads-up", "forged", "private", "ghost"):
         assert bot_row(arena["db"], name) is None
 
 

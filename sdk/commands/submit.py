@@ -32,7 +32,8 @@ with the status: 400 a malformed name, address or body (``invalid_bot_name``,
 bot's owner (``not_owner``); 404 no such bot (``bot_not_found``); 409 the name is taken
 (``name_taken``); 422 an internal address (``address_not_allowed``) or a bot that failed
 its checks (``bot_unreachable``, ``bot_unhealthy``, ``bot_check_failed``,
-``conformance_failed``, whose details list the faults with the match seed).
+``conformance_failed``, whose details list the faults, and the match seed or the
+``tonk check`` command that reproduces them).
 """
 
 from __future__ import annotations
@@ -205,11 +206,16 @@ def _print_refusal(prog: str, status: int, reason: Any, raw: bytes, location: st
     print(f"{prog}: refused ({status} {code}): {message}", file=sys.stderr)
     details = error.get("details")
     faults = details.get("faults") if isinstance(details, dict) else None
-    for fault in faults if isinstance(faults, list) else []:
+    for fault in faults[:10] if isinstance(faults, list) else []:
         if isinstance(fault, dict):
-            where = f"hand {fault.get('hand')}, decision {fault.get('decision')}"
+            if fault.get("scenario"):  # the protocol check's faults name their scenario
+                where = f"{fault['scenario']} [{fault.get('decision')}]"
+            else:
+                where = f"hand {fault.get('hand')}, decision {fault.get('decision')}"
             print(f"  fault: {where}: {fault.get('kind')}: {fault.get('reason')}", file=sys.stderr)
-    if isinstance(details, dict) and "seed" in details:
+    if isinstance(details, dict) and details.get("check"):
+        print(f"  the full report: {details['check']}", file=sys.stderr)
+    elif isinstance(details, dict) and "seed" in details:
         hands = details.get("hands", 4)
         print(
             f"  the same deals locally: tonk play HOST:PORT random --seed {details['seed']} --hands {hands}",
