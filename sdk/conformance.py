@@ -399,8 +399,8 @@ class CheckReport:
         coverage = self.coverage()
         missing = [s for s in SITUATIONS if s not in coverage]
         lines.append(f"situations reached: {len(SITUATIONS) - len(missing)}/{len(SITUATIONS)}")
-        for situation in missing:
-            lines.append(f"  not reached: {situation}")
+        if not self.stopped_early:  # else the list only says the check did not get there
+            lines.extend(f"  not reached: {situation}" for situation in missing)
         choices = self.choices()
         if choices:
             lines.append("the bot chose: " + ", ".join(f"{k} {v}" for k, v in sorted(choices.items())))
@@ -429,7 +429,7 @@ class CheckReport:
         lines.extend(f"PROBLEM: {p}" for p in self.problems)
         lines.extend(f"warning: {w}" for w in self.warnings)
         if self.stopped_early:
-            lines.append("stopped early: too many faults")
+            lines.append("stopped early: too many faults, or the bot cannot be reached")
         lines.append(f"RESULT: {'PASS' if self.passed else 'FAIL'} ({self.elapsed_s:.1f} s)")
         return "\n".join(lines)
 
@@ -500,22 +500,9 @@ def check_bot(
     player = GrpcPlayer(address, lifecycle_timeout_s=cfg.lifecycle_timeout_s)
     try:
         _check_info(player, report)
-        probe = Probe(player, report.decisions)
-        for scenario in MATCHES:
-            if progress:
-                progress(scenario.name)
-            _run_match(probe, scenario, cfg, report)
-            if len(report.faults) >= cfg.max_faults:
-                report.stopped_early = True
-                break
-        if not report.stopped_early:
-            for position in POSITIONS:
-                if progress:
-                    progress(position.name)
-                _run_position(probe, position, cfg, report)
-            if progress:
-                progress("determinism")
-            _check_determinism(player, cfg, report)
+        _run_all(player, cfg, report, progress)
+    except _StopCheckError:
+        report.stopped_early = True
     finally:
         player.close()
         if running is not None:
@@ -528,6 +515,27 @@ def check_bot(
         )
     report.elapsed_s = time.perf_counter() - began
     return report
+
+
+class _StopCheckError(Exception):
+    """Going on would only repeat the same failure (too many faults, or nobody there)."""
+
+
+def _run_all(
+    player: Any, cfg: CheckConfig, report: CheckReport, progress: Callable[[str], None] | None
+) -> None:
+    probe = Probe(player, report.decisions)
+    steps: list[tuple[str, Callable[[], object]]] = [
+        *((m.name, lambda m=m: _run_match(probe, m, cfg, report)) for m in MATCHES),
+        *((p.name, lambda p=p: _run_position(probe, p, cfg, report)) for p in POSITIONS),
+        ("determinism", lambda: _check_determinism(player, cfg, report)),
+    ]
+    for name, step in steps:
+        if progress:
+            progress(name)
+        step()
+        if len(report.faults) + len(report.problems) >= cfg.max_faults:
+            raise _StopCheckError
 
 
 def _slug(text: str) -> str:
@@ -589,6 +597,8 @@ def _run_match(
             continue
         if fault.decision < 0:  # outside any decision: the bot could not even start
             report.problems.append(f"{scenario.name}: {fault.kind.value} at match start: {fault.reason}")
+            if fault.kind is FaultKind.UNREACHABLE:
+                raise _StopCheckError
             continue
         # The referee's own verdict is the one that counts, and it names the rule broken.
         decision = by_id.get(f"{result.match_id}/{fault.hand_index}/{fault.decision}")
@@ -608,6 +618,8 @@ def _run_position(probe: Probe, position: Position, cfg: CheckConfig, report: Ch
     except PlayerFaultError as exc:
         report.problems.append(f"position {position.name!r}: StartMatch failed: {exc.reason}")
         report.position_rows.append((position.name, "StartMatch failed"))
+        if exc.kind is FaultKind.UNREACHABLE:
+            raise _StopCheckError from None
         return
     obs = observe(state, 0, players, (0,) * state.players, 0, 1)
     request = DecisionRequest(match_id, 0, f"{match_id}/0/{len(state.history)}", obs, cfg.deadline_ms)

@@ -1,0 +1,168 @@
+"""``tonk check``: the conformance checker against good and deliberately broken bots, each
+served over real gRPC on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import grpc
+import pytest
+from test_protocol_grpc import (
+    CrashBot,
+    HangBot,
+    IllegalBot,
+    MalformedBot,
+    NondeterministicBot,
+    OutOfRangeBot,
+    free_port,
+    raw_server,
+    serving,
+)
+
+from bots.random_bot import RandomBot
+from sdk import cli
+from sdk.bot import Bot
+from sdk.conformance import (
+    POSITIONS,
+    SITUATIONS,
+    CheckConfig,
+    CheckReport,
+    ConformanceError,
+    SparringBot,
+    WildBot,
+    check_bot,
+    position_state,
+    situations_of,
+)
+from sdk.convert import decision_from_json
+from sdk.observation import observe
+from sdk.protocol import bot_pb2 as pb
+from sdk.referee import FaultKind, LocalPlayer, play_match
+
+QUICK = CheckConfig(hands=3, deadline_ms=1000)
+
+
+@pytest.fixture(scope="module")
+def random_report() -> CheckReport:
+    with serving(RandomBot) as running:
+        return check_bot(running.address)
+
+
+def test_the_random_house_bot_passes(random_report: CheckReport) -> None:
+    assert random_report.passed, random_report.render()
+    assert random_report.info["name"] == "random"
+    text = random_report.render()
+    assert "RESULT: PASS" in text and "faults: none" in text
+
+
+def test_every_situation_is_reached(random_report: CheckReport) -> None:
+    missing = [s for s in SITUATIONS if s not in random_report.coverage()]
+    assert not missing
+
+
+def test_latency_percentiles_and_determinism_are_reported(random_report: CheckReport) -> None:
+    pct = random_report.latency_percentiles_ms()
+    assert list(pct) == ["p50", "p95", "p99", "max"]
+    assert 0 < pct["p50"] <= pct["p95"] <= pct["p99"] <= pct["max"]
+    assert random_report.determinism_compared > 0 and not random_report.nondeterminism
+    data = json.loads(json.dumps(random_report.to_json()))
+    assert data["passed"] and data["missing"] == [] and data["decisions"] == len(random_report.decisions)
+
+
+@pytest.mark.parametrize("target", ["bots.random_bot:RandomBot", "random", "greedy"])
+def test_a_class_or_house_name_is_served_for_the_check(target: str) -> None:
+    report = check_bot(target, QUICK)
+    assert report.passed, report.render()
+
+
+@pytest.mark.parametrize(
+    ("bot", "kind", "reason"),
+    [
+        (CrashBot, FaultKind.CRASH, "RuntimeError: boom in act"),
+        (IllegalBot, FaultKind.ILLEGAL, "comes after the draw"),
+        (OutOfRangeBot, FaultKind.ILLEGAL, "out of range"),
+        (MalformedBot, FaultKind.MALFORMED, "names no action"),
+        (HangBot, FaultKind.TIMEOUT, "no reply within 150 ms"),
+    ],
+    ids=["crash", "illegal", "out-of-range", "malformed", "hang"],
+)
+def test_broken_bots_fail_with_the_right_fault(bot: type[Bot], kind: FaultKind, reason: str) -> None:
+    with serving(bot) as running:
+        report = check_bot(running.address, CheckConfig(hands=3, deadline_ms=150, max_faults=4))
+    assert not report.passed
+    faults = report.faults
+    assert faults and {d.fault for d in faults} == {kind}, report.render()
+    assert reason in faults[0].reason
+    assert report.stopped_early
+    assert f"{kind.value.upper()}" in report.render() and "RESULT: FAIL" in report.render()
+
+
+def test_nondeterminism_is_caught() -> None:
+    with serving(NondeterministicBot) as running:
+        report = check_bot(running.address, QUICK)
+    assert not report.faults, report.render()
+    assert report.nondeterminism and "Bot.rng" in report.nondeterminism[0]
+    assert not report.passed and "NONDETERMINISTIC" in report.render()
+
+
+def test_garbage_replies_are_malformed() -> None:
+    with raw_server({"Decide": lambda data, ctx: b"\xff\xff\xff"}) as address:
+        report = check_bot(address, CheckConfig(hands=2, max_faults=3))
+    assert {d.fault for d in report.faults} == {FaultKind.MALFORMED}
+
+
+def test_a_bot_with_only_decide_passes_with_warnings() -> None:
+    # Index 0 is always legal; the lifecycle calls and GetInfo answer UNIMPLEMENTED.
+    reply = pb.DecideResponse(action_index=0).SerializeToString()
+    with raw_server({"Decide": lambda data, ctx: reply}) as address:
+        report = check_bot(address, QUICK)
+    assert report.passed, report.render()
+    assert any("GetInfo" in w for w in report.warnings)
+
+
+def test_an_unreachable_bot_fails_fast() -> None:
+    report = check_bot(f"127.0.0.1:{free_port()}", QUICK)
+    assert not report.passed and report.stopped_early
+    assert any("unreachable" in p for p in report.problems)
+
+
+def test_a_target_that_names_no_bot_is_an_error() -> None:
+    with pytest.raises(ConformanceError):
+        check_bot("no.such.module:Bot", QUICK)
+
+
+def test_positions_put_the_bot_in_each_rare_situation() -> None:
+    reached = set()
+    for position in POSITIONS:
+        state = position_state(position)
+        assert state.to_act == 0
+        reached |= set(situations_of(observe(state, 0)))
+    needs_positions = {s for s in SITUATIONS if "seats" not in s}
+    assert needs_positions <= reached
+
+
+def test_sparring_partners_play_legally() -> None:
+    result = play_match([LocalPlayer(SparringBot), LocalPlayer(WildBot), LocalPlayer(SparringBot)], 4, 20)
+    assert not result.faults
+    assert any(a.kind in ("meld", "layoff") for h in result.hands for _, a in h.record.actions)
+
+
+def test_cli_exit_codes_and_dumped_faults(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["check", "random", "--hands", "2", "--quiet"]) == 0
+    assert "RESULT: PASS" in capsys.readouterr().out
+    with serving(IllegalBot) as running:
+        code = cli.main(["check", running.address, "--hands", "2", "--json", "--dump-faults", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1 and json.loads(out)["passed"] is False
+    dumped = sorted(tmp_path.glob("fault-*.json"))
+    assert dumped
+    request = decision_from_json(json.loads(dumped[0].read_text()))
+    assert request.observation.legal_actions  # a replayable decision
+    assert cli.main(["check", "not a bot"]) == 2
+
+
+def test_cli_check_over_a_running_server(capsys: pytest.CaptureFixture[str]) -> None:
+    with serving(RandomBot) as running, grpc.insecure_channel(running.address):
+        assert cli.main(["check", running.address, "--hands", "2", "--quiet"]) == 0
+    assert "bot: random" in capsys.readouterr().out
