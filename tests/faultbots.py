@@ -19,6 +19,7 @@ connection drops with the request in flight, and every later call finds nobody l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -248,7 +249,9 @@ class FaultServer:
 def start_fault_server(servicer: BotServicer, port: int = 0) -> tuple[grpc.Server, int]:
     """Serve ``servicer`` on 127.0.0.1 (the same wiring as sdk.server, minus health)."""
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="fault-bot"),
+        # Roomy: a hanging bot keeps one thread per call it never answers, and a full pool
+        # would turn every later call (StartMatch, EndHand...) into a timeout as well.
+        futures.ThreadPoolExecutor(max_workers=128, thread_name_prefix="fault-bot"),
         options=[("grpc.so_reuseport", 0)],
     )
     server.add_generic_rpc_handlers((servicer.handler(),))
@@ -333,3 +336,76 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# -- the arena side: registering fault bots and running RQ workers (used by the arena tests) --
+
+
+def register_bots(database_url: str, addresses: dict[str, str], owner_name: str = "faults") -> dict[str, int]:
+    """Register each ``name -> 127.0.0.1:PORT`` as a gRPC bot (checks skipped: a fault bot
+    would fail them, which is the point); returns name -> bot id."""
+    from arena.auth import get_or_create_operator
+    from arena.config import Settings
+    from arena.db import session_scope
+    from arena.registry import register_bot
+
+    settings = Settings(allowed_bot_hosts=("127.0.0.1",))
+    with session_scope(database_url) as session:
+        owner = get_or_create_operator(session, owner_name)
+        return {
+            name: register_bot(session, owner, name, address, settings=settings, check=False).id
+            for name, address in addresses.items()
+        }
+
+
+def worker_env(database_url: str, redis_url: str, queue: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TONK_DATABASE_URL": database_url,
+        "TONK_REDIS_URL": redis_url,
+        "TONK_QUEUE": queue,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
+def start_worker(database_url: str, redis_url: str, queue: str, name: str) -> subprocess.Popen[bytes]:
+    """``tonk worker`` in its own process group (so a test can SIGKILL it and its children)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "sdk.cli", "worker", "--name", name],
+        env=worker_env(database_url, redis_url, queue),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def stop_process(process: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 10) -> None:
+    """Signal the process group, then make sure it is gone."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def forget_rq_members(redis_url: str, prefix: str) -> None:
+    """RQ lists queues and workers in two global sets; remove this test's members (the
+    conftest deletes the keys named after the prefix)."""
+    from redis import Redis
+
+    client = Redis.from_url(redis_url)
+    try:
+        for key in ("rq:queues", "rq:workers"):
+            members = [m for m in client.smembers(key) if prefix.encode() in m]
+            if members:
+                client.srem(key, *members)
+    finally:
+        client.close()

@@ -7,12 +7,23 @@ Every bot here listens on 127.0.0.1; the fault bots are in tests/faultbots.py.
 from __future__ import annotations
 
 import random
+import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 import pytest
-from faultbots import FAULTS, LIFECYCLE_FAULTS, FaultSpec, LifecycleFaultBot, serve_fault
+from faultbots import (
+    FAULTS,
+    LIFECYCLE_FAULTS,
+    FaultSpec,
+    LifecycleFaultBot,
+    forget_rq_members,
+    register_bots,
+    serve_fault,
+    start_worker,
+    stop_process,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -323,3 +334,90 @@ def test_a_meld_naming_a_card_twice_is_an_illegal_fault() -> None:
     assert result.faults and all(f.seat == 0 and f.kind is FaultKind.ILLEGAL for f in result.faults)
     assert "twice" in result.faults[0].reason
     check_consistent(result, 8, 2)
+
+
+# -- a whole arena tournament of fault bots ---------------------------------------------------
+
+ARENA_FAULTS = ["hang", "crash", "garbage", "huge", "illegal", "die", "slow_sometimes"]
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_tournament_of_fault_bots_completes(pg_url: str, redis_url: str, redis_prefix: str) -> None:
+    """Seven fault bots and two house bots, every pair in duplicate, played by two real RQ
+    workers on PostgreSQL: the tournament finishes, every fault is in the store with its kind
+    and reason, the house bots have none, every match counts once, and no worker dies."""
+    from sqlalchemy import func, select
+
+    from arena.db import dispose_engines, session_scope
+    from arena.execution import RqBackend, run_tournament
+    from arena.models import Bot, FaultRecord, Match, MatchSeat, Replay, Tournament
+    from arena.tournaments import create_tournament
+
+    queue = f"{redis_prefix}-faults"
+    workers: list[subprocess.Popen[bytes]] = []
+    with ExitStack() as stack:
+        stack.callback(dispose_engines)
+        stack.callback(forget_rq_members, redis_url, redis_prefix)
+        house = [start_server(RandomBot), start_server(GreedyBot)]
+        for server in house:
+            stack.callback(server.stop, 0)
+        bots = {f"fault-{f.replace('_', '-')}": stack.enter_context(
+            serve_fault(f, after=1, every=3 if f == "slow_sometimes" else 1, delay_s=0.3)
+        ) for f in ARENA_FAULTS}  # fmt: skip
+        addresses = {name: bot.address for name, bot in bots.items()}
+        addresses |= {"house-random": house[0].address, "house-greedy": house[1].address}
+        ids = register_bots(pg_url, addresses)
+        with session_scope(pg_url) as session:
+            tid = create_tournament(
+                session,
+                name="faults",
+                bot_ids=list(ids.values()),
+                table_sizes=[2],
+                matches_per_table=1,
+                hands_per_match=2,
+                seed=424242,
+                config={"decision_deadline_ms": 250, "time_bank_ms": 0, "max_faults": 2},
+            ).id
+        for i in range(2):
+            worker = start_worker(pg_url, redis_url, queue, f"{queue}-w{i}")
+            workers.append(worker)
+            stack.callback(stop_process, worker)
+        backend = RqBackend(pg_url, redis_url, queue)
+        stack.callback(backend.close)
+        started = time.monotonic()
+        progress = run_tournament(pg_url, tid, backend, poll_s=0.2)
+        elapsed = time.monotonic() - started
+
+        assert [w.poll() for w in workers] == [None, None], "a worker died"
+        assert progress.done == progress.total == 36 * 2 and progress.failed == 0
+        assert elapsed < 60
+        names = {v: k for k, v in ids.items()}
+        with session_scope(pg_url) as session:
+            assert session.get(Tournament, tid).status == "finished"  # type: ignore[union-attr]
+            matches = session.execute(
+                select(Match.id, Match.status, Match.attempts, Match.faults).where(Match.tournament_id == tid)
+            ).all()
+            assert {(status, attempts) for _, status, attempts, _ in matches} == {("done", 1)}
+            stored = session.execute(
+                select(FaultRecord.match_id, FaultRecord.bot_id, FaultRecord.kind, FaultRecord.reason)
+            ).all()
+            replays = select(Replay.match_id, func.count()).group_by(Replay.match_id)
+            per_match = dict(session.execute(replays).all())
+            seat_sums = session.execute(
+                select(MatchSeat.match_id, func.sum(MatchSeat.score)).group_by(MatchSeat.match_id)
+            ).all()
+            bot_names = dict(session.execute(select(Bot.id, Bot.name)).all())
+        assert all(per_match.get(m) == 1 for m, *_ in matches)  # one replay each: counted once
+        assert all(total == 0 for _, total in seat_sums)
+        assert sum(f for *_, f in matches) == len(stored)
+        charged: dict[str, int] = {}
+        for _match, bot_id, kind, reason in stored:
+            name = bot_names[bot_id]
+            assert name.startswith("fault-"), f"house bot {name} charged: {kind} {reason}"
+            spec = FAULTS[name.removeprefix("fault-").replace("-", "_")]
+            assert kind == spec.kind.value and spec.reason in reason, (name, kind, reason)
+            charged[name] = charged.get(name, 0) + 1
+        assert set(charged) == set(bots), charged
+        assert names  # every entrant played
