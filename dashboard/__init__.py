@@ -32,6 +32,14 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         MAX_CONTENT_LENGTH=DEFAULT_MAX_CONTENT_LENGTH,
         JSON_SORT_KEYS=False,
         TEMPLATES_AUTO_RELOAD=False,
+        # Dashboard options (docs/dashboard.md): how stale cached numbers may be, how often a
+        # running tournament's page polls, and whether new bots are checked before registering.
+        CACHE_REFRESH_SECONDS=1.0,
+        CACHE_STALE_OK=True,
+        PROGRESS_POLL_MS=3000,
+        BOT_CHECKS=True,
+        BOT_CHECKER=None,
+        TOURNAMENT_BACKEND=None,
     )
     if test_config:
         app.config.update(test_config)

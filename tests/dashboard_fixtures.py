@@ -189,12 +189,22 @@ def _drop_pg_database(name: str) -> None:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+_sqlite_seeded: list[Seeded] = []
+
+
+def _seeded_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
+    # One SQLite arena per session, shared by the parametrized fixture and the browser tests.
+    if not _sqlite_seeded:
+        path: Path = tmp_path_factory.mktemp("dashboard") / "arena.sqlite"
+        _sqlite_seeded.append(seed_arena(f"sqlite:///{path}"))
+    return _sqlite_seeded[0]
+
+
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
 def seeded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
-    """The seeded arena, once per session and database kind."""
+    """The seeded arena, once per session and database kind. Read-only."""
     if request.param == "sqlite":
-        path = tmp_path_factory.mktemp("dashboard") / "arena.sqlite"
-        yield seed_arena(f"sqlite:///{path}")
+        yield _seeded_sqlite(tmp_path_factory)
         return
     name, url = _create_pg_database()
     try:
@@ -205,9 +215,8 @@ def seeded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 @pytest.fixture(scope="session")
 def seeded_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
-    """The seeded arena on SQLite only (browser tests)."""
-    path: Path = tmp_path_factory.mktemp("browser") / "arena.sqlite"
-    return seed_arena(f"sqlite:///{path}")
+    """The seeded arena on SQLite only (browser tests). Read-only."""
+    return _seeded_sqlite(tmp_path_factory)
 
 
 def make_app(url: str, **config: Any) -> Flask:
@@ -216,6 +225,9 @@ def make_app(url: str, **config: Any) -> Flask:
         "DATABASE_URL": url,
         "OPERATOR_TOKEN": OPERATOR_TOKEN,
         "BOT_CHECKS": False,
+        "CACHE_REFRESH_SECONDS": 0,
+        "CACHE_STALE_OK": False,
+        "PROGRESS_POLL_MS": 300,
         **config,
     })
 

@@ -45,7 +45,8 @@ def base_url(seeded_sqlite: Seeded) -> Iterator[str]:
     from dashboard.server import serve_in_thread
 
     server, thread = serve_in_thread(
-        "127.0.0.1", 0, None, DATABASE_URL=seeded_sqlite.url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True
+        "127.0.0.1", 0, None, DATABASE_URL=seeded_sqlite.url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
+        CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False, PROGRESS_POLL_MS=300,
     )
     try:
         yield f"http://127.0.0.1:{server.server_port}"

@@ -17,7 +17,7 @@ from dashboard.queries.leaderboard import rating_json, ratings_by_bot, record, s
 
 
 def bot_list(session: Session, url: str) -> list[dict[str, Any]]:
-    ratings = ratings_by_bot(session)
+    ratings = ratings_by_bot(session, url)
     stats = stats_by_bot(session, url)
     latest = select(BotVersion.bot_id, func.max(BotVersion.number)).group_by(BotVersion.bot_id)
     versions = dict(session.execute(latest).all())
@@ -50,7 +50,7 @@ def get_bot(session: Session, name: str) -> Bot:
 def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
     bot = get_bot(session, name)
     owner = session.get(Owner, bot.owner_id)
-    rated = ratings_by_bot(session).get(bot.id)
+    rated = ratings_by_bot(session, url).get(bot.id)
     versions = [
         {
             "number": v.number,

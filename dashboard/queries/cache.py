@@ -1,23 +1,45 @@
-"""A tiny per-process cache for results that only change when a match finishes.
+"""A tiny per-process cache for results that only change when matches change.
 
-Each entry is stored with a *token* (a cheap fingerprint of the rows it was computed from,
-e.g. the number and the largest id of finished matches); a lookup with a different token
-recomputes. Gunicorn workers each keep their own copy, which is fine: a stale worker
-notices the new token on its next request.
+``cached(key, token, compute)``: an entry is stored with a *token* (a cheap fingerprint of
+the rows it was computed from, e.g. the number and the largest id of done matches); a
+lookup with another token recomputes.
+
+``throttled(key, compute)``: a value (typically such a token, or a row count) recomputed at
+most once every ``REFRESH_SECONDS`` (the app's ``CACHE_REFRESH_SECONDS``, default 1 s). Even
+a cheap fingerprint is a scan of an index, 5 ms on SQLite at 100,000 matches; a dashboard
+may be a second behind a finished match. Tests set it to 0.
+
+Gunicorn workers each keep their own copy, which is fine: each notices changes on its own.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from flask import current_app, has_app_context
+
 T = TypeVar("T")
+
+REFRESH_SECONDS = 1.0
+MAX_ENTRIES = 256
 
 _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Hashable, Any]] = OrderedDict()
-MAX_ENTRIES = 256
+_recent: dict[Hashable, tuple[float, Any]] = {}
+_refreshing: set[Hashable] = set()
+
+
+def _store(key: Hashable, token: Hashable, value: Any) -> None:
+    with _lock:
+        _entries[key] = (token, value)
+        _entries.move_to_end(key)
+        while len(_entries) > MAX_ENTRIES:
+            _entries.popitem(last=False)
 
 
 def cached(key: Hashable, token: Hashable, compute: Callable[[], T]) -> T:
@@ -28,14 +50,67 @@ def cached(key: Hashable, token: Hashable, compute: Callable[[], T]) -> T:
             value: T = hit[1]
             return value
     value = compute()  # outside the lock: two requests may compute the same thing once each
+    _store(key, token, value)
+    return value
+
+
+def revalidated(key: Hashable, token: Hashable, compute: Callable[[], T]) -> T:
+    """Like :func:`cached`, but once a value exists a changed token does not make anyone
+    wait: the old value is answered while one background thread computes the new one.
+
+    For the ratings fit (5 s at 100,000 matches): during a tournament another match is done
+    every few seconds, and no page should wait for a refit each time. ``compute`` runs
+    outside the request, so it must open its own session. With the app's ``CACHE_STALE_OK``
+    false (tests), it runs at once, like :func:`cached`."""
+    stale_ok = not has_app_context() or bool(current_app.config.get("CACHE_STALE_OK", True))
     with _lock:
-        _entries[key] = (token, value)
-        _entries.move_to_end(key)
-        while len(_entries) > MAX_ENTRIES:
-            _entries.popitem(last=False)
+        hit = _entries.get(key)
+        if hit is not None and (hit[0] == token or (stale_ok and key in _refreshing)):
+            value: T = hit[1]
+            return value
+        if hit is not None and stale_ok:
+            _refreshing.add(key)
+            threading.Thread(target=_refresh, args=(key, token, compute), daemon=True).start()
+            stale: T = hit[1]
+            return stale
+    value = compute()
+    _store(key, token, value)
+    return value
+
+
+def _refresh(key: Hashable, token: Hashable, compute: Callable[[], Any]) -> None:
+    try:
+        _store(key, token, compute())
+    except Exception:  # the old value stays; the next request tries again
+        logging.getLogger(__name__).exception("refreshing %r failed", key)
+    finally:
+        with _lock:
+            _refreshing.discard(key)
+
+
+def refresh_seconds() -> float:
+    if has_app_context():
+        return float(current_app.config.get("CACHE_REFRESH_SECONDS", REFRESH_SECONDS))
+    return REFRESH_SECONDS
+
+
+def throttled(key: Hashable, compute: Callable[[], T]) -> T:
+    now = time.monotonic()
+    seconds = refresh_seconds()
+    with _lock:
+        hit = _recent.get(key)
+        if hit is not None and now - hit[0] < seconds:
+            value: T = hit[1]
+            return value
+    value = compute()
+    with _lock:
+        if len(_recent) > MAX_ENTRIES * 4:
+            _recent.clear()
+        _recent[key] = (now, value)
     return value
 
 
 def clear() -> None:
     with _lock:
         _entries.clear()
+        _recent.clear()

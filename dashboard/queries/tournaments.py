@@ -89,12 +89,9 @@ def progress(session: Session, tournament_id: int) -> dict[str, Any]:
 
 
 def _token(session: Session, tournament_id: int) -> Hashable:
-    row = session.execute(
-        select(func.count(Match.id), func.max(Match.id)).where(
-            Match.tournament_id == tournament_id, Match.status == "done"
-        )
-    ).one()
-    return (int(row[0]), row[1])
+    done = (Match.tournament_id == tournament_id) & (Match.status == "done")
+    count = session.scalar(select(func.count()).select_from(Match).where(done))
+    return (count, session.scalar(select(func.max(Match.id)).where(done)))
 
 
 def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def get_progress(tournament_id: int) -> Response:
 @bp.get("/matches")
 def get_matches() -> Response:
     db = session()
-    return jsonify(match_list(db, match_filter(db, request.args), paging(request.args)))
+    return jsonify(match_list(db, db_url(), match_filter(db, request.args), paging(request.args)))
 
 
 @bp.get("/matches/<id:match_id>")

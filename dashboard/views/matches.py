@@ -9,7 +9,7 @@ from arena.models import Bot, Tournament
 from dashboard.db import session
 from dashboard.params import paging
 from dashboard.queries.matches import STATUSES, match_detail, match_list
-from dashboard.views.common import match_filter
+from dashboard.views.common import db_url, match_filter
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")
 
@@ -19,7 +19,7 @@ def index() -> str:
     db = session()
     where = match_filter(db, request.args)
     page = paging(request.args)
-    data = match_list(db, where, page)
+    data = match_list(db, db_url(), where, page)
     bots = db.scalars(select(Bot.name).order_by(Bot.name)).all()
     tournaments = db.execute(select(Tournament.id, Tournament.name).order_by(Tournament.id.desc())).all()
     args = {k: v for k, v in request.args.items() if k in ("bot", "tournament", "status", "per_page") and v}

@@ -6,7 +6,7 @@
   var url = box.getAttribute("data-progress-url");
   var done = +box.getAttribute("data-done");
   var dot = box.querySelector(".live-dot"), bar = box.querySelector(".bar"), reload = box.querySelector(".reload");
-  var PERIOD_MS = 3000;
+  var PERIOD_MS = +box.getAttribute("data-poll-ms") || 3000;
 
   function show(p) {
     var fields = { percent: p.percent, total: p.matches.total, hands_played: p.hands_played, hands_planned: p.hands_planned };

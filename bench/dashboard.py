@@ -1,0 +1,258 @@
+"""Dashboard server time with 100,000 stored matches.
+
+    .venv/bin/python bench/dashboard.py [--matches 100000] [--requests 200] [--keep DB]
+
+Builds a temporary SQLite store quickly (Core ``executemany`` inserts): 20 bots, 10 finished
+tournaments, ``--matches`` done matches with their seats, fault records and replays. The
+replays are real: a few hundred matches played by the referee (``tonk-replay/1`` blobs, the
+format the workers write), each stored under many match rows with the same seats, seed and
+scores, so every row is well-formed and every replay decodes.
+
+Then it times requests through Flask's test client (server time: routing, queries, JSON or
+templates; no network) and prints the median and 90th percentile of each route, and its
+ratio to a trivial baseline route (``/healthz``) measured in the same run. Routes whose
+results are cached until another match finishes (the leaderboard's rating fit) also get
+their first, uncached request printed. Target: every median under 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+from sqlalchemy import func, insert, select  # noqa: E402
+
+from arena.db import get_engine  # noqa: E402
+from arena.models import (  # noqa: E402
+    Bot,
+    BotVersion,
+    FaultRecord,
+    Match,
+    MatchSeat,
+    Owner,
+    RatingSnapshot,
+    Replay,
+    Tournament,
+    TournamentEntry,
+    utcnow,
+)
+from arena.replays import FORMAT, encode_logs  # noqa: E402
+from bots.random_bot import RandomBot  # noqa: E402
+from sdk.bot import Bot as BotBase  # noqa: E402
+from sdk.observation import Observation  # noqa: E402
+from sdk.referee import LocalPlayer, MatchResult, play_match  # noqa: E402
+
+BOTS = 20
+TOURNAMENTS = 10
+DISTINCT_REPLAYS = 300
+HANDS = 10
+CHUNK = 20_000
+TARGET_MS = 50.0
+
+
+class Dropper(BotBase):
+    """Goes down at 12 or less, else draws and throws its highest card: quick, varied hands."""
+
+    def act(self, obs: Observation) -> Any:
+        if obs.phase == "start":
+            if obs.can_drop() and obs.hand_value <= 12:
+                return obs.legal_actions.index(next(a for a in obs.legal_actions if a.kind == "drop"))
+            return next(i for i, a in enumerate(obs.legal_actions) if a.kind == "draw")
+        melds = obs.melds_available()
+        if melds:
+            return melds[0]
+        return max(obs.discards_available(), key=lambda d: d.card.value)
+
+
+def real_matches(rng: random.Random) -> list[tuple[list[int], MatchResult, bytes]]:
+    """``DISTINCT_REPLAYS`` matches really played: (bot ids by seat, result, replay blob)."""
+    out = []
+    for i in range(DISTINCT_REPLAYS):
+        seats = rng.sample(range(1, BOTS + 1), rng.choice((2, 2, 3, 4)))
+        players = [LocalPlayer(Dropper if b % 2 else RandomBot) for b in seats]
+        names = [f"bot{b:02d}" for b in seats]
+        result = play_match(players, 1_000_003 * (i + 1), HANDS, match_id=f"bench-{i}", names=names)
+        blob = encode_logs(result.hands, seed=result.seed, players=names, rules=result.rules)
+        out.append((seats, result, blob))
+    return out
+
+
+def build(url: str, matches: int, rng: random.Random) -> None:
+    engine = get_engine(url)
+    played = real_matches(rng)
+    now = utcnow()
+    with engine.begin() as db:
+        db.execute(insert(Owner), [{"id": 1, "name": "house", "token_hash": "!", "is_operator": True}])
+        db.execute(insert(Bot), [
+            {"id": b, "name": f"bot{b:02d}", "owner_id": 1, "hosted": "bots.random_bot:RandomBot"}
+            for b in range(1, BOTS + 1)
+        ])
+        db.execute(insert(BotVersion), [
+            {"id": b, "bot_id": b, "number": 1, "hosted": "bots.random_bot:RandomBot", "info": {}}
+            for b in range(1, BOTS + 1)
+        ])
+        db.execute(insert(Tournament), [
+            {"id": t, "name": f"Bench Cup {t}", "seed": t, "status": "finished", "table_sizes": [2, 3, 4],
+             "matches_per_table": 1, "hands_per_match": HANDS, "rules": {}, "config": {}, "finished_at": now}
+            for t in range(1, TOURNAMENTS + 1)
+        ])
+        db.execute(insert(TournamentEntry), [
+            {"tournament_id": t, "bot_id": b, "bot_version_id": b}
+            for t in range(1, TOURNAMENTS + 1) for b in range(1, BOTS + 1)
+        ])
+        db.execute(insert(RatingSnapshot), [
+            {"tournament_id": t, "bot_id": b, "elo": 1500 + 10 * (b - 10) + t,
+             "low": 1400 + 10 * (b - 10) + t, "high": 1600 + 10 * (b - 10) + t, "matches": t * 1000,
+             "provisional": False}
+            for t in range(1, TOURNAMENTS + 1) for b in range(1, BOTS + 1)
+        ])
+    per_tournament = -(-matches // TOURNAMENTS)
+    for start in range(0, matches, CHUNK):
+        rows: list[dict[str, Any]] = []
+        seats: list[dict[str, Any]] = []
+        replays: list[dict[str, Any]] = []
+        faults: list[dict[str, Any]] = []
+        for match_id in range(start + 1, min(start + CHUNK, matches) + 1):
+            bot_ids, result, blob = played[match_id % len(played)]
+            rows.append({
+                "id": match_id, "tournament_id": 1 + (match_id - 1) // per_tournament, "key": f"m{match_id}",
+                "table_index": match_id % 50, "deal_index": match_id // 50, "rotation": 0,
+                "seed": result.seed, "hands": HANDS, "status": "done", "attempts": 1,
+                "hands_played": len(result.hands), "decisions": result.decisions,
+                "faults": len(result.faults),
+                "duration_ms": 40, "started_at": now, "finished_at": now, "label": f"bench-{match_id}",
+            })
+            won = [0] * len(bot_ids)
+            for log in result.hands:
+                for w in (log.record.outcome or {}).get("winners", []):
+                    won[w] += 1
+            for seat, bot in enumerate(bot_ids):
+                seats.append({
+                    "match_id": match_id, "seat": seat, "bot_id": bot, "bot_version_id": bot,
+                    "score": result.scores[seat], "hands_won": won[seat], "decisions": 20, "faults": 0,
+                    "latency_us_total": 2000 + bot * 10, "latency_us_max": 400 + bot,
+                })
+            replays.append({"match_id": match_id, "format": FORMAT, "data": blob})
+            if match_id % 997 == 0:
+                faults.append({"match_id": match_id, "seat": 0, "bot_id": bot_ids[0], "hand_index": 0,
+                               "decision": 0, "kind": "timeout", "reason": "took 1200 ms"})
+        with engine.begin() as db:
+            db.execute(insert(Match), rows)
+            db.execute(insert(MatchSeat), seats)
+            db.execute(insert(Replay), replays)
+            if faults:
+                db.execute(insert(FaultRecord), faults)
+
+
+def timed(call: Callable[[], Any], n: int, cpu: list[float] | None = None) -> list[float]:
+    """Wall-clock ms of each call; with ``cpu``, also this thread's CPU ms (steadier than wall
+    time on a busy machine, where the wall clock also counts other processes' turns)."""
+    out = []
+    for _ in range(n):
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        call()
+        out.append((time.perf_counter() - started) * 1000)
+        if cpu is not None:
+            cpu.append((time.thread_time() - started_cpu) * 1000)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--matches", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--keep", help="build (or reuse) the store at this SQLite path, not a temp file")
+    args = parser.parse_args()
+    rng = random.Random(5)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(args.keep) if args.keep else Path(tmp) / "bench.sqlite"
+        url = f"sqlite:///{path}"
+        if not path.exists():
+            started = time.perf_counter()
+            build(url, args.matches, rng)
+            print(f"built {args.matches:,} matches in {time.perf_counter() - started:.1f} s ({path})")
+
+        from dashboard import create_app
+
+        client = create_app({"DATABASE_URL": url, "TESTING": True}).test_client()
+
+        def get(route: str) -> Callable[[], Any]:
+            def call() -> None:
+                response = client.get(route() if callable(route) else route)
+                assert response.status_code == 200, (response.status_code, response.data[:200])
+                response.get_data()
+
+            return call
+
+        total = args.matches
+        pages = max(1, total // 25)
+        routes: list[tuple[str, Callable[[], Any] | str, bool]] = [
+            ("baseline /healthz", "/healthz", False),
+            ("leaderboard JSON", "/api/v1/leaderboard", True),
+            ("leaderboard page", "/", True),
+            ("match list JSON (any page)", lambda: f"/api/v1/matches?page={rng.randint(1, pages)}", False),
+            ("match list JSON, by bot", lambda: f"/api/v1/matches?bot=bot{rng.randint(1, BOTS):02d}"
+             f"&page={rng.randint(1, 200)}", False),
+            ("match list page", lambda: f"/matches/?page={rng.randint(1, pages)}", False),
+            ("replay JSON (random match)", lambda: f"/api/v1/matches/{rng.randint(1, total)}/replay", False),
+        ]
+        results: list[tuple[str, float, float, float, float | None]] = []
+        for name, route, warm in routes:
+            cold = timed(get(route), 1)[0] if warm else None  # type: ignore[arg-type]
+            timed(get(route), 3)  # type: ignore[arg-type]
+            cpu: list[float] = []
+            times = timed(get(route), args.requests, cpu)  # type: ignore[arg-type]
+            results.append((name, statistics.median(times), statistics.quantiles(times, n=10)[-1],
+                            statistics.median(cpu), cold))
+        # One more match is done: the next leaderboard request must not wait for the refit.
+        def seated() -> int:
+            return sum(r["matches"] for r in client.get("/api/v1/leaderboard").get_json()["leaderboard"])
+
+        before = seated()
+        engine = get_engine(url)
+        with engine.begin() as db:
+            match = dict(db.execute(Match.__table__.select().where(Match.id == 1)).mappings().one())
+            seats = [dict(r) for r in db.execute(MatchSeat.__table__.select().where(MatchSeat.match_id == 1))
+                     .mappings()]
+            match["id"] = new_id = db.execute(select(func.max(Match.id))).scalar_one() + 1
+            match["key"] = f"m{new_id}"
+            db.execute(insert(Match), [match])
+            db.execute(insert(MatchSeat), [{**s, "id": None, "match_id": new_id} for s in seats])
+        time.sleep(1.1)  # past the dashboard's 1 s freshness window
+        after = timed(get("/api/v1/leaderboard"), 1)[0]
+        started = time.perf_counter()
+        while seated() == before:
+            time.sleep(0.05)
+        refit = (time.perf_counter() - started) * 1000 + after
+        base = results[0][1]
+        base_cpu = results[0][3]
+        print(f"\n{'route':<30} {'median ms':>10} {'p90 ms':>8} {'x baseline':>11} {'cpu ms':>7} "
+              f"{'x baseline':>11}  first (uncached)")
+        ok = True
+        for name, median, p90, cpu_median, cold in results:
+            first = f"{cold:.0f} ms" if cold is not None else ""
+            print(f"{name:<30} {median:>10.2f} {p90:>8.2f} {median / base:>11.1f} {cpu_median:>7.2f} "
+                  f"{cpu_median / base_cpu:>11.1f}  {first}")
+            ok &= name.startswith("baseline") or median < TARGET_MS
+        print(f"\nleaderboard right after another match is done: {after:.1f} ms (the previous ratings are "
+              f"shown while they are refitted in the background, which took {refit / 1000:.1f} s)")
+        print(f"target: median under {TARGET_MS:.0f} ms for each route: {'met' if ok else 'NOT met'}")
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
