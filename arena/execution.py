@@ -35,8 +35,10 @@ from arena.store import Progress, tournament_progress
 from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
 
 JOB_FUNCTION: Final = "arena.jobs.play_match_job"
-#: Seconds between sweeps for abandoned matches while a tournament is being driven.
+#: Seconds between sweeps for abandoned matches while a tournament is being driven, and
+#: between full checks that every pending match is still queued.
 RECOVER_S: Final = 5.0
+FULL_CHECK_S: Final = 60.0
 #: RQ keeps a finished job's result this long (seconds), a failed one's this long.
 RESULT_TTL: Final = 3600
 FAILURE_TTL: Final = 7 * 24 * 3600
@@ -236,25 +238,36 @@ def run_tournament(
             return tournament_progress(session, tournament_id)  # nothing to do: not an error
         start_tournament(session, tournament_id)
         reset = recover_matches(session, tournament_id, retry_failed=True)
-    backend.submit(unfinished_matches(database_url, tournament_id), replace=reset)
+    submitted = set(unfinished_matches(database_url, tournament_id))
+    backend.submit(sorted(submitted), replace=reset)
     progress = _progress(database_url, tournament_id)
     if not wait:
         return progress
-    swept = time.monotonic()
+    swept = checked = time.monotonic()
     while True:
         if isinstance(backend, EmbeddedBackend):
             backend.errors()  # the store has them (failed matches); just drop the futures
-        progress = _progress(database_url, tournament_id)
+        with session_scope(database_url) as session:
+            progress = tournament_progress(session, tournament_id)
+            status = get_tournament_row(session, tournament_id).status
         if on_progress is not None:
             on_progress(progress)
-        if progress.unfinished == 0 or tournament_status(database_url, tournament_id) != "running":
+        if progress.unfinished == 0 or status != "running":
             break
-        if time.monotonic() - swept >= RECOVER_S:
-            swept = time.monotonic()
+        now = time.monotonic()
+        if now - swept >= RECOVER_S:
+            swept = now
             with session_scope(database_url) as session:
                 reset = recover_matches(session, tournament_id)
-            # Also picks up matches added by an extend while we run.
-            backend.submit(unfinished_matches(database_url, tournament_id), replace=reset)
+            pending = unfinished_matches(database_url, tournament_id)
+            if now - checked >= FULL_CHECK_S:
+                # Everything pending, in case the queue lost jobs (a Redis restart); the
+                # backend skips what it still holds.
+                checked, todo = now, pending
+            else:  # the matches reset, and any an extend added while we run
+                todo = [m for m in pending if m not in submitted or m in reset]
+            submitted.update(todo)
+            backend.submit(todo, replace=reset)
         time.sleep(poll_s)
     with session_scope(database_url) as session:
         finish_if_complete(session, tournament_id)

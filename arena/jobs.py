@@ -37,6 +37,7 @@ from arena.db import session_scope
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
+from arena.store import MatchNotFoundError
 from arena.tournaments import finish_if_complete
 from sdk.referee import HandLog, MatchResult
 
@@ -61,10 +62,10 @@ def play_match_job(
     ``hosted_addresses`` (bot name -> HOST:PORT) reaches hosted bots served over gRPC."""
     _forget_inherited_engines()
     worker = worker_id()
-    claimed = claim_match(database_url, match_id, worker)
-    if claimed is not None:
-        return claimed
-    with session_scope(database_url) as session:
+    with session_scope(database_url) as session:  # claim and read the plan in one transaction
+        refused = claim_match(session, match_id, worker)
+        if refused is not None:
+            return refused
         plan = load_plan(session, match_id, hosted_addresses)
     try:
         result, duration_ms = play_claimed(database_url, plan, worker)
@@ -86,43 +87,40 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def claim_match(database_url: str, match_id: int, worker: str) -> str | None:
-    """Take the match for ``worker`` (atomic conditional UPDATE): None when claimed, else the
-    reason it was not (``already-done``, ``busy``, ``not-running``)."""
+def claim_match(session: Session, match_id: int, worker: str) -> str | None:
+    """Take the match for ``worker`` (atomic conditional UPDATE; the caller commits): None
+    when claimed, else the reason it was not (``already-done``, ``busy``, ``not-running``)."""
     now = utcnow()
     stale = now - dt.timedelta(seconds=LEASE_S)
     running = select(Tournament.id).where(Tournament.status == "running").scalar_subquery()
-    with session_scope(database_url) as session:
-        claimed = session.execute(
-            update(Match)
-            .where(
-                Match.id == match_id,
-                or_(
-                    Match.status == "pending",
-                    and_(
-                        Match.status == "running",
-                        or_(Match.heartbeat_at.is_(None), Match.heartbeat_at < stale),
-                    ),
+    claimed = session.execute(
+        update(Match)
+        .where(
+            Match.id == match_id,
+            or_(
+                Match.status == "pending",
+                and_(
+                    Match.status == "running",
+                    or_(Match.heartbeat_at.is_(None), Match.heartbeat_at < stale),
                 ),
-                Match.tournament_id.in_(running),
-            )
-            .values(
-                status="running",
-                worker=worker,
-                attempts=Match.attempts + 1,
-                started_at=now,
-                heartbeat_at=now,
-                hands_played=0,
-                error=None,
-            )
-            .execution_options(synchronize_session=False)
+            ),
+            Match.tournament_id.in_(running),
         )
-        if claimed.rowcount == 1:  # type: ignore[attr-defined]
-            return None
-        status = session.execute(select(Match.status).where(Match.id == match_id)).scalar_one_or_none()
+        .values(
+            status="running",
+            worker=worker,
+            attempts=Match.attempts + 1,
+            started_at=now,
+            heartbeat_at=now,
+            hands_played=0,
+            error=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if claimed.rowcount == 1:  # type: ignore[attr-defined]
+        return None
+    status = session.execute(select(Match.status).where(Match.id == match_id)).scalar_one_or_none()
     if status is None:
-        from arena.store import MatchNotFoundError
-
         raise MatchNotFoundError(f"there is no match {match_id!r}")
     return ALREADY_DONE if status == "done" else BUSY if status == "running" else NOT_RUNNING
 

@@ -152,3 +152,12 @@ def test_stored_replays_round_trip(db_url: str) -> None:  # noqa: F811
     assert view.seed == plan.seed and view.has_replay
     assert view.faults == len(again.faults) == len(view.fault_records) > 0
     assert [s.score for s in view.seats] == again.scores
+
+
+def test_logs_with_the_wrong_seed_store_their_decks() -> None:
+    result = play((GreedyBot, RandomBot), 14, 10)
+    options = {"players": result.players, "rules": result.rules}
+    right = replays.encode_logs(result.hands, seed=result.seed, **options)  # type: ignore[arg-type]
+    wrong = replays.encode_logs(result.hands, seed=result.seed ^ 1, **options)  # type: ignore[arg-type]
+    assert replays.decode_replay(right) == replays.decode_replay(wrong) == logs_json(result)
+    assert len(wrong) > len(right)
