@@ -599,6 +599,17 @@ def _encode_event(event: Event) -> bytes:
     return _identity_cached(event, _build_event_field)
 
 
+def _encode_history(history: tuple[Event, ...]) -> bytes:
+    # _encode_event with the identity-cache hit inlined: histories grow to hundreds of events
+    # in long hands, and nearly every event is a hit.
+    by_id = _by_id
+    parts = []
+    for event in history:
+        entry = by_id.get(id(event))
+        parts.append(entry[1] if entry is not None and entry[0] is event else _encode_event(event))
+    return b"".join(parts)
+
+
 def _build_meld_field(meld: TableMeld) -> bytes:
     return _len_field(_OBS_TABLE, table_meld_to_proto(meld).SerializeToString())
 
@@ -659,7 +670,7 @@ def encode_observation(obs: Observation) -> bytes:
             _int_f(_STOCK_F, _OBS_STOCK, obs.stock_size),
             b"".join(map(discard.__getitem__, obs.discard)),
             b"".join([_identity_cached(m, _build_meld_field) for m in obs.table]),
-            b"".join(map(_encode_event, obs.history)),
+            _encode_history(obs.history),
             _CARD_FIELD[_OBS_PICKED][picked] if picked is not None else b"",
             _int_f(_TURN_F, _OBS_TURN, obs.turn),
             _encode_packed(_OBS_LOCKED, obs.locked),
@@ -752,7 +763,14 @@ def _decode_action(raw: bytes) -> Action:
     return _remember(_action_by_bytes, raw, action_from_proto(pb.Action.FromString(raw)))
 
 
-def _decode_observation(data: bytes, pos: int, end: int) -> Observation:
+# The last history decoded for each (match id, seat): within a hand the next request's
+# history starts with the same bytes, so only the new events need decoding. The key only
+# decides where to look; a hit needs a byte-for-byte match, so a wrong key merely misses.
+_history_memo: dict[tuple[str, int], tuple[bytes, tuple[Event, ...]]] = {}
+_HISTORY_MEMO_LIMIT: Final = 4096
+
+
+def _decode_observation(data: bytes, pos: int, end: int, match_id: str = "") -> Observation:
     seat = dealer = to_act = phase = stock_size = turn = hand_index = hands_in_match = 0
     players: list[str] = []
     hand: list[Card] = []
@@ -770,6 +788,7 @@ def _decode_observation(data: bytes, pos: int, end: int) -> Observation:
     events = _event_by_bytes
     actions = _action_by_bytes
     while pos < end:
+        field_start = pos
         tag = data[pos]
         pos += 1
         if tag & 0x80:  # fields 16..20 have two-byte tags
@@ -788,14 +807,24 @@ def _decode_observation(data: bytes, pos: int, end: int) -> Observation:
             # Cards, events and legal actions come in runs of one field; each branch eats
             # its whole run (while the next field has the same one-byte tag and length).
             if tag == 0x62:  # history
-                event = events.get(raw)
-                history.append(event if event is not None else _decode_event(raw))
+                memo = _history_memo.get((match_id, seat)) if match_id and not history else None
+                known, known_events = memo if memo is not None else (b"", ())
+                if known and field_start + len(known) <= end and data.startswith(known, field_start):
+                    history.extend(known_events)
+                    pos = field_start + len(known)
+                else:
+                    event = events.get(raw)
+                    history.append(event if event is not None else _decode_event(raw))
                 while pos < end and data[pos] == 0x62 and data[pos + 1] < 0x80:
                     stop = pos + 2 + data[pos + 1]
                     raw = data[pos + 2 : stop]
                     event = events.get(raw)
                     history.append(event if event is not None else _decode_event(raw))
                     pos = stop
+                if match_id and pos <= end:
+                    if len(_history_memo) >= _HISTORY_MEMO_LIMIT:
+                        _history_memo.clear()
+                    _history_memo[(match_id, seat)] = (data[field_start:pos], tuple(history))
             elif tag == 0x3A:  # hand
                 hand.append(cards[raw])
                 while pos < end and data[pos] == 0x3A:
@@ -909,7 +938,7 @@ def _decode_decide_fast(data: bytes) -> DecisionRequest:
             if stop > end:
                 raise _SlowPathError("field overruns the message")
             if tag == 0x2A:
-                obs = _decode_observation(data, pos, stop)
+                obs = _decode_observation(data, pos, stop, match_id)
             elif tag == 0x0A:
                 match_id = data[pos:stop].decode()
             elif tag == 0x1A:

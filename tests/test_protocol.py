@@ -567,3 +567,27 @@ def test_hidden_stock_draws_stay_hidden_on_the_wire() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_decoding_a_whole_match_in_play_order() -> None:
+    """The decoder remembers each seat's last history; requests in the order a bot server
+    receives them (hands ending, seats interleaved, the same match id throughout) must all
+    decode exactly, memo hits and misses alike."""
+    from bots.random_bot import RandomBot
+    from sdk.conformance import SparringBot
+
+    requests: list[DecisionRequest] = []
+
+    class Keep(LocalPlayer):
+        def act(self, request: DecisionRequest) -> Any:
+            requests.append(request)
+            return super().act(request)
+
+    rules = Rules(tonk_low=0, tonk_high=999, hit_lock=True)
+    play_match([Keep(SparringBot), Keep(RandomBot), Keep(SparringBot)], 12, 8, match_id="memo", rules=rules)
+    assert len({r.hand_index for r in requests}) == 8
+    for request in requests:
+        assert decode_decide_request(encode_decide_request(request)) == request
+    # A history that is not a continuation (another hand, same match and seat) decodes too.
+    for request in reversed(requests[-40:]):
+        assert decode_decide_request(encode_decide_request(request)) == request
