@@ -37,7 +37,7 @@ import grpc
 from sdk.convert import encode_decide_request
 from sdk.dealing import deck_order
 from sdk.engine import HandState
-from sdk.grpc_player import GrpcPlayer
+from sdk.grpc_player import DEFAULT_MAX_REPLY_BYTES, GrpcPlayer
 from sdk.observation import observe
 from sdk.players import load_bot_class
 from sdk.referee import DecisionRequest, LocalPlayer, play_match, resolve_reply
@@ -146,7 +146,9 @@ def typical_request_sizes(bot_spec: str, hands: int = 200) -> list[int]:
 
 def echo_work(port: int, payload: bytes) -> Callable[[int, Callable[[], bool]], int]:
     def work(i: int, keep_going: Callable[[], bool]) -> int:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        # The channel options GrpcPlayer uses, so only the referee's work differs.
+        options = [("grpc.max_receive_message_length", DEFAULT_MAX_REPLY_BYTES), ("grpc.enable_retries", 0)]
+        with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
             call = channel.unary_unary(ECHO_METHOD)
             call(payload, timeout=5)  # connect before the clock matters
             n = 0
