@@ -527,7 +527,7 @@ _OBS_SCORES, _OBS_HAND_INDEX, _OBS_HANDS, _OBS_OUTCOME = _tag(17, 2), _tag(18, 0
 # A card as one element of a repeated string field, per field tag: b"\x3a\x02Ah" etc.
 _CARD_FIELD: Final = {
     tag: {c: _len_field(tag, c.text.encode()) for c in DECK}
-    for tag in (_T_STR1, _T_STR3, _OBS_HAND, _OBS_DISCARD, _OBS_PICKED)
+    for tag in (_T_STR3, _OBS_HAND, _OBS_DISCARD, _OBS_PICKED)
 }
 _CARD_BY_BYTES: Final = {c.text.encode(): c for c in DECK}
 _EVENT_ACTION: Final = _tag(2, 2)
