@@ -115,7 +115,9 @@ def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
             parts.append(_line("interval", x(i), y(h["low"]), x(i), y(h["high"])))
         parts.append(f'<circle class="point" cx="{x(i):.1f}" cy="{y(h["elo"]):.1f}" r="4"/></g>')
         if i % step == 0 or i == n - 1:
-            label = escape(str(h["tournament"]["name"])[:18])
-            parts.append(_text("tick", x(i), height - bottom + 18, "middle", label))
+            label = str(h["tournament"]["name"])[:24]
+            # The end labels hug the plot's edges instead of spilling past them.
+            anchor = "middle" if n == 1 else "start" if i == 0 else "end" if i == n - 1 else "middle"
+            parts.append(_text("tick", x(i), height - bottom + 18, anchor, label))
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -39,6 +39,7 @@
     drawPayoffs(names);
     var m = /hand=(\d+)/.exec(location.hash);
     loadHand(m ? Math.min(+m[1], hands.length - 1) : 0, false);
+    if (m || location.hash === "#viewer") root.scrollIntoView();
     root.classList.add("ready");
   }
 
