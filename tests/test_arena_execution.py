@@ -88,21 +88,21 @@ def test_rq_with_grpc_bots_equals_embedded(
     results = {}
     for url in (pg_url, sqlite_url):
         ids = grpc_bots(url, servers) + hosted_bots(url, ["greedy"])
-        tid = new_tournament(url, ids, table_sizes=[2, 3], matches_per_table=2, hands_per_match=6, seed=seed)
+        tid = new_tournament(url, ids, table_sizes=[2, 3], matches_per_table=1, hands_per_match=6, seed=seed)
         if url == pg_url:
             queue = f"{queue_prefix}-matches"
             backend = RqBackend(url, redis_url, queue)
             run_tournament(url, tid, backend, wait=False)
             assert backend.submit([1, 2]) == 0  # already queued: the job ids dedupe
             burst(redis_url, queue)
-            assert run_tournament(url, tid, backend).done == 18  # nothing left but finishing
+            assert run_tournament(url, tid, backend).done == 9  # nothing left but finishing
             backend.close()
         else:
             pool = EmbeddedBackend(url, 2)
             seen: list[int] = []
             progress = run_tournament(url, tid, pool, on_progress=lambda p, seen=seen: seen.append(p.done))
             pool.close()
-            assert progress.done == 18 and seen == sorted(seen)
+            assert progress.done == 9 and seen == sorted(seen)
         with session_scope(url) as session:
             view = get_tournament(session, tid)
             assert view.status == "finished" and view.seed == seed
@@ -110,7 +110,7 @@ def test_rq_with_grpc_bots_equals_embedded(
         counted_once(url, tid)
         results[url] = scores_by_key(url, tid)
     assert results[pg_url] == results[sqlite_url]
-    assert len(results[pg_url]) == 18
+    assert len(results[pg_url]) == 9
     dispose_engines()
 
 
@@ -183,8 +183,8 @@ def test_cli_runs_pauses_on_ctrl_c_and_resumes(
     monkeypatch.delenv("TONK_REDIS_URL", raising=False)
     monkeypatch.setenv("TONK_EMBEDDED_WORKERS", "2")
     assert tonk(["tournament", "create", "--name", "cli", "--bots", "random,greedy,slowgreedy",
-                 "--tables", "2,3", "--deals", "2", "--hands", "12", "--seed", "9"]) == 0
-    assert "tournament 1 created: 18 matches" in capsys.readouterr().out
+                 "--tables", "2", "--deals", "2", "--hands", "12", "--seed", "9"]) == 0
+    assert "tournament 1 created: 12 matches" in capsys.readouterr().out
     assert tonk(["tournament", "create", "--name", "bad", "--bots", "random,nobody",
                  "--tables", "2", "--deals", "1", "--hands", "1"]) == 2
     assert "no bot named 'nobody'" in capsys.readouterr().err
@@ -207,20 +207,20 @@ def test_cli_runs_pauses_on_ctrl_c_and_resumes(
     assert "paused" in err
     with session_scope(sqlite_url) as session:
         assert get_tournament(session, 1).status == "paused"
-        assert tournament_progress(session, 1).done < 18
+        assert tournament_progress(session, 1).done < 12
     assert tonk(["tournament", "status", "1"]) == 0
     assert "paused" in capsys.readouterr().out
     assert tonk(["tournament", "resume", "1", "--quiet"]) == 0
-    assert "tournament 1: finished; 18/18 done" in capsys.readouterr().out
+    assert "tournament 1: finished; 12/12 done" in capsys.readouterr().out
     counted_once(sqlite_url, 1)
     assert tonk(["tournament", "extend", "1", "--deals", "1"]) == 0
-    assert "9 matches added" in capsys.readouterr().out
+    assert "6 matches added" in capsys.readouterr().out
     assert tonk(["tournament", "run", "1", "--quiet"]) == 0
     assert tonk(["tournament", "list"]) == 0
-    assert "27/27" in capsys.readouterr().out
+    assert "18/18" in capsys.readouterr().out
     assert tonk(["leaderboard"]) == 0
     board = capsys.readouterr().out
-    assert "greedy" in board and "27 matches rated" in board
+    assert "greedy" in board and "18 matches rated" in board
     assert tonk(["leaderboard", "--history"]) == 0
     assert tonk(["tournament", "pause", "7"]) == 2
     assert "no tournament 7" in capsys.readouterr().err

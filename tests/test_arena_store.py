@@ -1,0 +1,88 @@
+"""The dashboard's queries (filters, paging, bot stats) and the ratings written from the
+store, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+from test_arena_helpers import (
+    db_url,  # noqa: F401 - the parametrized store fixture
+    hosted_bots,
+    new_tournament,
+)
+
+from arena import leaderboard, store
+from arena.db import session_scope
+from arena.jobs import play_match_job
+from arena.models import Match
+from arena.tournaments import extend_tournament, start_tournament
+
+
+def play_all(url: str, tid: int) -> None:
+    with session_scope(url) as session:
+        start_tournament(session, tid)
+        ids = session.scalars(
+            select(Match.id).where(Match.tournament_id == tid, Match.status == "pending").order_by(Match.id)
+        ).all()
+    for match_id in ids:
+        assert play_match_job(match_id, url) == "done"
+
+
+def test_queries_stats_and_ratings(db_url: str) -> None:  # noqa: F811
+    random_id, greedy_id, crash_id = hosted_bots(db_url, ["random", "greedy", "test_arena_helpers:CrashBot"])
+    tid = new_tournament(db_url, [random_id, greedy_id, crash_id], hands_per_match=10,
+                         config={"max_faults": 100})
+    with session_scope(db_url) as session:
+        pending = store.list_matches(session, tournament_id=tid, bot_id=greedy_id, limit=2)
+        assert pending.total == 4 and len(pending.items) == 2  # greedy sits at 2 of 3 tables, x2
+        assert all(s.score is None for m in pending.items for s in m.seats)
+        assert leaderboard.current_leaderboard(session).rows == []
+    play_all(db_url, tid)
+    with session_scope(db_url) as session:
+        everything = store.list_matches(session, tournament_id=tid, limit=500, newest_first=False)
+        assert [m.status for m in everything.items] == ["done"] * 6
+        assert [m.id for m in everything.items] == sorted(m.id for m in everything.items)
+        page = store.list_matches(session, status="done", limit=4, offset=4)
+        assert (page.total, len(page.items)) == (6, 2)
+        assert store.list_matches(session, status="failed").total == 0
+        with pytest.raises(store.InvalidQueryError, match="'finished' is not one of"):
+            store.list_matches(session, status="finished")
+        with pytest.raises(store.InvalidQueryError, match="limit 0"):
+            store.list_matches(session, limit=0)
+        crash_matches = store.list_matches(session, bot_id=crash_id, limit=500)
+        assert crash_matches.total == 4
+        detail = store.get_match(session, crash_matches.items[0].id)
+        assert detail.fault_records and all(f.bot_id == crash_id for f in detail.fault_records)
+        assert detail.label and detail.seed is not None and detail.has_replay
+
+        stats = {s.bot_id: s for s in store.bot_stats(session)}
+        assert sum(s.chips for s in stats.values()) == 0
+        assert {s.matches for s in stats.values()} == {4}
+        assert stats[crash_id].faults == sum(
+            f.faults for m in crash_matches.items for f in m.seats if f.bot_id == crash_id
+        ) > 0
+        only = store.bot_stats(session, bot_id=greedy_id, tournament_id=tid)
+        assert len(only) == 1 and only[0] == stats[greedy_id]
+        assert only[0].hands == 40 and only[0].chips_per_100 == 100 * only[0].chips / 40
+        assert 0 < (only[0].win_rate or 0) < 1 and (only[0].latency_us_mean or 0) > 0
+
+        board = leaderboard.current_leaderboard(session)
+        assert board.done_matches == 6
+        assert sorted(r.bot_id for r in board.rows) == sorted([random_id, greedy_id, crash_id])
+        assert [r.rank for r in board.rows] == [1, 2, 3] and board.rows[-1].los_next is None
+        assert leaderboard.current_leaderboard(session) is board  # cached: nothing new is done
+        history = leaderboard.rating_history(session)
+        assert {(h.tournament_id, h.bot_id) for h in history} == {
+            (tid, b) for b in (random_id, greedy_id, crash_id)
+        }
+        assert [h.elo for h in history] == [r.elo for r in board.rows]  # the same matches
+        extend_tournament(session, tid, 1)
+    play_all(db_url, tid)
+    with session_scope(db_url) as session:
+        again = leaderboard.current_leaderboard(session)
+        assert again is not board and again.done_matches == 12
+        rows = leaderboard.rating_history(session, bot_id=greedy_id)
+        assert len(rows) == 1 and rows[0].matches == 8  # the snapshot was rewritten, not added
+        tournaments = store.list_tournaments(session)
+        assert tournaments.total == 1 and tournaments.items[0].progress.done == 12
+        assert store.list_tournaments(session, status="running").total == 0
