@@ -44,6 +44,10 @@ RESULT_TTL: Final = 3600
 FAILURE_TTL: Final = 7 * 24 * 3600
 
 
+class QueueNotConfiguredError(ValueError):
+    """An RQ action without ``TONK_REDIS_URL``."""
+
+
 class Backend(Protocol):
     """Runs match jobs somewhere."""
 
@@ -303,7 +307,10 @@ def run_worker(
     import arena.jobs  # noqa: F401 - imported once here rather than in every job
 
     if not settings.redis_url:
-        raise ValueError("tonk worker needs TONK_REDIS_URL (without it matches run in the embedded pool)")
+        raise QueueNotConfiguredError(
+            f"an RQ worker needs TONK_REDIS_URL, got {settings.redis_url!r}; without it matches run "
+            "in the embedded pool"
+        )
     connection = Redis.from_url(settings.redis_url)
     worker_class = Worker if fork else SimpleWorker
     worker = worker_class(
