@@ -1,0 +1,1 @@
+"""Alembic revisions of the arena's schema, oldest first by ``down_revision``."""
