@@ -192,7 +192,16 @@ def cmd_extend(args: argparse.Namespace) -> int:
             status = get_tournament(session, args.id).status
     except ArenaError as exc:
         return _fail("tournament extend", exc)
-    hint = "" if status == "running" else f"; play them with: tonk tournament resume {args.id}"
+    if status == "running" and settings.redis_url:
+        # Nobody may be watching a queued tournament: queue the new matches now.
+        backend = make_backend(settings)
+        run_tournament(settings.database_url, args.id, backend, wait=False)
+        backend.close()
+        hint = "; queued for the RQ workers"
+    elif status == "running":
+        hint = "; the run in progress picks them up"
+    else:
+        hint = f"; play them with: tonk tournament resume {args.id}"
     print(f"tournament {args.id}: {added} matches added{hint}")
     return 0
 

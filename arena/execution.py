@@ -244,7 +244,10 @@ def run_tournament(
         reset = recover_matches(session, tournament_id, retry_failed=True)
     submitted = set(unfinished_matches(database_url, tournament_id))
     backend.submit(sorted(submitted), replace=reset)
-    progress = _progress(database_url, tournament_id)
+    with session_scope(database_url) as session:
+        # Paused after its last match was done: nothing to play, but it must still finish.
+        finish_if_complete(session, tournament_id)
+        progress = tournament_progress(session, tournament_id)
     if not wait:
         return progress
     swept = checked = time.monotonic()

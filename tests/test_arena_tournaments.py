@@ -15,7 +15,9 @@ from test_arena_helpers import (
 
 from arena import store
 from arena.db import session_scope
-from arena.jobs import play_match_job
+from arena.execution import EmbeddedBackend, run_tournament
+from arena.jobs import play_match_job, record_result
+from arena.match_runner import load_plan, run_match
 from arena.models import Match, MatchSeat, Tournament, TournamentEntry
 from arena.tournaments import (
     InvalidTournamentError,
@@ -168,3 +170,24 @@ def test_bad_tournaments_are_refused_with_the_input_quoted(sqlite_url: str) -> N
         with pytest.raises(TournamentNotFoundError, match="no tournament 42"):
             store.get_tournament(session, 42)
         assert isinstance(InvalidTournamentError("x"), ValueError)
+
+
+def test_resuming_a_paused_tournament_whose_matches_are_all_done_finishes_it(sqlite_url: str) -> None:
+    ids = hosted_bots(sqlite_url)
+    tid = new_tournament(sqlite_url, ids, hands_per_match=3)
+    with session_scope(sqlite_url) as session:
+        start_tournament(session, tid)
+        first, last = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
+    assert play_match_job(first, sqlite_url) == "done"
+    with session_scope(sqlite_url) as session:  # the last match is being played when we pause
+        plan = load_plan(session, last)
+        pause_tournament(session, tid)
+    assert record_result(sqlite_url, plan, run_match(plan), 5, "elsewhere:1")
+    backend = EmbeddedBackend(sqlite_url, 1)
+    try:
+        progress = run_tournament(sqlite_url, tid, backend, wait=False)
+    finally:
+        backend.close()
+    assert progress.done == 2
+    with session_scope(sqlite_url) as session:
+        assert store.get_tournament(session, tid).status == "finished"
