@@ -486,6 +486,8 @@ _CACHE_LIMIT: Final = 50_000  # per cache; entries are tiny, but a long-lived se
 def _varint(value: int) -> bytes:
     if 0 <= value < 0x80:
         return _SMALL[value]
+    if 0 <= value < 0x4000:  # most lengths and counts past 127: two bytes
+        return bytes((value & 0x7F | 0x80, value >> 7))
     value &= 0xFFFFFFFFFFFFFFFF  # negative int32/int64 values take ten bytes, two's complement
     out = bytearray()
     while value >= 0x80:
@@ -633,8 +635,9 @@ def _encode_packed(tag: bytes, values: tuple[int, ...]) -> bytes:
     return data
 
 
-def _small_ints(tag: bytes) -> tuple[bytes, ...]:
-    return tuple(_int_field(tag, v) for v in range(0x80))
+def _small_ints(tag: bytes) -> dict[int, bytes]:
+    # Filled on demand past 127 (hand indexes, hands per match and turns can be large).
+    return {v: _int_field(tag, v) for v in range(0x80)}
 
 
 _SEAT_F, _DEALER_F, _TO_ACT_F, _PHASE_F = map(_small_ints, (_OBS_SEAT, _OBS_DEALER, _OBS_TO_ACT, _OBS_PHASE))
@@ -647,8 +650,13 @@ _LEGAL_DISCARD: Final = {
 _HIDDEN_DRAW: Final = tuple(_build_event_field(Event(seat, DRAW_STOCK)) for seat in range(8))
 
 
-def _int_f(small: tuple[bytes, ...], tag: bytes, value: int) -> bytes:
-    return small[value] if 0 <= value < 0x80 else _int_field(tag, value)
+def _int_f(known: dict[int, bytes], tag: bytes, value: int) -> bytes:
+    data = known.get(value)
+    if data is None:
+        data = _int_field(tag, value)
+        if len(known) < 4096:
+            known[value] = data
+    return data
 
 
 def encode_observation(obs: Observation) -> bytes:
@@ -688,17 +696,27 @@ def encode_observation(obs: Observation) -> bytes:
 def encode_decide_request(request: DecisionRequest) -> bytes:
     """The serialized DecideRequest for ``request`` (equal, field for field, to
     ``decision_to_proto(request).SerializeToString()``)."""
-    match_id = request.match_id.encode()
-    decision_id = request.decision_id.encode()
+    match_field = _match_id_field.get(request.match_id)
+    if match_field is None:
+        match_field = _str_field(_T_STR1, request.match_id)
+        _remember_bytes(_match_id_field, request.match_id, match_field)
     return b"".join(
         (
-            _len_field(_T_STR1, match_id) if match_id else b"",
-            _int_field(_T_INT2, request.hand_index),
-            _len_field(_T_STR3, decision_id) if decision_id else b"",
-            _int_field(_T_INT4, request.deadline_ms),
+            match_field,
+            _int_f(_REQUEST_HAND_F, _T_INT2, request.hand_index),
+            _str_field(_T_STR3, request.decision_id),
+            _int_f(_REQUEST_DEADLINE_F, _T_INT4, request.deadline_ms),
             _len_field(_T_MSG5, encode_observation(request.observation)),
         )
     )
+
+
+def _str_field(tag: bytes, text: str) -> bytes:
+    return _len_field(tag, text.encode()) if text else b""
+
+
+_match_id_field: dict[str, bytes] = {}
+_REQUEST_HAND_F, _REQUEST_DEADLINE_F = _small_ints(_T_INT2), _small_ints(_T_INT4)
 
 
 class _SlowPathError(Exception):
@@ -725,6 +743,10 @@ def _int32(value: int) -> int:
 
 
 def _read_packed(data: bytes, pos: int, end: int, out: list[int]) -> None:
+    chunk = data[pos:end]
+    if chunk.isascii():  # every byte below 0x80: each byte is one whole varint
+        out.extend(chunk)
+        return
     while pos < end:
         b = data[pos]
         if b < 0x80:
@@ -933,7 +955,10 @@ def _decode_decide_fast(data: bytes) -> DecisionRequest:
         tag = data[pos]
         pos += 1
         if tag & 7 == 2:
-            size, pos = _read_varint(data, pos)
+            size = data[pos]
+            pos += 1
+            if size & 0x80:
+                size, pos = _read_varint(data, pos - 1)
             stop = pos + size
             if stop > end:
                 raise _SlowPathError("field overruns the message")
