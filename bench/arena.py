@@ -207,24 +207,34 @@ def main() -> int:
         finally:
             bench.close()
         played: dict[str, float] = {}
+        busy: dict[str, float] = {}  # seconds matches were in progress (claim to record)
         with session_scope(url) as session:
             for name, ids in tournaments.items():
                 played[name] = float(session.execute(
                     select(func.avg(Match.duration_ms)).where(Match.tournament_id.in_(ids))
                 ).scalar_one() or 0)
+                spans = session.execute(
+                    select(Match.started_at, Match.finished_at).where(Match.tournament_id.in_(ids))
+                ).all()
+                busy[name] = sum((end - start).total_seconds() for start, end in spans)
     n = bench.matches
     median = {name: statistics.median(values) for name, values in times.items()}
-    print(f"{'run':<20} {'median s':>9} {'matches/s':>10} {'ms/match':>9} {'play ms':>8}   trials (s)")
+    print(f"{'run':<20} {'median s':>9} {'matches/s':>10} {'ms/match':>9} {'play ms':>8} {'overlap':>8}"
+          f"   trials (s)")
     for name, seconds in median.items():
         trials = " ".join(f"{t:.2f}" for t in times[name])
+        overlap = busy[name] / sum(times[name])
         print(f"{name:<20} {seconds:9.2f} {n / seconds:10.2f} {1000 * seconds / n:9.1f} "
-              f"{played[name]:8.1f}   {trials}")
+              f"{played[name]:8.1f} {overlap:8.2f}   {trials}")
     inline_ms = 1000 * median["inline (no queue)"] / n
     queued_ms = 1000 * median["rq, 1 worker"] / n
     overhead = queued_ms / inline_ms - 1
     scaling = median["rq, 1 worker"] / median["rq, 2 workers"]
     print("play ms: the referee's own time per match (as recorded); the rest of a match's time is "
-          "claiming it and recording it (one transaction), and for the queues, the queue")
+          "claiming it and recording it (one transaction), and for the queues, the queue.\n"
+          "overlap: matches in progress at once, on average (claim to record, over all trials); "
+          "2.00 means two workers never waited for each other or for the queue, so any shortfall "
+          "in their speed-up is CPU contention")
     print(f"queue cost per match: {queued_ms - inline_ms:+.1f} ms = {100 * overhead:+.1f}% of an inline "
           f"match (target < 5%): {'ok' if overhead < 0.05 else 'MISSED'}")
     print(f"2 workers / 1 worker: {scaling:.2f}x (target >= 1.7x): {'ok' if scaling >= 1.7 else 'MISSED'}")
