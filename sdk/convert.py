@@ -774,6 +774,26 @@ def _remember(cache: dict[bytes, _V], key: bytes, value: _V) -> _V:
 
 
 def _decode_event(raw: bytes) -> Event:
+    # The canonical layout, [08 seat] 12 len action [1a len card], read directly: nearly
+    # every decision brings one new event. Anything else goes through the protobuf runtime.
+    n = len(raw)
+    pos = seat = 0
+    if n > 1 and raw[0] == 0x08 and raw[1] < 0x80:
+        seat, pos = raw[1], 2
+    if pos + 1 < n and raw[pos] == 0x12 and raw[pos + 1] < 0x80 and pos + 2 + raw[pos + 1] <= n:
+        stop = pos + 2 + raw[pos + 1]
+        action_bytes = raw[pos + 2 : stop]
+        action = _action_by_bytes.get(action_bytes) or _decode_action(action_bytes)
+        card = None
+        if stop + 1 < n and raw[stop] == 0x1A:
+            card = _CARD_BY_BYTES.get(raw[stop + 2 : stop + 2 + raw[stop + 1]])
+            stop = stop + 2 + raw[stop + 1] if card is not None else -1
+        if action is not None and stop == n:
+            return _remember(_event_by_bytes, raw, Event(seat, action, card))
+    return _decode_event_slowly(raw)
+
+
+def _decode_event_slowly(raw: bytes) -> Event:
     msg = pb.Event.FromString(raw)
     card = _CARD[msg.card] if msg.card else None
     if not msg.HasField("action"):

@@ -591,3 +591,25 @@ def test_decoding_a_whole_match_in_play_order() -> None:
     # A history that is not a continuation (another hand, same match and seat) decodes too.
     for request in reversed(requests[-40:]):
         assert decode_decide_request(encode_decide_request(request)) == request
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        pb.Event(seat=0, action=pb.Action(draw=pb.DrawAction(source=pb.DRAW_SOURCE_STOCK))),
+        pb.Event(seat=3, action=pb.Action(draw=pb.DrawAction(source=pb.DRAW_SOURCE_DISCARD)), card="10s"),
+        pb.Event(seat=5, action=pb.Action(meld=pb.MeldAction(cards=["8h", "8d", "8s"]))),
+        pb.Event(seat=1, action=pb.Action(layoff=pb.LayoffAction(card="Qs", onto=200))),
+        pb.Event(seat=2, action=pb.Action(discard=pb.DiscardAction(card="Ah"))),
+        pb.Event(seat=1, action=pb.Action(draw=pb.DrawAction(source=pb.DRAW_SOURCE_DISCARD)), card="ts"),
+        pb.Event(seat=300, action=pb.Action(drop=pb.DropAction())),
+    ],
+    ids=["hidden-draw", "pickup", "meld", "layoff-onto-200", "discard", "lenient-card", "seat-300"],
+)
+def test_event_decoder_agrees_with_the_protobuf_runtime(event: pb.Event) -> None:
+    from sdk import convert
+
+    raw = event.SerializeToString()
+    convert._event_by_bytes.clear()
+    convert._action_by_bytes.clear()
+    assert convert._decode_event(raw) == convert._decode_event_slowly(raw)
