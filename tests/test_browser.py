@@ -204,7 +204,7 @@ def test_replay_viewer(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
     )
     others = [text for who, text in lines if who and who != me]
     assert others and not any("draws from the stock (" in text for text in others)
-    page.screenshot(path=str(SCREENSHOTS / "replay-seat-view.png"), full_page=False)
+    page.locator("#viewer").screenshot(path=str(SCREENSHOTS / "replay-seat-view.png"))
     page.select_option("#perspective", "all")
     assert cards_of(page, 1) == everyone[1]
 

@@ -31,7 +31,10 @@
     hands.forEach(function (hand, k) {
       var o = hand.outcome || {};
       var who = (o.winners || []).map(function (w) { return hand.players[w]; }).join(", ");
-      node("option", null, "Hand " + (k + 1) + " of " + hands.length + (o.end ? " \u2014 " + (END_WORDS[o.end] || o.end) + (who ? ", " + who : "") : ""), handSelect).value = k;
+      var label = "Hand " + (k + 1) + " of " + hands.length + (who ? ": " + who : "");
+      var option = node("option", null, label, handSelect);
+      option.value = k;
+      option.title = END_WORDS[o.end] || "";
     });
     names.forEach(function (name, seat) {
       node("option", null, "Only what " + name + " saw", perspective).value = String(seat);
