@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import grpc
 
+from sdk.actions import Action
 from sdk.convert import encode_decide_request
 from sdk.dealing import deck_order
 from sdk.engine import HandState
@@ -135,7 +136,7 @@ def typical_request_sizes(bot_spec: str, hands: int = 200) -> list[int]:
     sizes: list[int] = []
 
     class Recording(LocalPlayer):
-        def act(self, request: DecisionRequest) -> object:  # type: ignore[override]
+        def act(self, request: DecisionRequest) -> Action | int:
             sizes.append(len(encode_decide_request(request)))
             return super().act(request)
 
