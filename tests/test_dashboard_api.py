@@ -3,6 +3,8 @@ hides until a match is done, and clean 4xx JSON for every bad id or parameter.""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -245,6 +247,19 @@ def test_decision_download_is_the_request_the_bot_received(client: FlaskClient, 
     base = f"/api/v1/matches/{seeded.fault_match}/hands/{hand}/decisions"
     assert client.get(f"{base}/{decision}").status_code == 200
     assert_error(client, f"{base}/{decision + 1}", 404)
+
+
+def test_a_decision_download_replays_with_tonk_replay_decision(
+    client: FlaskClient, seeded: Seeded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sdk.cli import main
+
+    response = client.get(f"/api/v1/matches/{seeded.done_match}/hands/0/decisions/0")
+    path = tmp_path / "decision.json"
+    path.write_bytes(response.data)
+    assert main(["replay-decision", str(path), "dashboard_fixtures:LowBot", "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["legal"] is True and verdict["decision_id"].endswith("/0/0")
 
 
 # --- bad ids and parameters -----------------------------------------------------------------

@@ -18,7 +18,7 @@ from dashboard.errors import NotFinishedError, NotFoundError
 from dashboard.queries.cache import cached
 from sdk.observation import observe
 from sdk.record import HandRecord
-from sdk.referee import RefereeConfig
+from sdk.referee import DecisionRequest, RefereeConfig
 
 #: Keys the referee adds to a hand record (HandLog.to_json); a tonk-hand/1 download drops them.
 REFEREE_KEYS = ("latency_us", "faults")
@@ -98,13 +98,18 @@ def decision_request(
     seat = state.to_act
     obs = observe(state, seat, tuple(record.players), tuple(scores), hand_index, match.hands)
     bank_ms = _bank_left_us(hands, hand_index, decision, seat, config, len(record.players)) // 1000
-    return {
-        "match_id": label,
-        "hand_index": hand_index,
-        "decision_id": f"{label}/{hand_index}/{decision}",
-        "deadline_ms": config.decision_deadline_ms + bank_ms,
-        "observation": obs.to_json(),
-    }
+    request = DecisionRequest(
+        match_id=label,
+        hand_index=hand_index,
+        decision_id=f"{label}/{hand_index}/{decision}",  # as sdk/referee.py numbers them
+        observation=obs,
+        deadline_ms=config.decision_deadline_ms + bank_ms,
+    )
+    # The file format tonk replay-decision reads. Imported here: sdk.convert loads protobuf
+    # (over a second of start-up) and only this download needs it.
+    from sdk.convert import decision_to_json
+
+    return decision_to_json(request)
 
 
 def _bank_left_us(
