@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Flask
 
-from arena.config import Settings, load_settings
+from arena.config import load_settings
 
 #: Request bodies are small JSON documents (a bot name and address, a tournament spec).
 DEFAULT_MAX_CONTENT_LENGTH = 64 * 1024
@@ -62,9 +62,4 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     return app
 
 
-def app_settings(app: Flask) -> Settings:
-    settings: Settings = app.config["SETTINGS"]
-    return settings
-
-
-__all__ = ["app_settings", "create_app"]
+__all__ = ["create_app"]

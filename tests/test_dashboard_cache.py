@@ -1,0 +1,59 @@
+"""The dashboard's cache: recomputed when its token changes, and while a slow recompute
+(the ratings fit) runs in the background the previous value is answered."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from flask import Flask
+
+from dashboard.queries import cache
+
+
+def test_cached_recomputes_only_when_the_token_changes() -> None:
+    cache.clear()
+    calls: list[int] = []
+    assert cache.cached("k", 1, lambda: calls.append(1) or "a") == "a"
+    assert cache.cached("k", 1, lambda: calls.append(1) or "b") == "a"
+    assert cache.cached("k", 2, lambda: calls.append(1) or "c") == "c"
+    assert len(calls) == 2
+
+
+def test_revalidated_answers_the_old_value_while_refitting() -> None:
+    cache.clear()
+    app = Flask(__name__)
+    release = threading.Event()
+
+    def slow() -> str:
+        release.wait(5)
+        return "new"
+
+    with app.app_context():
+        assert cache.revalidated("board", 1, lambda: "old") == "old"
+        started = time.perf_counter()
+        assert cache.revalidated("board", 2, slow) == "old"  # nobody waits for the refit
+        assert cache.revalidated("board", 2, slow) == "old"  # and only one refit runs
+        assert time.perf_counter() - started < 1
+        release.set()
+        deadline = time.monotonic() + 5
+        while cache.revalidated("board", 2, slow) != "new":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    app.config["CACHE_STALE_OK"] = False
+    with app.app_context():
+        assert cache.revalidated("board", 3, lambda: "now") == "now"  # tests: in the request
+
+
+def test_throttled_reuses_a_value_for_the_refresh_window() -> None:
+    cache.clear()
+    app = Flask(__name__)
+    app.config["CACHE_REFRESH_SECONDS"] = 60
+    counter = iter(range(100))
+    with app.app_context():
+        assert cache.throttled("t", lambda: next(counter)) == 0
+        assert cache.throttled("t", lambda: next(counter)) == 0
+    app.config["CACHE_REFRESH_SECONDS"] = 0
+    with app.app_context():
+        assert cache.throttled("t", lambda: next(counter)) == 1
+        assert cache.throttled("t", lambda: next(counter)) == 2
