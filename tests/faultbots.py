@@ -368,16 +368,24 @@ def worker_env(database_url: str, redis_url: str, queue: str) -> dict[str, str]:
     }
 
 
-def start_worker(database_url: str, redis_url: str, queue: str, name: str) -> subprocess.Popen[bytes]:
-    """``tonk worker`` in its own process group (so a test can SIGKILL it and its children)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "sdk.cli", "worker", "--name", name],
-        env=worker_env(database_url, redis_url, queue),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+def start_worker(
+    database_url: str, redis_url: str, queue: str, name: str, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``tonk worker`` in its own process group (so a test can SIGKILL it and its children).
+    Its output goes to ``log`` (never to an unread pipe, which would block it once full)."""
+    out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - the child owns it
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "sdk.cli", "worker", "--name", name],
+            env=worker_env(database_url, redis_url, queue),
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        if log is not None:
+            out.close()  # type: ignore[union-attr]
 
 
 def stop_process(process: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 10) -> None:

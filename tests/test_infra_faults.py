@@ -1,0 +1,420 @@
+"""Infrastructure faults during a tournament: an RQ worker SIGKILLed mid-match, the Redis
+server killed and restarted (empty), PostgreSQL cutting every connection, and the process
+running the embedded pool SIGKILLed. After each, resuming finishes the tournament with no
+match lost or counted twice, and the scores and ratings equal an undisturbed run of the same
+seed.
+
+Only servers these tests start are disturbed: a private ``redis-server`` on a free loopback
+port, and the connections to this test's own PostgreSQL database (``pg_terminate_backend``
+filtered on its name). The machine's shared Redis and PostgreSQL are never restarted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faultbots import ROOT, serve_fault, start_worker, stop_process, worker_env
+
+import arena.execution
+import arena.jobs
+from arena.db import dispose_engines, session_scope
+from arena.execution import RqBackend, run_tournament
+from arena.jobs import play_match_job
+from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Replay
+from arena.store import Progress
+from arena.tournaments import create_tournament
+from bots.greedy import GreedyBot
+from bots.random_bot import RandomBot
+from sdk.server import start_server
+
+pytestmark = [pytest.mark.slow]
+
+SEED = 8_675_309
+SHAPE: dict[str, Any] = {
+    "table_sizes": [2, 3],
+    "matches_per_table": 2,
+    "hands_per_match": 3,
+    "seed": SEED,
+    # Ample deadlines: these tests are about the arena's machinery, not about late bots.
+    "config": {"decision_deadline_ms": 5000, "time_bank_ms": 0, "max_faults": 3},
+}
+MATCHES = (3 * 2 + 1 * 3) * 2  # three 2-seat tables and one 3-seat table, in duplicate, 2 deals
+
+
+# -- the bots and the undisturbed run ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bots() -> Iterator[dict[str, str]]:
+    """Deterministic gRPC bots; one takes ~15 ms a decision so matches last long enough to
+    be caught mid-way."""
+    slow = serve_fault("sleep", delay_s=0.015, base="greedy")
+    plain = [start_server(RandomBot), start_server(GreedyBot)]
+    try:
+        yield {"slow-greedy": slow.address, "random": plain[0].address, "greedy": plain[1].address}
+    finally:
+        slow.stop()
+        for server in plain:
+            server.stop(0)
+
+
+def register(url: str, addresses: dict[str, str]) -> list[int]:
+    from faultbots import register_bots
+
+    return list(register_bots(url, addresses, owner_name="infra").values())
+
+
+def new_tournament(url: str, addresses: dict[str, str]) -> int:
+    ids = register(url, addresses)
+    with session_scope(url) as session:
+        return create_tournament(session, name="infra", bot_ids=ids, **SHAPE).id
+
+
+class InlineBackend:
+    """Plays each submitted match at once, in this process: the undisturbed reference."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+        for match_id in match_ids:
+            play_match_job(match_id, self.url)
+        return len(match_ids)
+
+    def close(self, *, cancel: bool = False) -> None:
+        pass
+
+
+@dataclass
+class Outcome:
+    scores: dict[str, list[int | None]]
+    ratings: dict[str, tuple[float, float, float, int]]
+    attempts: int = 0
+
+
+def outcome_of(url: str, tid: int) -> Outcome:
+    """Scores by match key and the rating snapshot by bot name; checks each match counted
+    once on the way."""
+    from sqlalchemy import func, select
+
+    with session_scope(url) as session:
+        matches = session.execute(
+            select(Match.id, Match.key, Match.status, Match.attempts).where(Match.tournament_id == tid)
+        ).all()
+        replays = dict(session.execute(select(Replay.match_id, func.count()).group_by(Replay.match_id)).all())
+        seats = session.execute(
+            select(Match.key, MatchSeat.seat, MatchSeat.score)
+            .join(MatchSeat, MatchSeat.match_id == Match.id)
+            .where(Match.tournament_id == tid)
+            .order_by(Match.key, MatchSeat.seat)
+        ).all()
+        ratings = session.execute(
+            select(
+                Bot.name, RatingSnapshot.elo, RatingSnapshot.low, RatingSnapshot.high, RatingSnapshot.matches
+            )
+            .join(Bot, Bot.id == RatingSnapshot.bot_id)
+            .where(RatingSnapshot.tournament_id == tid)
+        ).all()
+    assert len(matches) == MATCHES
+    assert {status for _, _, status, _ in matches} == {"done"}, "a match was lost"
+    assert all(replays.get(m) == 1 for m, *_ in matches), "a match was recorded twice (or not at all)"
+    scores: dict[str, list[int | None]] = {}
+    for key, _seat, score in seats:
+        scores.setdefault(key, []).append(score)
+    assert all(sum(s or 0 for s in v) == 0 for v in scores.values())
+    return Outcome(
+        scores,
+        {name: (elo, low, high, n) for name, elo, low, high, n in ratings},
+        sum(a for *_, a in matches),
+    )
+
+
+@pytest.fixture(scope="module")
+def reference(bots: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    url = f"sqlite:///{tmp_path_factory.mktemp('reference') / 'arena.sqlite'}"
+    tid = new_tournament(url, bots)
+    progress = run_tournament(url, tid, InlineBackend(url))
+    assert progress.done == MATCHES
+    result = outcome_of(url, tid)
+    dispose_engines()
+    assert result.attempts == MATCHES and len(result.ratings) == 3
+    return result
+
+
+def assert_same(got: Outcome, want: Outcome) -> None:
+    assert got.scores == want.scores
+    assert got.ratings.keys() == want.ratings.keys()
+    for name, values in got.ratings.items():
+        assert values == pytest.approx(want.ratings[name], abs=1e-6), name
+
+
+# -- a private Redis server ------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class PrivateRedis:
+    """``redis-server`` on a free loopback port, without persistence: a restart is empty."""
+
+    def __init__(self) -> None:
+        exe = shutil.which("redis-server")
+        if exe is None:
+            if os.environ.get("CI"):
+                pytest.fail("redis-server is not installed")
+            pytest.skip("redis-server is not installed")
+        self.exe = exe
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        from redis import Redis
+
+        deadline = time.monotonic() + 10
+        while True:
+            with contextlib.suppress(Exception):
+                if Redis.from_url(self.url, socket_connect_timeout=0.2).ping():
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError("the private redis-server did not start")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            stop_process(self.process, signal.SIGKILL)
+            self.process = None
+
+    def restart(self) -> None:
+        self.kill()
+        time.sleep(0.3)
+        self.start()
+        self.restarts += 1
+
+
+# -- driving a tournament through disruptions --------------------------------------------------
+
+
+@dataclass
+class Workers:
+    url: str
+    redis_url: str
+    queue: str
+    live: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    log: Path | None = None
+    deaths: int = 0
+    started: int = 0
+
+    def ensure(self, n: int = 2) -> None:
+        """Replace dead workers, as a supervisor (systemd, compose) would."""
+        for worker in [w for w in self.live if w.poll() is not None]:
+            self.live.remove(worker)
+            stop_process(worker)
+            self.deaths += 1
+        while len(self.live) < n:
+            self.started += 1
+            name = f"{self.queue}-w{self.started}"
+            self.live.append(start_worker(self.url, self.redis_url, self.queue, name, self.log))
+
+    def stop(self) -> None:
+        for worker in self.live:
+            stop_process(worker)
+        self.live.clear()
+
+
+def matches_by_status(url: str, tid: int) -> dict[str, list[tuple[int, str | None]]]:
+    from sqlalchemy import select
+
+    out: dict[str, list[tuple[int, str | None]]] = {}
+    with session_scope(url) as session:
+        for match_id, status, worker in session.execute(
+            select(Match.id, Match.status, Match.worker).where(Match.tournament_id == tid)
+        ):
+            out.setdefault(status, []).append((match_id, worker))
+    return out
+
+
+def drive(
+    url: str,
+    tid: int,
+    make_backend: Callable[[], Any],
+    on_progress: Callable[[Progress], None],
+    timeout: float,
+) -> int:
+    """Run the tournament to the end like an operator would: whenever the driver itself
+    fails (its database connection cut, Redis gone), resume it. Returns the resumes."""
+    resumes = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        backend = make_backend()
+        try:
+            progress = run_tournament(url, tid, backend, on_progress=on_progress, poll_s=0.1)
+            if progress.done == progress.total:
+                return resumes
+        except Exception:
+            time.sleep(0.3)
+        finally:
+            with contextlib.suppress(Exception):
+                backend.close()
+        resumes += 1
+    raise AssertionError(f"the tournament did not finish in {timeout} s")
+
+
+def terminate_db_connections(url: str) -> int:
+    """Cut every connection to this test's own database (a PostgreSQL outage as its clients
+    see it); returns how many were cut. Other databases on the server are not touched."""
+    import psycopg
+    from conftest import PG_ADMIN_URL
+
+    name = url.rsplit("/", 1)[1]
+    assert name.startswith("tonk_test_"), name  # only ever a database a test created
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchall()
+    return len(rows)
+
+
+# -- the tests ----------------------------------------------------------------------------
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_rq_tournament_survives_worker_kill_redis_restart_and_pg_outage(
+    bots: dict[str, str],
+    reference: Outcome,
+    pg_url: str,
+    redis_prefix: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The driver's periods, shortened so the test takes seconds, not minutes: how often it
+    # sweeps for abandoned matches, how often it re-submits everything pending (a restarted
+    # Redis has lost the queue), and how long a silent match keeps its lease.
+    monkeypatch.setattr(arena.execution, "RECOVER_S", 1.0)
+    monkeypatch.setattr(arena.execution, "FULL_CHECK_S", 2.0)
+    monkeypatch.setattr(arena.jobs, "LEASE_S", 8.0)
+    url = pg_url
+    redis = PrivateRedis()
+    redis.start()
+    workers = Workers(url, redis.url, f"{redis_prefix}-infra", log=tmp_path / "workers.log")
+    events: list[str] = []
+    try:
+        tid = new_tournament(url, bots)
+        workers.ensure(2)
+
+        started = time.monotonic()
+
+        def clock() -> str:
+            return f"{time.monotonic() - started:.1f}s"
+
+        def disrupt(progress: Progress) -> None:
+            workers.ensure(2)
+            if not events and progress.done >= 2:
+                # 1. SIGKILL the worker playing a match, mid-match.
+                running = matches_by_status(url, tid).get("running", [])
+                pids = {w.pid: w for w in workers.live}
+                for _match, worker_id in running:
+                    pid = int((worker_id or ":0").rsplit(":", 1)[1])
+                    if pid in pids:
+                        stop_process(pids[pid], signal.SIGKILL)
+                        events.append(f"{clock()} worker {pid} killed mid-match")
+                        break
+            elif len(events) == 1 and progress.done >= 6:
+                # 2. The Redis server dies and comes back empty: the queue is gone.
+                redis.restart()
+                events.append(f"{clock()} redis restarted")
+            elif len(events) == 2 and progress.done >= 10:
+                # 3. PostgreSQL cuts every connection to the database, twice.
+                for _ in range(2):
+                    terminate_db_connections(url)
+                    time.sleep(0.2)
+                events.append(f"{clock()} postgres connections terminated")
+
+        resumes = drive(url, tid, lambda: RqBackend(url, redis.url, workers.queue), disrupt, timeout=120)
+        got = outcome_of(url, tid)
+    finally:
+        workers.stop()
+        redis.kill()
+        dispose_engines()
+    assert len(events) == 3, events
+    assert_same(got, reference)
+    assert got.attempts > MATCHES  # the killed match (at least) was played again
+    print(
+        f"infra/rq: {events}; finished at {clock()}; resumes {resumes}; worker deaths {workers.deaths}; attempts {got.attempts}"
+    )
+
+
+def test_embedded_runner_killed_mid_tournament_resumes(
+    bots: dict[str, str], reference: Outcome, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'arena.sqlite'}"
+    tid = new_tournament(url, bots)
+    dispose_engines()
+    env = {**worker_env(url, "", "unused"), "TONK_REDIS_URL": "", "TONK_EMBEDDED_WORKERS": "2"}
+    command = [sys.executable, "-m", "sdk.cli", "tournament"]
+    runner = subprocess.Popen(
+        [*command, "run", str(tid), "--quiet"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            by_status = matches_by_status(url, tid)
+            if len(by_status.get("done", [])) >= 3 and by_status.get("running"):
+                break
+            assert runner.poll() is None, "the runner ended before it could be killed"
+            assert time.monotonic() < deadline, "no match was ever running"
+            time.sleep(0.02)
+        caught = by_status["running"]
+    finally:
+        # The runner, its fork server and its pool processes: one process group.
+        stop_process(runner, signal.SIGKILL)
+    assert runner.returncode == -signal.SIGKILL
+    resumed = subprocess.run(
+        [*command, "resume", str(tid), "--quiet"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    got = outcome_of(url, tid)
+    dispose_engines()
+    assert_same(got, reference)
+    assert got.attempts >= MATCHES + len(caught)
+    print(f"infra/embedded: killed with {len(caught)} match(es) running; attempts {got.attempts}")
