@@ -369,9 +369,8 @@ def test_rq_tournament_survives_worker_kill_redis_restart_and_pg_outage(
     assert len(events) == 3, events
     assert_same(got, reference)
     assert got.attempts > MATCHES  # the killed match (at least) was played again
-    print(
-        f"infra/rq: {events}; finished at {clock()}; resumes {resumes}; worker deaths {workers.deaths}; attempts {got.attempts}"
-    )
+    print(f"infra/rq: {events}; finished at {clock()}; resumes {resumes}; ", end="")
+    print(f"worker deaths {workers.deaths}; attempts {got.attempts} for {MATCHES} matches")
 
 
 def test_embedded_runner_killed_mid_tournament_resumes(
