@@ -131,18 +131,37 @@ def measured(
     return units / elapsed, (client1 - client0) / n * 1e6, (server1 - server0) / n * 1e6
 
 
-def typical_request_sizes(bot_spec: str, hands: int = 200) -> list[int]:
-    """Sizes of the DecideRequests of an in-process match (what the wire would carry)."""
-    sizes: list[int] = []
+def typical_requests(bot_spec: str, hands: int = 200) -> list[DecisionRequest]:
+    """The DecideRequests of an in-process 2-seat match (what the wire would carry)."""
+    requests: list[DecisionRequest] = []
 
     class Recording(LocalPlayer):
         def act(self, request: DecisionRequest) -> Action | int:
-            sizes.append(len(encode_decide_request(request)))
+            requests.append(request)
             return super().act(request)
 
     bot = load_bot_class(bot_spec)
     play_match([Recording(bot), Recording(bot)], seed=7, hands=hands, match_id="bench-size")
-    return sizes
+    return requests
+
+
+def replay_work(address: str, requests: list[DecisionRequest]) -> Callable[[int, Callable[[], bool]], int]:
+    """The protocol alone: recorded requests sent through GrpcPlayer (encode, Decide, decode
+    the reply; the bot server decodes and acts), with no engine work on the referee's side."""
+
+    def work(i: int, keep_going: Callable[[], bool]) -> int:
+        player = GrpcPlayer(address)
+        n = 0
+        try:
+            player.describe()
+            while keep_going():
+                player.act(requests[n % len(requests)])
+                n += 1
+        finally:
+            player.close()
+        return n
+
+    return work
 
 
 def echo_work(port: int, payload: bytes) -> Callable[[int, Callable[[], bool]], int]:
@@ -231,7 +250,8 @@ def main() -> int:
         serve_bot(args.serve_bot)
         return 0
 
-    sizes = typical_request_sizes(args.bot)
+    requests = typical_requests(args.bot)
+    sizes = [len(encode_decide_request(r)) for r in requests]
     payload = b"\x00" * round(statistics.mean(sizes))
     print(
         f"DecideRequest size over {len(sizes)} decisions (2 seats, bot {args.bot!r}): "
@@ -245,43 +265,31 @@ def main() -> int:
     try:
         rate(1, 0.5, echo_work(echo_port, payload))  # warm both servers up
         rate(1, 0.5, decision_loop_work(address))
-        header = f"{'conc':>4} {'echo calls/s':>12} {'referee dec/s':>13} {'ratio':>5}"
-        header += f" {'echo CPU us/call':>17} {'referee CPU us/dec':>19} {'CPU ratio':>9}"
-        print(header + f" {'match dec/s':>11} {'match RPC/s':>11}")
-        print(f"{'':>4} {'':>12} {'':>13} {'':>5} {'client+server':>17} {'client+server':>19}")
+        print(
+            "conc | echo calls/s | referee dec/s  ratio | CPU us/call (client+server): echo, referee, ratio"
+            " | protocol only dec/s ratio | full matches dec/s RPC/s"
+        )
         for conc in args.concurrency:
             # Short alternating rounds, medians: the machine may be shared, and load that
-            # comes and goes then hits both sides alike.
+            # comes and goes then hits every variant alike.
             rows: list[tuple[float, ...]] = []
             for _ in range(args.rounds):
-                echo, echo_cli, echo_srv = measured(
-                    conc, args.seconds, echo_work(echo_port, payload), echo_proc.pid
-                )
-                ref, ref_cli, ref_srv = measured(
-                    conc, args.seconds, decision_loop_work(address), bot_proc.pid
-                )
+                echo_loop = echo_work(echo_port, payload)
+                echo, e_cli, e_srv = measured(conc, args.seconds, echo_loop, echo_proc.pid)
+                ref, r_cli, r_srv = measured(conc, args.seconds, decision_loop_work(address), bot_proc.pid)
+                replay = rate(conc, args.seconds, replay_work(address, requests))
                 rpcs = [0] * conc
                 decisions, elapsed = timed(conc, args.seconds, match_work(address, rpcs))
                 rows.append(
-                    (
-                        echo,
-                        ref,
-                        ref / echo,
-                        echo_cli,
-                        echo_srv,
-                        ref_cli,
-                        ref_srv,
-                        (echo_cli + echo_srv) / (ref_cli + ref_srv),
-                        decisions / elapsed,
-                        sum(rpcs) / elapsed,
-                    )
-                )
-            med = [statistics.median(column) for column in zip(*rows, strict=True)]
-            worst = min(worst, med[2])
+                    (echo, ref, ref / echo, e_cli, e_srv, r_cli, r_srv, (e_cli + e_srv) / (r_cli + r_srv),
+                     replay, replay / echo, decisions / elapsed, sum(rpcs) / elapsed)
+                )  # fmt: skip
+            m = [statistics.median(column) for column in zip(*rows, strict=True)]
+            worst = min(worst, m[2])
             print(
-                f"{conc:>4} {med[0]:>12.0f} {med[1]:>13.0f} {med[2]:>5.2f} "
-                f"{med[3]:>8.0f}+{med[4]:<8.0f} {med[5]:>9.0f}+{med[6]:<9.0f} {med[7]:>9.2f} "
-                f"{med[8]:>11.0f} {med[9]:>11.0f}"
+                f"{conc:>4} | {m[0]:>12.0f} | {m[1]:>13.0f} {m[2]:>6.2f} | "
+                f"{m[3]:>4.0f}+{m[4]:<4.0f} {m[5]:>4.0f}+{m[6]:<4.0f} {m[7]:>5.2f} | "
+                f"{m[8]:>19.0f} {m[9]:>5.2f} | {m[10]:>18.0f} {m[11]:>5.0f}"
             )
     finally:
         for proc in (echo_proc, bot_proc):
