@@ -27,14 +27,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, inspect, pool, text
 from sqlalchemy.engine import make_url
+
+# Alembic is imported where it is used: `tonk` loads this module to list its commands, and
+# every `tonk serve` or `tonk submit` would otherwise pay for importing it.
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 #: Where the revisions are: a package resource, so it works from a wheel as from a checkout.
 SCRIPT_LOCATION = "arena:migrations"
@@ -54,6 +55,8 @@ class MigrationError(RuntimeError):
 
 def alembic_config(database_url: str | None = None) -> Config:
     """Alembic's configuration for the arena's migrations, without any ini file."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", SCRIPT_LOCATION)
     config.set_main_option("path_separator", "os")
@@ -64,6 +67,8 @@ def alembic_config(database_url: str | None = None) -> Config:
 
 def head_revision() -> str:
     """The newest revision this code knows."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if head is None:
         raise MigrationError("the arena package has no migrations (arena/migrations/versions is empty)")
@@ -75,7 +80,7 @@ def current_revision(database_url: str) -> str | None:
     engine = _engine(database_url)
     try:
         with engine.connect() as connection:
-            return MigrationContext.configure(connection).get_current_revision()
+            return _stamped(connection)
     finally:
         engine.dispose()
 
@@ -99,6 +104,8 @@ def migrate(database_url: str, revision: str = "head") -> str:
 
 def upgrade(database_url: str, revision: str = "head") -> Upgrade:
     """:func:`migrate`, saying what it did."""
+    from alembic import command
+
     engine = _engine(database_url)
     try:
         with _locked(engine) as connection:
@@ -124,6 +131,8 @@ def ensure_schema(engine: Engine) -> None:
     (``create_all``, faster than replaying every revision) stamped at head; one that has
     the arena's tables is left as it is, with a warning when it is behind this code (it
     needs ``tonk db upgrade``)."""
+    from alembic import command
+
     from arena.models import Base
 
     with engine.begin() as connection:
@@ -186,6 +195,9 @@ def fingerprint_of(connection: Connection) -> Fingerprint:
 def _revision_fingerprints() -> tuple[tuple[str, Fingerprint], ...]:
     """Each revision, oldest first, with the schema it leaves: replayed on an in-memory
     SQLite database (names only, so the dialect does not matter)."""
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config())
     revisions = [r.revision for r in reversed(list(script.walk_revisions()))]
     engine = create_engine("sqlite://", poolclass=pool.StaticPool)
@@ -222,6 +234,8 @@ def _locked(engine: Engine) -> Iterator[Connection]:
 
 
 def _stamped(connection: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(connection).get_current_revision()
 
 
