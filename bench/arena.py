@@ -1,7 +1,8 @@
 """Arena throughput: matches per second on RQ (1 and 2 workers) and on the embedded pool,
 and what the queue costs a match.
 
-    .venv/bin/python bench/arena.py [--deals 4] [--hands 300] [--trials 3] [--database-url URL]
+    .venv/bin/python bench/arena.py [--deals 4] [--hands 300] [--trials 3] [--remote-ms MS]
+                                    [--database-url URL]
 
 Every run plays the same tournament (same seed, deterministic house bots hosted in the
 worker), so the work is identical and only the way it is run differs:
@@ -58,6 +59,30 @@ from arena.tournaments import create_tournament, start_tournament  # noqa: E402
 PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 SEED = 20_240_601
 BOTS = {"random": "random", "greedy": "greedy", "greedy-b": "bots.greedy:GreedyBot"}
+# --remote-ms: the same bots, waiting as a bot across a network would (written to a temporary
+# module the workers import), so a worker mostly waits, as arena workers do on real bots.
+REMOTE_MODULE = """
+import time
+from bots.greedy import GreedyBot
+from bots.random_bot import RandomBot
+
+class NetRandom(RandomBot):
+    name = "net-random"
+    def act(self, obs):
+        time.sleep({delay})
+        return super().act(obs)
+
+class NetGreedy(GreedyBot):
+    name = "net-greedy"
+    def act(self, obs):
+        time.sleep({delay})
+        return super().act(obs)
+"""
+REMOTE_BOTS = {
+    "net-random": "tonk_bench_bots:NetRandom",
+    "net-greedy": "tonk_bench_bots:NetGreedy",
+    "net-greedy-b": "tonk_bench_bots:NetGreedy",
+}
 
 
 @contextlib.contextmanager
@@ -86,8 +111,13 @@ def fresh_store(url: str | None) -> Iterator[str]:
 
 
 class Bench:
-    def __init__(self, url: str, redis_url: str, deals: int, hands: int):
+    def __init__(
+        self, url: str, redis_url: str, deals: int, hands: int, bots: dict[str, str], path: str = ""
+    ):
         self.url = url
+        self.bots = bots
+        self.seed = SEED if bots is BOTS else SEED + 100
+        self.path = path  # where the workers find the bots' module
         self.redis_url = redis_url
         self.deals = deals
         self.hands = hands
@@ -101,11 +131,11 @@ class Bench:
         """The benchmark's tournament (always the same matches), or a one-deal warm-up."""
         with session_scope(self.url) as session:
             house = get_or_create_operator(session, "house")
-            ids = [host_bot(session, house, name, path, check=False).id for name, path in BOTS.items()]
+            ids = [host_bot(session, house, name, path, check=False).id for name, path in self.bots.items()]
             return create_tournament(
                 session, name="warm-up" if warmup else "bench", bot_ids=ids, table_sizes=[3],
                 matches_per_table=1 if warmup else self.deals, hands_per_match=self.hands,
-                seed=SEED + 1 if warmup else SEED, settings=Settings(),
+                seed=self.seed + 1 if warmup else self.seed, settings=Settings(),
             ).id
 
     def finished_by(self, tid: int) -> float:
@@ -146,7 +176,7 @@ class Bench:
         """A queue with ``workers`` idle ``tonk worker`` processes on it."""
         queue = f"tonk-bench-{uuid.uuid4().hex[:8]}"
         self.queues.append(queue)
-        path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        path = os.pathsep.join([str(ROOT), self.path, os.environ.get("PYTHONPATH", "")])
         env = {**os.environ, "TONK_DATABASE_URL": self.url, "TONK_REDIS_URL": self.redis_url,
                "TONK_QUEUE": queue, "PYTHONPATH": path}
         for _ in range(workers):
@@ -179,11 +209,19 @@ def main() -> int:
     parser.add_argument("--deals", type=int, default=4, help="deals (x3 rotations = matches)")
     parser.add_argument("--hands", type=int, default=300, help="hands per match")
     parser.add_argument("--trials", type=int, default=3, help="rounds; the median is reported")
+    parser.add_argument("--remote-ms", type=float, default=0.0,
+                        help="bots wait this long per decision, like bots across a network (default: 0, "
+                             "in-process bots: every match is CPU-bound on its worker)")
     parser.add_argument("--database-url", default=None, help="default: a fresh local PostgreSQL database")
     parser.add_argument("--redis-url", default=os.environ.get("TONK_REDIS_URL") or "redis://127.0.0.1:6379/0")
     args = parser.parse_args()
-    with fresh_store(args.database_url) as url:
-        bench = Bench(url, args.redis_url, args.deals, args.hands)
+    with fresh_store(args.database_url) as url, tempfile.TemporaryDirectory() as folder:
+        bots = BOTS
+        if args.remote_ms > 0:
+            Path(folder, "tonk_bench_bots.py").write_text(REMOTE_MODULE.format(delay=args.remote_ms / 1000))
+            sys.path.insert(0, folder)
+            bots = REMOTE_BOTS
+        bench = Bench(url, args.redis_url, args.deals, args.hands, bots, folder)
         try:
             rq1, rq2 = bench.rq(1), bench.rq(2)
             pool = EmbeddedBackend(url, 2)
@@ -193,8 +231,10 @@ def main() -> int:
                 "rq, 2 workers": lambda warm: bench.queued(rq2, warm),
                 "embedded pool, 2": lambda warm: bench.queued(pool, warm),
             }
+            latency = f", each decision waiting {args.remote_ms:g} ms" if args.remote_ms > 0 else ""
             print(f"store {url.split('@')[-1]}; {bench.matches} matches of {args.hands} hands (random, "
-                  f"greedy, greedy at a 3-seat table); {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+                  f"greedy, greedy at a 3-seat table{latency}); {os.cpu_count()} cores, "
+                  f"load {os.getloadavg()[0]:.1f}")
             for run in runs.values():
                 run(True)
             times: dict[str, list[float]] = {name: [] for name in runs}
