@@ -51,6 +51,8 @@ from sdk.referee import DecisionRequest, LocalPlayer, MatchResult, Player, Refer
 from sdk.rules import STANDARD, Rules
 from sdk.server import BotServicer
 
+pytest_plugins = ["dashboard_fixtures"]
+
 MIN_DECISIONS = 10_000
 MATCHES = 64
 GRPC_EVERY = 6  # one match in six runs over real gRPC
@@ -549,3 +551,55 @@ def test_the_checker_catches_a_leak() -> None:
         _tamper(inboxes[1], kind, change)
         with pytest.raises(AssertionError, match="seed"):
             check_match(result, inboxes, seed, Tally(), random.Random(1), False)
+
+
+# -- the dashboard API: seeds and hands stay hidden until the match is over ------------------
+
+
+def test_api_reveals_no_seed_or_hand_of_an_unfinished_match(seeded: Any, client: Any) -> None:
+    """Pending, running and failed matches (and their unfinished tournament) show no seed in
+    any API response or page, and their replay, hand records and decisions are refused."""
+    from sqlalchemy import select
+
+    from arena.db import session_scope
+    from arena.models import Match, Tournament
+
+    unfinished = [seeded.pending_match, seeded.running_match, seeded.failed_match]
+    with session_scope(seeded.url) as session:
+        secrets = {m.id: m.seed for m in session.scalars(select(Match).where(Match.id.in_(unfinished)))}
+        tournament = session.get(Tournament, seeded.tournaments["summer"])
+        assert tournament is not None and tournament.status != "finished"
+        secrets[0] = tournament.seed
+    forms = [text for seed in secrets.values() for text in (str(seed), f"{seed:x}")]
+
+    def no_seed(url: str) -> Any:
+        response = client.get(url)
+        assert response.status_code < 500, url
+        body = response.get_data(as_text=True)
+        for form in forms:
+            assert form not in body, f"{url} shows a secret seed"
+        return response
+
+    # The check can see a seed: a done match shows its own.
+    with session_scope(seeded.url) as session:
+        done = session.get(Match, seeded.done_match)
+        assert done is not None
+        assert str(done.seed) in client.get(f"/api/v1/matches/{done.id}").get_data(as_text=True)
+
+    tid = seeded.tournaments["summer"]
+    for url in (
+        f"/api/v1/tournaments/{tid}",
+        f"/api/v1/tournaments/{tid}/progress",
+        f"/api/v1/matches?tournament={tid}",
+        "/api/v1/matches?per_page=100",
+        "/api/v1/tournaments",
+        f"/tournaments/{tid}",
+        f"/matches/?tournament={tid}",
+    ):
+        assert no_seed(url).status_code == 200, url
+    for match_id in unfinished:
+        assert no_seed(f"/api/v1/matches/{match_id}").status_code == 200
+        assert no_seed(f"/matches/{match_id}").status_code == 200
+        for hidden in ("replay", "hands/0", "hands/0/decisions/0"):
+            response = no_seed(f"/api/v1/matches/{match_id}/{hidden}")
+            assert 400 <= response.status_code < 500, (match_id, hidden, response.status_code)
