@@ -501,6 +501,16 @@ def test_workers_scale_and_bots_are_house_bots(compose: dict[str, Any]) -> None:
     assert services["dashboard"]["ports"] == ["8000:8000"]
 
 
+def test_the_dashboard_waits_as_long_as_tonk_submit(compose: dict[str, Any]) -> None:
+    """Entering a bot plays test matches before the answer: gunicorn must not kill the request
+    before the client gives up, and must serve other pages meanwhile."""
+    from sdk.commands.submit import DEFAULT_TIMEOUT_S
+
+    command = compose["services"]["dashboard"]["command"]
+    assert float(command[command.index("--timeout") + 1]) >= DEFAULT_TIMEOUT_S
+    assert int(command[command.index("--threads") + 1]) > 1
+
+
 def test_the_image_has_what_the_commands_need() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     for package in ("sdk", "arena", "dashboard", "bots"):
