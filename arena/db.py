@@ -48,11 +48,13 @@ def _make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
 
 
-def dispose_engines() -> None:
-    """Forget every engine (call in a child process after fork, and in tests)."""
+def dispose_engines(*, close: bool = True) -> None:
+    """Forget every engine. In a child process after a fork pass ``close=False``: the
+    parent's pooled connections must be neither used nor closed (closing would end the
+    parent's sessions), only dropped."""
     with _lock:
         for engine in _engines.values():
-            engine.dispose()
+            engine.dispose(close=close)
         _engines.clear()
 
 

@@ -33,7 +33,7 @@ from typing import Final
 from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from arena.db import session_scope
+from arena.db import dispose_engines, session_scope
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
@@ -334,9 +334,4 @@ def _forget_inherited_engines() -> None:
     if os.getpid() == _engines_pid:
         return
     _engines_pid = os.getpid()
-    from arena import db
-
-    with db._lock:
-        for engine in db._engines.values():
-            engine.dispose(close=False)
-        db._engines.clear()
+    dispose_engines(close=False)
