@@ -54,6 +54,13 @@ from sdk.server import RunningServer, start_server
 DEADLINE_MS = 400  # generous: a busy 2-core machine must not make a house bot late
 LIFECYCLE_S = 0.5
 CONFIG = RefereeConfig(decision_deadline_ms=DEADLINE_MS, time_bank_ms=0, max_faults=3)
+SURVIVED: list[int] = []  # faults charged per match, for the figure printed at the end
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_faults() -> Iterator[None]:
+    yield
+    print(f"\nfaults injected and survived: {sum(SURVIVED)} over {len(SURVIVED)} matches")
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +149,7 @@ def test_fault_bot_is_charged_and_the_match_survives(fault: str, house: list[str
             result = play_match(players, seed, hands, match_id=f"faults-{fault}", config=CONFIG)
             elapsed = time.monotonic() - started
     check_faults(result, seat, spec, CONFIG.max_faults)
+    SURVIVED.append(len(result.faults))
     check_consistent(result, seed, n)
     # Bounded by the deadlines: each fault costs at most one deadline (no time bank here).
     assert elapsed < CONFIG.max_faults * DEADLINE_MS / 1000 + 3.0
@@ -155,6 +163,7 @@ def test_a_bot_that_cannot_start_forfeits_the_match(fault: str, house: list[str]
         result = play_match(players, 7, 5, match_id=f"start-{fault}", config=CONFIG)
         elapsed = time.monotonic() - started
     (only,) = result.faults
+    SURVIVED.append(1)
     assert (only.seat, only.kind, only.decision) == (1, spec.kind, -1)
     assert spec.reason in only.reason
     assert result.forfeited == 1 and result.hands == [] and result.hands_forfeited == 5
@@ -193,6 +202,7 @@ def test_a_timed_out_call_spends_the_time_bank(house: list[str]) -> None:
         result = play_match(players, 5, 8, match_id="bank", config=config)
         elapsed = time.monotonic() - started
     reasons = [f.reason for f in result.faults]
+    SURVIVED.append(len(reasons))
     assert reasons == [
         "Decide: no reply within 900 ms",
         "Decide: no reply within 100 ms",
@@ -215,6 +225,7 @@ def test_slow_replies_spend_the_bank_then_fault(house: list[str]) -> None:
     )  # the slow seat's accepted actions
     assert 2 <= late_but_played <= 7  # ~60 ms over each: the 400 ms bank covers a handful
     assert [f.kind for f in result.faults] == [FaultKind.TIMEOUT] * 2
+    SURVIVED.append(2)
     assert result.forfeited == 0
     assert elapsed < 6.0
     check_consistent(result, 11, 2)
@@ -249,6 +260,7 @@ def test_a_table_of_fault_bots(house: list[str]) -> None:
                 assert spec is not None, f"the house bot was charged: {fault}"
                 assert fault.kind is spec.kind and spec.reason in fault.reason
             total_faults += len(result.faults)
+            SURVIVED.append(len(result.faults))
     assert total_faults >= 3 * CONFIG.max_faults
 
 
@@ -332,6 +344,7 @@ def test_a_meld_naming_a_card_twice_is_an_illegal_fault() -> None:
         [LocalPlayer(TwiceBot), LocalPlayer(GreedyBot)], 8, 30, match_id="twice", config=CONFIG
     )
     assert result.faults and all(f.seat == 0 and f.kind is FaultKind.ILLEGAL for f in result.faults)
+    SURVIVED.append(len(result.faults))
     assert "twice" in result.faults[0].reason
     check_consistent(result, 8, 2)
 
@@ -420,4 +433,6 @@ def test_tournament_of_fault_bots_completes(pg_url: str, redis_url: str, redis_p
             assert kind == spec.kind.value and spec.reason in reason, (name, kind, reason)
             charged[name] = charged.get(name, 0) + 1
         assert set(charged) == set(bots), charged
+        SURVIVED.append(len(stored))
+        print(f"arena tournament: {len(stored)} faults stored over {len(matches)} matches: {charged}")
         assert names  # every entrant played
