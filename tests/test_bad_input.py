@@ -251,7 +251,7 @@ def test_seat_to_act_out_of_range() -> None:
 def test_meld_index_that_does_not_exist() -> None:
     state = midgame()
     state.apply(Action.parse("draw stock"), 0)
-    error = raises(IllegalActionError, r"there is no meld 7 on the table \(it holds 1,",
+    error = raises(IllegalActionError, r"there is no meld 7 on the table \(it holds 1\b",
                    lambda: state.apply(Layoff(Card.parse("2c"), 7), 0))
     assert isinstance(error, IllegalActionError) and error.rule == "no_such_meld"
     # In a record: Croaker lays his 6s onto meld 7 when only his book (meld 0) is down.
