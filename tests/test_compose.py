@@ -344,6 +344,20 @@ class ComposeStack:
                 os.killpg(instance.process.pid, signal.SIGKILL)
             instance.log.close()
         self.running.clear()
+        self._forget_workers()
+
+    def _forget_workers(self) -> None:
+        """RQ lists every worker in the shared set ``rq:workers``; one that could not say
+        goodbye (killed) would stay there: take ours (named after our queue) out."""
+        queue, url = self.environment.get("TONK_QUEUE"), self.environment.get("TONK_REDIS_URL")
+        if not (queue and url):
+            return
+        from redis import Redis
+
+        with Redis.from_url(url) as redis:
+            ours = [m for m in redis.smembers("rq:workers") if queue.encode() in m]
+            if ours:
+                redis.srem("rq:workers", *ours)
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.ports['dashboard']}{path}"

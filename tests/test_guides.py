@@ -130,7 +130,7 @@ def local_arena(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     yields (its URL, an owner's token, the database URL)."""
     from arena.auth import create_owner
     from arena.config import load_settings
-    from arena.db import dispose_engines, session_scope
+    from arena.db import get_engine, session_scope
     from dashboard.server import serve_in_thread
 
     url = f"sqlite:///{tmp_path / 'arena.sqlite'}"
@@ -143,7 +143,7 @@ def local_arena(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     finally:
         server.shutdown()
         thread.join(10)
-        dispose_engines()
+        get_engine(url).dispose()  # its connections; other tests' engines are theirs
 
 
 # --- the bot author's guide --------------------------------------------------------------------
