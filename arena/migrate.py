@@ -130,25 +130,30 @@ def ensure_schema(engine: Engine) -> None:
     """For arena/db.py's first use of a database: an empty one gets the current schema
     (``create_all``, faster than replaying every revision) stamped at head; one that has
     the arena's tables is left as it is, with a warning when it is behind this code (it
-    needs ``tonk db upgrade``)."""
-    from alembic import command
-
+    needs ``tonk db upgrade``). Cheap when the database is set up: one look at its tables
+    and its revision, without importing Alembic (every worker process does this)."""
+    from arena.migrations import HEAD
     from arena.models import Base
 
-    with engine.begin() as connection:
-        stamped = _stamped(connection)
-        if stamped is None and not _arena_tables(connection):
+    with _locked(engine) as connection:
+        tables = set(inspect(connection).get_table_names())
+        if VERSION_TABLE in tables:
+            stamped = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+        elif tables & set(Base.metadata.tables):
+            stamped = None  # made by create_all before migrations: `tonk db upgrade` places it
+        else:
+            from alembic import command
+
             Base.metadata.create_all(connection)
             config = alembic_config()
             config.attributes["connection"] = connection
-            command.stamp(config, "head")
+            command.stamp(config, HEAD)
             return
-    head = head_revision()
-    if stamped != head:
+    if stamped != HEAD:
         log.warning(
             "the arena database is at revision %s but this code expects %s: run `tonk db upgrade`",
             stamped or "(none)",
-            head,
+            HEAD,
         )
 
 
@@ -237,12 +242,6 @@ def _stamped(connection: Connection) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
     return MigrationContext.configure(connection).get_current_revision()
-
-
-def _arena_tables(connection: Connection) -> bool:
-    from arena.models import Base
-
-    return bool(set(inspect(connection).get_table_names()) & set(Base.metadata.tables))
 
 
 def _display(database_url: str) -> str:

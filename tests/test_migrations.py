@@ -253,21 +253,41 @@ def test_other_tables_in_the_database_are_left_alone(tmp_path: Path) -> None:
 
 
 def test_ensure_schema_creates_and_stamps_a_fresh_database(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    db_url: str, engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
-    engine = create_engine(url, poolclass=pool.NullPool)
     m.ensure_schema(engine)
-    assert m.current_revision(url) == m.head_revision()
+    assert m.current_revision(db_url) == m.head_revision()
     assert differences(engine) == []
     m.ensure_schema(engine)  # second use: nothing to do, nothing said
+    assert "tonk db upgrade" not in caplog.text
     with engine.begin() as c:
         c.execute(text("DROP TABLE alembic_version"))
     with caplog.at_level(logging.WARNING, logger="arena.migrate"):
         m.ensure_schema(engine)  # tables but no revision: left alone, with a warning
     assert "tonk db upgrade" in caplog.text
-    assert m.current_revision(url) is None
-    engine.dispose()
+    assert m.current_revision(db_url) is None
+    assert m.upgrade(db_url).recognised == m.head_revision()
+
+
+def test_the_head_constant_is_the_newest_revision() -> None:
+    from arena.migrations import HEAD
+
+    assert m.head_revision() == HEAD, "a new revision: update HEAD in arena/migrations/__init__.py"
+
+
+def test_ensure_schema_on_a_set_up_database_does_not_import_alembic(tmp_path: Path) -> None:
+    """Every worker and dashboard process calls it: it must stay cheap."""
+    url = f"sqlite:///{tmp_path / 'ready.sqlite'}"
+    m.migrate(url)
+    code = (
+        "import sys; from sqlalchemy import create_engine; from arena.migrate import ensure_schema; "
+        f"ensure_schema(create_engine({url!r})); "
+        "print(sorted(n for n in sys.modules if n.startswith('alembic')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert "tonk db upgrade" not in result.stderr  # at head: no warning
 
 
 def test_tonk_db_upgrade_and_current(
