@@ -427,7 +427,7 @@ def write_corpus(folder: Path, count: int) -> list[Path]:
 
 @pytest.mark.slow
 def test_record_cli_prints_no_traceback(tmp_path: Path) -> None:
-    files = write_corpus(tmp_path, 400)
+    files = write_corpus(tmp_path, 200)
     for command in ("simulate", "verify"):
         run = subprocess.run(
             [sys.executable, "-m", "sdk.cli", "record", command, *map(str, files)],

@@ -58,9 +58,9 @@ MATCHES = (3 * 2 + 1 * 3) * 2  # three 2-seat tables and one 3-seat table, in du
 
 @pytest.fixture(scope="module")
 def bots() -> Iterator[dict[str, str]]:
-    """Deterministic gRPC bots; one takes ~15 ms a decision so matches last long enough to
+    """Deterministic gRPC bots; one takes ~10 ms a decision so matches last long enough to
     be caught mid-way."""
-    slow = serve_fault("sleep", delay_s=0.015, base="greedy")
+    slow = serve_fault("sleep", delay_s=0.01, base="greedy")
     plain = [start_server(RandomBot), start_server(GreedyBot)]
     try:
         yield {"slow-greedy": slow.address, "random": plain[0].address, "greedy": plain[1].address}
