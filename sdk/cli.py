@@ -22,11 +22,16 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser. Plug-in commands (which import the database and web stacks, over a second
+    of start-up) are loaded only when ``argv`` does not name an SDK command."""
     parser = argparse.ArgumentParser(prog="tonk", description="Tonk Arena: the engine, bots and arena.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         import_module(name).register(subparsers)
+    command = next((a for a in argv or () if not a.startswith("-")), None)
+    if command is not None and command in subparsers.choices:
+        return parser
     for entry in entry_points(group="tonk.commands"):
         try:
             register = entry.load()
@@ -37,8 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(arguments)
+    args = parser.parse_args(arguments)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
