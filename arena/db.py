@@ -1,5 +1,6 @@
-"""Engines and sessions. One engine per URL per process; tables created on first use
-(Alembic migrations take over for upgrades, see migrations/)."""
+"""Engines and sessions. One engine per URL per process. A new database gets the current
+schema stamped at the newest migration on first use; upgrades are ``tonk db upgrade``
+(arena/migrate.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.models import Base
-
 _engines: dict[str, Engine] = {}
 _lock = threading.Lock()
 
@@ -23,7 +22,9 @@ def get_engine(url: str) -> Engine:
         engine = _engines.get(url)
         if engine is None:
             engine = _make_engine(url)
-            Base.metadata.create_all(engine)
+            from arena.migrate import ensure_schema  # imports Alembic only for a new database
+
+            ensure_schema(engine)
             _engines[url] = engine
         return engine
 

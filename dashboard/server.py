@@ -79,6 +79,9 @@ def _gunicorn(host: str, port: int, settings: Settings | None, workers: int) -> 
         def load_config(self) -> None:
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
+            # Registering a bot plays its check matches inside the request (as in compose).
+            self.cfg.set("threads", 4)
+            self.cfg.set("timeout", 120)
             self.cfg.set("accesslog", "-")
 
         def load(self) -> Flask:
