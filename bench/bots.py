@@ -49,6 +49,7 @@ class DuplicateResult:
     players: int
     deal_chips: list[int] = field(default_factory=list)
     hero_decision_us: list[int] = field(default_factory=list)
+    hero_cpu_us: list[int] = field(default_factory=list)  # when the hero records it (search)
     faults: int = 0
 
     @property
@@ -58,6 +59,7 @@ class DuplicateResult:
     def merge(self, other: DuplicateResult) -> None:
         self.deal_chips += other.deal_chips
         self.hero_decision_us += other.hero_decision_us
+        self.hero_cpu_us += other.hero_cpu_us
         self.faults += other.faults
 
 
@@ -91,6 +93,8 @@ def play_chunk(hero: str, villain: str, players: int, deals: int, seed: int) -> 
         seats = [LocalPlayer(hero_cls if s == hero_seat else villain_cls) for s in range(players)]
         result = play_match(seats, seed, deals, match_id=f"dup-{seed}-{hero_seat}", config=config)
         out.faults += len(result.faults)
+        timings = getattr(seats[hero_seat].bot, "timings", [])  # SearchBot: (wall, CPU) seconds
+        out.hero_cpu_us += [round(cpu * 1e6) for _, cpu in timings]
         for h, log in enumerate(result.hands):
             assert log.record.outcome is not None
             out.deal_chips[h] += log.record.outcome["payoffs"][hero_seat]
