@@ -93,8 +93,20 @@ def tables_of(bot_ids: Sequence[int], sizes: Iterable[int]) -> list[Table]:
     return [Table(i, combo) for i, combo in enumerate(combos)]
 
 
+#: Bounds of the referee settings a tournament may set (they travel in int32 protocol fields).
+REFEREE_LIMITS: dict[str, tuple[int, int]] = {
+    "decision_deadline_ms": (1, 600_000),
+    "time_bank_ms": (0, 3_600_000),
+    "max_faults": (1, 1_000),
+}
+
+
 def resolve_bots(session: Session, names: Sequence[str]) -> list[int]:
     """Bot ids for ``names``, in order; UnknownBotError names every one that is missing."""
+    for name in names:
+        # Checked before the query: PostgreSQL refuses NUL in text with a driver error.
+        if not isinstance(name, str) or "\x00" in name or len(name) > 64:
+            raise InvalidTournamentError(f"{name!r} is not a bot name")
     found = dict(session.execute(select(Bot.name, Bot.id).where(Bot.name.in_(list(names)))).all())
     missing = [n for n in names if n not in found]
     if missing:
@@ -121,16 +133,16 @@ def create_tournament(
     ``max_faults``) taken from ``settings``; they are fixed here so that a worker's
     environment never changes how a tournament is refereed. Flushes, does not commit.
     """
-    if not isinstance(name, str) or not name.strip() or len(name) > 128:
+    if not isinstance(name, str) or not name.strip() or len(name) > 128 or "\x00" in name:
         raise InvalidTournamentError(f"a tournament name is 1 to 128 characters, got {name!r}")
     ids = list(dict.fromkeys(bot_ids))
     if len(ids) != len(bot_ids):
         raise InvalidTournamentError(f"a bot is entered twice: {list(bot_ids)!r}")
-    sizes = sorted(set(table_sizes))
-    if not sizes or any(type(n) is not int or not MIN_PLAYERS <= n <= MAX_PLAYERS for n in sizes):
+    if not table_sizes or any(type(n) is not int or not MIN_PLAYERS <= n <= MAX_PLAYERS for n in table_sizes):
         raise InvalidTournamentError(
             f"table sizes are {MIN_PLAYERS} to {MAX_PLAYERS} players, got {list(table_sizes)!r}"
         )
+    sizes = sorted(set(table_sizes))
     if len(ids) < sizes[-1]:
         raise InvalidTournamentError(
             f"a table of {sizes[-1]} needs at least {sizes[-1]} bots, got {len(ids)}: {ids!r}"
@@ -149,8 +161,13 @@ def create_tournament(
         "max_faults": base.max_faults,
     }
     for key, value in (config or {}).items():
-        if key not in referee or type(value) is not int or value < (1 if key == "max_faults" else 0):
+        if key not in referee:
             raise InvalidTournamentError(f"referee setting {key}={value!r} is not one of {sorted(referee)}")
+        low, high = REFEREE_LIMITS[key]
+        if type(value) is not int or not low <= value <= high:
+            raise InvalidTournamentError(
+                f"referee setting {key} must be an integer from {low} to {high}, got {value!r}"
+            )
         referee[key] = value
     tournament = Tournament(
         name=name.strip(),
@@ -225,9 +242,7 @@ def _add_deals(
     session.execute(insert(Match), rows)
     match_ids = dict(
         session.execute(
-            select(Match.key, Match.id).where(
-                Match.tournament_id == tournament.id, Match.deal_index >= first
-            )
+            select(Match.key, Match.id).where(Match.tournament_id == tournament.id, Match.deal_index >= first)
         ).all()
     )
     session.execute(

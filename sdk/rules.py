@@ -12,6 +12,8 @@ from sdk.errors import RulesError
 MIN_PLAYERS: Final = 2
 MAX_PLAYERS: Final = 6
 HAND_SIZE: Final = 5
+MAX_TURN_CAP: Final = 100_000
+MAX_TONK_TOTAL: Final = 1000  # far above any hand total: tonk_high=999 switches TONK-high off
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +46,18 @@ class Rules:
             expected = bool if field.type in ("bool", bool) else int
             if type(value) is not expected:
                 raise RulesError(f"rule option {field.name!r} must be {expected.__name__}, got {value!r}")
+        # Bounded so every option fits the protocol's int32 fields with room to spare.
         if self.turn_cap < 0:
             raise RulesError(f"rule option 'turn_cap' must be 0 (no cap) or more, got {self.turn_cap!r}")
+        if self.turn_cap > MAX_TURN_CAP:
+            raise RulesError(f"rule option 'turn_cap' must be at most {MAX_TURN_CAP}, got {self.turn_cap!r}")
         if not 0 <= self.tonk_low < self.tonk_high:
             raise RulesError(
                 f"rule options need 0 <= tonk_low < tonk_high, got {self.tonk_low!r}, {self.tonk_high!r}"
+            )
+        if self.tonk_high > MAX_TONK_TOTAL:
+            raise RulesError(
+                f"rule option 'tonk_high' must be at most {MAX_TONK_TOTAL}, got {self.tonk_high!r}"
             )
 
     @property

@@ -150,6 +150,8 @@ def _body() -> dict[str, Any]:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedJSONError(f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedJSONError("the request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidParameterError("the request body must be a JSON object")
     return data
