@@ -445,3 +445,9 @@ def test_nul_in_a_tournament_is_a_400(pg_url: str, body: dict[str, Any]) -> None
 )
 def test_out_of_range_rules_and_settings_are_a_400(sqlite_url: str, extra: dict[str, Any]) -> None:
     assert post_tournament(fresh_app(sqlite_url), sqlite_url, {**CUP, **extra}) == 400
+
+
+@pytest.mark.parametrize("sizes", [[None, False], [2, "3"], [2, 2.0]])
+def test_table_sizes_of_mixed_types_are_a_400(sqlite_url: str, sizes: list[Any]) -> None:
+    # Found by the write fuzzer: sorted() before the type check made these a TypeError (500).
+    assert post_tournament(fresh_app(sqlite_url), sqlite_url, {**CUP, "table_sizes": sizes}) == 400

@@ -47,7 +47,7 @@ VARIANTS = [
     Rules(hit_lock=True, book_layoff=True),
     Rules(stock_reshuffle=True, discard_pickup_may_return=True),
     Rules(ace_high_or_low=True, meld_out_double=True, turn_cap=30),
-    Rules(tonk_low=0, tonk_high=200, turn_cap=0),
+    Rules(tonk_low=0, tonk_high=99, turn_cap=0),
 ]
 
 

@@ -64,7 +64,7 @@ RULE_VARIANTS: list[Rules] = [
     Rules(hit_lock=True, book_layoff=True),
     Rules(stock_reshuffle=True, discard_pickup_may_return=True),  # the stock is turned discards
     Rules(ace_high_or_low=True, meld_out_double=True, turn_cap=40),
-    Rules(tonk_low=0, tonk_high=200, turn_cap=0),  # no TONK: every hand is played out
+    Rules(tonk_low=0, tonk_high=99, turn_cap=0),  # no TONK: every hand is played out
 ]
 
 Kind = str  # "start", "decide", "end_hand", "end_match"
