@@ -74,7 +74,12 @@ def play_match_job(
     except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it
         mark_failed(database_url, match_id, worker, exc)
         raise
-    if not record_result(database_url, plan, result, duration_ms, worker):
+    try:
+        recorded = record_result(database_url, plan, result, duration_ms, worker)
+    except Exception as exc:  # e.g. the database went away: fail it now rather than at lease end
+        mark_failed(database_url, match_id, worker, exc)
+        raise
+    if not recorded:
         return ALREADY_DONE
     with session_scope(database_url) as session:
         finish_if_complete(session, plan.tournament_id)

@@ -419,11 +419,6 @@ def test_embedded_runner_killed_mid_tournament_resumes(
     print(f"infra/embedded: killed with {len(caught)} match(es) running; attempts {got.attempts}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arena/jobs.py play_match_job: an error while recording the result (the database "
-    "connection cut) leaves the match 'running' until its lease runs out, not 'failed' at once",
-)
 def test_an_error_while_recording_fails_the_match_at_once(
     bots: dict[str, str], sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
