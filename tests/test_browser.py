@@ -1,5 +1,5 @@
 """The dashboard in real headless Chromium (Playwright): the leaderboard, and a replay stepped
-through, played, and seen from one seat. Screenshots go to docs/screenshots/.
+through, played, and seen from one seat. Screenshots go to docs/screenshots/ with TONK_UPDATE_SCREENSHOTS=1.
 
 Uses Debian's Chromium (/usr/bin/chromium, or TONK_CHROMIUM); nothing is downloaded. Without
 it these tests skip locally and fail in CI.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,14 @@ if TYPE_CHECKING:
 pytest_plugins = ["dashboard_fixtures"]
 pytestmark = pytest.mark.browser
 
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+# The committed screenshots are refreshed only on request (TONK_UPDATE_SCREENSHOTS=1), so a
+# test run never leaves the working tree dirty; otherwise they go to a scratch folder.
+SCREENSHOTS = (
+    Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+    if os.environ.get("TONK_UPDATE_SCREENSHOTS")
+    else Path(tempfile.gettempdir()) / "tonk-screenshots"
+)
+SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -204,6 +212,9 @@ def test_replay_viewer(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
     )
     others = [text for who, text in lines if who and who != me]
     assert others and not any("draws from the stock (" in text for text in others)
+    # ...and nothing after the moment shown: later log lines are hidden until stepped to.
+    assert page.locator(f'#log li[data-step="{step + 1}"]').is_hidden()
+    assert page.locator(f'#log li[data-step="{step}"]').is_visible()
     page.locator("#viewer").screenshot(path=str(SCREENSHOTS / "replay-seat-view.png"))
     page.select_option("#perspective", "all")
     assert cards_of(page, 1) == everyone[1]

@@ -140,6 +140,8 @@
       var k = +li.getAttribute("data-step");
       li.classList.toggle("current", k === i);
       li.classList.toggle("future", k > i);
+      // A seat saw nothing ahead of the moment shown: its view hides what comes later.
+      li.hidden = viewer !== null && k > i;
     });
     var current = log.querySelector(".current");
     if (current && current.scrollIntoView) current.scrollIntoView({ block: "nearest" });
