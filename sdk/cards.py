@@ -9,7 +9,7 @@ hashing are all the cheap object defaults, and the engine can use them as dict k
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Set
 from typing import Final
 
 from sdk.errors import NotationError
@@ -53,7 +53,11 @@ class Card:
     @classmethod
     def parse(cls, text: str) -> Card:
         """Parse ``10s``, ``Ts``, ``qH``...; raise :class:`NotationError` quoting the input."""
-        if not isinstance(text, str):
+        if type(text) is str:
+            card = _CANONICAL.get(text)
+            if card is not None:
+                return card
+        elif not isinstance(text, str):
             raise NotationError(f"a card is written as text like '10s', got {text!r}")
         card = _BY_TEXT.get(text.strip().upper())
         if card is None:
@@ -91,6 +95,9 @@ class Card:
 DECK: Final[tuple[Card, ...]] = tuple(Card._make(i) for i in range(52))
 """The 52 cards in index order: clubs A..K, diamonds, hearts, spades."""
 
+DECK_SET: Final[frozenset[Card]] = frozenset(DECK)
+
+_CANONICAL: Final[dict[str, Card]] = {card.text: card for card in DECK}
 _BY_TEXT: Final[dict[str, Card]] = {}
 for _card in DECK:
     _BY_TEXT[_card.text.upper()] = _card
@@ -99,9 +106,17 @@ for _card in DECK:
 
 
 def parse_cards(texts: Iterable[str]) -> list[Card]:
-    """Parse a list of card texts; a bare string is refused (it is almost always a bug)."""
-    if isinstance(texts, str) or not isinstance(texts, Iterable):
+    """Parse a list of card texts. A bare string, a mapping (a JSON object) or a set is
+    refused: reading one as cards is almost always a bug."""
+    if isinstance(texts, str | bytes | Mapping | Set) or not isinstance(texts, Iterable):
         raise NotationError(f"expected a list of cards, got {texts!r}")
+    if type(texts) is list:  # fast path: every card in its canonical spelling
+        try:
+            cards = [_CANONICAL[t] for t in texts]
+        except (KeyError, TypeError):
+            pass
+        else:
+            return cards
     return [Card.parse(t) for t in texts]
 
 
@@ -111,7 +126,7 @@ def format_cards(cards: Iterable[Card]) -> list[str]:
 
 def hand_value(cards: Iterable[Card]) -> int:
     """Point total: ace 1, pips at face value, J Q K 10."""
-    return sum(c.value for c in cards)
+    return sum([c.value for c in cards])
 
 
 def sort_hand(cards: Iterable[Card]) -> list[Card]:
