@@ -10,9 +10,9 @@ Each action is a small frozen value with three spellings that round-trip:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
-from sdk.cards import Card, parse_cards
+from sdk.cards import DECK, Card, parse_cards
 from sdk.errors import NotationError
 
 Source = Literal["stock", "discard"]
@@ -35,21 +35,26 @@ class Action:
         """Read an action from its record form (a ``seat`` key, if present, is ignored)."""
         if not isinstance(data, dict):
             raise NotationError(f"an action is a JSON object, got {data!r}")
-        kinds = [k for k in ("draw", "meld", "layoff", "discard", "drop") if k in data]
+        kinds = [k for k in _KINDS if k in data]
         if len(kinds) != 1:
             raise NotationError(
                 f"an action names exactly one of draw, meld, layoff, discard, drop; got {data!r}"
             )
         kind = kinds[0]
-        allowed = {"seat", kind} | ({"onto"} if kind == "layoff" else set())
-        extra = sorted(set(data) - allowed)
-        if extra:
+        expected = 1 + ("seat" in data) + (kind == "layoff" and "onto" in data)
+        if len(data) != expected:
+            allowed = {"seat", kind, "onto"} if kind == "layoff" else {"seat", kind}
+            extra = sorted(str(k) for k in data if k not in allowed)
             raise NotationError(f"unexpected field {extra[0]!r} in action {data!r}")
         value = data[kind]
+        if kind == "discard":
+            return discard_of(Card.parse(value))
         if kind == "draw":
-            if value not in ("stock", "discard"):
-                raise NotationError(f"draw is 'stock' or 'discard', got {value!r}")
-            return Draw(value)
+            if value == "stock" and type(value) is str:
+                return DRAW_STOCK
+            if value == "discard" and type(value) is str:
+                return DRAW_DISCARD
+            raise NotationError(f"draw is 'stock' or 'discard', got {value!r}")
         if kind == "meld":
             return Meld(tuple(parse_cards(value)))
         if kind == "layoff":
@@ -57,11 +62,9 @@ class Action:
             if type(onto) is not int or onto < 0:
                 raise NotationError(f"layoff needs 'onto', a meld index >= 0, got {onto!r}")
             return Layoff(Card.parse(value), onto)
-        if kind == "discard":
-            return Discard(Card.parse(value))
         if value is not True:
             raise NotationError(f'drop is written "drop": true, got {value!r}')
-        return Drop()
+        return DROP
 
     @staticmethod
     def parse(text: str) -> Action:
@@ -73,15 +76,15 @@ class Action:
             raise NotationError(f"empty action {text!r}")
         verb, args = words[0].lower(), words[1:]
         if verb == "drop" and not args:
-            return Drop()
+            return DROP
         if verb == "draw" and len(args) == 1 and args[0].lower() in ("stock", "discard"):
-            return Draw(args[0].lower())  # type: ignore[arg-type]
+            return DRAW_STOCK if args[0].lower() == "stock" else DRAW_DISCARD
         if verb == "meld" and args:
             return Meld(tuple(Card.parse(a) for a in args))
         if verb == "layoff" and len(args) == 2 and args[1].isdigit():
             return Layoff(Card.parse(args[0]), int(args[1]))
         if verb == "discard" and len(args) == 1:
-            return Discard(Card.parse(args[0]))
+            return discard_of(Card.parse(args[0]))
         raise NotationError(
             f"cannot read action {text!r}: expected 'drop', 'draw stock|discard', "
             "'meld CARD CARD CARD...', 'layoff CARD MELD_INDEX' or 'discard CARD'"
@@ -110,6 +113,10 @@ class Draw(Action):
 
     source: Source
     kind: ClassVar[str] = "draw"
+
+    def __post_init__(self) -> None:
+        if self.source != "stock" and self.source != "discard":
+            raise NotationError(f"draw is 'stock' or 'discard', got {self.source!r}")
 
     def to_json(self) -> dict[str, Any]:
         return {"draw": self.source}
@@ -173,9 +180,16 @@ class Discard(Action):
         return f"discard {self.card.text}"
 
 
-DRAW_STOCK = Draw("stock")
-DRAW_DISCARD = Draw("discard")
-DROP = Drop()
+_KINDS = ("draw", "meld", "layoff", "discard", "drop")
+DRAW_STOCK: Final = Draw("stock")
+DRAW_DISCARD: Final = Draw("discard")
+DROP: Final = Drop()
+DISCARD_ACTIONS: Final = tuple(Discard(card) for card in DECK)  # by card index
+
+
+def discard_of(card: Card) -> Discard:
+    """The (shared, immutable) :class:`Discard` of ``card``."""
+    return DISCARD_ACTIONS[card.index]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,9 +204,16 @@ class Event:
     action: Action
     card: Card | None = None
 
+    def __init__(self, seat: int, action: Action, card: Card | None = None) -> None:
+        # Same as the generated frozen __init__, but about twice as fast (one per action).
+        _set_seat(self, seat)
+        _set_action(self, action)
+        _set_card(self, card)
+
     def public(self) -> Event:
-        if isinstance(self.action, Draw) and self.action.source == "stock":
-            return Event(self.seat, self.action, None)
+        action = self.action
+        if self.card is not None and isinstance(action, Draw) and action.source == "stock":
+            return _hidden_stock_draw(self.seat)
         return self
 
     def to_json(self) -> dict[str, Any]:
@@ -200,3 +221,23 @@ class Event:
         if self.card is not None:
             data["card"] = self.card.text
         return data
+
+
+_set_seat = Event.__dict__["seat"].__set__  # the slots' descriptors
+_set_action = Event.__dict__["action"].__set__
+_set_card = Event.__dict__["card"].__set__
+_HIDDEN_STOCK_DRAWS: dict[int, Event] = {}
+
+# Events are immutable values, so the engine shares one per (seat, card) for draws and
+# discards instead of building one per action: [seat][card index].
+DRAW_STOCK_EVENTS: Final = tuple(tuple(Event(s, DRAW_STOCK, c) for c in DECK) for s in range(6))
+DRAW_DISCARD_EVENTS: Final = tuple(tuple(Event(s, DRAW_DISCARD, c) for c in DECK) for s in range(6))
+DISCARD_EVENTS: Final = tuple(tuple(Event(s, DISCARD_ACTIONS[c.index]) for c in DECK) for s in range(6))
+DROP_EVENTS: Final = tuple(Event(s, DROP) for s in range(6))
+
+
+def _hidden_stock_draw(seat: int) -> Event:
+    event = _HIDDEN_STOCK_DRAWS.get(seat)
+    if event is None:
+        event = _HIDDEN_STOCK_DRAWS[seat] = Event(seat, DRAW_STOCK)
+    return event
