@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal
 
-from sdk.cards import Card, parse_cards
+from sdk.cards import DECK, Card, parse_cards
 from sdk.errors import IllegalActionError, NotationError, RecordError
 from sdk.rules import Rules
 
@@ -40,6 +40,25 @@ class TableMeld:
         # An ace above a king, when the spread does not already start at the ace.
         return rank == 1 and self.hi == 13 and rules.ace_high_or_low and self.lo > 1
 
+    def layoff_cards(self, rules: Rules) -> tuple[Card, ...]:
+        """The cards that :meth:`accepts`, in card-index order (at most two)."""
+        if self.kind == "book":
+            if not (rules.book_layoff and len(self.cards) == 3):
+                return ()
+            held = {c.suit_index for c in self.cards}
+            rank0 = self.cards[0].rank - 1
+            return tuple(DECK[s * 13 + rank0] for s in range(4) if s not in held)
+        base = self.cards[0].suit_index * 13
+        lo, hi = self.lo, self.hi
+        fits = []
+        if hi == 13 and lo > 2 and rules.ace_high_or_low:
+            fits.append(DECK[base])  # an ace above the king (at lo == 2 it is the low end)
+        if lo > 1:
+            fits.append(DECK[base + lo - 2])
+        if hi < 13:
+            fits.append(DECK[base + hi])
+        return tuple(fits)
+
     def extended(self, card: Card) -> TableMeld:
         """A copy with ``card`` added (the caller has checked :meth:`accepts`)."""
         if self.kind == "book":
@@ -61,40 +80,78 @@ def _suit_key(card: Card) -> int:
 
 def make_meld(owner: int, cards: Sequence[Card], rules: Rules) -> TableMeld:
     """Classify ``cards`` as a book or spread, or raise :class:`IllegalActionError`."""
-    text = " ".join(c.text for c in cards)
-    if len(cards) < 3:
+    n = len(cards)
+    if n < 3:
         raise IllegalActionError(
-            f"meld {text!r} has {len(cards)} cards; a meld needs 3 or more", rule="meld_size"
+            f"meld {_text(cards)!r} has {n} cards; a meld needs 3 or more", rule="meld_size"
         )
-    if len(set(cards)) != len(cards):
-        raise IllegalActionError(f"meld {text!r} names a card twice", rule="meld_duplicate")
+    if len(set(cards)) != n:
+        raise IllegalActionError(f"meld {_text(cards)!r} names a card twice", rule="meld_duplicate")
     first = cards[0]
-    if all(c.rank == first.rank for c in cards):
-        if len(cards) > 4:
-            raise IllegalActionError(f"book {text!r} has more than 4 cards", rule="meld_size")
+    rank = first.rank
+    if all(c.rank == rank for c in cards):
+        if n > 4:  # unreachable with distinct cards, kept as a guard
+            raise IllegalActionError(f"book {_text(cards)!r} has more than 4 cards", rule="meld_size")
         return TableMeld(owner, "book", tuple(sorted(cards, key=_suit_key)))
-    if any(c.suit_index != first.suit_index for c in cards):
+    suit = first.suit_index
+    if any(c.suit_index != suit for c in cards):
         raise IllegalActionError(
-            f"{text!r} is neither a book (one rank) nor a spread (one suit in sequence)",
+            f"{_text(cards)!r} is neither a book (one rank) nor a spread (one suit in sequence)",
             rule="meld_shape",
         )
-    ranks = sorted(c.rank for c in cards)
-    if ranks == list(range(ranks[0], ranks[0] + len(ranks))):
-        ordered = tuple(sorted(cards, key=lambda c: c.rank))
-        return TableMeld(owner, "spread", ordered, ranks[0], ranks[-1])
-    if rules.ace_high_or_low and ranks[0] == 1:
-        high = sorted(14 if r == 1 else r for r in ranks)
-        if high == list(range(high[0], high[0] + len(high))):
-            ordered = tuple(sorted(cards, key=lambda c: 14 if c.rank == 1 else c.rank))
-            return TableMeld(owner, "spread", ordered, high[0], high[-1])
+    ordered = sorted(cards, key=_index)  # one suit: index order is rank order
+    lo = ordered[0].rank
+    if ordered[-1].rank - lo == n - 1:  # distinct ranks spanning n: a sequence
+        return TableMeld(owner, "spread", tuple(ordered), lo, lo + n - 1)
+    if rules.ace_high_or_low and lo == 1 and ordered[1].rank - 1 + n - 1 == 13:
+        # 2nd lowest .. K plus the ace on top (Q K A, J Q K A, ...)
+        return TableMeld(owner, "spread", (*ordered[1:], ordered[0]), ordered[1].rank, 14)
     hint = "" if rules.ace_high_or_low else " (aces are low: Q K A is not a spread)"
     raise IllegalActionError(
-        f"{text!r} is not a spread: its ranks are not in sequence{hint}", rule="meld_shape"
+        f"{_text(cards)!r} is not a spread: its ranks are not in sequence{hint}", rule="meld_shape"
     )
 
 
+def _text(cards: Sequence[Card]) -> str:
+    return " ".join(c.text for c in cards)
+
+
+def _index(card: Card) -> int:
+    return card.index
+
+
 def hand_melds(hand: Iterable[Card], rules: Rules) -> list[tuple[Card, ...]]:
-    """Every book and spread that can be laid from ``hand``, in a stable order."""
+    """Every book and spread that can be laid from ``hand``, in a stable order: books by rank
+    (3-card combinations in suit order, then the 4-card book), then spreads by suit, low end,
+    length."""
+    if rules.ace_high_or_low:
+        return _hand_melds_general(hand, rules)
+    cards = sorted(hand, key=_index)
+    n = len(cards)
+    found: list[tuple[Card, ...]] = []
+    ranks = [c.rank for c in cards]
+    if len(set(ranks)) <= n - 2:  # some rank may appear 3+ times
+        for rank in sorted({r for r in ranks if ranks.count(r) >= 3}):
+            group = [c for c in cards if c.rank == rank]  # in suit order
+            found.extend(combinations(group, 3))
+            if len(group) == 4:
+                found.append(tuple(group))
+    idx = [c.index for c in cards]
+    k = 0
+    while k < n - 2:
+        # A maximal run of consecutive indices within one suit starts at k.
+        j = k
+        while j + 1 < n and idx[j + 1] == idx[j] + 1 and idx[j + 1] % 13:
+            j += 1
+        for lo in range(k, j - 1):
+            for hi in range(lo + 3, j + 2):
+                found.append(tuple(cards[lo:hi]))
+        k = j + 1
+    return found
+
+
+def _hand_melds_general(hand: Iterable[Card], rules: Rules) -> list[tuple[Card, ...]]:
+    """:func:`hand_melds` for any rules (the reference the fast path is tested against)."""
     by_rank: dict[int, list[Card]] = {}
     by_suit: dict[int, dict[int, Card]] = {}
     for card in hand:
