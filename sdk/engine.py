@@ -14,18 +14,22 @@ from enum import Enum
 from typing import Any, Literal
 
 from sdk.actions import (
+    DISCARD_ACTIONS,
+    DISCARD_EVENTS,
     DRAW_DISCARD,
+    DRAW_DISCARD_EVENTS,
     DRAW_STOCK,
+    DRAW_STOCK_EVENTS,
     DROP,
+    DROP_EVENTS,
     Action,
-    Discard,
     Draw,
     Drop,
     Event,
     Layoff,
     Meld,
 )
-from sdk.cards import DECK, Card, hand_value
+from sdk.cards import DECK, DECK_SET, Card
 from sdk.errors import DeckError, IllegalActionError, RecordError
 from sdk.melds import TableMeld, hand_melds, make_meld
 from sdk.rules import HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
@@ -53,6 +57,21 @@ class Outcome:
     totals: tuple[int, ...]
     faulted: int | None = None
 
+    def __init__(
+        self,
+        end: EndKind,
+        winners: tuple[int, ...],
+        payoffs: tuple[int, ...],
+        totals: tuple[int, ...],
+        faulted: int | None = None,
+    ) -> None:
+        # Same as the generated frozen __init__, only faster (one per hand).
+        _set_end(self, end)
+        _set_winners(self, winners)
+        _set_payoffs(self, payoffs)
+        _set_totals(self, totals)
+        _set_faulted(self, faulted)
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "end": self.end,
@@ -65,16 +84,23 @@ class Outcome:
         return data
 
 
+_set_end = Outcome.__dict__["end"].__set__  # the slots' descriptors
+_set_winners = Outcome.__dict__["winners"].__set__
+_set_payoffs = Outcome.__dict__["payoffs"].__set__
+_set_totals = Outcome.__dict__["totals"].__set__
+_set_faulted = Outcome.__dict__["faulted"].__set__
+
+
 def deal_from_deck(
     deck: Sequence[Card], players: int, dealer: int
 ) -> tuple[list[list[Card]], Card, list[Card]]:
     """Deal as RULES.md says: one card at a time from the top, starting left of the dealer;
     the next card is turned up; the rest is the stock, top first."""
-    hands: list[list[Card]] = [[] for _ in range(players)]
-    for k in range(HAND_SIZE * players):
-        hands[(dealer + 1 + k) % players].append(deck[k])
-    turned = deck[HAND_SIZE * players]
-    return hands, turned, list(deck[HAND_SIZE * players + 1 :])
+    dealt = HAND_SIZE * players
+    hands: list[list[Card]] = [[]] * players
+    for k in range(players):  # cards k, k + n, k + 2n... go to seat dealer + 1 + k (mod n)
+        hands[(dealer + 1 + k) % players] = list(deck[k:dealt:players])
+    return hands, deck[dealt], list(deck[dealt + 1 :])
 
 
 def check_deck(parts: Sequence[tuple[str, Sequence[Card]]]) -> None:
@@ -83,6 +109,8 @@ def check_deck(parts: Sequence[tuple[str, Sequence[Card]]]) -> None:
     total = 0
     for name, cards in parts:
         for card in cards:
+            if not isinstance(card, Card):
+                raise DeckError(f"{name} holds {card!r}, which is not a card")
             total += 1
             if card in where:
                 raise DeckError(f"card {card.text} appears twice: in {where[card]} and in {name}")
@@ -92,16 +120,45 @@ def check_deck(parts: Sequence[tuple[str, Sequence[Card]]]) -> None:
         raise DeckError(f"a deck has 52 cards, these parts hold {total}; missing: {' '.join(missing)}")
 
 
+def _check_cards(
+    hands: Sequence[Sequence[Card]],
+    discard: Sequence[Card],
+    stock: Sequence[Card],
+    table: Sequence[TableMeld],
+) -> None:
+    """:func:`check_deck` for a position, with a fast path for the usual case (a whole deck)."""
+    cards: list[Card] = []
+    for hand in hands:
+        cards += hand
+    cards += discard
+    cards += stock
+    for meld in table:
+        cards += meld.cards
+    if len(cards) == 52 and DECK_SET.issuperset(cards) and len(set(cards)) == 52:
+        return  # the usual case, checked in C
+    parts = [(f"hands[{i}]", h) for i, h in enumerate(hands)]
+    parts += [("discard", discard), ("stock", stock)]
+    parts += [(f"table[{i}]", m.cards) for i, m in enumerate(table)]
+    check_deck(parts)
+
+
+# start, hands, discard, stock (top first), table, to_act; never mutated once built
+_Initial = tuple[str, list[list[Card]], list[Card], list[Card], list[TableMeld], int]
+_START = Phase.START
+_PLAY = Phase.PLAY
+_OVER = Phase.OVER
+
+
 class HandState:
     """One hand, from the deal (or a recorded position) to its settlement."""
 
     __slots__ = (
+        "_initial",
         "_stock",
         "dealer",
         "discard",
         "hands",
         "history",
-        "initial",
         "locked",
         "outcome",
         "phase",
@@ -124,12 +181,12 @@ class HandState:
     table: list[TableMeld]
     to_act: int
     phase: Phase
-    picked: Card | None
-    turns: int
-    locked: set[int]
+    picked: Card | None  # the card the seat to act took from the discard pile this turn
+    turns: int  # completed turns (ended by a discard)
+    locked: set[int]  # hit_lock: seats that may not go down on their next turn
     history: list[Event]
     outcome: Outcome | None
-    initial: dict[str, Any]
+    _initial: _Initial  # the starting position, for the hand's record (see :attr:`initial`)
 
     # -- construction ---------------------------------------------------------------------
 
@@ -137,9 +194,11 @@ class HandState:
     def deal(cls, deck: Sequence[Card], players: int, dealer: int = 0, rules: Rules = STANDARD) -> HandState:
         """A fresh hand dealt from ``deck`` (top first); TONK is checked at once."""
         _check_players(players, dealer)
+        if len(deck) != 52 or len(set(deck)) != 52 or not DECK_SET.issuperset(deck):
+            check_deck([("the deck", deck)])
         hands, turned, stock = deal_from_deck(deck, players, dealer)
-        check_deck([("hands", [c for h in hands for c in h]), ("discard", [turned]), ("stock", stock)])
-        return cls._build(rules, players, dealer, "deal", hands, [turned], stock, [], (dealer + 1) % players)
+        to_act = dealer + 1 if dealer + 1 < players else 0
+        return cls._build(rules, players, dealer, "deal", hands, [turned], stock, [], to_act)
 
     @classmethod
     def from_position(
@@ -153,27 +212,22 @@ class HandState:
         rules: Rules = STANDARD,
         start: Literal["deal", "position"] = "position",
     ) -> HandState:
-        """A hand from explicit cards (a record's start). ``start="deal"`` checks TONK."""
+        """A hand from explicit cards (a record's start). ``start="deal"`` checks TONK.
+
+        Every hand must hold a card: a player with none has already gone out."""
         players = len(hands)
         _check_players(players, dealer)
         if to_act is None:
             to_act = (dealer + 1) % players
-        if not 0 <= to_act < players:
+        elif type(to_act) is not int or not 0 <= to_act < players:
             raise RecordError(f"seat to act {to_act!r} is not a seat of this hand")
-        parts = [(f"hands[{i}]", list(h)) for i, h in enumerate(hands)]
-        parts += [("discard", list(discard)), ("stock", list(stock))]
-        parts += [(f"table[{i}]", list(m.cards)) for i, m in enumerate(table)]
-        check_deck(parts)
+        _check_cards(hands, discard, stock, table)
+        if not all(hands):
+            i = next(i for i, h in enumerate(hands) if not h)
+            raise RecordError(f"hands[{i}] is empty: a player with no cards has already gone out")
+        hands_copy = list(map(list, hands))
         return cls._build(
-            rules,
-            players,
-            dealer,
-            start,
-            [list(h) for h in hands],
-            list(discard),
-            list(stock),
-            list(table),
-            to_act,
+            rules, players, dealer, start, hands_copy, list(discard), list(stock), list(table), to_act
         )
 
     @classmethod
@@ -199,20 +253,14 @@ class HandState:
         self._stock = stock[::-1]
         self.table = table
         self.to_act = to_act
-        self.phase = Phase.START
+        self.phase = _START
         self.picked = None
         self.turns = 0
         self.locked = set()
         self.history = []
         self.outcome = None
-        self.initial = {
-            "start": start,
-            "hands": [list(h) for h in hands],
-            "discard": list(discard),
-            "stock": list(stock),
-            "table": list(table),
-            "to_act": to_act,
-        }
+        # ``stock`` itself is kept: _stock is a reversed copy, so nothing mutates it.
+        self._initial = (start, list(map(list, hands)), discard[:], stock, table[:], to_act)
         if start == "deal":
             self._check_tonk()
         return self
@@ -235,10 +283,24 @@ class HandState:
         other.locked = set(self.locked)
         other.history = list(self.history)
         other.outcome = self.outcome
-        other.initial = self.initial
+        other._initial = self._initial
         return other
 
     # -- read-only views ------------------------------------------------------------------
+
+    @property
+    def initial(self) -> dict[str, Any]:
+        """The position the hand started from (a fresh dict of fresh lists): ``start``,
+        ``hands``, ``discard``, ``stock`` (top first), ``table`` and ``to_act``."""
+        start, hands, discard, stock, table, to_act = self._initial
+        return {
+            "start": start,
+            "hands": [list(h) for h in hands],
+            "discard": list(discard),
+            "stock": list(stock),
+            "table": list(table),
+            "to_act": to_act,
+        }
 
     @property
     def stock(self) -> list[Card]:
@@ -254,7 +316,14 @@ class HandState:
         return self.outcome is not None
 
     def totals(self) -> tuple[int, ...]:
-        return tuple(hand_value(h) for h in self.hands)
+        """Each seat's point total (ace 1, pips at face value, J Q K 10)."""
+        out = []
+        for hand in self.hands:  # plain loops: cheaper than comprehensions on CPython 3.11
+            total = 0
+            for card in hand:
+                total += card.value
+            out.append(total)
+        return tuple(out)
 
     # -- legality -------------------------------------------------------------------------
 
@@ -262,9 +331,11 @@ class HandState:
         """Every legal action for the seat to act, in a stable order (the protocol's indices).
 
         At the start of a turn: drop, then draw stock, then draw discard. After the draw:
-        every meld, every lay-off, then every discard.
+        every meld (:func:`~sdk.melds.hand_melds` order), every lay-off (by meld index, then
+        card index), then every discard (by card index).
         """
-        if self.phase is Phase.START:
+        phase = self.phase
+        if phase is _START:
             actions: list[Action] = []
             if self.to_act not in self.locked:
                 actions.append(DROP)
@@ -273,20 +344,21 @@ class HandState:
             if self.discard:
                 actions.append(DRAW_DISCARD)
             return actions
-        if self.phase is Phase.OVER:
+        if phase is _OVER:
             return []
-        hand = sorted(self.hands[self.to_act], key=_index)
+        hand = self.hands[self.to_act]
         rules = self.rules
-        actions = [Meld(m) for m in hand_melds(hand, rules)]
-        for i, meld in enumerate(self.table):
-            for card in hand:
-                if meld.accepts(card, rules):
-                    actions.append(Layoff(card, i))
+        actions = [Meld(m) for m in hand_melds(hand, rules)] if len(hand) >= 3 else []
+        if self.table:
+            for i, meld in enumerate(self.table):
+                for card in meld.layoff_cards(rules):
+                    if card in hand:
+                        actions.append(Layoff(card, i))
         picked = self.picked
         if picked is None or rules.discard_pickup_may_return or len(hand) == 1:
-            actions.extend(Discard(c) for c in hand)
+            actions += [DISCARD_ACTIONS[i] for i in sorted([c.index for c in hand])]
         else:
-            actions.extend(Discard(c) for c in hand if c is not picked)
+            actions += [DISCARD_ACTIONS[i] for i in sorted([c.index for c in hand if c is not picked])]
         return actions
 
     def verify(self, action: Action, seat: int | None = None) -> None:
@@ -294,25 +366,29 @@ class HandState:
 
         ``seat`` (optional) is who claims to act; acting out of turn is illegal.
         """
+        self._check(action, seat)
+
+    def _check(self, action: Action, seat: int | None) -> TableMeld | None:
+        """:meth:`verify`; for a meld, also return the :class:`TableMeld` it makes."""
         phase = self.phase
-        if phase is Phase.OVER:
+        if phase is _OVER:
             raise IllegalActionError("the hand is over", rule="hand_over")
         actor = self.to_act
         if seat is not None and seat != actor:
             raise IllegalActionError(f"it is seat {actor}'s turn, not seat {seat}'s", rule="turn")
-        kind = action.kind
+        try:
+            kind = action.kind
+        except AttributeError:
+            raise IllegalActionError(f"{action!r} is not an action", rule="unknown") from None
         if kind == "draw":
-            if phase is not Phase.START:
+            if phase is not _START:
                 raise IllegalActionError("a player draws once, at the start of the turn", rule="draw_once")
-            pile = self._stock if action.source == "stock" else self.discard  # type: ignore[attr-defined]
-            if not pile:
-                raise IllegalActionError(
-                    f"the {action.source} pile is empty",  # type: ignore[attr-defined]
-                    rule="empty_pile",
-                )
-            return
+            source = action.source  # type: ignore[attr-defined]
+            if not (self._stock if source == "stock" else self.discard):
+                raise IllegalActionError(f"the {source} pile is empty", rule="empty_pile")
+            return None
         if kind == "drop":
-            if phase is not Phase.START:
+            if phase is not _START:
                 raise IllegalActionError(
                     "going down is only allowed at the start of the turn, before drawing",
                     rule="drop_after_draw",
@@ -322,8 +398,8 @@ class HandState:
                     "a player whose spread was hit may not go down on their next turn (hit_lock)",
                     rule="hit_lock",
                 )
-            return
-        if phase is not Phase.PLAY:
+            return None
+        if phase is not _PLAY:
             raise IllegalActionError(
                 f"{kind} comes after the draw: draw from the stock or the discard pile first (or go down)",
                 rule="draw_first",
@@ -332,30 +408,32 @@ class HandState:
         if kind == "discard":
             card: Card = action.card  # type: ignore[attr-defined]
             if card not in hand:
-                raise IllegalActionError(f"{card.text} is not in seat {actor}'s hand", rule="not_in_hand")
+                raise IllegalActionError(f"{_name(card)} is not in seat {actor}'s hand", rule="not_in_hand")
             if card is self.picked and len(hand) > 1 and not self.rules.discard_pickup_may_return:
                 raise IllegalActionError(
                     f"{card.text} was just taken from the discard pile and may not be discarded "
                     "this turn while other cards remain",
                     rule="discard_pickup",
                 )
-            return
+            return None
         if kind == "meld":
             cards: tuple[Card, ...] = action.cards  # type: ignore[attr-defined]
             for c in cards:
                 if c not in hand:
-                    raise IllegalActionError(f"{c.text} is not in seat {actor}'s hand", rule="not_in_hand")
-            make_meld(actor, cards, self.rules)
-            return
+                    raise IllegalActionError(f"{_name(c)} is not in seat {actor}'s hand", rule="not_in_hand")
+            return make_meld(actor, cards, self.rules)
         if kind == "layoff":
             card, onto = action.card, action.onto  # type: ignore[attr-defined]
             if card not in hand:
-                raise IllegalActionError(f"{card.text} is not in seat {actor}'s hand", rule="not_in_hand")
-            if not 0 <= onto < len(self.table):
+                raise IllegalActionError(f"{_name(card)} is not in seat {actor}'s hand", rule="not_in_hand")
+            table = self.table
+            if type(onto) is not int or not 0 <= onto < len(table):
                 raise IllegalActionError(
-                    f"there is no meld {onto} on the table (it holds {len(self.table)})", rule="no_such_meld"
+                    f"there is no meld {onto!r} on the table (it holds {len(table)}, "
+                    f"numbered from 0 in the order they were laid)",
+                    rule="no_such_meld",
                 )
-            target = self.table[onto]
+            target = table[onto]
             if not target.accepts(card, self.rules):
                 if target.kind == "book":
                     why = (
@@ -368,12 +446,12 @@ class HandState:
                 raise IllegalActionError(
                     f"{card.text} cannot be laid off on meld {onto} ({target}): {why}", rule="layoff_fit"
                 )
-            return
+            return None
         raise IllegalActionError(f"unknown action {action!r}", rule="unknown")
 
     def can_apply(self, action: Action, seat: int | None = None) -> bool:
         try:
-            self.verify(action, seat)
+            self._check(action, seat)
         except IllegalActionError:
             return False
         return True
@@ -385,7 +463,56 @@ class HandState:
 
         Nothing changes when it raises.
         """
-        self.verify(action, seat)
+        # Fast paths for the two commonest actions. Each guard is exactly the legality test
+        # of :meth:`_check` for that kind; when a guard fails, the general path below calls
+        # _check, which raises the precise reason (or, were a guard ever too strict, plays it).
+        actor = self.to_act
+        phase = self.phase
+        if seat is None or seat == actor:
+            try:
+                kind = action.kind
+            except AttributeError:
+                kind = None
+            if kind == "discard" and phase is _PLAY:
+                card: Card = action.card  # type: ignore[attr-defined]
+                hand = self.hands[actor]
+                if card in hand and (
+                    card is not self.picked or len(hand) == 1 or self.rules.discard_pickup_may_return
+                ):
+                    hand.remove(card)
+                    self.discard.append(card)
+                    event: Event = DISCARD_EVENTS[actor][card.index]
+                    self.history.append(event)
+                    self._end_turn(actor, not hand)
+                    return event
+            elif kind == "draw" and phase is _START:
+                if action.source == "stock":  # type: ignore[attr-defined]
+                    if self._stock:
+                        card = self._stock.pop()
+                        self.picked = None
+                        event = DRAW_STOCK_EVENTS[actor][card.index]
+                        self.hands[actor].append(card)
+                        self.phase = _PLAY
+                        self.history.append(event)
+                        return event
+                elif self.discard:
+                    card = self.discard.pop()
+                    self.picked = card
+                    event = DRAW_DISCARD_EVENTS[actor][card.index]
+                    self.hands[actor].append(card)
+                    self.phase = _PLAY
+                    self.history.append(event)
+                    return event
+            elif kind == "drop" and phase is _START and actor not in self.locked:
+                event = DROP_EVENTS[actor]
+                self.history.append(event)
+                self._settle_drop(actor)
+                return event
+        return self._apply_checked(action, seat)
+
+    def _apply_checked(self, action: Action, seat: int | None) -> Event:
+        """:meth:`apply` for any action: check it with :meth:`_check`, then play it."""
+        meld = self._check(action, seat)
         actor = self.to_act
         kind = action.kind
         hand = self.hands[actor]
@@ -394,25 +521,26 @@ class HandState:
             if action.source == "stock":  # type: ignore[attr-defined]
                 card = self._stock.pop()
                 self.picked = None
+                event = DRAW_STOCK_EVENTS[actor][card.index]
             else:
                 card = self.discard.pop()
                 self.picked = card
+                event = DRAW_DISCARD_EVENTS[actor][card.index]
             hand.append(card)
-            self.phase = Phase.PLAY
-            event = Event(actor, action, card)
+            self.phase = _PLAY
             self.history.append(event)
         elif kind == "discard":
             card = action.card  # type: ignore[attr-defined]
             hand.remove(card)
             self.discard.append(card)
-            event = Event(actor, action)
+            event = DISCARD_EVENTS[actor][card.index]
             self.history.append(event)
             self._end_turn(actor, went_out=not hand)
         elif kind == "meld":
-            cards = action.cards  # type: ignore[attr-defined]
-            for card in cards:
+            for card in action.cards:  # type: ignore[attr-defined]
                 hand.remove(card)
-            self.table.append(make_meld(actor, cards, self.rules))
+            assert meld is not None
+            self.table.append(meld)
             event = Event(actor, action)
             self.history.append(event)
             if not hand:
@@ -429,7 +557,7 @@ class HandState:
             if not hand:
                 self._settle_out(actor, by_discard=False)
         else:  # drop
-            event = Event(actor, action)
+            event = DROP_EVENTS[actor]
             self.history.append(event)
             self._settle_drop(actor)
         return event
@@ -446,7 +574,8 @@ class HandState:
     def _end_turn(self, actor: int, went_out: bool) -> None:
         self.turns += 1
         self.picked = None
-        self.locked.discard(actor)
+        if self.locked:
+            self.locked.discard(actor)
         if went_out:
             self._settle_out(actor, by_discard=True)
             return
@@ -458,31 +587,35 @@ class HandState:
             else:
                 self._settle_showdown("stock")
                 return
-        if self.rules.turn_cap and self.turns >= self.rules.turn_cap:
+        cap = self.rules.turn_cap
+        if cap and self.turns >= cap:
             self._settle_showdown("cap")
             return
-        self.to_act = (actor + 1) % self.players
-        self.phase = Phase.START
+        self.to_act = actor + 1 if actor + 1 < self.players else 0
+        self.phase = _START
 
     # -- settling -------------------------------------------------------------------------
 
     def _finish(self, outcome: Outcome) -> Outcome:
         self.outcome = outcome
-        self.phase = Phase.OVER
+        self.phase = _OVER
         return outcome
 
     def _check_tonk(self) -> None:
         rules = self.rules
+        low, high = rules.tonk_low, rules.tonk_high
         totals = self.totals()
-        tonk = [s for s, t in enumerate(totals) if t <= rules.tonk_low or t >= rules.tonk_high]
+        tonk = []
+        for seat, total in enumerate(totals):
+            if total <= low or total >= high:
+                tonk.append(seat)
         if not tonk:
             return
-        payoffs = [0] * self.players
-        for s in range(self.players):
-            if s not in tonk:
-                for w in tonk:
-                    payoffs[s] -= 2
-                    payoffs[w] += 2
+        # Every player without TONK pays every player with it 2x (nobody pays if all have it).
+        n, k = self.players, len(tonk)
+        payoffs = [-2 * k] * n
+        for w in tonk:
+            payoffs[w] = 2 * (n - k)
         self._finish(Outcome("tonk", tuple(tonk), tuple(payoffs), totals))
 
     def _settle_out(self, actor: int, by_discard: bool) -> None:
@@ -493,43 +626,48 @@ class HandState:
 
     def _settle_drop(self, dropper: int) -> None:
         totals = self.totals()
+        n = self.players
         mine = totals[dropper]
-        others = [s for s in range(self.players) if s != dropper]
-        low = min(totals[s] for s in others)
-        payoffs = [0] * self.players
-        if mine < low:
-            for s in others:
-                payoffs[s] -= 1
-                payoffs[dropper] += 1
+        low = 999
+        for seat, total in enumerate(totals):
+            if total < low and seat != dropper:
+                low = total
+        if mine < low:  # strictly lowest: every other player pays the dropper 1x
+            payoffs = [-1] * n
+            payoffs[dropper] = n - 1
             self._finish(Outcome("drop", (dropper,), tuple(payoffs), totals))
             return
-        for s in others:
+        # Caught: the dropper pays 2x to each player with a total equal or lower than his;
+        # every player who is neither the dropper nor among the lowest pays each lowest 1x.
+        lowest = [s for s in range(n) if s != dropper and totals[s] == low]
+        k = len(lowest)
+        payoffs = [0] * n
+        for s in range(n):
+            if s == dropper:
+                continue
             if totals[s] <= mine:
                 payoffs[dropper] -= 2
                 payoffs[s] += 2
-        lowest = [s for s in others if totals[s] == low]
-        for s in others:
-            if s not in lowest:
-                for w in lowest:
-                    payoffs[s] -= 1
-                    payoffs[w] += 1
+            if totals[s] == low:
+                payoffs[s] += n - 1 - k  # from each player who is not among the lowest
+            else:
+                payoffs[s] -= k
         self._finish(Outcome("drop", tuple(lowest), tuple(payoffs), totals))
 
     def _settle_showdown(self, end: EndKind) -> None:
+        # Every player not tied for the lowest total pays each lowest player 1x.
         totals = self.totals()
         low = min(totals)
-        lowest = [s for s in range(self.players) if totals[s] == low]
-        payoffs = [0] * self.players
-        for s in range(self.players):
-            if s not in lowest:
-                for w in lowest:
-                    payoffs[s] -= 1
-                    payoffs[w] += 1
+        lowest = [s for s, t in enumerate(totals) if t == low]
+        n, k = self.players, len(lowest)
+        payoffs = [-k] * n
+        for w in lowest:
+            payoffs[w] = n - k
         self._finish(Outcome(end, tuple(lowest), tuple(payoffs), totals))
 
 
-def _index(card: Card) -> int:
-    return card.index
+def _name(card: object) -> str:
+    return card.text if isinstance(card, Card) else repr(card)
 
 
 def _check_players(players: int, dealer: int) -> None:
