@@ -41,6 +41,7 @@ _KNOWN = (
     "outcome",
 )
 _OUTCOME_KEYS = ("end", "winners", "payoffs", "totals")
+_OPTIONAL = ("note", "rules", "table", "to_act", "outcome")
 
 
 @dataclass
@@ -60,7 +61,10 @@ class HandRecord:
     outcome: dict[str, Any] | None = None
     note: str | None = None
     rules_json: Any = None  # the rules as written, when they were written
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown top-level fields, kept
+    nulls: tuple[str, ...] = ()  # optional fields written as null, written back as null
+    # The checked starting state, reused by replay() while the start fields still equal it.
+    _start: HandState | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -70,6 +74,8 @@ class HandRecord:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RecordError(f"not valid JSON: {exc}") from None
+        except RecursionError:
+            raise RecordError("not valid JSON: nested too deeply") from None
         return cls.from_json(data)
 
     @classmethod
@@ -103,13 +109,14 @@ class HandRecord:
         if not isinstance(hands_raw, list) or len(hands_raw) != n:
             raise RecordError(f"'hands' must hold one list of cards per player ({n}), got {hands_raw!r}")
         hands = [_cards(h, f"hands[{i}]") for i, h in enumerate(hands_raw)]
-        if start == "deal" and any(len(h) != 5 for h in hands):
-            raise RecordError("a record that starts from a deal has 5 cards in each hand")
         discard = _cards(data["discard"], "discard")
         stock = _cards(data["stock"], "stock")
-        table = parse_table(data["table"], n, rules) if "table" in data else None
+        nulls = tuple(k for k in _OPTIONAL if k in data and data[k] is None)
+        table = parse_table(data["table"], n, rules) if data.get("table") is not None else None
+        if start == "deal" and any(len(h) != 5 for h in hands):
+            raise RecordError("a record that starts from a deal has 5 cards in each hand")
         to_act = data.get("to_act")
-        if "to_act" in data and (type(to_act) is not int or not 0 <= to_act < n):
+        if to_act is not None and (type(to_act) is not int or not 0 <= to_act < n):
             raise RecordError(f"'to_act' must be a seat from 0 to {n - 1}, got {to_act!r}")
         actions_raw = data["actions"]
         if not isinstance(actions_raw, list):
@@ -146,8 +153,17 @@ class HandRecord:
             note=note,
             rules_json=data.get("rules"),
             extra={k: v for k, v in data.items() if k not in _KNOWN},
+            nulls=nulls,
         )
         record.initial_state()  # checks the deck: every card exactly once
+        if start == "deal":
+            if len(discard) != 1:
+                raise RecordError(
+                    "a record that starts from a deal has one card in 'discard' (the one turned up), "
+                    f"not {len(discard)}"
+                )
+            if table:
+                raise RecordError("a record that starts from a deal has no melds on the table")
         return record
 
     # -- writing --------------------------------------------------------------------------
@@ -173,6 +189,9 @@ class HandRecord:
         data["actions"] = [{"seat": seat, **action.to_json()} for seat, action in self.actions]
         if self.outcome is not None:
             data["outcome"] = self.outcome
+        for key in self.nulls:
+            if data.get(key) is None:
+                data[key] = None
         data.update(self.extra)
         return data
 
@@ -202,34 +221,56 @@ class HandRecord:
     # -- replaying ------------------------------------------------------------------------
 
     def initial_state(self) -> HandState:
-        return HandState.from_position(
-            self.hands,
-            self.discard,
-            self.stock,
-            self.table or (),
-            dealer=self.dealer,
-            to_act=self.to_act,
-            rules=self.rules,
-            start="deal" if self.start == "deal" else "position",
+        """The hand's starting state (checked: every card once, 2 to 6 seats, TONK at a deal)."""
+        start = self._start
+        if start is None or not self._start_matches(start):
+            start = self._start = HandState.from_position(
+                self.hands,
+                self.discard,
+                self.stock,
+                self.table or (),
+                dealer=self.dealer,
+                to_act=self.to_act,
+                rules=self.rules,
+                start="deal" if self.start == "deal" else "position",
+            )
+        return start.copy()
+
+    def _start_matches(self, state: HandState) -> bool:
+        """Whether the start fields still hold what ``state`` was checked and built from."""
+        start, hands, discard, stock, table, to_act = state._initial
+        return (
+            stock == self.stock
+            and hands == self.hands
+            and discard == self.discard
+            and table == (self.table or [])
+            and start == self.start
+            and state.dealer == self.dealer
+            and to_act == (self.to_act if self.to_act is not None else (self.dealer + 1) % len(hands))
+            and (state.rules is self.rules or state.rules == self.rules)
         )
 
     def replay(self) -> HandState:
         """Play every action from the start. An illegal action raises
         :class:`IllegalActionError` with ``action_index`` set; nothing after it is played."""
         state = self.initial_state()
-        for i, (seat, action) in enumerate(self.actions):
-            if state.outcome is not None:
+        apply = state.apply
+        i = 0  # the index of the action being played
+        try:
+            for seat, action in self.actions:
+                apply(action, seat)
+                i += 1
+        except IllegalActionError as exc:
+            seat, action = self.actions[i]
+            if state.outcome is not None and exc.rule == "hand_over":
                 raise IllegalActionError(
                     f"action {i}: the hand is already over ({state.outcome.end})",
                     rule="hand_over",
                     action_index=i,
-                )
-            try:
-                state.apply(action, seat)
-            except IllegalActionError as exc:
-                raise IllegalActionError(
-                    f"action {i} ({action}, seat {seat}): {exc}", rule=exc.rule, action_index=i
                 ) from None
+            raise IllegalActionError(
+                f"action {i} ({action}, seat {seat}): {exc}", rule=exc.rule, action_index=i
+            ) from None
         stored = self.outcome or {}
         if state.outcome is None and stored.get("end") == "fault":
             faulted = stored.get("faulted")
@@ -248,19 +289,21 @@ class HandRecord:
             raise OutcomeMismatchError("the actions end before the hand is over")
         if self.outcome is None:
             raise OutcomeMismatchError("the record has no stored outcome to compare with")
+        stored = self.outcome
+        if (
+            stored.get("end") == outcome.end
+            and stored.get("payoffs") == list(outcome.payoffs)
+            and stored.get("winners") == list(outcome.winners)
+            and stored.get("totals") == list(outcome.totals)
+            and stored.get("faulted") == outcome.faulted
+        ):
+            return outcome
         got = outcome.to_json()
         wrong = [
-            k
-            for k in (*_OUTCOME_KEYS, "faulted")
-            if k in got or k in self.outcome
-            if got.get(k) != self.outcome.get(k)
+            k for k in (*_OUTCOME_KEYS, "faulted") if k in got or k in stored if got.get(k) != stored.get(k)
         ]
-        if wrong:
-            detail = "; ".join(
-                f"{k}: record says {self.outcome.get(k)!r}, replay gives {got.get(k)!r}" for k in wrong
-            )
-            raise OutcomeMismatchError(f"stored outcome disagrees with the replay: {detail}")
-        return outcome
+        detail = "; ".join(f"{k}: record says {stored.get(k)!r}, replay gives {got.get(k)!r}" for k in wrong)
+        raise OutcomeMismatchError(f"stored outcome disagrees with the replay: {detail}")
 
 
 def _cards(value: Any, where: str) -> list[Card]:
