@@ -13,7 +13,7 @@ from typing import Any
 from sdk.actions import Action, Discard, Draw, Event, Layoff, Meld
 from sdk.cards import DECK, Card, hand_value, parse_cards
 from sdk.engine import HandState, Outcome, Phase
-from sdk.errors import RecordError
+from sdk.errors import RecordError, TonkError
 from sdk.melds import TableMeld, make_meld
 from sdk.rules import Rules
 
@@ -166,7 +166,9 @@ class Observation:
                 hand_index=int(data.get("hand_index", 0)),
                 hands_in_match=int(data.get("hands_in_match", 1)),
             )
-        except (KeyError, TypeError, AttributeError) as exc:
+        except TonkError:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise RecordError(f"malformed observation: {exc!r}") from None
 
 
