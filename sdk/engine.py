@@ -550,8 +550,8 @@ class HandState:
             hand.remove(card)
             target = self.table[onto]
             self.table[onto] = target.extended(card)
-            if self.rules.hit_lock and target.owner != actor:
-                self.locked.add(target.owner)
+            if self.rules.hit_lock and target.owner != actor and target.kind == "spread":
+                self.locked.add(target.owner)  # a hit spread (never a book: RULES.md)
             event = Event(actor, action)
             self.history.append(event)
             if not hand:

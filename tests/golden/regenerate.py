@@ -102,9 +102,10 @@ GOLDENS: tuple[Golden, ...] = (
     Golden("3p-reshuffle-cap-60", 3, 24, 2, "cap", bot="patient",
            rules={"stock_reshuffle": True, "turn_cap": 60},
            about="the discards are turned over as a new stock, then the turn cap ends the hand"),
-    Golden("3p-hit-lock-book-layoff", 3, 2, 1, "drop", bot="patient",
+    Golden("3p-hit-lock-book-layoff", 3, 69, 2, "drop", bot="patient",
            rules={"hit_lock": True, "book_layoff": True},
-           about="a seat whose spread was hit must wait a turn to go down"),
+           about="a seat whose spread was hit must wait a turn to go down; a lay-off on a book "
+           "locks nobody"),
     Golden("4p-hit-lock-out", 4, 16, 0, "out", bot="patient", rules={"hit_lock": True, "book_layoff": True},
            about="a lay-off locks a seat; another goes out"),
 )
