@@ -628,7 +628,7 @@ class HandState:
         totals = self.totals()
         n = self.players
         mine = totals[dropper]
-        low = 999
+        low = totals[1] if dropper == 0 else totals[0]  # the lowest total of the others
         for seat, total in enumerate(totals):
             if total < low and seat != dropper:
                 low = total
