@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -517,7 +518,8 @@ def test_hand_result_round_trips_with_structured_record() -> None:
 
 
 def test_hand_result_from_a_position_record_with_a_table() -> None:
-    record = HandRecord.from_text((Path("/work/shared/cases") / "seed-example-2.json").read_text())
+    shared = Path(os.environ.get("TONK_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
+    record = HandRecord.from_text((shared / "cases" / "seed-example-2.json").read_text())
     data = record.to_json()
     message = record_to_proto(data)
     assert [list(m.cards) for m in message.table] == [m["cards"] for m in data.get("table", [])]
