@@ -448,19 +448,11 @@ def test_record_cli_prints_no_traceback(tmp_path: Path) -> None:
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sdk/record.py: HandRecord.from_text lets json's RecursionError escape on deeply nested input",
-)
 def test_deeply_nested_text_is_a_record_error() -> None:
     with pytest.raises(TonkError):
         HandRecord.from_text(DEEP)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sdk/commands/record.py: a deeply nested file makes `tonk record simulate` print a traceback",
-)
 def test_record_cli_on_deeply_nested_file(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text('{"format": "tonk-hand/1", "note": ' + DEEP + "}")
@@ -475,10 +467,6 @@ def test_record_cli_on_deeply_nested_file(tmp_path: Path) -> None:
     assert json.loads(run.stdout)["error"]["action"] is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sdk/cards.py parse_cards: a JSON object where a list of cards belongs is read as its keys",
-)
 def test_an_object_is_not_a_list_of_cards() -> None:
     record = copy.deepcopy(SEEDS[0])
     record["hands"][0] = {card: 1 for card in record["hands"][0]}

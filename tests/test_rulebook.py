@@ -856,11 +856,6 @@ def test_variant_hit_lock() -> None:
     assert own.to_act == 0 and Drop() in own.legal_actions()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: with book_layoff and hit_lock, a lay-off on another player's BOOK locks its "
-    "owner; RULES.md and sdk/rules.py say the lock is for a player whose SPREAD was hit",
-)
 def test_variant_hit_lock_is_for_a_spread_not_a_book() -> None:
     state = position(["Kc Qc", "9s Kd", "Jh Kh"], discard="2c", stock="3d 4d 5d 6d 7d 8d",
                      table=[(0, "9c 9d 9h")], to_act=1, rules=Rules(hit_lock=True, book_layoff=True))
