@@ -1,6 +1,6 @@
 """Search bot vs the heuristic bot, in duplicate: heads-up and at 3-seat tables.
 
-    .venv/bin/python bench/search.py [--hands 400] [--hands3 150] [--budget-ms 200] [--jobs 2]
+    .venv/bin/python bench/search.py [--hands 500] [--hands3 200] [--budget-ms 200] [--jobs 2]
 
 Every deal is played once per seating of the search bot (twice heads-up, three times at a
 3-seat table with two heuristic bots), with the same seed, so card luck cancels. Printed per
@@ -60,8 +60,8 @@ def timing(decision_us: list[int]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hands", type=int, default=400, help="heads-up duplicate deals (2 hands each)")
-    parser.add_argument("--hands3", type=int, default=150, help="3-seat duplicate deals (3 hands each)")
+    parser.add_argument("--hands", type=int, default=500, help="heads-up duplicate deals (2 hands each)")
+    parser.add_argument("--hands3", type=int, default=200, help="3-seat duplicate deals (3 hands each)")
     parser.add_argument("--budget-ms", type=float, default=200.0, help="search budget per decision")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
