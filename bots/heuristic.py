@@ -17,10 +17,11 @@ hand sizes and the public history), so the bot keeps no state between decisions:
 * **Drawing.** It takes the top discard when that leaves a better hand than drawing an
   average live card from the stock would (a one-card look-ahead over every live card).
 * **Going down.** It estimates each opponent's total from the cards known to be in their
-  hand plus samples of live cards for the rest. Opponents discard their high cards, so a
-  sampled card above the value of that opponent's last discard is made less likely. It goes
-  down when the expected payoff of going down, settled exactly on those samples, is clearly
-  positive.
+  hand plus samples of live cards for the rest. Opponents throw their worst card away each
+  turn, so the samples leave out cards above that opponent's last discard and keep the
+  lowest of a few extra draws, more the more it has discarded (:meth:`opponent_model`). It
+  goes down when the expected payoff of going down, settled exactly on those samples, is
+  clearly positive (:attr:`drop_margin`).
 """
 
 from __future__ import annotations
