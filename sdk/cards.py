@@ -108,15 +108,13 @@ for _card in DECK:
 def parse_cards(texts: Iterable[str]) -> list[Card]:
     """Parse a list of card texts. A bare string, a mapping (a JSON object) or a set is
     refused: reading one as cards is almost always a bug."""
+    if type(texts) is list:
+        try:  # fast path: every card in its canonical spelling
+            return [_CANONICAL[t] for t in texts]
+        except (KeyError, TypeError):
+            return [Card.parse(t) for t in texts]
     if isinstance(texts, str | bytes | Mapping | Set) or not isinstance(texts, Iterable):
         raise NotationError(f"expected a list of cards, got {texts!r}")
-    if type(texts) is list:  # fast path: every card in its canonical spelling
-        try:
-            cards = [_CANONICAL[t] for t in texts]
-        except (KeyError, TypeError):
-            pass
-        else:
-            return cards
     return [Card.parse(t) for t in texts]
 
 
