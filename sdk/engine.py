@@ -155,6 +155,7 @@ class HandState:
     __slots__ = (
         "_initial",
         "_stock",
+        "_views",
         "dealer",
         "discard",
         "hands",
@@ -187,6 +188,7 @@ class HandState:
     history: list[Event]
     outcome: Outcome | None
     _initial: _Initial  # the starting position, for the hand's record (see :attr:`initial`)
+    _views: list[list[Event]] | None  # each seat's view of the history, once asked for
 
     # -- construction ---------------------------------------------------------------------
 
@@ -261,32 +263,54 @@ class HandState:
         self.outcome = None
         # ``stock`` itself is kept: _stock is a reversed copy, so nothing mutates it.
         self._initial = (start, list(map(list, hands)), discard[:], stock, table[:], to_act)
+        self._views = None
         if start == "deal":
             self._check_tonk()
         return self
 
     def copy(self) -> HandState:
-        """An independent copy (cards are shared; they are immutable)."""
+        """An independent copy (cards, melds and events are shared; they are immutable)."""
         other = object.__new__(HandState)
         other.rules = self.rules
         other.players = self.players
         other.dealer = self.dealer
         other.start = self.start
-        other.hands = [list(h) for h in self.hands]
-        other.discard = list(self.discard)
-        other._stock = list(self._stock)
-        other.table = list(self.table)
+        other.hands = list(map(list, self.hands))
+        other.discard = self.discard[:]
+        other._stock = self._stock[:]
+        other.table = self.table[:]
         other.to_act = self.to_act
         other.phase = self.phase
         other.picked = self.picked
         other.turns = self.turns
         other.locked = set(self.locked)
-        other.history = list(self.history)
+        other.history = self.history[:]
         other.outcome = self.outcome
         other._initial = self._initial
+        other._views = None
         return other
 
     # -- read-only views ------------------------------------------------------------------
+
+    def seat_history(self, seat: int) -> list[Event]:
+        """The history as ``seat`` may see it: another seat's stock draw does not show its card.
+        (The list is the engine's own; do not change it.)"""
+        views = self._views
+        if views is None:
+            history = self.history
+            views = [[e if e.seat == s else e.public() for e in history] for s in range(self.players)]
+            self._views = views
+        return views[seat]
+
+    def _extend_views(self, event: Event) -> None:
+        assert self._views is not None
+        hidden = event.public()  # itself, unless it is a stock draw
+        if hidden is not event:
+            for seat, view in enumerate(self._views):
+                view.append(event if seat == event.seat else hidden)
+        else:
+            for view in self._views:
+                view.append(event)
 
     @property
     def initial(self) -> dict[str, Any]:
@@ -483,6 +507,8 @@ class HandState:
                     self.discard.append(card)
                     event: Event = DISCARD_EVENTS[actor][card.index]
                     self.history.append(event)
+                    if self._views is not None:
+                        self._extend_views(event)
                     self._end_turn(actor, not hand)
                     return event
             elif kind == "draw" and phase is _START:
@@ -494,6 +520,8 @@ class HandState:
                         self.hands[actor].append(card)
                         self.phase = _PLAY
                         self.history.append(event)
+                        if self._views is not None:
+                            self._extend_views(event)
                         return event
                 elif self.discard:
                     card = self.discard.pop()
@@ -502,10 +530,14 @@ class HandState:
                     self.hands[actor].append(card)
                     self.phase = _PLAY
                     self.history.append(event)
+                    if self._views is not None:
+                        self._extend_views(event)
                     return event
             elif kind == "drop" and phase is _START and actor not in self.locked:
                 event = DROP_EVENTS[actor]
                 self.history.append(event)
+                if self._views is not None:
+                    self._extend_views(event)
                 self._settle_drop(actor)
                 return event
         return self._apply_checked(action, seat)
@@ -529,12 +561,16 @@ class HandState:
             hand.append(card)
             self.phase = _PLAY
             self.history.append(event)
+            if self._views is not None:
+                self._extend_views(event)
         elif kind == "discard":
             card = action.card  # type: ignore[attr-defined]
             hand.remove(card)
             self.discard.append(card)
             event = DISCARD_EVENTS[actor][card.index]
             self.history.append(event)
+            if self._views is not None:
+                self._extend_views(event)
             self._end_turn(actor, went_out=not hand)
         elif kind == "meld":
             for card in action.cards:  # type: ignore[attr-defined]
@@ -543,6 +579,8 @@ class HandState:
             self.table.append(meld)
             event = Event(actor, action)
             self.history.append(event)
+            if self._views is not None:
+                self._extend_views(event)
             if not hand:
                 self._settle_out(actor, by_discard=False)
         elif kind == "layoff":
@@ -554,11 +592,15 @@ class HandState:
                 self.locked.add(target.owner)  # a hit spread (never a book: RULES.md)
             event = Event(actor, action)
             self.history.append(event)
+            if self._views is not None:
+                self._extend_views(event)
             if not hand:
                 self._settle_out(actor, by_discard=False)
         else:  # drop
             event = DROP_EVENTS[actor]
             self.history.append(event)
+            if self._views is not None:
+                self._extend_views(event)
             self._settle_drop(actor)
         return event
 

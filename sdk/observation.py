@@ -7,7 +7,8 @@ order or the seed through it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 from sdk.actions import Action, Discard, Draw, Event, Layoff, Meld
@@ -42,6 +43,53 @@ class Observation:
     hand_index: int = 0
     hands_in_match: int = 1
     outcome: Outcome | None = field(default=None)
+
+    def __init__(
+        self,
+        seat: int,
+        players: tuple[str, ...],
+        rules: Rules,
+        dealer: int,
+        to_act: int,
+        phase: str,
+        hand: tuple[Card, ...],
+        hand_sizes: tuple[int, ...],
+        stock_size: int,
+        discard: tuple[Card, ...],
+        table: tuple[TableMeld, ...],
+        history: tuple[Event, ...],
+        picked_up: Card | None,
+        turn: int,
+        locked: tuple[int, ...],
+        legal_actions: tuple[Action, ...],
+        scores: tuple[int, ...] = (),
+        hand_index: int = 0,
+        hands_in_match: int = 1,
+        outcome: Outcome | None = None,
+    ) -> None:
+        # The generated frozen __init__, written out with the slots' own setters: one is built
+        # for every decision, and this is much faster. _SET holds them in field order.
+        s = _SET
+        s[0](self, seat)
+        s[1](self, players)
+        s[2](self, rules)
+        s[3](self, dealer)
+        s[4](self, to_act)
+        s[5](self, phase)
+        s[6](self, hand)
+        s[7](self, hand_sizes)
+        s[8](self, stock_size)
+        s[9](self, discard)
+        s[10](self, table)
+        s[11](self, history)
+        s[12](self, picked_up)
+        s[13](self, turn)
+        s[14](self, locked)
+        s[15](self, legal_actions)
+        s[16](self, scores)
+        s[17](self, hand_index)
+        s[18](self, hands_in_match)
+        s[19](self, outcome)
 
     # -- helpers for bot authors ---------------------------------------------------------
 
@@ -172,6 +220,10 @@ class Observation:
             raise RecordError(f"malformed observation: {exc!r}") from None
 
 
+_SET: tuple[Any, ...] = tuple(Observation.__dict__[f.name].__set__ for f in fields(Observation))
+_by_index = attrgetter("index")
+
+
 def observe(
     state: HandState,
     seat: int,
@@ -191,12 +243,12 @@ def observe(
         dealer=state.dealer,
         to_act=state.to_act,
         phase=state.phase.value,
-        hand=tuple(sorted(state.hands[seat], key=_index)),
+        hand=tuple(sorted(state.hands[seat], key=_by_index)),
         hand_sizes=tuple(len(h) for h in state.hands),
         stock_size=state.stock_size,
         discard=tuple(state.discard),
         table=tuple(state.table),
-        history=tuple(e if e.seat == seat else e.public() for e in state.history),
+        history=tuple(state.seat_history(seat)),
         picked_up=state.picked,
         turn=state.turns,
         locked=tuple(sorted(state.locked)),
@@ -207,6 +259,3 @@ def observe(
         outcome=state.outcome,
     )
 
-
-def _index(card: Card) -> int:
-    return card.index
