@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from test_engine_support import all_cards, snapshot
 
 from bots.random_bot import RandomBot
-from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Draw, Event, Layoff, Meld
+from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Draw, Drop, Event, Layoff, Meld
 from sdk.cards import DECK, Card, hand_value
 from sdk.dealing import deck_order
 from sdk.engine import HandState, Phase
@@ -114,17 +114,47 @@ def public_cards(state: HandState) -> set[Card]:
     return seen
 
 
+_LEAVES = (str, int, float, bool, type(None), Rules, Phase)
+
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    if kind not in _FIELDS:
+        is_dataclass = dataclasses.is_dataclass(kind)
+        _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind)) if is_dataclass else None
+    return _FIELDS[kind]
+
+
 def cards_in(value: Any) -> set[Card]:
     """Every Card object reachable from ``value`` (dataclasses, tuples, lists, dicts)."""
-    if isinstance(value, Card):
-        return {value}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return set().union(*(cards_in(getattr(value, f.name)) for f in dataclasses.fields(value)))
-    if isinstance(value, list | tuple | set | frozenset):
-        return set().union(*(cards_in(v) for v in value))
-    if isinstance(value, dict):
-        return set().union(*(cards_in(v) for v in value.values()))
-    return set()
+    found: set[Card] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is Card:
+            found.add(item)
+        elif kind is Event:  # the common cases, spelled out for speed
+            if item.card is not None:
+                found.add(item.card)
+            stack.append(item.action)
+        elif kind is Discard or kind is Layoff:
+            found.add(item.card)
+        elif kind is Meld or kind is TableMeld:
+            found.update(item.cards)
+        elif kind is Draw or kind is Drop:
+            pass
+        elif kind in (tuple, list, set, frozenset):
+            stack.extend(item)
+        elif kind is dict:
+            stack.extend(item.values())
+        elif not isinstance(item, _LEAVES):
+            names = _field_names(kind)
+            assert names is not None, f"cannot look inside {item!r}"
+            stack.extend(getattr(item, name) for name in names)
+    return found
 
 
 def check_observation(state: HandState, seat: int, seed: int | None) -> None:
@@ -143,7 +173,7 @@ def check_observation(state: HandState, seat: int, seed: int | None) -> None:
     assert "stock" not in {f.name for f in dataclasses.fields(Observation)}
     assert obs.stock_size == state.stock_size
     assert bool(obs.legal_actions) == (seat == state.to_act and state.phase is not Phase.OVER)
-    assert len(obs.history) == len(state.history)
+    assert obs.history == tuple(e if e.seat == seat else e.public() for e in state.history)
 
 
 def choose(legal: list[Action], rng: random.Random, patience: float) -> Action:
