@@ -168,3 +168,28 @@ def test_simulate_prints_one_json_line_per_file_exactly(runs: dict[str, Run]) ->
     assert run.line(3)["error"]["reason"].startswith("not valid JSON: ")
     assert run.line(4)["error"]["reason"].startswith("cannot read the file: ")
     assert run.stderr == ""
+
+
+def test_an_engine_bug_is_still_one_json_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sdk.commands import record as command
+    from sdk.record import HandRecord
+
+    path = tmp_path / "example.json"
+    path.write_text(json.dumps(EXAMPLE))
+
+    def broken(self: HandRecord) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(HandRecord, "verify", broken)
+    line = command.check_file(str(path), compare=True)
+    reason = "internal error, please report it: KeyError: 'boom'"
+    assert line == {"file": str(path), "error": {"action": None, "reason": reason}}
+
+
+def test_in_process_check_file_agrees_with_the_cli(runs: dict[str, Run]) -> None:
+    from sdk.commands.record import check_file
+
+    for index, path in enumerate(CASE_FILES):
+        assert check_file(str(path), compare=True) == runs["verify_cases"].line(index)

@@ -52,6 +52,12 @@ def check_file(name: str, compare: bool) -> dict[str, Any]:
         line["error"] = {"action": None, "reason": str(exc), "mismatch": True}
     except TonkError as exc:
         line["error"] = {"action": None, "reason": str(exc)}
+    except (RecursionError, MemoryError) as exc:
+        reason = f"the record is too large or too deeply nested ({type(exc).__name__})"
+        line["error"] = {"action": None, "reason": reason}
+    except Exception as exc:  # an engine bug: still one JSON line, never a traceback
+        reason = f"internal error, please report it: {type(exc).__name__}: {exc}"
+        line["error"] = {"action": None, "reason": reason}
     return line
 
 
