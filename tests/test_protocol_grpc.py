@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
+from typing import ClassVar
 
 import grpc
 import pytest
@@ -88,12 +89,20 @@ class MalformedBot(Bot):
 
 
 class NondeterministicBot(Bot):
-    """Random without its seeded rng: the same match twice plays differently."""
+    """Plays the same match differently each time it sees it: the first legal action the
+    first time, the last one the next (so the difference shows at its very first decision,
+    which a clock-based choice could miss by coincidence in a short match)."""
 
     name = "nondeterministic"
+    _seen: ClassVar[dict[str, int]] = {}
+    visit = 0
+
+    def on_match_start(self, info: MatchInfo) -> None:
+        self.visit = self._seen.get(info.match_id, 0)
+        self._seen[info.match_id] = self.visit + 1
 
     def act(self, obs: Observation) -> Action | int:
-        return (time.perf_counter_ns() // 1000) % len(obs.legal_actions)
+        return 0 if self.visit % 2 == 0 else len(obs.legal_actions) - 1
 
 
 class HookCrashBot(RandomBot):
