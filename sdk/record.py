@@ -63,8 +63,6 @@ class HandRecord:
     rules_json: Any = None  # the rules as written, when they were written
     extra: dict[str, Any] = field(default_factory=dict)  # unknown top-level fields, kept
     nulls: tuple[str, ...] = ()  # optional fields written as null, written back as null
-    # The checked starting state, reused by replay() while the start fields still equal it.
-    _start: HandState | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -222,9 +220,12 @@ class HandRecord:
 
     def initial_state(self) -> HandState:
         """The hand's starting state (checked: every card once, 2 to 6 seats, TONK at a deal)."""
-        start = self._start
+        # The checked starting state is kept (outside the dataclass fields, so it is no part of
+        # the record's data) and reused while the start fields still hold what it was built from.
+        cache = self.__dict__
+        start: HandState | None = cache.get("_start")
         if start is None or not self._start_matches(start):
-            start = self._start = HandState.from_position(
+            start = cache["_start"] = HandState.from_position(
                 self.hands,
                 self.discard,
                 self.stock,
