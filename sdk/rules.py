@@ -28,10 +28,13 @@ class Rules:
     book_layoff: bool = False
     #: Aces may also rank above the king in spreads (Q K A); never both ways (no K A 2).
     ace_high_or_low: bool = False
-    #: A player whose spread was laid off on may not go down on their next turn.
+    #: A player whose spread another player laid off on ("hit") may not go down on their next
+    #: turn; the lock lifts when that turn ends. A lay-off on a book locks nobody.
     hit_lock: bool = False
-    #: At stock-out the discards under the top card, turned over, become the new stock
-    #: (bottom card on top, no shuffle, so a record replays exactly) instead of a showdown.
+    #: When the stock is empty at the end of a turn, the discards under the top card become the
+    #: new stock instead of a showdown: the pile is turned over, not shuffled (its bottom card
+    #: becomes the top of the stock), so a record replays exactly. The top card stays as the
+    #: discard pile. With nothing under the top card, the hand ends in the showdown after all.
     stock_reshuffle: bool = False
     #: Completed turns (ended by a discard) after which the hand ends in a showdown; 0 = none.
     turn_cap: int = 200
