@@ -670,31 +670,34 @@ class HandState:
         totals = self.totals()
         n = self.players
         mine = totals[dropper]
-        low = totals[1] if dropper == 0 else totals[0]  # the lowest total of the others
-        for seat, total in enumerate(totals):
-            if total < low and seat != dropper:
-                low = total
+        others = list(totals)
+        del others[dropper]
+        low = min(others)
         if mine < low:  # strictly lowest: every other player pays the dropper 1x
             payoffs = [-1] * n
             payoffs[dropper] = n - 1
-            self._finish(Outcome("drop", (dropper,), tuple(payoffs), totals))
+            self.outcome = Outcome("drop", (dropper,), tuple(payoffs), totals)
+            self.phase = _OVER
             return
         # Caught: the dropper pays 2x to each player with a total equal or lower than his;
-        # every player who is neither the dropper nor among the lowest pays each lowest 1x.
-        lowest = [s for s in range(n) if s != dropper and totals[s] == low]
-        k = len(lowest)
-        payoffs = [0] * n
-        for s in range(n):
-            if s == dropper:
+        # every player who is neither the dropper nor among the k lowest pays each lowest 1x.
+        k = others.count(low)
+        payoffs = [-k] * n
+        lowest = []
+        paid = 0
+        for seat in range(n):
+            if seat == dropper:
                 continue
-            if totals[s] <= mine:
-                payoffs[dropper] -= 2
-                payoffs[s] += 2
-            if totals[s] == low:
-                payoffs[s] += n - 1 - k  # from each player who is not among the lowest
-            else:
-                payoffs[s] -= k
-        self._finish(Outcome("drop", tuple(lowest), tuple(payoffs), totals))
+            total = totals[seat]
+            if total == low:
+                lowest.append(seat)
+                payoffs[seat] = n - 1 - k  # 1x from each other player who is not among them
+            if total <= mine:
+                payoffs[seat] += 2
+                paid += 2
+        payoffs[dropper] = -paid
+        self.outcome = Outcome("drop", tuple(lowest), tuple(payoffs), totals)
+        self.phase = _OVER
 
     def _settle_showdown(self, end: EndKind) -> None:
         # Every player not tied for the lowest total pays each lowest player 1x.
