@@ -9,6 +9,10 @@ resolve to any of them (or to nothing). The operator lifts this for chosen hosts
 ``Settings.allowed_bot_hosts`` (``TONK_ALLOWED_BOT_HOSTS``): exact host names, IP addresses,
 or networks such as ``10.0.0.0/8``.
 
+The check runs twice: when a bot is registered (:func:`check_address`), and in the worker
+right before every match (:func:`resolve_for_dial`), which then dials the IP address it
+checked, so a name that resolves somewhere else later cannot lead a worker inside.
+
 Addresses are ``HOST:PORT``: ``bots.example.org:50051``, ``203.0.113.7:50051``,
 ``[2001:db8::7]:50051`` (IPv6 in brackets, as in URLs).
 """
@@ -19,6 +23,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from arena.errors import ArenaError, UnprocessableError
 
@@ -110,11 +115,50 @@ def check_address(
     Names are resolved with ``resolver`` (default: the system's resolver); every address
     they resolve to must be public or allowed, since the connection may use any of them.
     """
+    return _checked(address, allowed_hosts, resolver)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class DialTarget:
+    """Where the arena connects for a registered address: ``target`` is ``HOST:PORT`` to
+    dial and ``authority`` the ``HOST:PORT`` the bot is known by (None: the target itself)."""
+
+    target: str
+    authority: str | None = None
+
+
+def resolve_for_dial(
+    address: str,
+    allowed_hosts: Iterable[str] = (),
+    *,
+    resolver: Resolver | None = None,
+) -> DialTarget:
+    """Check ``address`` again right before connecting and pin the resolution that passed.
+
+    A name checked at registration may resolve elsewhere later (DNS rebinding: public when
+    registered, ``127.0.0.1`` when a worker dials it), so workers check every time and dial
+    the IP address they checked, not the name, which gRPC would resolve again. Raises as
+    :func:`check_address` does. An IP address was checked when it was registered and cannot
+    point anywhere else since, and hosts the operator allows by name are trusted to the
+    network they name: both are dialled as they are.
+    """
+    host, port = parse_address(address)
+    if _ip(host) is not None:
+        return DialTarget(format_address(host, port))
+    normalised, resolved = _checked(address, allowed_hosts, resolver)
+    if not resolved:
+        return DialTarget(normalised)
+    return DialTarget(format_address(resolved[0], port), normalised)
+
+
+def _checked(address: str, allowed_hosts: Iterable[str], resolver: Resolver | None) -> tuple[str, list[str]]:
+    """(normalised address, the IPs its host name resolved to: [] for an IP literal or an
+    allowed host), or the error :func:`check_address` documents."""
     host, port = parse_address(address)
     normalised = format_address(host, port)
     allowed = _Allowed(allowed_hosts)
     if allowed.host(host):
-        return normalised
+        return normalised, []
     ip = _ip(host)
     if ip is not None:
         if is_internal(ip) and not allowed.ip(ip):
@@ -122,10 +166,11 @@ def check_address(
                 f"bot address {address.strip()!r} is an internal address ({_kind(ip)}); the arena only "
                 "connects to public addresses unless its operator allows the host (TONK_ALLOWED_BOT_HOSTS)"
             )
-        return normalised
+        return normalised, []
     resolved = (resolver or system_resolver)(host)
     if not resolved:
         raise InvalidAddressError(f"host {host!r} in bot address {address.strip()!r} does not resolve")
+    ips: list[str] = []
     for text in resolved:
         ip = ipaddress.ip_address(text.split("%", 1)[0])
         if is_internal(ip) and not allowed.ip(ip):
@@ -134,7 +179,8 @@ def check_address(
                 f"({_kind(ip)}); the arena only connects to public addresses unless its operator "
                 "allows the host (TONK_ALLOWED_BOT_HOSTS)"
             )
-    return normalised
+        ips.append(str(ip))
+    return normalised, ips
 
 
 def is_internal(ip: IPAddress) -> bool:

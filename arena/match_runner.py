@@ -11,18 +11,33 @@ deadlines and fault handling locally and here.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.errors import UnprocessableError
+from arena.addresses import resolve_for_dial
+from arena.config import load_settings
+from arena.errors import ArenaError, UnprocessableError
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament
 from arena.store import MatchNotFoundError
+from sdk.actions import Action
+from sdk.bot import HandResult, MatchInfo, MatchSummary
 from sdk.dealing import derive_seed
+from sdk.grpc_player import GrpcPlayer
 from sdk.players import PlayerSpecError, load_bot_class, make_player
-from sdk.referee import HandLog, LocalPlayer, MatchResult, Player, RefereeConfig, play_match
+from sdk.referee import (
+    DecisionRequest,
+    FaultKind,
+    HandLog,
+    LocalPlayer,
+    MatchResult,
+    Player,
+    PlayerFaultError,
+    RefereeConfig,
+    play_match,
+)
 from sdk.rules import Rules
 
 
@@ -39,6 +54,9 @@ class SeatPlan:
     name: str
     address: str | None
     hosted: str | None
+    #: ``address`` is where this arena serves the hosted bot itself (tonk demo), not an address
+    #: a bot was registered at: it is dialled without the registered-address check.
+    served_here: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +133,7 @@ def load_plan(
             name,
             served.get(name) if version.hosted and name in served else version.address,
             version.hosted,
+            bool(version.hosted and name in served),
         )
         for _seat, bot_id, version_id, name, version in rows
     )
@@ -130,17 +149,57 @@ def load_plan(
     )
 
 
-def make_seat_player(seat: SeatPlan) -> Player:
+def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None) -> Player:
     """A registered bot's address wins (it plays over gRPC like any entrant); a bot with
-    only a ``module:Class`` is hosted in this process."""
+    only a ``module:Class`` is hosted in this process.
+
+    A registered address is checked again before it is dialled (arena.addresses:
+    ``allowed_hosts``, default ``TONK_ALLOWED_BOT_HOSTS`` of this process) and the resolution
+    that passed is the one dialled. One that fails is never dialled: the seat faults as
+    unreachable when the match starts, like a bot that is down, and the others play on.
+    """
     try:
-        if seat.address:
+        if seat.address and seat.served_here:
             return make_player(seat.address)
+        if seat.address:
+            if allowed_hosts is None:
+                allowed_hosts = load_settings().allowed_bot_hosts
+            try:
+                target = resolve_for_dial(seat.address, allowed_hosts)
+            except ArenaError as exc:
+                return RefusedPlayer(seat.name, f"the arena did not connect to {seat.address!r}: {exc}")
+            return GrpcPlayer(target.target, authority=target.authority)
         if seat.hosted:
             return LocalPlayer(load_bot_class(seat.hosted))
     except PlayerSpecError as exc:
         raise SeatSpecError(f"bot {seat.name!r} (version {seat.bot_version_id}): {exc}") from None
     raise SeatSpecError(f"bot {seat.name!r} (version {seat.bot_version_id}) has no address and is not hosted")
+
+
+class RefusedPlayer:
+    """A seat whose address the arena will not dial: every call is an UNREACHABLE fault."""
+
+    def __init__(self, name: str, reason: str):
+        self.name = name
+        self.reason = reason
+
+    def describe(self) -> dict[str, str]:
+        return {"name": self.name, "version": "", "author": "", "protocol_version": ""}
+
+    def match_start(self, info: MatchInfo) -> None:
+        raise PlayerFaultError(FaultKind.UNREACHABLE, self.reason)
+
+    def act(self, request: DecisionRequest) -> Action | int:
+        raise PlayerFaultError(FaultKind.UNREACHABLE, self.reason)
+
+    def hand_end(self, result: HandResult) -> None:
+        pass
+
+    def match_end(self, summary: MatchSummary) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def run_match(

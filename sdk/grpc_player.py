@@ -62,20 +62,23 @@ class GrpcPlayer:
         *,
         lifecycle_timeout_s: float = DEFAULT_LIFECYCLE_TIMEOUT_S,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        authority: str | None = None,
     ):
-        self.address = address
+        # ``authority``: the HOST:PORT the bot is known by when ``address`` is the IP it was
+        # resolved to (the arena pins a checked resolution; see arena.addresses.resolve_for_dial).
+        self.address = address if authority is None else f"{authority} ({address})"
         self.lifecycle_timeout_s = lifecycle_timeout_s
         self.max_reply_bytes = max_reply_bytes
         self.seat = 0
         self._info: dict[str, str] | None = None
-        self._channel = grpc.insecure_channel(
-            address,
-            options=[
-                ("grpc.max_receive_message_length", max_reply_bytes),
-                # A retried Decide could reach the bot twice; the referee owns all retrying.
-                ("grpc.enable_retries", 0),
-            ],
-        )
+        options: list[tuple[str, Any]] = [
+            ("grpc.max_receive_message_length", max_reply_bytes),
+            # A retried Decide could reach the bot twice; the referee owns all retrying.
+            ("grpc.enable_retries", 0),
+        ]
+        if authority is not None:
+            options.append(("grpc.default_authority", authority))
+        self._channel = grpc.insecure_channel(address, options=options)
         # Responses come back as bytes and are parsed here, so garbage is MALFORMED, not a
         # transport error.
         method = f"/{SERVICE_NAME}/"
