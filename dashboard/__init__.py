@@ -39,6 +39,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         PROGRESS_POLL_MS=3000,
         BOT_CHECKS=True,
         BOT_CHECKER=None,
+        BOT_CHECK_SLOTS=2,
         TOURNAMENT_BACKEND=None,
     )
     if test_config:
@@ -51,9 +52,10 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
-    from dashboard import db, errors, security, templating
+    from dashboard import checks, db, errors, security, templating
     from dashboard.views import register_blueprints
 
+    checks.init_app(app)
     db.init_app(app)
     errors.init_app(app)
     security.init_app(app)

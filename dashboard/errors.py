@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Response, jsonify, make_response, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from arena.errors import ArenaError, ConflictError, NotFoundError
@@ -76,10 +76,17 @@ def _page(status: int, title: str, message: str) -> tuple[str, int]:
     return render_template("error.html", status=status, title=title, message=message), status
 
 
-def _arena_error(exc: ArenaError) -> tuple[Response | str, int]:
+def _arena_error(exc: ArenaError) -> tuple[Response | str, int] | Response:
     if _is_api():
-        return _json(exc.status, exc.code, exc.message, exc.details)
-    return _page(exc.status, exc.code.replace("_", " ").capitalize(), exc.message)
+        response, status = _json(exc.status, exc.code, exc.message, exc.details)
+    else:
+        page, status = _page(exc.status, exc.code.replace("_", " ").capitalize(), exc.message)
+        response = make_response(page)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:  # 429 and 503 refusals say when to come back
+        response.headers["Retry-After"] = str(retry_after)
+    response.status_code = status
+    return response
 
 
 def _http_error(exc: HTTPException) -> tuple[Response | str, int] | Any:

@@ -4,6 +4,7 @@ authentication, ownership, body checks, and the tournament life cycle."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -204,3 +205,55 @@ def test_pause_and_resume(api: Flask, store: dict[str, Any]) -> None:
 def test_bad_tournament_specs(refusing_api: Flask, spec: dict[str, Any], status: int, code: str) -> None:
     got, body = call(refusing_api.test_client(), "POST", "/api/v1/tournaments", OPERATOR_TOKEN, spec)
     assert (got, body["error"]["code"]) == (status, code), body
+
+
+def test_bot_checks_are_bounded_per_owner_and_in_all(
+    store: dict[str, Any], app_factory: Callable[..., Flask]
+) -> None:
+    """A check runs inside the request (seconds of a thread): one at a time per owner, at most
+    BOT_CHECK_SLOTS at once; a request past either bound is a 429 with Retry-After that
+    writes nothing, and a slot comes back when its check ends, passed or failed."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(address: str, settings: Settings) -> dict[str, Any]:
+        if address.startswith("8.8.4.4"):
+            raise BotCheckFailedError(f"the bot at {address} did not answer")
+        started.set()
+        assert release.wait(10), "the test never released the check"
+        return {"name": "slow", "version": "1", "author": "", "protocol_version": "tonk.v1"}
+
+    app = app_factory(store["url"], BOT_CHECKS=True, BOT_CHECKER=slow, BOT_CHECK_SLOTS=1)
+    first: dict[str, Any] = {}
+
+    def register_first() -> None:
+        first["answer"] = call(app.test_client(), "POST", "/api/v1/bots", store["alice"],
+                               {"name": "patient", "address": PUBLIC})
+
+    worker = threading.Thread(target=register_first)
+    worker.start()
+    try:
+        assert started.wait(10)
+        client = app.test_client()
+        for who, name, why in (("alice", "eager", "still running"), ("bob", "other", "already checking 1")):
+            response = client.post("/api/v1/bots", json={"name": name, "address": PUBLIC},
+                                   headers={"Authorization": f"Bearer {store[who]}"})
+            assert response.status_code == 429 and response.headers["Retry-After"] == "5"
+            error = response.get_json()["error"]
+            assert error["code"] == "too_many_requests" and why in error["message"], error
+            assert client.get(f"/api/v1/bots/{name}").status_code == 404  # nothing was written
+        # Updating a bot runs a check too: refused at the gate before anything is looked up.
+        status, body = call(client, "PUT", "/api/v1/bots/patient", store["bob"], {"address": PUBLIC})
+        assert status == 429 and body["error"]["code"] == "too_many_requests", body
+    finally:
+        release.set()
+        worker.join(10)
+    assert first["answer"][0] == 201, first
+    client = app.test_client()
+    # The slot is free again, also after a check that fails.
+    broken = {"name": "broken", "address": "8.8.4.4:50051"}
+    status, body = call(client, "POST", "/api/v1/bots", store["bob"], broken)
+    assert status == 422 and body["error"]["code"] == "bot_check_failed", body
+    started.clear()
+    release.set()
+    status, body = call(client, "POST", "/api/v1/bots", store["bob"], {"name": "other", "address": PUBLIC})
+    assert status == 201, body

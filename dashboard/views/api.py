@@ -4,13 +4,14 @@ actions. Every failure answers ``{"error": {"code", "message"}}`` with its statu
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from arena.auth import authenticate, parse_bearer, require_operator
 from arena.models import Owner
-from dashboard import operations
+from dashboard import checks, operations
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError, MalformedJSONError
 from dashboard.params import BOT_NAME_RE, choice_arg, paging
@@ -171,6 +172,13 @@ def _checks() -> dict[str, Any]:
     }
 
 
+def _check_slot(owner: Owner) -> AbstractContextManager[None]:
+    """A slot of the bot-check gate (dashboard.checks), when checks run at all."""
+    if not current_app.config.get("BOT_CHECKS", True):
+        return nullcontext()
+    return checks.gate().admit(owner.id)
+
+
 @bp.post("/bots")
 def post_bot() -> tuple[Response, int, dict[str, str]]:
     from arena import registry
@@ -179,7 +187,8 @@ def post_bot() -> tuple[Response, int, dict[str, str]]:
     body = _body()
     name, address = _text_field(body, "name"), _text_field(body, "address")
     db = session()
-    bot = registry.register_bot(db, owner, name, address, settings=settings(), **_checks())
+    with _check_slot(owner):
+        bot = registry.register_bot(db, owner, name, address, settings=settings(), **_checks())
     db.commit()
     location = url_for("api.get_bot", name=bot.name)
     return jsonify({"bot": registry.bot_to_json(bot)}), 201, {"Location": location}
@@ -192,7 +201,8 @@ def put_bot(name: str) -> Response:
     owner = _owner()
     address = _text_field(_body(), "address")
     db = session()
-    bot = registry.update_bot(db, owner, _bot_name(name), address, settings=settings(), **_checks())
+    with _check_slot(owner):
+        bot = registry.update_bot(db, owner, _bot_name(name), address, settings=settings(), **_checks())
     db.commit()
     return jsonify({"bot": registry.bot_to_json(bot)})
 

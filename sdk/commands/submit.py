@@ -33,7 +33,9 @@ bot's owner (``not_owner``); 404 no such bot (``bot_not_found``); 409 the name i
 (``name_taken``); 422 an internal address (``address_not_allowed``) or a bot that failed
 its checks (``bot_unreachable``, ``bot_unhealthy``, ``bot_check_failed``,
 ``conformance_failed``, whose details list the faults, and the match seed or the
-``tonk check`` command that reproduces them).
+``tonk check`` command that reproduces them); 429 a check of another of the owner's bots is
+still running, or the arena is checking as many bots as it will at once
+(``too_many_requests``, with a ``Retry-After`` in seconds).
 """
 
 from __future__ import annotations
