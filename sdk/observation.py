@@ -135,8 +135,10 @@ class Observation:
         seen = self.cards_seen()
         return [c for c in DECK if c not in seen]
 
-    def opponent_known_cards(self, seat: int) -> set[Card]:
-        """Cards ``seat`` is known to hold: discard-pile pickups it has not played since."""
+    def opponent_known_cards(self, seat: int) -> list[Card]:
+        """Cards ``seat`` is known to hold: discard-pile pickups it has not played since, in
+        deck order (a list, not a set: cards hash by identity, so a set's order would differ
+        from process to process, and a bot that iterates it would not replay the same)."""
         known: set[Card] = set()
         for event in self.history:
             if event.seat != seat:
@@ -149,7 +151,7 @@ class Observation:
                 known.difference_update(event.action.cards)
             elif isinstance(event.action, Layoff):
                 known.discard(event.action.card)
-        return known
+        return [c for c in DECK if c in known] if known else []
 
     def action_index(self, action: Action) -> int:
         """The index of ``action`` in :attr:`legal_actions` (ValueError if it is not legal)."""

@@ -249,6 +249,18 @@ def test_an_observation_shows_the_seat_its_own_hand_and_hides_other_stock_draws(
     assert Card.parse("Kd") not in observe(state, 2).cards_seen()
 
 
+def test_opponent_known_cards_are_the_pickups_still_held_in_deck_order() -> None:
+    state = position(["Ac 3d", "9d 9h", "Kc 4s"], "Kh", stock="5c 6c 7c 8c")
+    play(state, "draw stock", "discard 3d", "draw discard", "discard 9d", "draw discard", "discard 4s")
+    play(state, "draw stock", "discard Ac", "draw discard", "discard 9h")
+    # Seat 1 took 3d, then Ac: a list in deck order (a set's order would change per process).
+    known = observe(state, 2).opponent_known_cards(1)
+    assert known == sorted(cards("3d Ac"), key=lambda c: c.index) and isinstance(known, list)
+    assert observe(state, 0).opponent_known_cards(2) == cards("9d")
+    play(state, "draw stock", "discard Kc", "draw stock", "discard 5c", "draw stock", "discard 3d")
+    assert observe(state, 2).opponent_known_cards(1) == cards("Ac")  # 3d went back out
+
+
 def test_an_observation_round_trips_through_json() -> None:
     state = position(["Ac 2c 3c", "9d 9h"], "7c", table=[(1, "9s 10s Js")], rules=Rules(hit_lock=True))
     play(state, "draw discard", "meld Ac 2c 3c")

@@ -62,7 +62,7 @@ def assert_consistent(obs: Observation, world: HandState, uniform_rules: bool = 
     for seat, hand in enumerate(world.hands):
         if seat == obs.seat:
             continue
-        known = obs.opponent_known_cards(seat)
+        known = set(obs.opponent_known_cards(seat))
         assert known <= set(hand), "a card the seat saw an opponent pick up is not in its hand"
         if uniform_rules:
             assert not (set(hand) - known) & seen, "a card seen face up was dealt as hidden"
