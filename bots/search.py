@@ -14,14 +14,18 @@ discard) the bot:
    could know (its own hand, the table, hand sizes, discards), never the sampled hands of the
    others, so rollouts do not "peek". Going down is settled exactly on the sampled hands.
    All candidates share each world (common random numbers), so they are compared paired.
-3. **Chooses.** Among the ways to play on, the rollout policy's own choice, unless another
-   beats it by :attr:`SearchBot.switch_z` standard errors of the paired difference: with a
-   few hundred noisy rollouts, a small observed edge is more often noise than knowledge.
-   Then it goes down instead if that is worth at least :attr:`SearchBot.drop_floor` chips
-   per opponent over the worlds and beats playing on (by :attr:`SearchBot.drop_bias`). The
-   floor matters: going down is settled exactly in each world, playing on only through
-   rollouts that play worse than the bot will, which biases the comparison towards going
-   down.
+3. **Chooses.** Among the ways to play on, the heuristic bot's own choice
+   (:mod:`bots.heuristic`, the guide), unless another beats it by :attr:`SearchBot.switch_z`
+   standard errors of the paired difference: with a few hundred noisy rollouts, a small
+   observed edge is more often noise than knowledge, and the guide plays draws and discards
+   better than the rollout policy does. It goes down instead when that is worth at least
+   :attr:`SearchBot.drop_floor` chips per opponent, settled exactly in the sampled worlds
+   (0.25: heads-up, it expects to be lowest at least 3 times in 4). That is below the
+   heuristic bot's bar: heads-up most hands are a race to go down first (nine in ten end
+   with a winning drop), and waiting for more certainty lets the opponent go first. Playing
+   on is not weighed against going down by default (:attr:`SearchBot.compare_drop`):
+   rollouts play worse than the bot will, which biases that comparison, and in duplicate
+   play the fixed bar did as well or better.
 
 **Sampling.** With ``opponent_model = False`` the unseen cards are dealt uniformly over what
 is consistent with the observation (plain PIMC, :meth:`Sampler.sample`). With it on (the
@@ -53,6 +57,7 @@ import time
 from collections.abc import Sequence
 from typing import ClassVar
 
+from bots.heuristic import CardCounter, HeuristicBot
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Layoff, Meld
 from sdk.bot import Bot
 from sdk.cards import DECK, Card
@@ -466,12 +471,14 @@ class SearchBot(Bot):
     budget_use: ClassVar[float] = 0.85
     #: Deal opponents' unknown cards by :class:`CardModel` (False: uniformly).
     opponent_model: ClassVar[bool] = True
-    #: Standard errors by which a candidate must beat the rollout policy's own choice.
-    switch_z: ClassVar[float] = 1.0
-    #: Going down must beat playing on by this many chips per opponent (see ``search``).
+    #: Standard errors by which a candidate must beat the guide's (the heuristic bot's) choice.
+    switch_z: ClassVar[float] = 2.0
+    #: Go down when its expected payoff over the worlds is at least this (chips per opponent).
+    drop_floor: ClassVar[float] = 0.25
+    #: Also ask going down to beat playing on (as the rollouts estimate it) by ``drop_bias``
+    #: chips per opponent.
+    compare_drop: ClassVar[bool] = False
     drop_bias: ClassVar[float] = 0.0
-    #: ... and its expected payoff must be at least this (chips per opponent).
-    drop_floor: ClassVar[float] = 0.4
     #: Rollout seats go down when :func:`public_drop_value` is at least this.
     rollout_drop_margin: ClassVar[float] = 0.5
     #: Rollouts stop after this many turns and settle as a showdown.
@@ -490,6 +497,7 @@ class SearchBot(Bot):
             raise ValueError("a search without a time budget needs an iteration budget")
         self.budget = budget_ms / 1000.0 if budget_ms > 0 else None
         self.last_iterations = 0  # worlds searched at the last decision (for tests and benches)
+        self.guide = HeuristicBot()  # its draws and discards are the defaults the search tests
         self.clock = time.perf_counter  # the budget's clock (tests may swap in a CPU clock)
         # (wall, CPU) seconds of every decision of the match: on a loaded machine the wall
         # time also counts the waits for a CPU, which benches want to tell apart.
@@ -510,15 +518,22 @@ class SearchBot(Bot):
         rng = random.Random(self.rng.getrandbits(64))
         sampler = Sampler(obs, self.rollout_drop_margin)
         policy = RolloutPolicy(sampler.public, self.rollout_drop_margin)
-        # The policy reads only public facts and its own hand, so any world gives its choice.
-        default = policy.act(sampler.sample(rng))
-        candidates = self.candidates(obs, default)
+        candidates = self.candidates(obs, self.guide_choice(obs))
         if len(candidates) == 1:
             return candidates[0]
         return self.search(obs, sampler, policy, candidates, rng, started)
 
+    def guide_choice(self, obs: Observation) -> Action:
+        """The heuristic bot's way to play on: its draw at the start of a turn (whether it
+        would go down is the search's question), else its meld, lay-off or discard."""
+        guide = self.guide
+        if obs.phase == "start":
+            return guide.draw(obs, CardCounter(obs, guide.horizon))
+        reply = guide.act(obs)
+        return obs.legal_actions[reply] if isinstance(reply, int) else reply
+
     def candidates(self, obs: Observation, default: Action) -> list[Action]:
-        """The actions worth comparing, the rollout policy's own choice first."""
+        """The actions worth comparing, the guide's choice first."""
         options: list[Action]
         if obs.phase == "start":
             options = [a for a in (DRAW_STOCK, DRAW_DISCARD, DROP) if a in obs.legal_actions]
@@ -580,7 +595,7 @@ class SearchBot(Bot):
         if done < 2:
             return candidates[0]
         means = [t / done for t in totals]
-        # Among the ways to play on, keep the policy's choice unless another is better by
+        # Among the ways to play on, keep the guide's choice unless another is better by
         # ``switch_z`` standard errors of the paired difference.
         playing = [i for i, a in enumerate(candidates) if a.kind != "drop"]
         if not playing:
@@ -591,14 +606,11 @@ class SearchBot(Bot):
             noise = _paired_sd(totals, diff_sq, done, i, playing[0]) / math.sqrt(done - 1)
             if gain > means[choice] - means[playing[0]] and gain > self.switch_z * noise:
                 choice = i
-        # Going down is settled exactly in every world, playing on only through rollouts that
-        # play worse than the bot will: ask going down to win by ``drop_bias`` per opponent.
         drop = next((i for i, a in enumerate(candidates) if a.kind == "drop"), None)
         if drop is not None:
             opponents = len(obs.hand_sizes) - 1
-            if (
-                means[drop] >= self.drop_floor * opponents
-                and means[drop] >= means[choice] + self.drop_bias * opponents
+            if means[drop] >= self.drop_floor * opponents and (
+                not self.compare_drop or means[drop] >= means[choice] + self.drop_bias * opponents
             ):
                 return DROP
         return candidates[choice]
