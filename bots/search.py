@@ -175,7 +175,7 @@ class Sampler:
     def __init__(self, obs: Observation, drop_margin: float = 0.5) -> None:
         self.obs = obs
         seats = range(len(obs.hand_sizes))
-        self.known = [[] if s == obs.seat else sorted(obs.opponent_known_cards(s), key=_index) for s in seats]
+        self.known = [[] if s == obs.seat else obs.opponent_known_cards(s) for s in seats]
         placed: set[Card] = set(obs.hand) | set(obs.discard)
         for meld in obs.table:
             placed.update(meld.cards)
@@ -439,10 +439,6 @@ def _showdown(state: HandState, seat: int) -> float:
 
 def _points(cards: tuple[Card, ...]) -> tuple[int, int]:
     return (sum([c.value for c in cards]), len(cards))
-
-
-def _index(card: Card) -> int:
-    return card.index
 
 
 def _paired_sd(totals: list[float], diff_sq: list[list[float]], n: int, i: int, j: int) -> float:
