@@ -146,6 +146,17 @@ class RqBackend:
     def job_id(self, match_id: int) -> str:
         return job_id(self.queue.name, match_id)
 
+    def queue_epoch(self) -> str | None:
+        """The Redis server's run id, which changes when the server restarts (and with it a
+        queue that was not persisted is gone); None while the server cannot be reached."""
+        from redis.exceptions import RedisError
+
+        try:
+            run_id = self.connection.info("server").get("run_id")
+        except RedisError:
+            return None
+        return str(run_id) if run_id else None
+
     def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
         from rq import Queue
         from rq.job import Job, JobStatus
@@ -251,6 +262,10 @@ def run_tournament(
     if not wait:
         return progress
     swept = checked = time.monotonic()
+    # A backend that can tell when its queue may have been lost (RqBackend: a Redis restart)
+    # gets everything pending re-submitted as soon as it notices, not at the next full check.
+    queue_epoch: Callable[[], str | None] = getattr(backend, "queue_epoch", lambda: None)
+    epoch = queue_epoch()
     while True:
         if isinstance(backend, EmbeddedBackend):
             backend.errors()  # the store has them (failed matches); just drop the futures
@@ -267,7 +282,11 @@ def run_tournament(
             with session_scope(database_url) as session:
                 reset = recover_matches(session, tournament_id)
             pending = unfinished_matches(database_url, tournament_id)
-            if now - checked >= FULL_CHECK_S:
+            current = queue_epoch()
+            restarted = current is not None and current != epoch
+            if current is not None:
+                epoch = current
+            if restarted or now - checked >= FULL_CHECK_S:
                 # Everything pending, in case the queue lost jobs (a Redis restart); the
                 # backend skips what it still holds.
                 checked, todo = now, pending

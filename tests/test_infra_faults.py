@@ -318,10 +318,11 @@ def test_rq_tournament_survives_worker_kill_redis_restart_and_pg_outage(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The driver's periods, shortened so the test takes seconds, not minutes: how often it
-    # sweeps for abandoned matches, how often it re-submits everything pending (a restarted
-    # Redis has lost the queue), and how long a silent match keeps its lease.
+    # sweeps for abandoned matches, and how long a silent match keeps its lease. The periodic
+    # re-submission of everything pending is pushed past the test's timeout: the driver must
+    # notice the restarted (emptied) Redis by its new run id and re-submit at once.
     monkeypatch.setattr(arena.execution, "RECOVER_S", 1.0)
-    monkeypatch.setattr(arena.execution, "FULL_CHECK_S", 2.0)
+    monkeypatch.setattr(arena.execution, "FULL_CHECK_S", 3600.0)
     monkeypatch.setattr(arena.jobs, "LEASE_S", 8.0)
     url = pg_url
     redis = PrivateRedis()
