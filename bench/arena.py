@@ -18,6 +18,10 @@ connections and statement caches; long-lived workers do not), then the configura
 turns for ``--trials`` rounds and the median of each is reported, which keeps a noisy
 machine from favouring whichever ran in a quiet moment.
 
+The queue's cost is also measured directly: no-op jobs through the same worker class on a
+private queue (the wall time RQ itself spends per job), which is far steadier than the
+difference of two tournaments' times.
+
 Targets: the queue adds under 5% to a match's time (rq-1 per match vs inline per match), and
 2 workers give at least 1.7x the matches per second of one (each plays one match at a time,
 so this needs two idle cores). The store is a fresh database on the local PostgreSQL (a
@@ -204,6 +208,43 @@ class Bench:
         self.connection.close()
 
 
+def rq_job_cost(redis_url: str, jobs: int = 200) -> float:
+    """Milliseconds of wall time RQ itself spends per job: ``jobs`` no-op jobs (``math.floor``)
+    through the worker class ``tonk worker`` uses, in burst mode, on a private queue. Far less
+    noisy than the difference of two tournaments' times, which swings by several percent."""
+    from redis import Redis
+    from rq import Queue, SimpleWorker
+
+    connection = Redis.from_url(redis_url)
+    name = f"tonk-bench-noop-{uuid.uuid4().hex[:10]}"
+    queue = Queue(name, connection=connection)
+    try:
+        queue.enqueue_many(
+            [
+                Queue.prepare_data(
+                    "math.floor", args=(1.5,), job_id=f"{name}-{i}", result_ttl=60, failure_ttl=60
+                )
+                for i in range(jobs)
+            ]
+        )  # fmt: skip
+        worker = SimpleWorker([queue], connection=connection, name=f"{name}-worker")
+        started = time.perf_counter()
+        worker.work(burst=True, logging_level="WARNING")
+        elapsed = time.perf_counter() - started
+        done = queue.finished_job_registry.count
+    finally:
+        queue.delete(delete_jobs=True)
+        # Everything RQ keeps for the private queue, its jobs and its worker carries its name.
+        leftovers = list(connection.scan_iter(match=f"*{name}*", count=1000))
+        if leftovers:
+            connection.delete(*leftovers)
+        connection.srem("rq:workers", f"rq:worker:{name}-worker")
+        connection.close()
+    if done != jobs:
+        raise RuntimeError(f"only {done} of {jobs} no-op jobs finished")
+    return 1000 * elapsed / jobs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--deals", type=int, default=4, help="deals (x3 rotations = matches)")
@@ -277,6 +318,9 @@ def main() -> int:
           "in their speed-up is CPU contention")
     print(f"queue cost per match: {queued_ms - inline_ms:+.1f} ms = {100 * overhead:+.1f}% of an inline "
           f"match (target < 5%): {'ok' if overhead < 0.05 else 'MISSED'}")
+    job_ms = statistics.median(rq_job_cost(args.redis_url) for _ in range(3))
+    print(f"RQ's own work per job, measured directly (no-op jobs, same worker class): {job_ms:.1f} ms "
+          f"= {100 * job_ms / inline_ms:.1f}% of an inline match")
     print(f"2 workers / 1 worker: {scaling:.2f}x (target >= 1.7x): {'ok' if scaling >= 1.7 else 'MISSED'}")
     print(f"embedded pool (2) / 1 RQ worker: {median['rq, 1 worker'] / median['embedded pool, 2']:.2f}x; "
           f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
