@@ -154,6 +154,7 @@ class Bench:
                     ).scalar_one()
                     break
             time.sleep(0.2)
+        assert last is not None  # a finished tournament's matches all finished
         if last.tzinfo is None:  # SQLite: naive, stored in UTC
             last = last.replace(tzinfo=dt.UTC)
         return float(last.timestamp())
@@ -297,7 +298,9 @@ def main() -> int:
                 spans = session.execute(
                     select(Match.started_at, Match.finished_at).where(Match.tournament_id.in_(ids))
                 ).all()
-                busy[name] = sum((end - start).total_seconds() for start, end in spans)
+                busy[name] = sum(
+                    (end - start).total_seconds() for start, end in spans if start and end
+                )
     n = bench.matches
     median = {name: statistics.median(values) for name, values in times.items()}
     print(f"{'run':<20} {'median s':>9} {'matches/s':>10} {'ms/match':>9} {'play ms':>8} {'overlap':>8}"
