@@ -35,7 +35,7 @@ def pg_url() -> Iterator[str]:
     name = f"tonk_test_{uuid.uuid4().hex[:12]}"
     try:
         admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
-    except Exception as exc:  # noqa: BLE001 - any connection failure means "not available"
+    except Exception as exc:  # any connection failure means "not available"
         _unavailable("PostgreSQL", exc)
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -63,7 +63,7 @@ def redis_url(redis_prefix: str) -> Iterator[str]:
     client = redis.Redis.from_url(REDIS_TEST_URL, socket_connect_timeout=3)
     try:
         client.ping()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # any failure means "not available"
         _unavailable("Redis", exc)
     try:
         yield REDIS_TEST_URL
