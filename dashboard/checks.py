@@ -42,11 +42,6 @@ class CheckGate:
         self._lock = threading.Lock()
         self._owners: set[int] = set()
 
-    @property
-    def running(self) -> int:
-        with self._lock:
-            return len(self._owners)
-
     @contextmanager
     def admit(self, owner_id: int) -> Iterator[None]:
         """Hold a slot for ``owner_id`` for the duration, or raise TooManyChecksError."""
