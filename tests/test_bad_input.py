@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_spec import CASES
 
 from bots.random_bot import RandomBot
 from sdk.actions import Action, Discard, Drop, Layoff, Meld
@@ -36,8 +35,6 @@ from sdk.record import HandRecord
 from sdk.referee import LocalPlayer, play_match
 from sdk.rules import STANDARD, Rules
 
-REPO = Path(__file__).resolve().parents[1]
-CASES = Path(os.environ.get("TONK_SHARED_DIR", REPO.parent / "shared")) / "cases"
 EXAMPLE: dict[str, Any] = json.loads((CASES / "seed-example-1.json").read_text())
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_spec import CASES
 
 REPO = Path(__file__).resolve().parents[1]
 # CI copies shared/ beside the clone: <repo>/../shared.
-CASES = Path(os.environ.get("TONK_SHARED_DIR", REPO.parent / "shared")) / "cases"
 CASE_FILES = sorted(CASES.glob("*.json"))
 EXAMPLE: dict[str, Any] = json.loads((CASES / "seed-example-1.json").read_text())
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_spec import CASES
 
 from bots.random_bot import RandomBot
 from sdk.actions import Action
@@ -110,7 +111,7 @@ def test_rebuilt_hands_end_where_the_engine_ended() -> None:
 
 
 def test_captions_say_what_happened_in_plain_words() -> None:
-    path = Path(__file__).resolve().parents[2] / "shared" / "cases" / "seed-example-1.json"
+    path = CASES / "seed-example-1.json"
     if not path.exists():
         pytest.skip(f"{path} (the rules text's first example) is not here")
     example = json.loads(path.read_text())

@@ -14,22 +14,18 @@ the cards win and the test says so:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_spec import CASES
 
 from sdk.actions import Action, Drop, Event, Meld
 from sdk.cards import DECK, Card, hand_value
 from sdk.engine import HandState
 from sdk.record import HandRecord
 
-REPO = Path(__file__).resolve().parents[1]
 # CI copies shared/ beside the clone: <repo>/../shared.
-SHARED = Path(os.environ.get("TONK_SHARED_DIR", REPO.parent / "shared"))
-CASES = SHARED / "cases"
 NAMES = ["Croaker", "Goblin", "Elmo"]
 CROAKER, GOBLIN, ELMO = 0, 1, 2
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_spec import CASES
 
 from sdk.cards import DECK
 from sdk.commands.record import check_file
@@ -35,7 +36,6 @@ from sdk.record import HandRecord
 from sdk.rules import STANDARD, Rules
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = Path(os.environ.get("TONK_SHARED_DIR", ROOT.parent / "shared")) / "cases"
 # CI lays shared/ beside the clone; a developer's tree has it at /work/shared.
 if not CASES.is_dir():
     CASES = Path("/work/shared/cases")

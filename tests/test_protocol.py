@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import os
 import random
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_spec import CASES
 
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Event, Layoff, Meld
 from sdk.bot import HandResult, MatchInfo, MatchSummary
@@ -518,8 +518,7 @@ def test_hand_result_round_trips_with_structured_record() -> None:
 
 
 def test_hand_result_from_a_position_record_with_a_table() -> None:
-    shared = Path(os.environ.get("TONK_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
-    record = HandRecord.from_text((shared / "cases" / "seed-example-2.json").read_text())
+    record = HandRecord.from_text((CASES / "seed-example-2.json").read_text())
     data = record.to_json()
     message = record_to_proto(data)
     assert [list(m.cards) for m in message.table] == [m["cards"] for m in data.get("table", [])]

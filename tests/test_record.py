@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_spec import CASES
 
 from sdk.actions import Discard, Draw
 from sdk.cards import Card
@@ -28,9 +27,8 @@ from sdk.errors import (
 from sdk.record import HandRecord
 from sdk.rules import Rules
 
-SHARED = Path(os.environ.get("TONK_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
-EXAMPLE_1: dict[str, Any] = json.loads((SHARED / "cases" / "seed-example-1.json").read_text())
-EXAMPLE_2: dict[str, Any] = json.loads((SHARED / "cases" / "seed-example-2.json").read_text())
+EXAMPLE_1: dict[str, Any] = json.loads((CASES / "seed-example-1.json").read_text())
+EXAMPLE_2: dict[str, Any] = json.loads((CASES / "seed-example-2.json").read_text())
 
 
 def changed(data: dict[str, Any], change: Callable[[dict[str, Any]], object]) -> dict[str, Any]:

@@ -5,18 +5,17 @@ text states."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from shared_spec import CASES as CASES_DIR
 from test_engine_support import cards, deck_dealing, play
 
 from sdk.cards import Card, hand_value
 from sdk.engine import HandState
 from sdk.record import HandRecord
 
-SHARED = Path(os.environ.get("TONK_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
-CASES = sorted((SHARED / "cases").glob("*.json"))
+CASES = sorted(CASES_DIR.glob("*.json"))
 
 
 def test_there_are_case_files() -> None:
@@ -39,7 +38,7 @@ def holds(state: HandState, seat: int, text: str, total: int) -> None:
 
 def test_example_one_from_the_deal() -> None:
     """Croaker, Goblin and Elmo are seats 0, 1, 2; Elmo deals."""
-    case = HandRecord.from_text((SHARED / "cases" / "seed-example-1.json").read_text())
+    case = HandRecord.from_text((CASES_DIR / "seed-example-1.json").read_text())
     deck = deck_dealing(
         ["10s 8d 8h 5s 4c", "Kc 10c 3c 2s Ah", "Qh 8c 6d 2d 2c"], "5c",
         stock=" ".join(c.text for c in case.stock), dealer=2,
@@ -76,7 +75,7 @@ def test_example_one_from_the_deal() -> None:
 
 
 def test_example_two_from_its_position() -> None:
-    case = HandRecord.from_text((SHARED / "cases" / "seed-example-2.json").read_text())
+    case = HandRecord.from_text((CASES_DIR / "seed-example-2.json").read_text())
     state = case.initial_state()
     holds(state, 0, "Qc 10s 9s 6h 5h", 40)
     holds(state, 1, "Jc 10c 4s 4c As", 29)
