@@ -18,6 +18,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from strategies import rules_st
 from test_engine_support import all_cards, snapshot
 
 from bots.random_bot import RandomBot
@@ -34,16 +35,6 @@ from sdk.rules import Rules
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-rules_st = st.builds(
-    Rules,
-    discard_pickup_may_return=st.booleans(),
-    meld_out_double=st.booleans(),
-    book_layoff=st.booleans(),
-    ace_high_or_low=st.booleans(),
-    hit_lock=st.booleans(),
-    stock_reshuffle=st.booleans(),
-    turn_cap=st.one_of(st.just(200), st.just(0), st.sampled_from([1, 9, 40])),
-)
 seeds = st.integers(min_value=10**15, max_value=2**64 - 1)  # long: easy to spot in a text
 
 

@@ -17,6 +17,7 @@ from google.protobuf import descriptor_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shared_spec import CASES
+from strategies import rules_st
 
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Event, Layoff, Meld
 from sdk.bot import HandResult, MatchInfo, MatchSummary
@@ -186,18 +187,6 @@ def test_start_match_has_no_seed() -> None:
 
 # -- observations: random legal play, every seat, every moment ---------------------------------
 
-RULES = st.builds(
-    Rules,
-    discard_pickup_may_return=st.booleans(),
-    meld_out_double=st.booleans(),
-    book_layoff=st.booleans(),
-    ace_high_or_low=st.booleans(),
-    hit_lock=st.booleans(),
-    stock_reshuffle=st.booleans(),
-    turn_cap=st.sampled_from([0, 3, 40, 200, 1000]),
-    tonk_low=st.sampled_from([0, 15]),
-    tonk_high=st.sampled_from([49, 200]),
-)
 
 
 MAX_ACTIONS = 80  # long enough for full tables and reshuffles; checks grow with the history
@@ -245,7 +234,7 @@ def _check_round_trip(obs: Observation) -> None:
 @given(
     seed=st.integers(0, 2**64 - 1),
     players=st.integers(2, 6),
-    rules=RULES,
+    rules=rules_st,
     choice_seed=st.integers(0, 2**32),
     hand_index=st.integers(0, 400),
     scores=st.lists(st.integers(-(2**31), 2**31 - 1), min_size=0, max_size=6),
