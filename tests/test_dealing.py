@@ -108,31 +108,55 @@ def test_fast_path_matches_the_block_by_block_reference() -> None:
         assert deck_order(seed, hand) == _deck_order_streamed(prefix)
 
 
+#: First ten cards of more decks, pinned here besides the document's full ones.
+FIRST_TEN = [
+    (0, 0, "7h 4c Ks Kd 8c 10s 4h Ac 3s Qd"),
+    (0, 1, "Ac 3s 10s Kc 10d 9s 3d 2h 5c 4h"),
+    (1, 0, "Js 9s 3s 4s As Qd 9d 7s 5h Kd"),
+    (42, 7, "Jc Kc 2d 8c Ad Jd 3d Kh 10h 2s"),
+    (2024, 0, "3s 7s Ks 9h 6d 9s 7d 4d 6s 6c"),
+    (2**64 - 1, 0, "Qc 10d 9h Kd 6h 4d 7c 10s 7h 5h"),
+    (12345678901234567890, 3, "9h 3h 9c Jd Kh 2d 6h Js Jh 4h"),
+    (7, 1000, "Qh Ah 10d 3s 10c 2h Jd 5h Qs 4c"),
+]
+
+
+@pytest.mark.parametrize(("seed", "hand", "first_ten"), FIRST_TEN)
+def test_first_ten_cards_vectors(seed: int, hand: int, first_ten: str) -> None:
+    deck = deck_order(seed, hand)
+    assert " ".join(c.text for c in deck[:10]) == first_ten
+    assert len(set(deck)) == 52
+
+
+def from_the_document(seed: int, hand: int) -> list[str]:
+    """The derivation as docs/dealing.md describes it, written out independently, with its
+    own rejection loop."""
+    stream: list[int] = []
+    block = 0
+    deck = list(range(52))  # index = suit * 13 + rank - 1, suits c d h s
+    for i in range(51, 0, -1):
+        n = i + 1
+        limit = 2**64 - 2**64 % n
+        while True:
+            if not stream:
+                digest = hashlib.sha256(f"tonk-deal/1:{seed}:{hand}:{block}".encode("ascii")).digest()
+                stream = [int.from_bytes(digest[k : k + 8], "big") for k in range(0, 32, 8)]
+                block += 1
+            x = stream.pop(0)
+            if x < limit:
+                break
+        j = x % n
+        deck[i], deck[j] = deck[j], deck[i]
+    ranks = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
+    return [ranks[c % 13] + "cdhs"[c // 13] for c in deck]
+
+
 def test_the_derivation_is_written_out_independently() -> None:
-    """An implementation from the document alone, with its own rejection loop."""
-
-    def from_the_document(seed: int, hand: int) -> list[str]:
-        stream: list[int] = []
-        block = 0
-        deck = list(range(52))
-        for i in range(51, 0, -1):
-            n = i + 1
-            limit = 2**64 - 2**64 % n
-            while True:
-                if not stream:
-                    digest = hashlib.sha256(f"tonk-deal/1:{seed}:{hand}:{block}".encode("ascii")).digest()
-                    stream = [int.from_bytes(digest[k : k + 8], "big") for k in range(0, 32, 8)]
-                    block += 1
-                x = stream.pop(0)
-                if x < limit:
-                    break
-            j = x % n
-            deck[i], deck[j] = deck[j], deck[i]
-        ranks = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
-        return [ranks[c % 13] + "cdhs"[c // 13] for c in deck]
-
-    for seed, hand in [(0, 0), (3, 9), (2**63, 1), (2**64 - 1, 123)]:
-        assert [c.text for c in deck_order(seed, hand)] == from_the_document(seed, hand)
+    rng = random.Random(20240601)
+    pairs = [(0, 0), (3, 9), (2**63, 1), (2**64 - 1, 123)] + [(s, h) for s, h, _ in FIRST_TEN]
+    pairs += [(rng.randrange(2**64), rng.randrange(500)) for _ in range(200)]
+    for seed, hand in pairs:
+        assert [c.text for c in deck_order(seed, hand)] == from_the_document(seed, hand), (seed, hand)
 
 
 @pytest.mark.parametrize("seed", [-1, 2**64, True, 1.0, "7", None])
