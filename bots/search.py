@@ -512,11 +512,11 @@ class SearchBot(Bot):
         if len(legal) == 1:
             return legal[0]
         rng = random.Random(self.rng.getrandbits(64))
-        sampler = Sampler(obs, self.rollout_drop_margin)
-        policy = RolloutPolicy(sampler.public, self.rollout_drop_margin)
         candidates = self.candidates(obs, self.guide_choice(obs))
         if len(candidates) == 1:
-            return candidates[0]
+            return candidates[0]  # a meld or a lay-off: nothing to sample worlds for
+        sampler = Sampler(obs, self.rollout_drop_margin)
+        policy = RolloutPolicy(sampler.public, self.rollout_drop_margin)
         return self.search(obs, sampler, policy, candidates, rng, started)
 
     def guide_choice(self, obs: Observation) -> Action:
