@@ -20,7 +20,10 @@ machine from favouring whichever ran in a quiet moment.
 
 The queue's cost is also measured directly: no-op jobs through the same worker class on a
 private queue (the wall time RQ itself spends per job), which is far steadier than the
-difference of two tournaments' times.
+difference of two tournaments' times. So is the driver's sweep (``--sweep-only`` runs just
+that): every few seconds it asks the queue about every pending match, timed with 5,000
+queued matches against loading the same jobs with ``Job.fetch_many`` (the baseline, in the
+same run).
 
 Targets: the queue adds under 5% to a match's time (rq-1 per match vs inline per match), and
 2 workers give at least 1.7x the matches per second of one (each plays one match at a time,
@@ -54,7 +57,7 @@ from sqlalchemy import func, select  # noqa: E402
 from arena.auth import get_or_create_operator  # noqa: E402
 from arena.config import Settings  # noqa: E402
 from arena.db import dispose_engines, session_scope  # noqa: E402
-from arena.execution import EmbeddedBackend, RqBackend, run_tournament  # noqa: E402
+from arena.execution import RECOVER_S, EmbeddedBackend, RqBackend, run_tournament  # noqa: E402
 from arena.jobs import play_match_job  # noqa: E402
 from arena.models import Match, Tournament  # noqa: E402
 from arena.registry import host_bot  # noqa: E402
@@ -246,6 +249,46 @@ def rq_job_cost(redis_url: str, jobs: int = 200) -> float:
     return 1000 * elapsed / jobs
 
 
+def sweep_cost(redis_url: str, pending: int = 5000, trials: int = 5) -> tuple[float, float]:
+    """Milliseconds for one driver sweep's queue check of ``pending`` queued matches
+    (``RqBackend.submit``, which queues nothing here) and for ``Job.fetch_many`` of the same
+    jobs (the baseline); medians of ``trials``. Everything on a private queue, removed after."""
+    from redis import Redis
+    from rq.job import Job
+
+    connection = Redis.from_url(redis_url)
+    name = f"tonk-bench-sweep-{uuid.uuid4().hex[:10]}"
+    backend = RqBackend("sqlite:///unused.sqlite", redis_url, name, connection=connection)
+    matches = list(range(1, pending + 1))
+    ids = [backend.job_id(m) for m in matches]
+    sweep, baseline = [], []
+    try:
+        if backend.submit(matches) != pending:
+            raise RuntimeError("the sweep bench could not queue its jobs")
+        for _ in range(trials):
+            started = time.perf_counter()
+            if backend.submit(matches) != 0:
+                raise RuntimeError("a queued match was queued again")
+            sweep.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            Job.fetch_many(ids, connection=connection)
+            baseline.append(time.perf_counter() - started)
+    finally:
+        backend.queue.delete(delete_jobs=True)
+        leftovers = list(connection.scan_iter(match=f"*{name}*", count=1000))
+        if leftovers:
+            connection.delete(*leftovers)
+        connection.close()
+    return 1000 * statistics.median(sweep), 1000 * statistics.median(baseline)
+
+
+def print_sweep_cost(redis_url: str) -> None:
+    sweep_ms, fetch_ms = sweep_cost(redis_url)
+    print(f"driver sweep, 5,000 pending matches all queued: {sweep_ms:.1f} ms "
+          f"(Job.fetch_many of the same jobs: {fetch_ms:.1f} ms; ratio {sweep_ms / fetch_ms:.2f}); "
+          f"every {RECOVER_S:g} s = {100 * sweep_ms / 1000 / RECOVER_S:.1f}% of one core")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--deals", type=int, default=4, help="deals (x3 rotations = matches)")
@@ -256,7 +299,11 @@ def main() -> int:
                              "in-process bots: every match is CPU-bound on its worker)")
     parser.add_argument("--database-url", default=None, help="default: a fresh local PostgreSQL database")
     parser.add_argument("--redis-url", default=os.environ.get("TONK_REDIS_URL") or "redis://127.0.0.1:6379/0")
+    parser.add_argument("--sweep-only", action="store_true", help="only the driver's sweep cost")
     args = parser.parse_args()
+    if args.sweep_only:
+        print_sweep_cost(args.redis_url)
+        return 0
     with fresh_store(args.database_url) as url, tempfile.TemporaryDirectory() as folder:
         bots = BOTS
         if args.remote_ms > 0:
@@ -324,6 +371,7 @@ def main() -> int:
     job_ms = statistics.median(rq_job_cost(args.redis_url) for _ in range(3))
     print(f"RQ's own work per job, measured directly (no-op jobs, same worker class): {job_ms:.1f} ms "
           f"= {100 * job_ms / inline_ms:.1f}% of an inline match")
+    print_sweep_cost(args.redis_url)
     print(f"2 workers / 1 worker: {scaling:.2f}x (target >= 1.7x): {'ok' if scaling >= 1.7 else 'MISSED'}")
     print(f"embedded pool (2) / 1 RQ worker: {median['rq, 1 worker'] / median['embedded pool, 2']:.2f}x; "
           f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

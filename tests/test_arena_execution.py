@@ -114,6 +114,47 @@ def test_rq_with_grpc_bots_equals_embedded(
     dispose_engines()
 
 
+def test_rq_submit_queues_each_pending_match_that_has_no_job_waiting(
+    redis_url: str, queue_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver hands every pending match to ``submit`` at each sweep; what gets queued
+    is decided by the job's state alone (no worker runs here: the states are set by hand)."""
+    from rq.job import Job, JobStatus
+
+    import arena.execution
+
+    monkeypatch.setattr(arena.execution, "UNCLAIMED_S", 0.5)
+    backend = RqBackend("sqlite:///unused.sqlite", redis_url, f"{queue_prefix}-submit")
+    connection = backend.connection
+
+    def dequeue(match_id: int) -> str:
+        job_id = backend.job_id(match_id)
+        connection.lrem(backend.queue.key, 0, job_id)  # as a worker's dequeue does
+        return job_id
+
+    def set_status(match_id: int, status: JobStatus) -> None:
+        Job.fetch(dequeue(match_id), connection=connection).set_status(status)
+
+    try:
+        assert backend.submit([1, 2, 3, 4, 5]) == 5
+        assert backend.submit([1, 2, 3, 4, 5]) == 0  # all waiting: the job ids dedupe
+        set_status(1, JobStatus.FAILED)  # raised before its claim (the database was away)
+        set_status(2, JobStatus.FINISHED)  # ended without playing (busy), now pending again
+        connection.delete(Job.key_for(dequeue(3)))  # gone, as with a Redis restart
+        set_status(4, JobStatus.STARTED)  # its worker died between dequeue and claim...
+        set_status(5, JobStatus.STARTED)
+        assert backend.submit([1, 2, 3, 4, 5]) == 3
+        assert backend.submit([1, 2, 3, 4, 5]) == 0  # ...which is only believed after a while,
+        assert backend.submit([1, 2, 3, 4, 5], replace=[5]) == 1  # or when the store knows it
+        time.sleep(0.6)
+        assert backend.submit([1, 2, 3, 4, 5]) == 1  # 4: unclaimed for too long
+        statuses = [Job.fetch(backend.job_id(m), connection=connection).get_status() for m in range(1, 6)]
+        assert statuses == [JobStatus.QUEUED] * 5
+        assert sorted(backend.queue.get_job_ids()) == sorted(backend.job_id(m) for m in range(1, 6))
+    finally:
+        backend.close()
+
+
 def test_sigkill_mid_match_loses_nothing(sqlite_url: str, redis_url: str, queue_prefix: str) -> None:
     url = sqlite_url
     queue = f"{queue_prefix}-kill"

@@ -267,15 +267,25 @@ def drive(
     make_backend: Callable[[], Any],
     on_progress: Callable[[Progress], None],
     timeout: float,
+    diagnose: Callable[[], str] = lambda: "",
 ) -> int:
     """Run the tournament to the end like an operator would: whenever the driver itself
-    fails (its database connection cut, Redis gone), resume it. Returns the resumes."""
+    fails (its database connection cut, Redis gone), resume it. Returns the resumes. Fails
+    the test (with ``diagnose()``) once ``timeout`` has passed, even mid-drive: a stalled
+    tournament is a failure with a story, not a pytest-timeout stack dump."""
     resumes = 0
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def watched(progress: Progress) -> None:
+        if time.monotonic() > deadline:  # pytest.fail is a BaseException: run_tournament ends
+            pytest.fail(f"the tournament did not finish in {timeout} s: {progress}; "
+                        f"{matches_by_status(url, tid)}; {diagnose()}")  # fmt: skip
+        on_progress(progress)
+
+    while True:
         backend = make_backend()
         try:
-            progress = run_tournament(url, tid, backend, on_progress=on_progress, poll_s=0.1)
+            progress = run_tournament(url, tid, backend, on_progress=watched, poll_s=0.1)
             if progress.done == progress.total:
                 return resumes
         except Exception:
@@ -284,7 +294,38 @@ def drive(
             with contextlib.suppress(Exception):
                 backend.close()
         resumes += 1
-    raise AssertionError(f"the tournament did not finish in {timeout} s")
+        if time.monotonic() > deadline:
+            pytest.fail(f"the tournament did not finish in {timeout} s; {diagnose()}")
+
+
+def worker_log_tail(log: Path, lines: int = 40) -> str:
+    if not log.exists():
+        return "(no worker log)"
+    return "worker log:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def refuse_claims(url: str, times: int) -> None:
+    """PostgreSQL itself refuses the next ``times`` claims of a match (pending -> running),
+    as an outage between a worker's dequeue and its claim would: a trigger raises, counting
+    on a sequence, which a rollback does not undo. Only this test's own database."""
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as db:
+        db.execute("CREATE SEQUENCE refused_claims")
+        db.execute(
+            f"""CREATE FUNCTION refuse_claim() RETURNS trigger AS $$
+            BEGIN
+              IF OLD.status = 'pending' AND NEW.status = 'running'
+                 AND nextval('refused_claims') <= {int(times)} THEN
+                RAISE EXCEPTION 'claim of match % refused (test outage)', NEW.id;
+              END IF;
+              RETURN NEW;
+            END $$ LANGUAGE plpgsql"""
+        )
+        db.execute(
+            "CREATE TRIGGER refuse_claim BEFORE UPDATE ON matches"
+            " FOR EACH ROW EXECUTE FUNCTION refuse_claim()"
+        )
 
 
 def terminate_db_connections(url: str) -> int:
@@ -318,11 +359,9 @@ def test_rq_tournament_survives_worker_kill_redis_restart_and_pg_outage(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The driver's periods, shortened so the test takes seconds, not minutes: how often it
-    # sweeps for abandoned matches, and how long a silent match keeps its lease. The periodic
-    # re-submission of everything pending is pushed past the test's timeout: the driver must
-    # notice the restarted (emptied) Redis by its new run id and re-submit at once.
+    # sweeps (abandoned matches, pending ones with no job waiting, as after the restarted
+    # Redis), and how long a silent match keeps its lease.
     monkeypatch.setattr(arena.execution, "RECOVER_S", 1.0)
-    monkeypatch.setattr(arena.execution, "FULL_CHECK_S", 3600.0)
     monkeypatch.setattr(arena.jobs, "LEASE_S", 8.0)
     url = pg_url
     redis = PrivateRedis()
@@ -361,7 +400,14 @@ def test_rq_tournament_survives_worker_kill_redis_restart_and_pg_outage(
                     time.sleep(0.2)
                 events.append(f"{clock()} postgres connections terminated")
 
-        resumes = drive(url, tid, lambda: RqBackend(url, redis.url, workers.queue), disrupt, timeout=120)
+        resumes = drive(
+            url,
+            tid,
+            lambda: RqBackend(url, redis.url, workers.queue),
+            disrupt,
+            timeout=120,
+            diagnose=lambda: f"events {events}; {worker_log_tail(tmp_path / 'workers.log')}",
+        )
         got = outcome_of(url, tid)
     finally:
         workers.stop()
@@ -372,6 +418,45 @@ def test_rq_tournament_survives_worker_kill_redis_restart_and_pg_outage(
     assert got.attempts > MATCHES  # the killed match (at least) was played again
     print(f"infra/rq: {events}; finished at {clock()}; resumes {resumes}; ", end="")
     print(f"worker deaths {workers.deaths}; attempts {got.attempts} for {MATCHES} matches")
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_rq_job_that_fails_before_its_claim_is_queued_again(
+    bots: dict[str, str],
+    reference: Outcome,
+    pg_url: str,
+    redis_url: str,
+    redis_prefix: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A job that raises before it claims its match leaves the match pending and the job
+    # failed: the driver must see that at its next sweep (a Redis restart looks the same:
+    # pending matches with no job waiting) and queue the match again.
+    monkeypatch.setattr(arena.execution, "RECOVER_S", 0.5)
+    url = pg_url
+    tid = new_tournament(url, bots)
+    refuse_claims(url, times=3)
+    log = tmp_path / "workers.log"
+    workers = Workers(url, redis_url, f"{redis_prefix}-claims", log=log)
+    try:
+        workers.ensure(1)
+        drive(
+            url,
+            tid,
+            lambda: RqBackend(url, redis_url, workers.queue),
+            lambda _progress: workers.ensure(1),
+            timeout=90,
+            diagnose=lambda: worker_log_tail(log),
+        )
+        got = outcome_of(url, tid)
+    finally:
+        workers.stop()
+        dispose_engines()
+    assert_same(got, reference)
+    assert got.attempts == MATCHES  # a refused claim is not an attempt
+    assert "test outage" in log.read_text(), "no claim was refused: the test tested nothing"
 
 
 def test_embedded_runner_killed_mid_tournament_resumes(
