@@ -246,3 +246,17 @@ class RatingSnapshot(Base):
     matches: Mapped[int] = mapped_column(Integer)
     provisional: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class CheckLease(Base):
+    """A bot check running somewhere (dashboard.checks): one row per running check, so the
+    bound on checks holds across every dashboard process sharing the store. ``slot`` numbers
+    the running checks from 0 (two processes taking the same free slot collide on the key);
+    one row per owner; a row whose process died is ignored once ``expires_at`` passes."""
+
+    __tablename__ = "check_leases"
+
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"), unique=True)
+    holder: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))

@@ -3,6 +3,7 @@ authentication, ownership, body checks, and the tournament life cycle."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 from collections.abc import Callable, Collection, Sequence
@@ -11,11 +12,13 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy import select, update
 
 from arena.auth import create_owner, get_or_create_operator
 from arena.config import Settings
 from arena.db import session_scope
 from arena.jobs import play_match_job
+from arena.models import CheckLease, Owner, utcnow
 from arena.registry import BotCheckFailedError, host_bot
 
 pytest_plugins = ["dashboard_fixtures"]
@@ -244,6 +247,11 @@ def test_bot_checks_are_bounded_per_owner_and_in_all(
         # Updating a bot runs a check too: refused at the gate before anything is looked up.
         status, body = call(client, "PUT", "/api/v1/bots/patient", store["bob"], {"address": PUBLIC})
         assert status == 429 and body["error"]["code"] == "too_many_requests", body
+        # Another dashboard process (its own app and gate) on the same store counts it too.
+        elsewhere = app_factory(store["url"], BOT_CHECKS=True, BOT_CHECKER=slow, BOT_CHECK_SLOTS=1)
+        status, body = call(elsewhere.test_client(), "POST", "/api/v1/bots", store["bob"],
+                            {"name": "other", "address": PUBLIC})
+        assert status == 429 and "already checking 1" in body["error"]["message"], body
     finally:
         release.set()
         worker.join(10)
@@ -257,3 +265,30 @@ def test_bot_checks_are_bounded_per_owner_and_in_all(
     release.set()
     status, body = call(client, "POST", "/api/v1/bots", store["bob"], {"name": "other", "address": PUBLIC})
     assert status == 201, body
+    with session_scope(store["url"]) as db:
+        assert db.scalars(select(CheckLease)).all() == []  # every lease was given back
+
+
+def test_a_bot_check_lease_of_a_dead_dashboard_process_lapses(
+    store: dict[str, Any], app_factory: Callable[..., Flask]
+) -> None:
+    """A process killed mid-check cannot give its lease back: the lease holds its slot until
+    it expires, then the next admission clears it."""
+
+    def quick(address: str, settings: Settings) -> dict[str, Any]:
+        return {"name": "quick", "version": "1", "author": "", "protocol_version": "tonk.v1"}
+
+    app = app_factory(store["url"], BOT_CHECKS=True, BOT_CHECKER=quick, BOT_CHECK_SLOTS=1)
+    with session_scope(store["url"]) as db:
+        alice = db.scalars(select(Owner).where(Owner.name == "alice")).one()
+        expires = utcnow() + dt.timedelta(minutes=5)
+        db.add(CheckLease(slot=0, owner_id=alice.id, holder="dead", expires_at=expires))
+    client = app.test_client()
+    status, body = call(client, "POST", "/api/v1/bots", store["bob"], {"name": "bobs", "address": PUBLIC})
+    assert status == 429 and "already checking 1" in body["error"]["message"], body
+    with session_scope(store["url"]) as db:
+        db.execute(update(CheckLease).values(expires_at=utcnow() - dt.timedelta(seconds=1)))
+    status, body = call(client, "POST", "/api/v1/bots", store["bob"], {"name": "bobs", "address": PUBLIC})
+    assert status == 201, body
+    with session_scope(store["url"]) as db:
+        assert db.scalars(select(CheckLease)).all() == []

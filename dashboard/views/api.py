@@ -187,9 +187,9 @@ def post_bot() -> tuple[Response, int, dict[str, str]]:
     body = _body()
     name, address = _text_field(body, "name"), _text_field(body, "address")
     db = session()
-    with _check_slot(owner):
+    with _check_slot(owner):  # committed before the slot is given back (SQLite: one writer)
         bot = registry.register_bot(db, owner, name, address, settings=settings(), **_checks())
-    db.commit()
+        db.commit()
     location = url_for("api.get_bot", name=bot.name)
     return jsonify({"bot": registry.bot_to_json(bot)}), 201, {"Location": location}
 
@@ -203,7 +203,7 @@ def put_bot(name: str) -> Response:
     db = session()
     with _check_slot(owner):
         bot = registry.update_bot(db, owner, _bot_name(name), address, settings=settings(), **_checks())
-    db.commit()
+        db.commit()
     return jsonify({"bot": registry.bot_to_json(bot)})
 
 
