@@ -50,6 +50,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from arena.execution import make_backend, run_tournament
     from arena.hosting import HostedBots, ensure_house_bots, house_bots
     from arena.leaderboard import current_leaderboard, write_snapshot
+    from arena.migrate import migrate
     from arena.store import tournament_progress
     from arena.tournaments import create_tournament, resolve_bots
     from sdk.progress import ProgressBar
@@ -71,6 +72,9 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"tonk demo: no table size fits {len(wanted)} bots", file=sys.stderr)
         return 2
     print(f"store: {settings.database_url}")
+    # The demo's store is usually the one an earlier demo left in var/: bring it up to date
+    # (an operator's store is upgraded by `tonk db upgrade`, on purpose).
+    migrate(settings.database_url)
     print(f"queue: {'RQ at ' + settings.redis_url if settings.redis_url else 'embedded process pool'}")
     bots = {name: available[name] for name in wanted}
     with HostedBots(bots) as addresses:
