@@ -269,6 +269,24 @@ def test_bot_checks_are_bounded_per_owner_and_in_all(
         assert db.scalars(select(CheckLease)).all() == []  # every lease was given back
 
 
+def test_the_operator_token_registers_a_checked_bot_on_its_first_use(
+    store: dict[str, Any], app_factory: Callable[..., Flask]
+) -> None:
+    """The operator owner is created by the request that first uses its token; the check's
+    lease (its own transaction) must be able to name it."""
+
+    def quick(address: str, settings: Settings) -> dict[str, Any]:
+        return {"name": "quick", "version": "1", "author": "", "protocol_version": "tonk.v1"}
+
+    with session_scope(store["url"]) as db:
+        assert db.scalars(select(Owner).where(Owner.name == "operator")).first() is None
+    app = app_factory(store["url"], BOT_CHECKS=True, BOT_CHECKER=quick)
+    body = {"name": "house-quick", "address": PUBLIC}
+    status, answer = call(app.test_client(), "POST", "/api/v1/bots", OPERATOR_TOKEN, body)
+    assert status == 201, answer
+    assert answer["bot"]["owner"] == "operator", answer
+
+
 def test_a_bot_check_lease_of_a_dead_dashboard_process_lapses(
     store: dict[str, Any], app_factory: Callable[..., Flask]
 ) -> None:

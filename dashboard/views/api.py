@@ -176,6 +176,10 @@ def _check_slot(owner: Owner) -> AbstractContextManager[None]:
     """A slot of the bot-check gate (dashboard.checks), when checks run at all."""
     if not current_app.config.get("BOT_CHECKS", True):
         return nullcontext()
+    # A check takes seconds: end the request's transaction before it, so nothing is locked
+    # meanwhile (SQLite has one writer) and the lease can name an owner the operator token
+    # has just created (on its first use).
+    session().commit()
     return checks.gate().admit(owner.id)
 
 
