@@ -130,7 +130,9 @@ class Meld(Action):
     """Lay down a book (3 or 4 of a rank) or a spread (3+ of a suit in sequence).
 
     The cards keep the order they were written in, so a record round-trips exactly;
-    two melds of the same cards in another order are equal.
+    two melds of the same cards in another order are equal. Equality is as multisets: a
+    meld naming a card twice is not the meld of its distinct cards (so a bot's reply that
+    does is not found among the legal actions, and the engine says what is wrong with it).
     """
 
     cards: tuple[Card, ...]
@@ -139,7 +141,14 @@ class Meld(Action):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Meld):
             return NotImplemented
-        return frozenset(self.cards) == frozenset(other.cards)
+        a, b = self.cards, other.cards
+        if len(a) != len(b):
+            return False
+        cards = frozenset(a)
+        if cards != frozenset(b):
+            return False
+        # Same cards, same length: equal, unless a card is named twice (then count them).
+        return len(cards) == len(a) or sorted(c.index for c in a) == sorted(c.index for c in b)
 
     def __hash__(self) -> int:
         return hash(frozenset(self.cards))

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sdk.actions import Action, Meld
+from sdk.actions import Action
 from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
 from sdk.dealing import check_seed, deck_order
 from sdk.engine import HandState
@@ -279,10 +279,6 @@ def resolve_reply(obs: Observation, reply: object, state: HandState | None = Non
         )
     if not isinstance(reply, Action):
         raise PlayerFaultError(FaultKind.MALFORMED, f"reply {reply!r:.200} is not an action")
-    if isinstance(reply, Meld) and len(set(reply.cards)) != len(reply.cards):
-        # Melds compare by their set of cards, so this one would match a legal meld.
-        twice = next(c for c in reply.cards if reply.cards.count(c) > 1)
-        raise PlayerFaultError(FaultKind.ILLEGAL, f"{reply} is not legal now: it names {twice} twice")
     if reply in legal:
         return reply
     reason = "it is not among the legal actions"

@@ -294,3 +294,11 @@ def test_a_meld_is_equal_whatever_the_order_of_its_cards_but_keeps_the_order_wri
     one, two = Meld(tuple(cards("8h 8d 8s"))), Meld(tuple(cards("8s 8h 8d")))
     assert one == two and hash(one) == hash(two)
     assert one.to_json() == {"meld": ["8h", "8d", "8s"]}
+
+
+def test_melds_compare_as_multisets_so_naming_a_card_twice_makes_another_meld() -> None:
+    legal = Meld(tuple(cards("8h 8d 8s")))
+    twice = Meld(tuple(cards("8h 8h 8d 8s")))
+    assert twice != legal and twice not in [legal]
+    assert twice == Meld(tuple(cards("8d 8h 8s 8h")))  # still order-blind, and reflexive
+    assert Meld(tuple(cards("8h 8h 8d"))) != Meld(tuple(cards("8h 8d 8d")))

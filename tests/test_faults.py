@@ -322,8 +322,8 @@ def test_any_reply_is_an_action_or_a_fault(position: int, data: bytes) -> None:
 
 
 def test_a_meld_naming_a_card_twice_is_an_illegal_fault() -> None:
-    """Melds compare by their set of cards, so one naming a card twice equals a legal meld:
-    resolve_reply refuses it by name, and the referee charges it, never applies it."""
+    """A meld naming a card twice is not among the legal actions (melds compare as
+    multisets): the referee charges it with the engine's reason and never applies it."""
 
     class TwiceBot(RandomBot):
         name = "twice"
