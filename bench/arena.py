@@ -203,21 +203,27 @@ class Bench:
         for proc in self.procs:
             proc.wait(timeout=30)
         for queue in self.queues:
-            for key in self.connection.scan_iter(match=f"*{queue}*"):
-                self.connection.delete(key)
-            for key in ("rq:queues", "rq:workers"):
-                members = [m for m in self.connection.smembers(key) if queue.encode() in m]
-                if members:
-                    self.connection.srem(key, *members)
+            forget_queue(self.connection, queue)
         self.connection.close()
+
+
+def forget_queue(connection: Redis, name: str) -> None:
+    """Remove everything RQ keeps for the private queue ``name``: its keys, its jobs' and its
+    workers' (all named after it), and its entries in RQ's queue and worker sets."""
+    leftovers = list(connection.scan_iter(match=f"*{name}*", count=1000))
+    if leftovers:
+        connection.delete(*leftovers)
+    for key in ("rq:queues", "rq:workers"):
+        members = [m for m in connection.smembers(key) if name.encode() in m]
+        if members:
+            connection.srem(key, *members)
 
 
 def rq_job_cost(redis_url: str, jobs: int = 200) -> float:
     """Milliseconds of wall time RQ itself spends per job: ``jobs`` no-op jobs (``math.floor``)
     through the worker class ``tonk worker`` uses, in burst mode, on a private queue. Far less
     noisy than the difference of two tournaments' times, which swings by several percent."""
-    from redis import Redis
-    from rq import Queue, SimpleWorker
+    from rq import SimpleWorker
 
     connection = Redis.from_url(redis_url)
     name = f"tonk-bench-noop-{uuid.uuid4().hex[:10]}"
@@ -237,12 +243,7 @@ def rq_job_cost(redis_url: str, jobs: int = 200) -> float:
         elapsed = time.perf_counter() - started
         done = queue.finished_job_registry.count
     finally:
-        queue.delete(delete_jobs=True)
-        # Everything RQ keeps for the private queue, its jobs and its worker carries its name.
-        leftovers = list(connection.scan_iter(match=f"*{name}*", count=1000))
-        if leftovers:
-            connection.delete(*leftovers)
-        connection.srem("rq:workers", f"rq:worker:{name}-worker")
+        forget_queue(connection, name)
         connection.close()
     if done != jobs:
         raise RuntimeError(f"only {done} of {jobs} no-op jobs finished")
@@ -253,7 +254,6 @@ def sweep_cost(redis_url: str, pending: int = 5000, trials: int = 5) -> tuple[fl
     """Milliseconds for one driver sweep's queue check of ``pending`` queued matches
     (``RqBackend.submit``, which queues nothing here) and for ``Job.fetch_many`` of the same
     jobs (the baseline); medians of ``trials``. Everything on a private queue, removed after."""
-    from redis import Redis
     from rq.job import Job
 
     connection = Redis.from_url(redis_url)
@@ -274,17 +274,14 @@ def sweep_cost(redis_url: str, pending: int = 5000, trials: int = 5) -> tuple[fl
             Job.fetch_many(ids, connection=connection)
             baseline.append(time.perf_counter() - started)
     finally:
-        backend.queue.delete(delete_jobs=True)
-        leftovers = list(connection.scan_iter(match=f"*{name}*", count=1000))
-        if leftovers:
-            connection.delete(*leftovers)
+        forget_queue(connection, name)
         connection.close()
     return 1000 * statistics.median(sweep), 1000 * statistics.median(baseline)
 
 
-def print_sweep_cost(redis_url: str) -> None:
-    sweep_ms, fetch_ms = sweep_cost(redis_url)
-    print(f"driver sweep, 5,000 pending matches all queued: {sweep_ms:.1f} ms "
+def print_sweep_cost(redis_url: str, pending: int = 5000) -> None:
+    sweep_ms, fetch_ms = sweep_cost(redis_url, pending)
+    print(f"driver sweep, {pending:,} pending matches all queued: {sweep_ms:.1f} ms "
           f"(Job.fetch_many of the same jobs: {fetch_ms:.1f} ms; ratio {sweep_ms / fetch_ms:.2f}); "
           f"every {RECOVER_S:g} s = {100 * sweep_ms / 1000 / RECOVER_S:.1f}% of one core")
 
