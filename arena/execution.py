@@ -163,7 +163,7 @@ class RqBackend:
         if not match_ids:
             return 0
         # One pipelined HGET per job rather than Job.fetch_many: the driver asks about every
-        # pending match at each sweep, and this is ~9x cheaper (bench/arena.py --sweep-only).
+        # pending match at each sweep, and this is 6 to 9 times cheaper (bench/arena.py --sweep-only).
         statuses = self._statuses([self.job_id(m) for m in match_ids])
         now = time.monotonic()
         unclaimed: dict[int, float] = {}
