@@ -515,9 +515,14 @@ class SearchBot(Bot):
         candidates = self.candidates(obs, self.guide_choice(obs))
         if len(candidates) == 1:
             return candidates[0]  # a meld or a lay-off: nothing to sample worlds for
-        sampler = Sampler(obs, self.rollout_drop_margin)
+        sampler = self.sampler(obs)
         policy = RolloutPolicy(sampler.public, self.rollout_drop_margin)
         return self.search(obs, sampler, policy, candidates, rng, started)
+
+    def sampler(self, obs: Observation) -> Sampler:
+        """Where this decision's worlds come from (``bench/oracle.py`` swaps in the true
+        hands to measure how much better perfect knowledge would do)."""
+        return Sampler(obs, self.rollout_drop_margin)
 
     def guide_choice(self, obs: Observation) -> Action:
         """The heuristic bot's way to play on: its draw at the start of a turn (whether it
