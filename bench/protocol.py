@@ -7,18 +7,24 @@ gRPC echo of the same payload size, at the same concurrency.
 The bot and the echo each run in their own server process (the same thread pool size and
 options), so client and server do not share a GIL, as in the arena. For each concurrency C:
 
-* echo: C threads, each with its own channel, send a DecideRequest-sized payload and get the
+* echo: C callers, each with its own channel, send a DecideRequest-sized payload and get the
   same bytes back (a generic handler, no parsing): the cost of the transport alone.
-* referee, decision path: C threads, each running the referee's decision loop (deal, observe,
+* referee, decision path: C callers, each running the referee's decision loop (deal, observe,
   encode, Decide over gRPC, decode, resolve, apply) on 2-seat hands: one RPC per decision.
   This is what the target compares: at least 80% of the echo's rate.
-* referee, full matches: C threads running ``play_match``, which adds StartMatch, EndHand
+* referee, full matches: C callers running ``play_match``, which adds StartMatch, EndHand
   (with the hand's record) and EndMatch calls per seat; shown as decisions/s and RPCs/s.
+
+The C callers are C processes by default (``--clients processes``), as in the arena, where
+every worker process (embedded pool or RQ worker) plays one match at a time; with
+``--clients threads`` they are C threads of this one process, sharing its GIL. Echo and
+referee always get the same kind of caller.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import resource
 import statistics
@@ -28,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -129,6 +136,98 @@ def measured(
     client1, server1 = cpu_seconds(), cpu_seconds(server_pid)
     n = max(units, 1)
     return units / elapsed, (client1 - client0) / n * 1e6, (server1 - server0) / n * 1e6
+
+
+Work = Callable[[int, Callable[[], bool]], int]
+
+
+def client_run(
+    kind: str, target: str, bot: str, i: int, start_at: float, stop_at: float
+) -> tuple[int, float, int]:
+    """One caller process's share of a round: (units done, its CPU seconds from ``start_at``
+    on, RPCs made if ``kind`` is "match"). ``start_at`` and ``stop_at`` are ``time.monotonic``
+    times, one clock for every process; connecting happens before ``start_at``."""
+    rpcs = [0] * (i + 1)
+    work = process_work(kind, target, bot, rpcs)
+    cpu0 = [0.0]
+
+    def keep_going() -> bool:
+        if not cpu0[0]:  # the first call: connected; wait for the common start
+            time.sleep(max(0.0, start_at - time.monotonic()))
+            cpu0[0] = cpu_seconds()
+        return time.monotonic() < stop_at
+
+    units = work(i, keep_going)
+    return units, cpu_seconds() - cpu0[0], rpcs[i]
+
+
+_requests_cache: dict[str, list[DecisionRequest]] = {}
+
+
+def process_work(kind: str, target: str, bot: str, rpcs: list[int]) -> Work:
+    if kind == "echo":
+        size = round(statistics.mean(len(encode_decide_request(r)) for r in cached_requests(bot)))
+        return echo_work(int(target), b"\x00" * size)
+    if kind == "decide":
+        return decision_loop_work(target)
+    if kind == "replay":
+        return replay_work(target, cached_requests(bot))
+    if kind == "match":
+        return match_work(target, rpcs)
+    raise ValueError(f"unknown work {kind!r}")
+
+
+def cached_requests(bot: str) -> list[DecisionRequest]:
+    if bot not in _requests_cache:
+        _requests_cache[bot] = typical_requests(bot)
+    return _requests_cache[bot]
+
+
+class ProcessClients:
+    """C caller processes, started once and reused for every round (spawned, not forked:
+    this process already runs gRPC, which does not survive a fork)."""
+
+    def __init__(self, count: int, bot: str):
+        self.count = count
+        self.bot = bot
+        self.pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+        # Start every process and build its request list before any round is timed.
+        warm = [self.pool.submit(cached_requests_len, bot, 0.5) for _ in range(count)]
+        for f in warm:
+            f.result()
+
+    def measured(
+        self, kind: str, target: str, seconds: float, server_pid: int | None
+    ) -> tuple[float, float, float, float]:
+        """(units/s, client CPU us per unit, server CPU us per unit, RPCs/s) over one round."""
+        start_at = time.monotonic() + 0.5  # time for every caller to connect
+        stop_at = start_at + seconds
+        jobs = [
+            self.pool.submit(client_run, kind, target, self.bot, i, start_at, stop_at)
+            for i in range(self.count)
+        ]
+        time.sleep(max(0.0, start_at - time.monotonic()))
+        server0 = cpu_seconds(server_pid) if server_pid else 0.0
+        time.sleep(max(0.0, stop_at - time.monotonic()))
+        server1 = cpu_seconds(server_pid) if server_pid else 0.0
+        results = [j.result() for j in jobs]
+        units = sum(r[0] for r in results)
+        n = max(units, 1)
+        client_cpu = sum(r[1] for r in results)
+        return (
+            units / seconds,
+            client_cpu / n * 1e6,
+            (server1 - server0) / n * 1e6,
+            sum(r[2] for r in results) / seconds,
+        )
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+
+def cached_requests_len(bot: str, hold_s: float) -> int:
+    time.sleep(hold_s)  # keep this process busy so that every warm-up lands on a new one
+    return len(cached_requests(bot))
 
 
 def typical_requests(bot_spec: str, hands: int = 200) -> list[DecisionRequest]:
@@ -234,12 +333,58 @@ def match_work(address: str, rpcs: list[int]) -> Callable[[int, Callable[[], boo
     return work
 
 
+def thread_round(
+    conc: int, seconds: float, echo: tuple[int, int], bot: tuple[int, str], requests: list[DecisionRequest]
+) -> tuple[float, ...]:
+    """One round with C threads of this process as the callers (see :func:`row`)."""
+    (echo_pid, echo_port), (bot_pid, address) = echo, bot
+    payload = b"\x00" * round(statistics.mean(len(encode_decide_request(r)) for r in requests))
+    e = measured(conc, seconds, echo_work(echo_port, payload), echo_pid)
+    r = measured(conc, seconds, decision_loop_work(address), bot_pid)
+    replay = rate(conc, seconds, replay_work(address, requests))
+    rpcs = [0] * conc
+    decisions, elapsed = timed(conc, seconds, match_work(address, rpcs))
+    return row(e, r, replay, decisions / elapsed, sum(rpcs) / elapsed)
+
+
+def process_round(
+    clients: ProcessClients, seconds: float, echo: tuple[int, int], bot: tuple[int, str]
+) -> tuple[float, ...]:
+    """One round with the caller processes of ``clients``."""
+    (echo_pid, echo_port), (bot_pid, address) = echo, bot
+    e = clients.measured("echo", str(echo_port), seconds, echo_pid)[:3]
+    r = clients.measured("decide", address, seconds, bot_pid)[:3]
+    replay = clients.measured("replay", address, seconds, None)[0]
+    decisions, _, _, rpcs = clients.measured("match", address, seconds, None)
+    return row(e, r, replay, decisions, rpcs)
+
+
+def row(
+    echo: tuple[float, float, float],
+    ref: tuple[float, float, float],
+    replay: float,
+    decisions: float,
+    rpcs: float,
+) -> tuple[float, ...]:
+    """echo/s, referee dec/s, their ratio, CPU us per call (echo client, server; referee
+    client, server), CPU ratio, protocol-only dec/s and its ratio, full-match dec/s and RPC/s."""
+    (e, e_cli, e_srv), (r, r_cli, r_srv) = echo, ref
+    cpu_ratio = (e_cli + e_srv) / (r_cli + r_srv)
+    return (e, r, r / e, e_cli, e_srv, r_cli, r_srv, cpu_ratio, replay, replay / e, decisions, rpcs)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="referee-over-gRPC vs echo throughput")
     parser.add_argument("--seconds", type=float, default=1.0, help="length of one round")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per concurrency")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--bot", default="random", help="house bot or MODULE:CLASS to serve")
+    parser.add_argument(
+        "--clients",
+        choices=("processes", "threads", "both"),
+        default="both",
+        help="the callers: processes (one match each, as arena workers), threads of one process, or both",
+    )
     parser.add_argument("--serve-echo", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-bot", metavar="SPEC", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -252,7 +397,6 @@ def main() -> int:
 
     requests = typical_requests(args.bot)
     sizes = [len(encode_decide_request(r)) for r in requests]
-    payload = b"\x00" * round(statistics.mean(sizes))
     print(
         f"DecideRequest size over {len(sizes)} decisions (2 seats, bot {args.bot!r}): "
         f"mean {statistics.mean(sizes):.0f} B, median {statistics.median(sizes):.0f} B, max {max(sizes)} B"
@@ -261,42 +405,47 @@ def main() -> int:
     echo_proc, echo_port = spawn("--serve-echo")
     bot_proc, bot_port = spawn("--serve-bot", args.bot)
     address = f"127.0.0.1:{bot_port}"
-    worst = 1.0
+    echo, bot = (echo_proc.pid, echo_port), (bot_proc.pid, address)
+    modes = ["processes", "threads"] if args.clients == "both" else [args.clients]
+    worst: dict[str, float] = {}
     try:
-        rate(1, 0.5, echo_work(echo_port, payload))  # warm both servers up
-        rate(1, 0.5, decision_loop_work(address))
+        thread_round(1, 0.5, echo, bot, requests)  # warm both servers up
         print(
-            "conc | echo calls/s | referee dec/s  ratio | CPU us/call (client+server): echo, referee, ratio"
-            " | protocol only dec/s ratio | full matches dec/s RPC/s"
+            "callers      conc | echo calls/s | referee dec/s  ratio | CPU us/call (client+server): echo,"
+            " referee, ratio | protocol only dec/s ratio | full matches dec/s RPC/s"
         )
-        for conc in args.concurrency:
-            # Short alternating rounds, medians: the machine may be shared, and load that
-            # comes and goes then hits every variant alike.
-            rows: list[tuple[float, ...]] = []
-            for _ in range(args.rounds):
-                echo_loop = echo_work(echo_port, payload)
-                echo, e_cli, e_srv = measured(conc, args.seconds, echo_loop, echo_proc.pid)
-                ref, r_cli, r_srv = measured(conc, args.seconds, decision_loop_work(address), bot_proc.pid)
-                replay = rate(conc, args.seconds, replay_work(address, requests))
-                rpcs = [0] * conc
-                decisions, elapsed = timed(conc, args.seconds, match_work(address, rpcs))
-                rows.append(
-                    (echo, ref, ref / echo, e_cli, e_srv, r_cli, r_srv, (e_cli + e_srv) / (r_cli + r_srv),
-                     replay, replay / echo, decisions / elapsed, sum(rpcs) / elapsed)
-                )  # fmt: skip
-            m = [statistics.median(column) for column in zip(*rows, strict=True)]
-            worst = min(worst, m[2])
-            print(
-                f"{conc:>4} | {m[0]:>12.0f} | {m[1]:>13.0f} {m[2]:>6.2f} | "
-                f"{m[3]:>4.0f}+{m[4]:<4.0f} {m[5]:>4.0f}+{m[6]:<4.0f} {m[7]:>5.2f} | "
-                f"{m[8]:>19.0f} {m[9]:>5.2f} | {m[10]:>18.0f} {m[11]:>5.0f}"
-            )
+        for mode in modes:
+            for conc in args.concurrency:
+                clients = ProcessClients(conc, args.bot) if mode == "processes" else None
+                # Short alternating rounds, medians: the machine may be shared, and load that
+                # comes and goes then hits every variant alike.
+                rows: list[tuple[float, ...]] = []
+                try:
+                    for _ in range(args.rounds):
+                        if clients is not None:
+                            rows.append(process_round(clients, args.seconds, echo, bot))
+                        else:
+                            rows.append(thread_round(conc, args.seconds, echo, bot, requests))
+                finally:
+                    if clients is not None:
+                        clients.close()
+                m = [statistics.median(column) for column in zip(*rows, strict=True)]
+                worst[mode] = min(worst.get(mode, 1.0), m[2])
+                print(
+                    f"{mode:<9} {conc:>7} | {m[0]:>12.0f} | {m[1]:>13.0f} {m[2]:>6.2f} | "
+                    f"{m[3]:>4.0f}+{m[4]:<4.0f} {m[5]:>4.0f}+{m[6]:<4.0f} {m[7]:>5.2f} | "
+                    f"{m[8]:>19.0f} {m[9]:>5.2f} | {m[10]:>18.0f} {m[11]:>5.0f}",
+                    flush=True,
+                )
     finally:
         for proc in (echo_proc, bot_proc):
             proc.kill()
             proc.wait()
-    verdict = "OK" if worst >= 0.8 else "BELOW"
-    print(f"target: referee >= 0.80 x echo; worst median ratio {worst:.2f} -> {verdict}")
+    for mode, ratio in worst.items():
+        verdict = "OK" if ratio >= 0.8 else "BELOW"
+        print(
+            f"target: referee >= 0.80 x echo; {mode} as callers: worst median ratio {ratio:.2f} -> {verdict}"
+        )
     return 0
 
 
