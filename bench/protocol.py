@@ -12,13 +12,17 @@ options), so client and server do not share a GIL, as in the arena. For each con
 * referee, decision path: C callers, each running the referee's decision loop (deal, observe,
   encode, Decide over gRPC, decode, resolve, apply) on 2-seat hands: one RPC per decision.
   This is what the target compares: at least 80% of the echo's rate.
+* referee vs the null bot: the same decision loop against a "bot" served next to the echo
+  that answers index 0 (always legal) without reading the request, as the echo does not
+  read it either: the referee's own cost, without the SDK's decoding on the bot's side.
+* protocol only: recorded requests through GrpcPlayer to the bot, no engine work.
 * referee, full matches: C callers running ``play_match``, which adds StartMatch, EndHand
   (with the hand's record) and EndMatch calls per seat; shown as decisions/s and RPCs/s.
 
-The C callers are C processes by default (``--clients processes``), as in the arena, where
-every worker process (embedded pool or RQ worker) plays one match at a time; with
-``--clients threads`` they are C threads of this one process, sharing its GIL. Echo and
-referee always get the same kind of caller.
+The callers are C processes (``--clients processes``), as in the arena, where every worker
+process (embedded pool or RQ worker) plays one match at a time, or C threads of this one
+process, sharing its GIL (``--clients threads``); the default runs both. Echo and referee
+always get the same kind of caller.
 """
 
 from __future__ import annotations
@@ -42,30 +46,49 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import grpc
 
 from sdk.actions import Action
-from sdk.convert import encode_decide_request
+from sdk.convert import encode_decide_request, encode_reply
 from sdk.dealing import deck_order
 from sdk.engine import HandState
 from sdk.grpc_player import DEFAULT_MAX_REPLY_BYTES, GrpcPlayer
 from sdk.observation import observe
 from sdk.players import load_bot_class
+from sdk.protocol import SERVICE_NAME
 from sdk.referee import DecisionRequest, LocalPlayer, play_match, resolve_reply
 from sdk.server import DEFAULT_MAX_WORKERS, start_server
 
 ECHO_METHOD = "/bench.Echo/Echo"
+NULL_REPLY = encode_reply(0)  # DecideResponse{action_index: 0}
 
 
 def serve_echo() -> None:
+    """The echo, and in the same server the null bot: Decide answers index 0 (always legal)
+    without reading the request, as the echo does not read it either, so the referee's
+    side is all that differs from the echo."""
+
     def echo(request: bytes, context: grpc.ServicerContext) -> bytes:
         return request
 
+    def first_legal(request: bytes, context: grpc.ServicerContext) -> bytes:
+        return NULL_REPLY
+
+    def no_info(request: bytes, context: grpc.ServicerContext) -> bytes:
+        return b""
+
     handler = grpc.method_handlers_generic_handler(
         "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}
+    )
+    null_bot = grpc.method_handlers_generic_handler(
+        SERVICE_NAME,
+        {
+            "Decide": grpc.unary_unary_rpc_method_handler(first_legal),
+            "GetInfo": grpc.unary_unary_rpc_method_handler(no_info),
+        },
     )
     # The same executor size and options as sdk.server.start_server.
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=DEFAULT_MAX_WORKERS), options=[("grpc.so_reuseport", 0)]
     )
-    server.add_generic_rpc_handlers((handler,))
+    server.add_generic_rpc_handlers((handler, null_bot))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
@@ -341,10 +364,11 @@ def thread_round(
     payload = b"\x00" * round(statistics.mean(len(encode_decide_request(r)) for r in requests))
     e = measured(conc, seconds, echo_work(echo_port, payload), echo_pid)
     r = measured(conc, seconds, decision_loop_work(address), bot_pid)
+    null = rate(conc, seconds, decision_loop_work(f"127.0.0.1:{echo_port}"))
     replay = rate(conc, seconds, replay_work(address, requests))
     rpcs = [0] * conc
     decisions, elapsed = timed(conc, seconds, match_work(address, rpcs))
-    return row(e, r, replay, decisions / elapsed, sum(rpcs) / elapsed)
+    return row(e, r, null, replay, decisions / elapsed, sum(rpcs) / elapsed)
 
 
 def process_round(
@@ -354,23 +378,41 @@ def process_round(
     (echo_pid, echo_port), (bot_pid, address) = echo, bot
     e = clients.measured("echo", str(echo_port), seconds, echo_pid)[:3]
     r = clients.measured("decide", address, seconds, bot_pid)[:3]
+    null = clients.measured("decide", f"127.0.0.1:{echo_port}", seconds, None)[0]
     replay = clients.measured("replay", address, seconds, None)[0]
     decisions, _, _, rpcs = clients.measured("match", address, seconds, None)
-    return row(e, r, replay, decisions, rpcs)
+    return row(e, r, null, replay, decisions, rpcs)
 
 
 def row(
     echo: tuple[float, float, float],
     ref: tuple[float, float, float],
+    null: float,
     replay: float,
     decisions: float,
     rpcs: float,
 ) -> tuple[float, ...]:
     """echo/s, referee dec/s, their ratio, CPU us per call (echo client, server; referee
-    client, server), CPU ratio, protocol-only dec/s and its ratio, full-match dec/s and RPC/s."""
+    client, server), CPU ratio, referee-vs-null-bot dec/s and its ratio, protocol-only dec/s
+    and its ratio, full-match dec/s and RPC/s."""
     (e, e_cli, e_srv), (r, r_cli, r_srv) = echo, ref
     cpu_ratio = (e_cli + e_srv) / (r_cli + r_srv)
-    return (e, r, r / e, e_cli, e_srv, r_cli, r_srv, cpu_ratio, replay, replay / e, decisions, rpcs)
+    return (
+        e,
+        r,
+        r / e,
+        e_cli,
+        e_srv,
+        r_cli,
+        r_srv,
+        cpu_ratio,
+        null,
+        null / e,
+        replay,
+        replay / e,
+        decisions,
+        rpcs,
+    )
 
 
 def main() -> int:
@@ -412,7 +454,7 @@ def main() -> int:
         thread_round(1, 0.5, echo, bot, requests)  # warm both servers up
         print(
             "callers      conc | echo calls/s | referee dec/s  ratio | CPU us/call (client+server): echo,"
-            " referee, ratio | protocol only dec/s ratio | full matches dec/s RPC/s"
+            " referee, ratio | vs null bot dec/s ratio | protocol only dec/s ratio | full matches dec/s RPC/s"
         )
         for mode in modes:
             for conc in args.concurrency:
@@ -434,7 +476,8 @@ def main() -> int:
                 print(
                     f"{mode:<9} {conc:>7} | {m[0]:>12.0f} | {m[1]:>13.0f} {m[2]:>6.2f} | "
                     f"{m[3]:>4.0f}+{m[4]:<4.0f} {m[5]:>4.0f}+{m[6]:<4.0f} {m[7]:>5.2f} | "
-                    f"{m[8]:>19.0f} {m[9]:>5.2f} | {m[10]:>18.0f} {m[11]:>5.0f}",
+                    f"{m[8]:>17.0f} {m[9]:>5.2f} | {m[10]:>19.0f} {m[11]:>5.2f} | "
+                    f"{m[12]:>18.0f} {m[13]:>5.0f}",
                     flush=True,
                 )
     finally:
