@@ -166,10 +166,11 @@ Work = Callable[[int, Callable[[], bool]], int]
 
 def client_run(
     kind: str, target: str, bot: str, i: int, start_at: float, stop_at: float
-) -> tuple[int, float, int]:
+) -> tuple[int, float, int, float]:
     """One caller process's share of a round: (units done, its CPU seconds from ``start_at``
-    on, RPCs made if ``kind`` is "match"). ``start_at`` and ``stop_at`` are ``time.monotonic``
-    times, one clock for every process; connecting happens before ``start_at``."""
+    on, RPCs made if ``kind`` is "match", when it finished). ``start_at``, ``stop_at`` and
+    the finish are ``time.monotonic`` times, one clock for every process. Connecting happens
+    before ``start_at``; the unit under way at ``stop_at`` is finished and counted."""
     rpcs = [0] * (i + 1)
     work = process_work(kind, target, bot, rpcs)
     cpu0 = [0.0]
@@ -181,7 +182,7 @@ def client_run(
         return time.monotonic() < stop_at
 
     units = work(i, keep_going)
-    return units, cpu_seconds() - cpu0[0], rpcs[i]
+    return units, cpu_seconds() - cpu0[0], rpcs[i], time.monotonic()
 
 
 _requests_cache: dict[str, list[DecisionRequest]] = {}
@@ -231,18 +232,14 @@ class ProcessClients:
         ]
         time.sleep(max(0.0, start_at - time.monotonic()))
         server0 = cpu_seconds(server_pid) if server_pid else 0.0
-        time.sleep(max(0.0, stop_at - time.monotonic()))
-        server1 = cpu_seconds(server_pid) if server_pid else 0.0
         results = [j.result() for j in jobs]
+        server1 = cpu_seconds(server_pid) if server_pid else 0.0
+        elapsed = max(r[3] for r in results) - start_at
         units = sum(r[0] for r in results)
         n = max(units, 1)
         client_cpu = sum(r[1] for r in results)
-        return (
-            units / seconds,
-            client_cpu / n * 1e6,
-            (server1 - server0) / n * 1e6,
-            sum(r[2] for r in results) / seconds,
-        )
+        rpcs = sum(r[2] for r in results)
+        return units / elapsed, client_cpu / n * 1e6, (server1 - server0) / n * 1e6, rpcs / elapsed
 
     def close(self) -> None:
         self.pool.shutdown()
