@@ -79,7 +79,10 @@ def run_demo(args: argparse.Namespace) -> int:
     bots = {name: available[name] for name in wanted}
     with HostedBots(bots) as addresses:
         for name, address in sorted(addresses.items()):
-            print(f"bot {name:<10} serving gRPC at {address}")
+            # Say how long the search bot thinks here, or its rank would read as its strength.
+            budget = os.environ["TONK_SEARCH_BUDGET_MS"]
+            note = f" (searching {budget} ms a decision)" if name == "search" else ""
+            print(f"bot {name:<10} serving gRPC at {address}{note}")
         with session_scope(settings.database_url) as session:
             ensure_house_bots(session, settings, bots=bots)
             stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

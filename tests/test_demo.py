@@ -42,3 +42,26 @@ def test_tonk_demo_plays_a_round_robin_on_a_store_an_older_version_left(tmp_path
         assert session.scalars(select(Tournament.status)).all() == ["finished"]
         assert set(session.scalars(select(Match.status))) == {"done"}
     dispose_engines()
+
+
+def test_tonk_demo_says_how_long_the_search_bot_thinks(tmp_path: Path) -> None:
+    # The demo cuts the search bot's budget to keep the run short; without saying so, its
+    # place on the leaderboard would read as the bot's strength.
+    url = f"sqlite:///{tmp_path / 'tonk-arena.sqlite'}"
+    env = {**os.environ, "TONK_DATABASE_URL": url, "TONK_REDIS_URL": "", "TONK_EMBEDDED_WORKERS": "1"}
+    env.pop("TONK_SEARCH_BUDGET_MS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sdk.cli", "demo", "--bots", "random,search", "--tables", "2",
+         "--deals", "1", "--hands", "2", "--no-serve"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = {line.split()[1]: line for line in done.stdout.splitlines() if line.startswith("bot ")}
+    assert lines["search"].endswith("(searching 20 ms a decision)"), done.stdout
+    assert "searching" not in lines["random"], done.stdout
+    assert "2 matches played, 0 failed" in done.stdout, done.stdout
+    dispose_engines()
