@@ -6,7 +6,8 @@
 The search bot (``bots/search.py``, same budget, same rollouts, same go-down bar) is given
 the truth instead of sampled worlds: every world it searches holds the opponents' real
 hands (``--see hands``; the stock is shuffled, as it does not know the order), or the real
-hands and the real stock order too (``--see all``, so its rollouts see the future). It is
+hands and the real stock order too (``--see all``, so its rollouts see the future), or the
+real hands only when a turn starts (``--see start``: go down, or where to draw from). It is
 scored against the heuristic bot exactly as ``bench/search.py`` scores the honest search bot
 (duplicate deals, per-deal Elo-style score), so the two are directly comparable.
 
@@ -95,6 +96,16 @@ class OracleBot(SearchBot):
         return OracleSampler(obs, truth, self.see_stock, self.rollout_drop_margin)
 
 
+class StartOracleBot(OracleBot):
+    """The oracle at the start of its turns only (go down, or where to draw from); its
+    discards are searched over honest worlds. Shows how much of the gap is those choices."""
+
+    name = "oracle-start"
+
+    def sampler(self, obs: Observation) -> Sampler:
+        return super().sampler(obs) if obs.phase == "start" else SearchBot.sampler(self, obs)
+
+
 class FullOracleBot(OracleBot):
     """The oracle that also knows the stock's order."""
 
@@ -114,14 +125,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hands", type=int, default=400, help="duplicate deals")
     parser.add_argument("--players", type=int, default=2)
-    parser.add_argument("--see", nargs="+", choices=("hands", "all"), default=["hands", "all"])
+    parser.add_argument(
+        "--see",
+        nargs="+",
+        choices=("hands", "all", "start"),
+        default=["hands", "all"],
+        help="hands: the opponents' hands; all: and the stock order; start: hands, at turn starts only",
+    )
     parser.add_argument("--budget-ms", type=float, default=200.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--villain", default="heuristic")
     args = parser.parse_args(argv)
     os.environ["TONK_SEARCH_BUDGET_MS"] = str(args.budget_ms)
-    specs = {"hands": f"{__name__}:OracleBot", "all": f"{__name__}:FullOracleBot"}
+    specs = {
+        "hands": f"{__name__}:OracleBot",
+        "all": f"{__name__}:FullOracleBot",
+        "start": f"{__name__}:StartOracleBot",
+    }
     for see in args.see:
         started = time.perf_counter()
         result = bench_bots.run_duplicate(
