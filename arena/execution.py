@@ -118,6 +118,11 @@ class EmbeddedBackend:
                     out.append(exc)
         return out
 
+    def process_ids(self) -> list[int]:
+        """The pool's worker processes now (for monitoring, and for tools that must be able
+        to kill everything they started)."""
+        return [p.pid for p in getattr(self._pool, "_processes", {}).values() if p.pid is not None]
+
     def close(self, *, cancel: bool = False) -> None:
         if cancel:
             # Matches being played are abandoned: their processes go, and a resume sees

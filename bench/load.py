@@ -20,6 +20,8 @@ Only 127.0.0.1 is ever contacted; every loop is bounded in count and time.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import http.client
 import json
 import os
@@ -231,6 +233,29 @@ def summarise(routes: list[Route], seconds: float) -> dict[str, Any]:
     return out
 
 
+def arm_watchdog(seconds: float, children: list[int]) -> None:
+    """After ``seconds``, print every thread's stack, kill ``children`` (a negative id is a
+    process group) and exit 1, so a stalled run says where it stalled and leaves nothing
+    running. faulthandler's own timer backs this up, should the GIL never come free."""
+
+    def fire() -> None:
+        print(f"load: still running after {seconds:g} s; every thread's stack:", file=sys.stderr)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        for pid in children:
+            with contextlib.suppress(OSError):
+                if pid < 0:
+                    os.killpg(-pid, signal.SIGKILL)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+        sys.stderr.flush()
+        os._exit(1)
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    faulthandler.dump_traceback_later(seconds + 30, exit=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=50)
@@ -242,7 +267,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     parser.add_argument("--pool", type=int, default=1, help="processes playing the tournament")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--watchdog",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="if the run takes longer, print every thread's stack and exit 1 (0: never)",
+    )
     args = parser.parse_args(argv)
+    children: list[int] = []  # process groups and processes to kill if the watchdog fires
+    if args.watchdog > 0:
+        arm_watchdog(args.watchdog, children)
 
     with tempfile.TemporaryDirectory(prefix="tonk-load-") as tmp:
         url = args.database_url or f"sqlite:///{Path(tmp) / 'arena.sqlite'}"
@@ -252,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"store ready in {time.monotonic() - t0:.1f} s ({url.split(':')[0]})", file=sys.stderr)
         port = free_port()
         server = start_server(args.server, url, port, args.workers, args.threads)
+        children.append(-server.pid)  # its process group: gunicorn and its workers
         pool = EmbeddedBackend(url, args.pool)
         # The tournament is driven from a thread; pausing it in the store ends the drive.
         player = threading.Thread(
@@ -260,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             player.start()
             time.sleep(1.0)  # let the pool warm up: the load starts with matches being played
+            children.extend(pool.process_ids())
             with session_scope(url) as session:
                 before = tournament_progress(session, live_tid)
             routes = [
@@ -286,7 +323,10 @@ def main(argv: list[str] | None = None) -> int:
             with session_scope(url) as session:
                 pause_tournament(session, live_tid)
             player.join(30)
-            pool.close(cancel=True)
+            # Let the matches under way finish (seconds, with these bots) rather than kill
+            # them: on Python 3.11 a pool whose workers were killed can hang the interpreter
+            # at exit (CPython gh-132969), and this run once stalled in CI for 300 s.
+            pool.close()
             stop(server)
             dispose_engines()
 

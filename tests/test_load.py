@@ -16,11 +16,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_dashboard_under_load_while_a_tournament_runs_has_no_errors() -> None:
+    # It takes about 10 s. Should it ever stall, its watchdog prints every thread's stack,
+    # which this test then shows, well before pytest's own timeout kills it without a word.
     run = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "load.py"), "--clients", "12", "--seconds", "6", "--json"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+        [sys.executable, str(ROOT / "bench" / "load.py"), "--clients", "12", "--seconds", "6", "--json",
+         "--watchdog", "180"],
+        capture_output=True, text=True, timeout=240, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-8000:]
     summary = json.loads(run.stdout)
     routes = summary["routes"]
     assert set(routes) == {"leaderboard", "replay", "baseline"}
@@ -28,3 +31,17 @@ def test_dashboard_under_load_while_a_tournament_runs_has_no_errors() -> None:
         assert route["errors"] == 0, (name, route)
         assert route["requests"] >= 12, (name, route)  # every client got answers on every route
     assert summary["tournament"]["of"] > 0
+
+
+def test_a_stalled_load_run_prints_every_threads_stack_and_exits() -> None:
+    # A watchdog shorter than the run stands in for a stall: the run must stop with the
+    # stacks that say where it was, not hang until pytest's timeout kills it silently.
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "load.py"), "--clients", "2", "--seconds", "30", "--json",
+         "--watchdog", "4"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "still running after 4 s; every thread's stack:" in run.stderr
+    assert 'File "' in run.stderr.split("every thread's stack:", 1)[1]  # at least one frame
+    assert run.stdout == ""  # no summary from a run that did not finish
