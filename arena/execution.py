@@ -119,8 +119,8 @@ class EmbeddedBackend:
         return out
 
     def process_ids(self) -> list[int]:
-        """The pool's worker processes now (for monitoring, and for tools that must be able
-        to kill everything they started)."""
+        """The pool's worker processes now, so that a tool that must never leave processes
+        behind (``bench/load.py --watchdog``) can kill them."""
         return [p.pid for p in getattr(self._pool, "_processes", {}).values() if p.pid is not None]
 
     def close(self, *, cancel: bool = False) -> None:
