@@ -14,15 +14,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def load_run(clients: int, seconds: int, watchdog: int) -> subprocess.CompletedProcess[str]:
+    """``bench/load.py --json`` in a child process; its own timeout is a minute past the
+    watchdog's and stays under pytest's 300 s, so a stall is reported by the watchdog."""
+    command = [sys.executable, str(ROOT / "bench" / "load.py"), "--json"]
+    command += ["--clients", str(clients), "--seconds", str(seconds), "--watchdog", str(watchdog)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=watchdog + 60, cwd=ROOT)
+
+
 @pytest.mark.slow
 def test_dashboard_under_load_while_a_tournament_runs_has_no_errors() -> None:
     # It takes about 10 s. Should it ever stall, its watchdog prints every thread's stack,
     # which this test then shows, well before pytest's own timeout kills it without a word.
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "load.py"), "--clients", "12", "--seconds", "6", "--json",
-         "--watchdog", "180"],
-        capture_output=True, text=True, timeout=240, cwd=ROOT,
-    )  # fmt: skip
+    run = load_run(clients=12, seconds=6, watchdog=180)
     assert run.returncode == 0, run.stderr[-8000:]
     summary = json.loads(run.stdout)
     routes = summary["routes"]
@@ -36,11 +40,7 @@ def test_dashboard_under_load_while_a_tournament_runs_has_no_errors() -> None:
 def test_a_stalled_load_run_prints_every_threads_stack_and_exits() -> None:
     # A watchdog shorter than the run stands in for a stall: the run must stop with the
     # stacks that say where it was, not hang until pytest's timeout kills it silently.
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "load.py"), "--clients", "2", "--seconds", "30", "--json",
-         "--watchdog", "4"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )  # fmt: skip
+    run = load_run(clients=2, seconds=30, watchdog=4)
     assert run.returncode == 1, run.stderr[-2000:]
     assert "still running after 4 s; every thread's stack:" in run.stderr
     assert 'File "' in run.stderr.split("every thread's stack:", 1)[1]  # at least one frame
