@@ -165,14 +165,14 @@ Work = Callable[[int, Callable[[], bool]], int]
 
 
 def client_run(
-    kind: str, target: str, bot: str, i: int, start_at: float, stop_at: float
+    kind: str, target: str, bot: str, payload_size: int, i: int, start_at: float, stop_at: float
 ) -> tuple[int, float, int, float]:
     """One caller process's share of a round: (units done, its CPU seconds from ``start_at``
     on, RPCs made if ``kind`` is "match", when it finished). ``start_at``, ``stop_at`` and
     the finish are ``time.monotonic`` times, one clock for every process. Connecting happens
     before ``start_at``; the unit under way at ``stop_at`` is finished and counted."""
     rpcs = [0] * (i + 1)
-    work = process_work(kind, target, bot, rpcs)
+    work = process_work(kind, target, bot, payload_size, rpcs)
     cpu0 = [0.0]
 
     def keep_going() -> bool:
@@ -188,10 +188,9 @@ def client_run(
 _requests_cache: dict[str, list[DecisionRequest]] = {}
 
 
-def process_work(kind: str, target: str, bot: str, rpcs: list[int]) -> Work:
+def process_work(kind: str, target: str, bot: str, payload_size: int, rpcs: list[int]) -> Work:
     if kind == "echo":
-        size = round(statistics.mean(len(encode_decide_request(r)) for r in cached_requests(bot)))
-        return echo_work(int(target), b"\x00" * size)
+        return echo_work(int(target), b"\x00" * payload_size)
     if kind == "decide":
         return decision_loop_work(target)
     if kind == "replay":
@@ -211,9 +210,10 @@ class ProcessClients:
     """C caller processes, started once and reused for every round (spawned, not forked:
     this process already runs gRPC, which does not survive a fork)."""
 
-    def __init__(self, count: int, bot: str):
+    def __init__(self, count: int, bot: str, payload_size: int):
         self.count = count
         self.bot = bot
+        self.payload_size = payload_size
         self.pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
         # Start every process and build its request list before any round is timed.
         warm = [self.pool.submit(cached_requests_len, bot, 0.5) for _ in range(count)]
@@ -227,7 +227,7 @@ class ProcessClients:
         start_at = time.monotonic() + 0.5  # time for every caller to connect
         stop_at = start_at + seconds
         jobs = [
-            self.pool.submit(client_run, kind, target, self.bot, i, start_at, stop_at)
+            self.pool.submit(client_run, kind, target, self.bot, self.payload_size, i, start_at, stop_at)
             for i in range(self.count)
         ]
         time.sleep(max(0.0, start_at - time.monotonic()))
@@ -354,11 +354,15 @@ def match_work(address: str, rpcs: list[int]) -> Callable[[int, Callable[[], boo
 
 
 def thread_round(
-    conc: int, seconds: float, echo: tuple[int, int], bot: tuple[int, str], requests: list[DecisionRequest]
+    conc: int,
+    seconds: float,
+    echo: tuple[int, int],
+    bot: tuple[int, str],
+    requests: list[DecisionRequest],
+    payload: bytes,
 ) -> tuple[float, ...]:
     """One round with C threads of this process as the callers (see :func:`row`)."""
     (echo_pid, echo_port), (bot_pid, address) = echo, bot
-    payload = b"\x00" * round(statistics.mean(len(encode_decide_request(r)) for r in requests))
     e = measured(conc, seconds, echo_work(echo_port, payload), echo_pid)
     r = measured(conc, seconds, decision_loop_work(address), bot_pid)
     null = rate(conc, seconds, decision_loop_work(f"127.0.0.1:{echo_port}"))
@@ -436,6 +440,7 @@ def main() -> int:
 
     requests = typical_requests(args.bot)
     sizes = [len(encode_decide_request(r)) for r in requests]
+    payload = b"\x00" * round(statistics.mean(sizes))  # what the echo sends: the mean request's size
     print(
         f"DecideRequest size over {len(sizes)} decisions (2 seats, bot {args.bot!r}): "
         f"mean {statistics.mean(sizes):.0f} B, median {statistics.median(sizes):.0f} B, max {max(sizes)} B"
@@ -448,14 +453,14 @@ def main() -> int:
     modes = ["processes", "threads"] if args.clients == "both" else [args.clients]
     worst: dict[str, float] = {}
     try:
-        thread_round(1, 0.5, echo, bot, requests)  # warm both servers up
+        thread_round(1, 0.5, echo, bot, requests, payload)  # warm both servers up
         print(
             "callers      conc | echo calls/s | referee dec/s  ratio | CPU us/call (client+server): echo,"
             " referee, ratio | vs null bot dec/s ratio | protocol only dec/s ratio | full matches dec/s RPC/s"
         )
         for mode in modes:
             for conc in args.concurrency:
-                clients = ProcessClients(conc, args.bot) if mode == "processes" else None
+                clients = ProcessClients(conc, args.bot, len(payload)) if mode == "processes" else None
                 # Short alternating rounds, medians: the machine may be shared, and load that
                 # comes and goes then hits every variant alike.
                 rows: list[tuple[float, ...]] = []
@@ -464,7 +469,7 @@ def main() -> int:
                         if clients is not None:
                             rows.append(process_round(clients, args.seconds, echo, bot))
                         else:
-                            rows.append(thread_round(conc, args.seconds, echo, bot, requests))
+                            rows.append(thread_round(conc, args.seconds, echo, bot, requests, payload))
                 finally:
                     if clients is not None:
                         clients.close()
