@@ -118,16 +118,20 @@ class EmbeddedBackend:
                     out.append(exc)
         return out
 
+    def _processes(self) -> list[Any]:
+        # ProcessPoolExecutor keeps its workers in a private dict; there is no public way.
+        return list(getattr(self._pool, "_processes", {}).values())
+
     def process_ids(self) -> list[int]:
         """The pool's worker processes now, so that a tool that must never leave processes
         behind (``bench/load.py --watchdog``) can kill them."""
-        return [p.pid for p in getattr(self._pool, "_processes", {}).values() if p.pid is not None]
+        return [p.pid for p in self._processes() if p.pid is not None]
 
     def close(self, *, cancel: bool = False) -> None:
         if cancel:
             # Matches being played are abandoned: their processes go, and a resume sees
             # their workers dead and plays them again.
-            for process in list(getattr(self._pool, "_processes", {}).values()):
+            for process in self._processes():
                 with contextlib.suppress(Exception):
                     process.kill()
         self._pool.shutdown(wait=not cancel, cancel_futures=True)
