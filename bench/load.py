@@ -324,8 +324,9 @@ def main(argv: list[str] | None = None) -> int:
                 pause_tournament(session, live_tid)
             player.join(30)
             # Let the matches under way finish (seconds, with these bots) rather than kill
-            # them: on Python 3.11 a pool whose workers were killed can hang the interpreter
-            # at exit (CPython gh-132969), and this run once stalled in CI for 300 s.
+            # them. This run once stalled in CI for 300 s before it stopped its server, and a
+            # pool whose workers were killed is the one step here that can wait without bound
+            # (CPython reports such hangs, e.g. gh-132969). Not reproduced here: --watchdog.
             pool.close()
             stop(server)
             dispose_engines()
