@@ -89,6 +89,7 @@ class OracleBot(SearchBot):
     see_stock = False
 
     def on_match_start(self, info: MatchInfo) -> None:
+        super().on_match_start(info)
         self.seed = bench_match_seed(info.match_id)
 
     def sampler(self, obs: Observation) -> Sampler:
