@@ -186,7 +186,7 @@ def _compact(
 
 
 def _deck_of(record: HandRecord) -> list[Card] | None:
-    """The deck order a dealt hand came from (RULES.md deals one card at a time from the
+    """The deck order a dealt hand came from (docs/rules.md deals one card at a time from the
     top, starting left of the dealer, then turns one up)."""
     n = len(record.players)
     if len(record.discard) != 1 or any(len(h) != 5 for h in record.hands):

@@ -10,7 +10,7 @@ The derivation (also in docs/dealing.md, with test vectors in tests/test_dealing
    ranks ``A..K``). For ``i`` from 51 down to 1: take integers ``x`` from the stream until
    ``x < 2**64 - (2**64 mod (i + 1))`` (rejection keeps it unbiased), let ``j = x mod (i + 1)``,
    and swap positions ``i`` and ``j``.
-4. Position 0 is the top of the deck; the deal then follows RULES.md.
+4. Position 0 is the top of the deck; the deal then follows docs/rules.md.
 
 Python's ``random`` module is not involved, so the result is the same on every platform.
 """

@@ -94,7 +94,7 @@ _set_faulted = Outcome.__dict__["faulted"].__set__
 def deal_from_deck(
     deck: Sequence[Card], players: int, dealer: int
 ) -> tuple[list[list[Card]], Card, list[Card]]:
-    """Deal as RULES.md says: one card at a time from the top, starting left of the dealer;
+    """Deal as docs/rules.md says: one card at a time from the top, starting left of the dealer;
     the next card is turned up; the rest is the stock, top first."""
     dealt = HAND_SIZE * players
     hands: list[list[Card]] = [[]] * players
@@ -589,7 +589,7 @@ class HandState:
             target = self.table[onto]
             self.table[onto] = target.extended(card)
             if self.rules.hit_lock and target.owner != actor and target.kind == "spread":
-                self.locked.add(target.owner)  # a hit spread (never a book: RULES.md)
+                self.locked.add(target.owner)  # a hit spread (never a book: docs/rules.md)
             event = Event(actor, action)
             self.history.append(event)
             if self._views is not None:

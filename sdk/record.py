@@ -1,4 +1,4 @@
-"""The ``tonk-hand/1`` hand record (``shared/spec/hand-record.md``): read, write, replay.
+"""The ``tonk-hand/1`` hand record (``docs/hand-record.md``): read, write, replay.
 
 Reading then writing a record gives back the same JSON, except that cards come out in their
 canonical spelling. Optional fields that were absent stay absent; unknown top-level fields are

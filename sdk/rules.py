@@ -1,4 +1,4 @@
-"""The rule set a hand is played under: the ``standard`` defaults of RULES.md plus the named
+"""The rule set a hand is played under: the ``standard`` defaults of docs/rules.md plus the named
 variants real tables play. One immutable object, recorded with every hand."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cards: notation (RULES.md "Cards and values"), values, the 52 interned objects."""
+"""Cards: notation (docs/rules.md, "Cards and values"), values, the 52 interned objects."""
 
 from __future__ import annotations
 

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shared_spec import CASES
+from case_files import CASES
 
 REPO = Path(__file__).resolve().parents[1]
-# CI copies shared/ beside the clone: <repo>/../shared.
 CASE_FILES = sorted(CASES.glob("*.json"))
 EXAMPLE: dict[str, Any] = json.loads((CASES / "seed-example-1.json").read_text())
 

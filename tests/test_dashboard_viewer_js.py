@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shared_spec import CASES
+from case_files import CASES
 
 from bots.random_bot import RandomBot
 from sdk.actions import Action

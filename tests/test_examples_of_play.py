@@ -1,12 +1,12 @@
-"""The two examples of play in the user's rules text (shared/spec/tonk-rules-seed.txt).
+"""The two examples of play in the rules text docs/rules.md is built on.
 
-Each is checked twice: the public case file (shared/cases/) verifies against its stored
+Each is checked twice: the case file (tests/data/cases/) verifies against its stored
 outcome, and the example is played action by action through :class:`HandState` with the
 text's intermediate hand totals asserted. Where the text disagrees with its own cards,
 the cards win and the test says so:
 
 - example one: Elmo's last hand 7s 7h 6d 2d 2c totals 24; the text says 25
-  (shared/cases/README.md);
+  (tests/data/cases/README.md, docs/rules.md "Points the rules leave open");
 - example two: after Elmo's turn the text shows "discard: Qd", but Elmo has just discarded
   the 10h on top of it (and the text's Goblin line has Elmo's hand run into it).
 """
@@ -18,14 +18,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from shared_spec import CASES
+from case_files import CASES
 
 from sdk.actions import Action, Drop, Event, Meld
 from sdk.cards import DECK, Card, hand_value
 from sdk.engine import HandState
 from sdk.record import HandRecord
 
-# CI copies shared/ beside the clone: <repo>/../shared.
 NAMES = ["Croaker", "Goblin", "Elmo"]
 CROAKER, GOBLIN, ELMO = 0, 1, 2
 

@@ -3,7 +3,7 @@ raise nothing but :class:`sdk.errors.TonkError` subclasses, and ``tonk record si
 ``verify`` never print a traceback.
 
 The inputs are valid records (random play under every rule variant, faulted hands, and
-/work/shared/cases/*.json) with one to four mutations each: wrong types, unknown or
+tests/data/cases/*.json) with one to four mutations each: wrong types, unknown or
 mangled cards, duplicated and moved cards, missing keys, huge and negative numbers,
 unicode, and nested junk; plus arbitrary JSON and arbitrary text.
 """
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from case_files import CASES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shared_spec import CASES
 
 from sdk.cards import DECK
 from sdk.commands.record import check_file
@@ -36,9 +36,6 @@ from sdk.record import HandRecord
 from sdk.rules import STANDARD, Rules
 
 ROOT = Path(__file__).resolve().parent.parent
-# CI lays shared/ beside the clone; a developer's tree has it at /work/shared.
-if not CASES.is_dir():
-    CASES = Path("/work/shared/cases")
 
 FUZZ_EXAMPLES = int(os.environ.get("TONK_FUZZ_EXAMPLES", "1000"))
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from case_files import CASES
 from google.protobuf import descriptor_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shared_spec import CASES
 from strategies import rules_st
 
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Event, Layoff, Meld

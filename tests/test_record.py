@@ -1,4 +1,4 @@
-"""The tonk-hand/1 record (shared/spec/hand-record.md): lossless reading and writing, replay,
+"""The tonk-hand/1 record (docs/hand-record.md): lossless reading and writing, replay,
 verification, and a specific error for each kind of bad input."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from shared_spec import CASES
+from case_files import CASES
 
 from sdk.actions import Discard, Draw
 from sdk.cards import Card

@@ -1,5 +1,5 @@
 """The rulebook, point by point: one or more tests for each point of
-``shared/spec/RULES.md`` (and of the user's rules text where it speaks), each named after
+``docs/rules.md`` (the rules text's points and our rulings where it is silent), each named after
 its rule, plus one test per named variant showing how it differs from ``standard``.
 
 Positions are built with :meth:`HandState.from_position` (the cards not named go to the

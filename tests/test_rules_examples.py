@@ -1,5 +1,5 @@
-"""The two examples of play in the rules text (shared/spec/tonk-rules-seed.txt): the public
-case records verify, and each example is played move by move, checking every position the
+"""The two examples of play in the rules text (docs/rules.md is built on it): the
+case records in tests/data/cases/ verify, and each example is played move by move, checking every position the
 text states."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from shared_spec import CASES as CASES_DIR
+from case_files import CASES as CASES_DIR
 from test_engine_support import cards, deck_dealing, play
 
 from sdk.cards import Card, hand_value

@@ -1,4 +1,4 @@
-"""One test (at least) per point of shared/spec/RULES.md, standard rule set, named after it.
+"""One test (at least) per point of docs/rules.md, standard rule set, named after it.
 
 Variants are in test_rules_variants.py, the rules text's examples of play in
 test_rules_examples.py.

@@ -1,4 +1,4 @@
-"""The named variants of RULES.md, and reading/writing a rule set."""
+"""The named variants of docs/rules.md, and reading/writing a rule set."""
 
 from __future__ import annotations
 

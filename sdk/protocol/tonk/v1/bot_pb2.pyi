@@ -15,7 +15,7 @@ c d h s ("10s", "Qh", "Ac"). The referee always sends this canonical spelling; a
 also reply with "T" for ten and any letter case. Seats are numbered 0..N-1 clockwise;
 "left of" a seat means seat + 1 (mod N).
 
-The game rules are in RULES.md; docs/protocol.md has the decision contract, deadlines
+The game rules are in docs/rules.md; docs/protocol.md has the decision contract, deadlines
 and the fault policy. Everything a bot needs to decide is in DecideRequest: the
 observation is complete and never depends on earlier calls.
 """
@@ -182,7 +182,7 @@ class Rules(_message.Message):
 
     The rule options a hand is played under. The referee always sets every field, so a
     field's zero value means exactly zero / false, never "use the default". The standard
-    rule set is all options false, turn_cap 200, tonk_low 15, tonk_high 49 (RULES.md).
+    rule set is all options false, turn_cap 200, tonk_low 15, tonk_high 49 (docs/rules.md).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -248,7 +248,7 @@ Global___Rules: _TypeAlias = Rules  # noqa: Y015
 @_typing.final
 class DropAction(_message.Message):
     """Go down: only at the start of a turn, before drawing. It ends the hand; settling
-    compares every hand's point total (RULES.md, Settling).
+    compares every hand's point total (docs/rules.md, Settling).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -880,7 +880,7 @@ Global___Cards: _TypeAlias = Cards  # noqa: Y015
 
 @_typing.final
 class HandRecord(_message.Message):
-    """A hand record (tonk-hand/1, shared/spec/hand-record.md) in structured form: where the
+    """A hand record (tonk-hand/1, docs/hand-record.md) in structured form: where the
     hand started and every action, with all cards revealed.
     """
 

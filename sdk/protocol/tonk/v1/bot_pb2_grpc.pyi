@@ -15,7 +15,7 @@ c d h s ("10s", "Qh", "Ac"). The referee always sends this canonical spelling; a
 also reply with "T" for ten and any letter case. Seats are numbered 0..N-1 clockwise;
 "left of" a seat means seat + 1 (mod N).
 
-The game rules are in RULES.md; docs/protocol.md has the decision contract, deadlines
+The game rules are in docs/rules.md; docs/protocol.md has the decision contract, deadlines
 and the fault policy. Everything a bot needs to decide is in DecideRequest: the
 observation is complete and never depends on earlier calls.
 """
