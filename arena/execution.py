@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import re
 import socket
+import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -31,6 +34,7 @@ from arena.config import Settings
 from arena.db import session_scope
 from arena.jobs import play_match_job, recover_matches
 from arena.models import Match
+from arena.processes import exit_with
 from arena.store import Progress, tournament_progress
 from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
 
@@ -67,7 +71,15 @@ class Backend(Protocol):
 class EmbeddedBackend:
     """A local process pool. Processes come from a fork server (a clean process that
     imported the arena once), so nothing of the caller's state, such as open database
-    connections or gRPC threads, leaks into them."""
+    connections or gRPC threads, leaks into them.
+
+    Nothing it starts outlives it: each worker ends when the process that made the pool ends,
+    however it ends, and closing the last open pool of a process stops the fork server.
+    """
+
+    #: The open pools of this process: the fork server is shared, so the last one stops it.
+    _open: weakref.WeakSet[EmbeddedBackend] = weakref.WeakSet()
+    _open_lock = threading.Lock()
 
     def __init__(
         self, database_url: str, workers: int = 0, *, hosted_addresses: Mapping[str, str] | None = None
@@ -75,6 +87,8 @@ class EmbeddedBackend:
         self.database_url = database_url
         self.hosted = dict(hosted_addresses) if hosted_addresses else None
         self.workers = workers or os.cpu_count() or 1
+        with self._open_lock:
+            self._open.add(self)
         self._pool = self._new_pool()
         self._futures: dict[int, Future[str]] = {}
 
@@ -82,8 +96,10 @@ class EmbeddedBackend:
         context = multiprocessing.get_context("forkserver")
         # The server imports these once; each pool process is then a cheap fork of it
         # ("__main__" too, or every process would re-run the main script).
-        context.set_forkserver_preload(["__main__", "arena.jobs"])
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        context.set_forkserver_preload(["__main__", "arena.jobs", "arena.execution"])
+        return ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),)
+        )
 
     def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
         queued = 0
@@ -122,11 +138,6 @@ class EmbeddedBackend:
         # ProcessPoolExecutor keeps its workers in a private dict; there is no public way.
         return list(getattr(self._pool, "_processes", {}).values())
 
-    def process_ids(self) -> list[int]:
-        """The pool's worker processes now, so that a tool that must never leave processes
-        behind (``bench/load.py --watchdog``) can kill them."""
-        return [p.pid for p in self._processes() if p.pid is not None]
-
     def close(self, *, cancel: bool = False) -> None:
         if cancel:
             # Matches being played are abandoned: their processes go, and a resume sees
@@ -135,6 +146,21 @@ class EmbeddedBackend:
                 with contextlib.suppress(Exception):
                     process.kill()
         self._pool.shutdown(wait=not cancel, cancel_futures=True)
+        with self._open_lock:
+            self._open.discard(self)
+            if not self._open:
+                _stop_fork_server()
+
+
+def _stop_fork_server() -> None:
+    """Stop this process's multiprocessing fork server (a child process that would otherwise
+    live as long as this one). The next pool starts a new one. It only stops once every
+    process forked from it has ended: workers hold its "alive" pipe open."""
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)  # CPython's own way, used by its tests; no public one
+    if stop is not None:
+        with contextlib.suppress(OSError):
+            stop()
 
 
 class RqBackend:

@@ -20,7 +20,6 @@ Only 127.0.0.1 is ever contacted; every loop is bounded in count and time.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import faulthandler
 import http.client
 import json
@@ -49,6 +48,7 @@ from arena.db import dispose_engines, session_scope  # noqa: E402
 from arena.execution import EmbeddedBackend, run_tournament  # noqa: E402
 from arena.jobs import play_match_job  # noqa: E402
 from arena.models import Match  # noqa: E402
+from arena.processes import descendants, kill_all  # noqa: E402
 from arena.registry import host_bot  # noqa: E402
 from arena.store import tournament_progress  # noqa: E402
 from arena.tournaments import create_tournament, pause_tournament, start_tournament  # noqa: E402
@@ -233,21 +233,21 @@ def summarise(routes: list[Route], seconds: float) -> dict[str, Any]:
     return out
 
 
-def arm_watchdog(seconds: float, children: list[int]) -> None:
-    """After ``seconds``, print every thread's stack, kill ``children`` (a negative id is a
-    process group) and exit 1, so a stalled run says where it stalled and leaves nothing
-    running. faulthandler's own timer backs this up, should the GIL never come free."""
+def arm_watchdog(seconds: float) -> None:
+    """After ``seconds``, print every thread's stack, kill every process this one started and
+    exit 1, so a stalled run says where it stalled and leaves nothing running.
+    faulthandler's own timer backs this up, should the GIL never come free.
+
+    The processes are the ones alive when it fires, read from /proc: a list kept as they
+    start misses those started since (a pool worker, the fork server, its resource tracker),
+    and one of those left running keeps this run's stderr open, so the caller waiting for
+    its output waits until its own timeout."""
 
     def fire() -> None:
         print(f"load: still running after {seconds:g} s; every thread's stack:", file=sys.stderr)
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-        for pid in children:
-            with contextlib.suppress(OSError):
-                if pid < 0:
-                    os.killpg(-pid, signal.SIGKILL)
-                else:
-                    os.kill(pid, signal.SIGKILL)
         sys.stderr.flush()
+        kill_all([p.pid for p in descendants(os.getpid())])
         os._exit(1)
 
     timer = threading.Timer(seconds, fire)
@@ -275,9 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         help="if the run takes longer, print every thread's stack and exit 1 (0: never)",
     )
     args = parser.parse_args(argv)
-    children: list[int] = []  # process groups and processes to kill if the watchdog fires
     if args.watchdog > 0:
-        arm_watchdog(args.watchdog, children)
+        arm_watchdog(args.watchdog)
 
     with tempfile.TemporaryDirectory(prefix="tonk-load-") as tmp:
         url = args.database_url or f"sqlite:///{Path(tmp) / 'arena.sqlite'}"
@@ -287,7 +286,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"store ready in {time.monotonic() - t0:.1f} s ({url.split(':')[0]})", file=sys.stderr)
         port = free_port()
         server = start_server(args.server, url, port, args.workers, args.threads)
-        children.append(-server.pid)  # its process group: gunicorn and its workers
         pool = EmbeddedBackend(url, args.pool)
         # The tournament is driven from a thread; pausing it in the store ends the drive.
         player = threading.Thread(
@@ -296,7 +294,6 @@ def main(argv: list[str] | None = None) -> int:
         try:
             player.start()
             time.sleep(1.0)  # let the pool warm up: the load starts with matches being played
-            children.extend(pool.process_ids())
             with session_scope(url) as session:
                 before = tournament_progress(session, live_tid)
             routes = [

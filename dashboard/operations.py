@@ -36,6 +36,16 @@ def backend(app: Flask, settings: Settings) -> Backend:
         return made
 
 
+def close_backend(app: Flask) -> None:
+    """Stop the backend this app made (its pool's processes; matches under way are abandoned
+    and replayed when the tournament is resumed). A backend passed in the config is the
+    caller's to close."""
+    with _backend_lock:
+        made: Backend | None = app.extensions.pop("tonk_backend", None)
+    if made is not None and made is not app.config.get("TOURNAMENT_BACKEND"):
+        made.close(cancel=True)
+
+
 def _field(body: dict[str, Any], key: str, kind: type, *, required: bool = True) -> Any:
     value = body.get(key)
     if value is None and not required:

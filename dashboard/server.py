@@ -7,6 +7,7 @@ processes instead (what the Docker image does via ``gunicorn dashboard.wsgi:app`
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from arena.config import Settings, load_settings
 from dashboard import create_app
+from dashboard.operations import close_backend
 
 
 def app_for(settings: Settings | None = None, **overrides: Any) -> Flask:
@@ -50,7 +52,11 @@ def serve(
     if production:
         _gunicorn(host, port, settings, workers)
         return
-    server = make(host, port, settings)
+    app = app_for(settings)
+    server = make_server(host, port, app, threaded=True)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (a service manager, `kill`) stops it the way Ctrl-C does, through the cleanup.
+        signal.signal(signal.SIGTERM, _interrupt)
     if ready is not None:
         ready(f"http://{host}:{server.server_port}/")
     try:
@@ -59,6 +65,11 @@ def serve(
         pass
     finally:
         server.server_close()
+        close_backend(app)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def serve_in_thread(host: str, port: int, settings: Settings | None = None,

@@ -7,6 +7,9 @@
 - ``sqlite_url``: a database file in the test's temporary folder.
 
 In CI (``CI`` set) a missing service is an error, not a skip: .ci/run starts them.
+
+And no test leaves a process running (tests/leakcheck.py): a test that does fails, and so
+does the session if anything is left at its end.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from leakcheck import _no_process_left_behind, pytest_configure, pytest_sessionfinish  # noqa: F401
 
 PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_TEST_URL = os.environ.get("TONK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
