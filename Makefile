@@ -21,7 +21,10 @@ $(VENV)/.installed-server: pyproject.toml
 demo: $(VENV)/.installed-server
 	$(BIN)/tonk demo
 
+# Lint and types first (as configured in pyproject.toml), then the tests: CI runs exactly this.
 test: $(VENV)/.installed-dev services
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest
 
 services:
@@ -29,7 +32,7 @@ services:
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
-	$(BIN)/mypy sdk arena dashboard bots
+	$(BIN)/mypy
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/engine.py
