@@ -9,22 +9,23 @@ Settings come from the environment (arena/config.py): the store is ``TONK_DATABA
 with ``TONK_REDIS_URL`` matches go to RQ workers (``tonk worker``), else they run in a local
 process pool while ``run`` or ``resume`` is going. Ctrl-C during ``run`` leaves the
 tournament resumable: RQ workers carry on, the local pool stops and the tournament pauses.
+
+`tonk` imports this module to list its commands, so the database stack (SQLAlchemy, the
+store, the pool) is imported by each command when it runs, not here.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arena.config import Settings, load_settings
-from arena.db import session_scope
 from arena.errors import ArenaError
-from arena.execution import EmbeddedBackend, make_backend, run_tournament, run_worker
-from arena.leaderboard import current_leaderboard, rating_history
-from arena.store import Progress, bot_stats, get_tournament, list_tournaments
-from arena.tournaments import create_tournament, extend_tournament, pause_tournament, resolve_bots
 from sdk.progress import ProgressBar
+
+if TYPE_CHECKING:
+    from arena.store import Progress
 
 
 def register(subparsers: Any) -> None:
@@ -100,6 +101,10 @@ def _fail(command: str, exc: Exception) -> int:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
+    from arena.db import session_scope
+    from arena.store import get_tournament
+    from arena.tournaments import create_tournament, resolve_bots
+
     settings = load_settings()
     config = {
         key: value
@@ -132,6 +137,9 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from arena.db import session_scope
+    from arena.store import list_tournaments
+
     settings = load_settings()
     with session_scope(settings.database_url) as session:
         page = list_tournaments(session, limit=100)
@@ -143,6 +151,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from arena.db import session_scope
+    from arena.store import bot_stats, get_tournament
+
     settings = load_settings()
     try:
         with session_scope(settings.database_url) as session:
@@ -173,6 +184,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
+    from arena.db import session_scope
+    from arena.tournaments import pause_tournament
+
     settings = load_settings()
     try:
         with session_scope(settings.database_url) as session:
@@ -185,6 +199,11 @@ def cmd_pause(args: argparse.Namespace) -> int:
 
 
 def cmd_extend(args: argparse.Namespace) -> int:
+    from arena.db import session_scope
+    from arena.execution import make_backend, run_tournament
+    from arena.store import get_tournament
+    from arena.tournaments import extend_tournament
+
     settings = load_settings()
     try:
         with session_scope(settings.database_url) as session:
@@ -217,6 +236,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def drive(settings: Settings, tournament_id: int, *, wait: bool = True, quiet: bool = False) -> int:
     """Run (or resume) a tournament with a progress bar; the exit code of ``run``."""
+    from arena.db import session_scope
+    from arena.execution import EmbeddedBackend, make_backend, run_tournament
+    from arena.store import get_tournament
+    from arena.tournaments import pause_tournament
+
     if not wait and not settings.redis_url:
         print("tonk tournament: --no-wait needs TONK_REDIS_URL (the embedded pool lives in this process)",
               file=sys.stderr)
@@ -266,6 +290,8 @@ def drive(settings: Settings, tournament_id: int, *, wait: bool = True, quiet: b
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from arena.execution import run_worker
+
     settings = load_settings()
     if not settings.redis_url:
         print("tonk worker: set TONK_REDIS_URL (without it, matches run in the embedded pool)",
@@ -276,6 +302,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from arena.db import session_scope
+    from arena.leaderboard import current_leaderboard, rating_history
+
     settings = load_settings()
     with session_scope(settings.database_url) as session:
         if args.history:

@@ -29,13 +29,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, create_engine, inspect, pool, text
-from sqlalchemy.engine import make_url
-
-# Alembic is imported where it is used: `tonk` loads this module to list its commands, and
-# every `tonk serve` or `tonk submit` would otherwise pay for importing it.
+# SQLAlchemy and Alembic are imported where they are used: `tonk` loads this module to list
+# its commands, and `tonk --help` or `tonk serve` would otherwise pay for importing them.
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy import Connection, Engine
 
 #: Where the revisions are: a package resource, so it works from a wheel as from a checkout.
 SCRIPT_LOCATION = "arena:migrations"
@@ -132,6 +130,8 @@ def ensure_schema(engine: Engine) -> None:
     the arena's tables is left as it is, with a warning when it is behind this code (it
     needs ``tonk db upgrade``). Cheap when the database is set up: one look at its tables
     and its revision, without importing Alembic (every worker process does this)."""
+    from sqlalchemy import inspect, text
+
     from arena.migrations import HEAD
     from arena.models import Base
 
@@ -179,6 +179,8 @@ def detect_revision(connection: Connection) -> str | None:
 
 def fingerprint_of(connection: Connection) -> Fingerprint:
     """The tables of the database with their column and (non-constraint) index names."""
+    from sqlalchemy import inspect
+
     inspector = inspect(connection)
     shape: Fingerprint = {}
     for table in inspector.get_table_names():
@@ -202,6 +204,7 @@ def _revision_fingerprints() -> tuple[tuple[str, Fingerprint], ...]:
     SQLite database (names only, so the dialect does not matter)."""
     from alembic import command
     from alembic.script import ScriptDirectory
+    from sqlalchemy import create_engine, pool
 
     script = ScriptDirectory.from_config(alembic_config())
     revisions = [r.revision for r in reversed(list(script.walk_revisions()))]
@@ -220,6 +223,8 @@ def _revision_fingerprints() -> tuple[tuple[str, Fingerprint], ...]:
 
 
 def _engine(database_url: str) -> Engine:
+    from sqlalchemy import create_engine, pool
+
     # Its own engine, not arena.db's: that one creates tables on first use, which is exactly
     # what a migration must not find done behind its back.
     if database_url.startswith("sqlite"):
@@ -231,6 +236,8 @@ def _engine(database_url: str) -> Engine:
 
 @contextmanager
 def _locked(engine: Engine) -> Iterator[Connection]:
+    from sqlalchemy import text
+
     with engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             # Released at commit or rollback; DDL is transactional on PostgreSQL.
@@ -245,6 +252,8 @@ def _stamped(connection: Connection) -> str | None:
 
 
 def _display(database_url: str) -> str:
+    from sqlalchemy.engine import make_url
+
     return make_url(database_url).render_as_string(hide_password=True)
 
 

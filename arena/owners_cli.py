@@ -19,13 +19,11 @@ import argparse
 import sys
 from typing import Any
 
-from sqlalchemy import func, select
-
-from arena.auth import create_owner, rotate_token
 from arena.config import load_settings
-from arena.db import session_scope
 from arena.errors import ArenaError
-from arena.models import Bot, Owner
+
+# The store (SQLAlchemy) is imported by each command when it runs: `tonk` imports this module
+# only to list its commands.
 
 
 def register(subparsers: Any) -> None:
@@ -51,6 +49,9 @@ def _fail(command: str, exc: ArenaError) -> int:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
+    from arena.auth import create_owner
+    from arena.db import session_scope
+
     try:
         with session_scope(load_settings().database_url) as session:
             owner, token = create_owner(session, args.name, operator=args.operator)
@@ -67,6 +68,12 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_rotate(args: argparse.Namespace) -> int:
+    from sqlalchemy import select
+
+    from arena.auth import rotate_token
+    from arena.db import session_scope
+    from arena.models import Owner
+
     try:
         with session_scope(load_settings().database_url) as session:
             owner = session.scalars(select(Owner).where(Owner.name == args.name)).first()
@@ -82,6 +89,11 @@ def cmd_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from sqlalchemy import func, select
+
+    from arena.db import session_scope
+    from arena.models import Bot, Owner
+
     with session_scope(load_settings().database_url) as session:
         bots = func.count(Bot.id).filter(Bot.status == "active")
         rows = session.execute(

@@ -11,17 +11,22 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Mapping
-from typing import Any
-
-from flask import Flask
+from typing import TYPE_CHECKING, Any
 
 from arena.config import load_settings
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 #: Request bodies are small JSON documents (a bot name and address, a tournament spec).
 DEFAULT_MAX_CONTENT_LENGTH = 64 * 1024
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    # Flask is imported here, not above: `tonk` imports dashboard.commands (and so this
+    # package) only to list its commands.
+    from flask import Flask
+
     app = Flask(__name__)
     settings = load_settings()
     app.config.from_mapping(

@@ -1,0 +1,53 @@
+"""``tonk --help`` answers at once and every argument of every command says what it is for.
+
+The plug-in commands (arena, dashboard) are registered without importing the database or web
+stacks: they are imported by a command when it runs. Their cost is measured by
+bench/cli_startup.py; here, what is imported is checked, not how long it takes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("sqlalchemy", "flask", "alembic", "numpy", "rq", "redis", "psycopg", "werkzeug")
+PLUGIN_COMMANDS = {"tournament", "worker", "leaderboard", "demo", "dashboard", "db", "owner"}
+
+PROBE = """
+import contextlib, io, json, sys
+from sdk.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+    main(sys.argv[1:])
+print(json.dumps({"help": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+
+
+def run_help(*args: str) -> dict[str, object]:
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    data: dict[str, object] = json.loads(run.stdout)
+    return data
+
+
+@pytest.mark.parametrize("args", [("--help",), (), ("play", "--help"), ("serve", "--help")])
+def test_help_imports_no_database_or_web_stack(args: tuple[str, ...]) -> None:
+    result = run_help(*args)
+    modules = result["modules"]
+    assert isinstance(modules, list)
+    loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert loaded == [], loaded[:10]
+    assert not {"arena.db", "arena.execution", "arena.models", "dashboard.server"} & set(modules)
+
+
+def test_top_level_help_lists_the_plug_in_commands() -> None:
+    text = run_help("--help")["help"]
+    assert isinstance(text, str)
+    for command in PLUGIN_COMMANDS:
+        assert f"    {command} " in text or f"    {command}\n" in text, (command, text)
