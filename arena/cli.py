@@ -33,15 +33,19 @@ def register(subparsers: Any) -> None:
     sub = tournament.add_subparsers(dest="tournament_command", metavar="ACTION", required=True)
 
     create = sub.add_parser("create", help="create a round-robin in duplicate among registered bots")
-    create.add_argument("--name", required=True)
+    create.add_argument("--name", required=True, help="shown on the dashboard")
     create.add_argument("--bots", required=True, type=_names, help="bot names, comma separated")
     create.add_argument("--tables", required=True, type=_ints, help="table sizes, e.g. 2,3")
     create.add_argument("--deals", required=True, type=int, help="deals per table (each played in duplicate)")
     create.add_argument("--hands", required=True, type=int, help="hands per match")
     create.add_argument("--seed", type=int, default=None, help="tournament seed (default: random, secret)")
     create.add_argument("--deadline-ms", type=int, default=None, help="decision deadline (default: settings)")
-    create.add_argument("--time-bank-ms", type=int, default=None)
-    create.add_argument("--max-faults", type=int, default=None)
+    create.add_argument(
+        "--time-bank-ms", type=int, default=None, help="extra time per bot per match (default: settings)"
+    )
+    create.add_argument(
+        "--max-faults", type=int, default=None, help="faults that forfeit a bot's match (default: settings)"
+    )
     create.set_defaults(func=cmd_create)
 
     listing = sub.add_parser("list", help="tournaments, newest first")
@@ -52,7 +56,7 @@ def register(subparsers: Any) -> None:
         ("pause", cmd_pause, "start no more matches (those being played finish)"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("id", type=int)
+        p.add_argument("id", type=int, help="tournament id (tonk tournament list)")
         p.set_defaults(func=func)
 
     for name, text in (
@@ -60,14 +64,14 @@ def register(subparsers: Any) -> None:
         ("resume", "un-pause, replay abandoned and failed matches, and run"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("id", type=int)
+        p.add_argument("id", type=int, help="tournament id (tonk tournament list)")
         p.add_argument("--no-wait", action="store_true", help="with RQ: enqueue and return")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.set_defaults(func=cmd_run)
 
     extend = sub.add_parser("extend", help="add deals at every table (new matches only)")
-    extend.add_argument("id", type=int)
-    extend.add_argument("--deals", required=True, type=int)
+    extend.add_argument("id", type=int, help="tournament id (tonk tournament list)")
+    extend.add_argument("--deals", required=True, type=int, help="deals to add at every table")
     extend.set_defaults(func=cmd_extend)
 
     worker = subparsers.add_parser("worker", help="run an RQ worker for match jobs (needs TONK_REDIS_URL)")

@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
     create.set_defaults(func=cmd_create)
 
     rotate = sub.add_parser("rotate", help="replace an owner's token and print the new one")
-    rotate.add_argument("name")
+    rotate.add_argument("name", help="the owner whose token is replaced")
     rotate.set_defaults(func=cmd_rotate)
 
     listing = sub.add_parser("list", help="owners, their role and their bots")

@@ -25,16 +25,16 @@ def register(subparsers: Any) -> None:
     demo.add_argument("--hands", type=int, default=20, help="hands per match")
     demo.add_argument("--seed", type=int, default=None, help="tournament seed (default: random)")
     demo.add_argument("--bots", default="", help="house bots to enter, comma separated (default: all)")
-    demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=8000)
+    demo.add_argument("--host", default="127.0.0.1", help="address the dashboard listens on")
+    demo.add_argument("--port", type=int, default=8000, help="port the dashboard listens on (default 8000)")
     demo.add_argument("--no-serve", action="store_true", help="exit after printing the leaderboard")
     demo.set_defaults(func=run_demo)
 
     board = subparsers.add_parser("dashboard", help="serve the dashboard")
-    board.add_argument("--host", default="127.0.0.1")
-    board.add_argument("--port", type=int, default=8000)
+    board.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    board.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     board.add_argument("--production", action="store_true", help="gunicorn with several workers")
-    board.add_argument("--workers", type=int, default=2)
+    board.add_argument("--workers", type=int, default=2, help="gunicorn worker processes, with --production")
     board.set_defaults(func=run_dashboard)
 
 

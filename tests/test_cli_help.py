@@ -7,12 +7,16 @@ bench/cli_startup.py; here, what is imported is checked, not how long it takes.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from sdk.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("sqlalchemy", "flask", "alembic", "numpy", "rq", "redis", "psycopg", "werkzeug")
@@ -51,3 +55,25 @@ def test_top_level_help_lists_the_plug_in_commands() -> None:
     assert isinstance(text, str)
     for command in PLUGIN_COMMANDS:
         assert f"    {command} " in text or f"    {command}\n" in text, (command, text)
+def walk(parser: argparse.ArgumentParser, path: str = "tonk") -> Iterator[tuple[str, argparse.Action]]:
+    for action in parser._actions:  # argparse has no public way to list a parser's arguments
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield f"{path} {name}", argparse.Action([], name, help=helps.get(name))
+                yield from walk(sub, f"{path} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            yield path, action
+
+
+def test_every_command_and_argument_has_help_text() -> None:
+    parser = build_parser(["--help"])  # every command, the plug-ins' included
+    found = list(walk(parser))
+    commands = {path.split()[1] for path, _ in found if len(path.split()) > 1}
+    assert commands >= PLUGIN_COMMANDS  # the walk saw the plug-in commands
+    missing = [
+        f"{path}: {'/'.join(action.option_strings) or action.dest}"
+        for path, action in found
+        if not (action.help or "").strip()  # help=SUPPRESS hides an option on purpose
+    ]
+    assert missing == [], "\n".join(missing)

@@ -15,10 +15,15 @@ from sdk.rules import Rules
 
 def register(subparsers: Any) -> None:
     play = subparsers.add_parser("play", help="play a match between bots (names, MODULE:CLASS or HOST:PORT)")
-    play.add_argument("bots", nargs="+", metavar="BOT")
-    play.add_argument("--hands", type=int, default=100)
+    play.add_argument(
+        "bots", nargs="+", metavar="BOT",
+        help="2 to 6 seats, in seat order: a house bot (random), MODULE:CLASS, or HOST:PORT of a running bot",
+    )  # fmt: skip
+    play.add_argument("--hands", type=int, default=100, help="hands in the match (default 100)")
     play.add_argument("--seed", type=int, default=None, help="match seed (default: random, printed)")
-    play.add_argument("--deadline-ms", type=int, default=1000)
+    play.add_argument(
+        "--deadline-ms", type=int, default=1000, help="time a bot has for each decision (default 1000)"
+    )
     play.add_argument("--quiet", action="store_true", help="no progress bar")
     play.set_defaults(func=run_play)
 

@@ -20,10 +20,10 @@ def register(subparsers: Any) -> None:
     record = subparsers.add_parser("record", help="replay and verify tonk-hand/1 records")
     sub = record.add_subparsers(dest="record_command", metavar="ACTION", required=True)
     simulate = sub.add_parser("simulate", help="replay each record and print its outcome")
-    simulate.add_argument("files", nargs="+", metavar="FILE")
+    simulate.add_argument("files", nargs="+", metavar="FILE", help="hand records (docs/hand-record.md)")
     simulate.set_defaults(func=run_simulate)
     verify = sub.add_parser("verify", help="replay each record and compare with its stored outcome")
-    verify.add_argument("files", nargs="+", metavar="FILE")
+    verify.add_argument("files", nargs="+", metavar="FILE", help="hand records (docs/hand-record.md)")
     verify.set_defaults(func=run_verify)
 
 
