@@ -22,11 +22,10 @@ import re
 import socket
 import threading
 import time
-import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 from sqlalchemy import select
 
@@ -34,7 +33,7 @@ from arena.config import Settings
 from arena.db import session_scope
 from arena.jobs import play_match_job, recover_matches
 from arena.models import Match
-from arena.processes import exit_with
+from arena.processes import descendants, exit_with
 from arena.store import Progress, tournament_progress
 from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
 
@@ -77,8 +76,9 @@ class EmbeddedBackend:
     however it ends, and closing the last open pool of a process stops the fork server.
     """
 
-    #: The open pools of this process: the fork server is shared, so the last one stops it.
-    _open: weakref.WeakSet[EmbeddedBackend] = weakref.WeakSet()
+    #: The open pools of this process: the fork server is shared, so the last one stops it
+    #: (a pool never closed keeps it: it may still have workers).
+    _open: ClassVar[set[EmbeddedBackend]] = set()
     _open_lock = threading.Lock()
 
     def __init__(
@@ -152,15 +152,23 @@ class EmbeddedBackend:
                 _stop_fork_server()
 
 
-def _stop_fork_server() -> None:
+def _stop_fork_server(wait_s: float = 10.0) -> None:
     """Stop this process's multiprocessing fork server (a child process that would otherwise
-    live as long as this one). The next pool starts a new one. It only stops once every
-    process forked from it has ended: workers hold its "alive" pipe open."""
+    live as long as this one); the next pool starts a new one. Stopping waits for the server
+    to exit, which it does only once every process forked from it has ended (they hold its
+    "alive" pipe), so it is skipped if any is still running after ``wait_s``."""
     server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    pid = getattr(server, "_forkserver_pid", None)
     stop = getattr(server, "_stop", None)  # CPython's own way, used by its tests; no public one
-    if stop is not None:
-        with contextlib.suppress(OSError):
-            stop()
+    if pid is None or stop is None:
+        return
+    deadline = time.monotonic() + wait_s
+    while any(p.running for p in descendants(pid)):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(OSError):
+        stop()
 
 
 class RqBackend:
