@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from arena.processes import process_info
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -45,3 +47,32 @@ def test_a_stalled_load_run_prints_every_threads_stack_and_exits() -> None:
     assert "still running after 4 s; every thread's stack:" in run.stderr
     assert 'File "' in run.stderr.split("every thread's stack:", 1)[1]  # at least one frame
     assert run.stdout == ""  # no summary from a run that did not finish
+
+
+WATCHDOG = """
+import os, sys, time
+sys.path.insert(0, sys.argv[2])
+import load
+from arena.execution import EmbeddedBackend
+from arena.processes import descendants
+pool = EmbeddedBackend(sys.argv[1], 1)
+pool.submit([1])
+pool._futures[1].exception(timeout=60)
+load.arm_watchdog(1.0)
+print(" ".join(str(p.pid) for p in descendants(os.getpid())), flush=True)
+time.sleep(120)
+"""
+
+
+def test_the_watchdog_kills_every_process_the_run_started(sqlite_url: str) -> None:
+    # What made the stalled run flaky: a process started after the watchdog's list was taken
+    # (here the pool's worker, its fork server and tracker) outlived the run and held its
+    # stderr open, so the caller waited for its own timeout.
+    command = [sys.executable, "-c", WATCHDOG, sqlite_url, str(ROOT / "bench")]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "every thread's stack:" in run.stderr
+    pids = [int(pid) for pid in run.stdout.split()]
+    assert len(pids) >= 3, run.stdout  # fork server, resource tracker, worker
+    left = [info for pid in pids if (info := process_info(pid)) is not None and info.running]
+    assert left == []
