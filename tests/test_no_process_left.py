@@ -141,3 +141,25 @@ def test_stopping_tonk_dashboard_stops_the_pool_of_a_tournament_it_started(tmp_p
         _, err = dashboard.communicate(timeout=60)
     assert "Traceback" not in err, err
     assert not wait_gone(pids), {pid: process_info(pid) for pid in pids}
+
+
+HOST = """
+import sys, time
+from arena.hosting import HostedBots
+bots = HostedBots({"r1": "bots.random_bot:RandomBot"})
+bots.start()
+print(bots.pid("r1"), flush=True)
+time.sleep(120)
+"""
+
+
+def test_hosted_bots_end_when_their_host_is_killed() -> None:
+    host = subprocess.Popen([sys.executable, "-c", HOST], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert host.stdout is not None
+        bot = int(host.stdout.readline())
+        assert process_info(bot) is not None
+    finally:
+        host.kill()  # no chance to stop its bots (a SIGTERMed `tonk demo` had none either)
+        host.wait()
+    assert not wait_gone({bot}), process_info(bot)
