@@ -22,6 +22,7 @@ to ``pending`` when its worker process is gone (same host) or its heartbeat is o
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import socket
@@ -38,8 +39,9 @@ from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
 from arena.store import MatchNotFoundError
+from arena.text import REASON_LIMIT, clean_text
 from arena.tournaments import finish_if_complete
-from sdk.referee import HandLog, MatchResult
+from sdk.referee import Fault, HandLog, MatchResult
 
 #: Seconds between heartbeats of a running match.
 HEARTBEAT_S: Final = 3.0
@@ -149,6 +151,7 @@ def record_result(
 ) -> bool:
     """Write a played match in one transaction, guarded so it counts once: False (and
     nothing written) if the match was already done."""
+    result = clean_result(result)
     blob = encode_logs(result.hands, seed=result.seed, players=result.players, rules=result.rules)
     stats = seat_stats(result)
     bots = [seat.bot_id for seat in plan.seats]
@@ -200,7 +203,7 @@ def record_result(
                         "hand_index": f.hand_index,
                         "decision": f.decision,
                         "kind": f.kind.value,
-                        "reason": f.reason[:2000],
+                        "reason": f.reason,
                     }
                     for f in result.faults
                 ],
@@ -209,10 +212,28 @@ def record_result(
     return True
 
 
+def clean_result(result: MatchResult) -> MatchResult:
+    """``result`` with every fault reason (a bot's own error text, in part) fit to store
+    (arena.text.clean_text): one NUL in one reason would make PostgreSQL refuse the whole
+    match, every other seat's result with it."""
+    cleaned: dict[int, Fault] = {}
+
+    def clean(fault: Fault) -> Fault:
+        if id(fault) not in cleaned:
+            cleaned[id(fault)] = dataclasses.replace(fault, reason=clean_text(fault.reason, REASON_LIMIT))
+        return cleaned[id(fault)]
+
+    hands = [
+        dataclasses.replace(log, faults=[clean(f) for f in log.faults]) if log.faults else log
+        for log in result.hands
+    ]
+    return dataclasses.replace(result, hands=hands, faults=[clean(f) for f in result.faults])
+
+
 def mark_failed(database_url: str, match_id: int, worker: str, exc: BaseException) -> None:
     """Record why a match could not be played (an arena problem, not a bot's fault: those
     are faults inside the match). Only the claimant may; a resume retries failed matches."""
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:4000]
+    text = clean_text("".join(traceback.format_exception_only(type(exc), exc)), REASON_LIMIT)
     try:
         with session_scope(database_url) as session:
             session.execute(

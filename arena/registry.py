@@ -44,6 +44,7 @@ from arena.errors import (
     UnprocessableError,
 )
 from arena.models import Bot, BotVersion, Owner
+from arena.text import NAME_LIMIT, REASON_LIMIT, clean_text
 
 #: Hands of the conformance match a bot plays before it is accepted.
 CHECK_HANDS = 4
@@ -283,7 +284,7 @@ def check_bot(address: str, settings: Settings) -> dict[str, Any]:
         except grpc.RpcError as exc:
             raise BotCheckFailedError(f"{where} did not answer GetInfo: {_rpc_text(exc)}") from None
     info: dict[str, Any] = {
-        field: str(getattr(reply, field))[:200]
+        field: clean_text(getattr(reply, field), NAME_LIMIT)
         for field in ("name", "version", "author", "protocol_version", "language")
     }
     _check_info(info, where)
@@ -296,7 +297,7 @@ def check_bot(address: str, settings: Settings) -> dict[str, Any]:
         player.close()
     warnings = _protocol_check(address, settings, where)
     if warnings:
-        info["check_warnings"] = warnings[:10]
+        info["check_warnings"] = [clean_text(w, REASON_LIMIT) for w in warnings[:10]]
     return info
 
 
@@ -330,6 +331,9 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
             what = f"in {first['scenario']!r}: {first['kind']}: {first['reason']}"
         else:
             what = problems[0]
+        what = clean_text(what, REASON_LIMIT)
+        faults = [{**f, "reason": clean_text(f.get("reason", ""), REASON_LIMIT)} for f in faults[:20]]
+        problems = [clean_text(p, REASON_LIMIT) for p in problems[:20]]
         command = f"tonk check {address} --deadline-ms {config.deadline_ms} --hands {config.hands}"
         command += f" --seed {config.seed}"
         raise ConformanceFailedError(
@@ -403,8 +407,8 @@ def _conformance_match(player: Any, name: str, settings: Settings, where: str) -
                 when = "starting the match"
             raise ConformanceFailedError(
                 f"{where} faulted in its conformance match against 'random' (seed {seed}, {when}): "
-                f"{first.kind.value}: {first.reason}",
-                details={"seed": seed, "hands": CHECK_HANDS, "faults": [f.to_json() for f in faults]},
+                f"{first.kind.value}: {clean_text(first.reason, REASON_LIMIT)}",
+                details={"seed": seed, "hands": CHECK_HANDS, "faults": [_fault_json(f) for f in faults]},
             )
         if counted.decisions:
             return
@@ -440,11 +444,18 @@ class _CountingPlayer:
 
 
 def _rpc_text(exc: Exception) -> str:
+    """A failed call in a refusal's message: the status details are the bot's own text."""
     import grpc
 
     if isinstance(exc, grpc.Call):
-        return f"{exc.code().name}: {exc.details()}"
-    return str(exc)
+        return f"{exc.code().name}: {clean_text(exc.details() or '', REASON_LIMIT)}"
+    return clean_text(exc, REASON_LIMIT)
+
+
+def _fault_json(fault: Any) -> dict[str, Any]:
+    data: dict[str, Any] = fault.to_json()
+    data["reason"] = clean_text(data["reason"], REASON_LIMIT)
+    return data
 
 
 def _ensure_name_free(session: Session, name: str) -> None:
@@ -471,9 +482,9 @@ def _class_info(bot_class: type[Any]) -> dict[str, Any]:
     from sdk.bot import PROTOCOL_VERSION
 
     return {
-        "name": str(bot_class.name),
-        "version": str(bot_class.version),
-        "author": str(bot_class.author),
+        "name": clean_text(bot_class.name, NAME_LIMIT),
+        "version": clean_text(bot_class.version, NAME_LIMIT),
+        "author": clean_text(bot_class.author, NAME_LIMIT),
         "protocol_version": PROTOCOL_VERSION,
         "language": "python",
     }

@@ -34,6 +34,7 @@ from arena.errors import ArenaError, ConflictError, NotFoundError
 from arena.match_runner import match_label, rules_to_column
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
 from arena.store import TournamentNotFoundError
+from arena.text import clean_text
 from sdk.dealing import SEED_LIMIT, derive_seed, new_seed
 from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
 
@@ -133,8 +134,12 @@ def create_tournament(
     ``max_faults``) taken from ``settings``; they are fixed here so that a worker's
     environment never changes how a tournament is refereed. Flushes, does not commit.
     """
-    if not isinstance(name, str) or not name.strip() or len(name) > 128 or "\x00" in name:
-        raise InvalidTournamentError(f"a tournament name is 1 to 128 characters, got {name!r}")
+    # A name is shown on pages: no control characters (arena/text.py), and bounded.
+    bad_name = not isinstance(name, str) or len(name) > 128 or not name.strip()
+    if bad_name or clean_text(name, 128) != name.strip():
+        raise InvalidTournamentError(
+            f"a tournament name is 1 to 128 characters without control characters, got {name!r:.80}"
+        )
     ids = list(dict.fromkeys(bot_ids))
     if len(ids) != len(bot_ids):
         raise InvalidTournamentError(f"a bot is entered twice: {list(bot_ids)!r}")
