@@ -29,9 +29,11 @@ from sqlalchemy.orm import Session, selectinload
 
 from arena.addresses import (
     AddressNotAllowedError,
+    DialTarget,
     InvalidAddressError,
     InvalidBotNameError,
-    check_address,
+    Resolver,
+    pin_address,
     validate_bot_name,
 )
 from arena.auth import require_operator
@@ -100,18 +102,20 @@ def register_bot(
     settings: Settings,
     check: bool = True,
     checker: BotChecker | None = None,
+    resolver: Resolver | None = None,
 ) -> Bot:
     """Register ``owner``'s new bot ``name`` served at ``address`` (``HOST:PORT``).
 
     Raises InvalidBotNameError (400), InvalidAddressError (400), AddressNotAllowedError (422),
     NameTakenError (409), or a BotCheckFailedError (422) when the bot fails its checks;
     nothing is added to the session then. ``check=False`` skips the network checks (trusted
-    callers and tests only).
+    callers and tests only). The checks dial the IP address the address check passed
+    (``resolver``: how names are resolved, default the system's).
     """
     validate_bot_name(name)
-    address = check_address(address, settings.allowed_bot_hosts)
+    address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
     _ensure_name_free(session, name)
-    info = _run_checks(address, settings, check, checker)
+    info = _run_checks(address, target, settings, check, checker)
     bot = Bot(name=name, owner=owner, address=address, hosted=None, status="active")
     bot.versions.append(BotVersion(number=1, address=address, hosted=None, info=info))
     _add(session, bot, name)
@@ -127,6 +131,7 @@ def update_bot(
     settings: Settings,
     check: bool = True,
     checker: BotChecker | None = None,
+    resolver: Resolver | None = None,
 ) -> Bot:
     """Point ``name`` at a new ``address`` (or re-check it at the same one) as a new version.
 
@@ -138,8 +143,8 @@ def update_bot(
     _ensure_may_change(owner, bot)
     if bot.hosted:
         raise InvalidHostedBotError(f"bot {name!r} is hosted by the arena ({bot.hosted}); it has no address")
-    address = check_address(address, settings.allowed_bot_hosts)
-    info = _run_checks(address, settings, check, checker)
+    address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
+    info = _run_checks(address, target, settings, check, checker)
     bot.address = address
     bot.status = "active"
     bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))
@@ -266,17 +271,20 @@ PROTOCOL_CHECK_HANDS = 2
 CHECK_RPC_TIMEOUT_S = 5.0
 
 
-def check_bot(address: str, settings: Settings) -> dict[str, Any]:
+def check_bot(address: str, settings: Settings, *, target: DialTarget | None = None) -> dict[str, Any]:
     """Check the bot served at ``address`` (health, GetInfo, conformance match) and return
     its info (name, version, author, protocol_version, language); a BotCheckFailedError
-    subclass says what failed."""
+    subclass says what failed. Every check dials ``target``, the resolution the address check
+    passed (:func:`arena.addresses.pin_address`; pinned here when not given), never the name."""
     import grpc
 
+    if target is None:
+        address, target = pin_address(address, settings.allowed_bot_hosts)
     where = f"the bot at {address!r}"
-    _check_health(address, where)
+    _check_health(target, where)
     from sdk.protocol import bot_pb2, bot_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    with _channel(target) as channel:
         try:
             reply = bot_pb2_grpc.BotServiceStub(channel).GetInfo(
                 bot_pb2.GetInfoRequest(), timeout=CHECK_RPC_TIMEOUT_S
@@ -290,15 +298,22 @@ def check_bot(address: str, settings: Settings) -> dict[str, Any]:
     _check_info(info, where)
     from sdk.grpc_player import GrpcPlayer
 
-    player = GrpcPlayer(address)
+    player = GrpcPlayer(target.target, authority=target.authority)
     try:
         _conformance_match(player, info["name"], settings, where)
     finally:
         player.close()
-    warnings = _protocol_check(address, settings, where)
+    warnings = _protocol_check(target.target, settings, where)
     if warnings:
         info["check_warnings"] = [clean_text(w, REASON_LIMIT) for w in warnings[:10]]
     return info
+
+
+def _channel(target: DialTarget) -> Any:
+    import grpc
+
+    options = [] if target.authority is None else [("grpc.default_authority", target.authority)]
+    return grpc.insecure_channel(target.target, options=options)
 
 
 def check_bot_class(bot_class: type[Any], settings: Settings) -> dict[str, Any]:
@@ -343,11 +358,11 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
     return [str(w) for w in report["warnings"]] + [f"nondeterministic: {n}" for n in report["nondeterminism"]]
 
 
-def _check_health(address: str, where: str) -> None:
+def _check_health(target: DialTarget, where: str) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    with _channel(target) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=CHECK_RPC_TIMEOUT_S
@@ -472,10 +487,14 @@ def _ensure_may_change(owner: Owner, bot: Bot) -> None:
         raise NotOwnerError(f"bot {bot.name!r} belongs to another owner; only its owner can change it")
 
 
-def _run_checks(address: str, settings: Settings, check: bool, checker: BotChecker | None) -> dict[str, Any]:
+def _run_checks(
+    address: str, target: DialTarget, settings: Settings, check: bool, checker: BotChecker | None
+) -> dict[str, Any]:
     if not check:
         return {}
-    return dict((checker or check_bot)(address, settings))
+    if checker is not None:
+        return dict(checker(address, settings))
+    return check_bot(address, settings, target=target)
 
 
 def _class_info(bot_class: type[Any]) -> dict[str, Any]:
