@@ -107,6 +107,19 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.lower(), int(port_text)
 
 
+_IP_IN_TEXT = re.compile(r"\[[0-9A-Fa-f:.%]+\](?::\d+)?|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b")
+HIDDEN = "<address>"
+
+
+def redact_addresses(text: str, addresses: Iterable[str | None]) -> str:
+    """``text`` (a fault reason, say) without where bots listen: each of ``addresses`` and
+    any IP address in it become ``<address>``, since only a bot's owner may see its address."""
+    for address in addresses:
+        if address:
+            text = text.replace(address, HIDDEN)
+    return _IP_IN_TEXT.sub(HIDDEN, text)
+
+
 def format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -134,6 +147,9 @@ class DialTarget:
 
     target: str
     authority: str | None = None
+    #: Reached only because the operator's allow-list lets the arena in (its own network),
+    #: not a public address (arena/claims.py asks public ones for a claim).
+    allow_listed: bool = False
 
 
 def resolve_for_dial(
@@ -171,10 +187,13 @@ def pin_address(
     this, as workers do at match time, so a name that answers a public address to the check
     and loopback to the next lookup cannot make the arena call inside (DNS rebinding)."""
     normalised, resolved = _checked(address, allowed_hosts, resolver)
+    host, port = parse_address(normalised)
+    literal = _ip(host)
     if not resolved:
-        return normalised, DialTarget(normalised)
-    _host, port = parse_address(normalised)
-    return normalised, DialTarget(format_address(resolved[0], port), normalised)
+        # An allowed name, or an IP literal (that passed: public, or internal and allowed).
+        return normalised, DialTarget(normalised, allow_listed=literal is None or is_internal(literal))
+    inside = all(is_internal(ipaddress.ip_address(ip)) for ip in resolved)
+    return normalised, DialTarget(format_address(resolved[0], port), normalised, allow_listed=inside)
 
 
 def _checked(address: str, allowed_hosts: Iterable[str], resolver: Resolver | None) -> tuple[str, list[str]]:
@@ -322,6 +341,7 @@ __all__ = [
     "is_internal",
     "parse_address",
     "pin_address",
+    "redact_addresses",
     "system_resolver",
     "validate_bot_name",
 ]

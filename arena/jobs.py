@@ -29,11 +29,13 @@ import socket
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from typing import Final
 
 from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.orm import Session
 
+from arena.addresses import redact_addresses
 from arena.db import dispose_engines, session_scope
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
@@ -151,7 +153,7 @@ def record_result(
 ) -> bool:
     """Write a played match in one transaction, guarded so it counts once: False (and
     nothing written) if the match was already done."""
-    result = clean_result(result)
+    result = clean_result(result, [seat.address for seat in plan.seats])
     blob = encode_logs(result.hands, seed=result.seed, players=result.players, rules=result.rules)
     stats = seat_stats(result)
     bots = [seat.bot_id for seat in plan.seats]
@@ -212,15 +214,17 @@ def record_result(
     return True
 
 
-def clean_result(result: MatchResult) -> MatchResult:
+def clean_result(result: MatchResult, addresses: Sequence[str | None] = ()) -> MatchResult:
     """``result`` with every fault reason (a bot's own error text, in part) fit to store
     (arena.text.clean_text): one NUL in one reason would make PostgreSQL refuse the whole
-    match, every other seat's result with it."""
+    match, every other seat's result with it. Reasons are public and name where an
+    unreachable bot listens: ``addresses`` and IP addresses are redacted (arena/claims.py)."""
     cleaned: dict[int, Fault] = {}
 
     def clean(fault: Fault) -> Fault:
         if id(fault) not in cleaned:
-            cleaned[id(fault)] = dataclasses.replace(fault, reason=clean_text(fault.reason, REASON_LIMIT))
+            reason = clean_text(redact_addresses(fault.reason, addresses), REASON_LIMIT)
+            cleaned[id(fault)] = dataclasses.replace(fault, reason=reason)
         return cleaned[id(fault)]
 
     hands = [

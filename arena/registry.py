@@ -37,6 +37,7 @@ from arena.addresses import (
     validate_bot_name,
 )
 from arena.auth import require_operator
+from arena.claims import check_claim, ensure_address_free, required_claim
 from arena.config import Settings
 from arena.errors import (
     ArenaError,
@@ -107,7 +108,9 @@ def register_bot(
     """Register ``owner``'s new bot ``name`` served at ``address`` (``HOST:PORT``).
 
     Raises InvalidBotNameError (400), InvalidAddressError (400), AddressNotAllowedError (422),
-    NameTakenError (409), or a BotCheckFailedError (422) when the bot fails its checks;
+    NameTakenError or AddressTakenError (409), ClaimRequiredError (422: the bot did not return
+    the owner's claim code, arena/claims.py), or a BotCheckFailedError (422) when the bot
+    fails its checks;
     nothing is added to the session then. ``check=False`` skips the network checks (trusted
     callers and tests only). The checks dial the IP address the address check passed
     (``resolver``: how names are resolved, default the system's).
@@ -115,7 +118,9 @@ def register_bot(
     validate_bot_name(name)
     address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
     _ensure_name_free(session, name)
-    info = _run_checks(address, target, settings, check, checker)
+    ensure_address_free(session, owner, address)
+    claim = required_claim(owner, address, target, settings)
+    info = _run_checks(address, target, settings, check, checker, claim)
     bot = Bot(name=name, owner=owner, address=address, hosted=None, status="active")
     bot.versions.append(BotVersion(number=1, address=address, hosted=None, info=info))
     _add(session, bot, name)
@@ -144,7 +149,10 @@ def update_bot(
     if bot.hosted:
         raise InvalidHostedBotError(f"bot {name!r} is hosted by the arena ({bot.hosted}); it has no address")
     address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
-    info = _run_checks(address, target, settings, check, checker)
+    ensure_address_free(session, bot.owner, address, bot.id)
+    # The bot's owner proves it runs the bot there; an operator acting for them need not.
+    claim = None if owner.is_operator else required_claim(bot.owner, address, target, settings)
+    info = _run_checks(address, target, settings, check, checker, claim)
     bot.address = address
     bot.status = "active"
     bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))
@@ -271,11 +279,14 @@ PROTOCOL_CHECK_HANDS = 2
 CHECK_RPC_TIMEOUT_S = 5.0
 
 
-def check_bot(address: str, settings: Settings, *, target: DialTarget | None = None) -> dict[str, Any]:
+def check_bot(
+    address: str, settings: Settings, *, target: DialTarget | None = None, claim: str | None = None
+) -> dict[str, Any]:
     """Check the bot served at ``address`` (health, GetInfo, conformance match) and return
     its info (name, version, author, protocol_version, language); a BotCheckFailedError
     subclass says what failed. Every check dials ``target``, the resolution the address check
-    passed (:func:`arena.addresses.pin_address`; pinned here when not given), never the name."""
+    passed (:func:`arena.addresses.pin_address`; pinned here when not given), never the name.
+    ``claim``: the claim code GetInfo must return (arena/claims.py), None for none."""
     import grpc
 
     if target is None:
@@ -296,6 +307,7 @@ def check_bot(address: str, settings: Settings, *, target: DialTarget | None = N
         for field in ("name", "version", "author", "protocol_version", "language")
     }
     _check_info(info, where)
+    check_claim(reply.claim, claim, address, where)
     from sdk.grpc_player import GrpcPlayer
 
     player = GrpcPlayer(target.target, authority=target.authority)
@@ -488,13 +500,18 @@ def _ensure_may_change(owner: Owner, bot: Bot) -> None:
 
 
 def _run_checks(
-    address: str, target: DialTarget, settings: Settings, check: bool, checker: BotChecker | None
+    address: str,
+    target: DialTarget,
+    settings: Settings,
+    check: bool,
+    checker: BotChecker | None,
+    claim: str | None,
 ) -> dict[str, Any]:
     if not check:
         return {}
     if checker is not None:
         return dict(checker(address, settings))
-    return check_bot(address, settings, target=target)
+    return check_bot(address, settings, target=target, claim=claim)
 
 
 def _class_info(bot_class: type[Any]) -> dict[str, Any]:
