@@ -35,6 +35,9 @@ class Settings:
     time_bank_ms: int = 5000
     #: Faults after which a seat forfeits the rest of its match.
     max_faults: int = 3
+    #: Seconds all of a bot's registration checks may take together (a slow bot must not
+    #: hold one of the few check slots for minutes).
+    check_time_limit_s: int = 30
     #: Secret key of the dashboard's Flask app (sessions, CSRF).
     secret_key: str = ""
 
@@ -68,5 +71,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         decision_deadline_ms=_int(env, "TONK_DECISION_DEADLINE_MS", 1000),
         time_bank_ms=_int(env, "TONK_TIME_BANK_MS", 5000),
         max_faults=_int(env, "TONK_MAX_FAULTS", 3),
+        check_time_limit_s=_int(env, "TONK_CHECK_TIME_LIMIT_S", 30),
         secret_key=get("TONK_SECRET_KEY", ""),
     )

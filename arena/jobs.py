@@ -50,6 +50,9 @@ HEARTBEAT_S: Final = 3.0
 #: A running match whose heartbeat is older than this is presumed abandoned.
 LEASE_S: Final = 30.0
 
+#: FaultRecord.kind of a slow lifecycle notice (sdk.referee.SlowNotice): recorded, not charged.
+SLOW: Final = "slow"
+
 # What play_match_job returns (RQ keeps it as the job's result).
 DONE, ALREADY_DONE, BUSY, NOT_RUNNING, LOST = "done", "already-done", "busy", "not-running", "lost"
 
@@ -194,22 +197,34 @@ def record_result(
                 )
                 .execution_options(synchronize_session=False)
             )
-        if result.faults:
-            session.execute(
-                insert(FaultRecord),
-                [
-                    {
-                        "match_id": plan.match_id,
-                        "seat": f.seat,
-                        "bot_id": bots[f.seat],
-                        "hand_index": f.hand_index,
-                        "decision": f.decision,
-                        "kind": f.kind.value,
-                        "reason": f.reason,
-                    }
-                    for f in result.faults
-                ],
-            )
+        rows = [
+            {
+                "match_id": plan.match_id,
+                "seat": f.seat,
+                "bot_id": bots[f.seat],
+                "hand_index": f.hand_index,
+                "decision": f.decision,
+                "kind": f.kind.value,
+                "reason": f.reason,
+            }
+            for f in result.faults
+        ]
+        # Slow lifecycle notices cost no chips but are kept with the faults, kind "slow"
+        # (decision -2: an EndHand, -3: the EndMatch), so slowness shows on the bot's page.
+        rows += [
+            {
+                "match_id": plan.match_id,
+                "seat": note.seat,
+                "bot_id": bots[note.seat],
+                "hand_index": note.hand_index,
+                "decision": -2 if note.rpc == "EndHand" else -3,
+                "kind": SLOW,
+                "reason": note.reason,
+            }
+            for note in result.slow_notices
+        ]
+        if rows:
+            session.execute(insert(FaultRecord), rows)
         session.execute(insert(Replay).values(match_id=plan.match_id, format=FORMAT, data=blob))
     return True
 

@@ -20,7 +20,10 @@ Operators may also update or retire anyone's bot, and host bots the arena runs i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import select
@@ -86,6 +89,12 @@ class BotUnhealthyError(BotCheckFailedError):
 
 class ConformanceFailedError(BotCheckFailedError):
     code = "conformance_failed"
+
+
+class CheckTimeLimitError(BotCheckFailedError):
+    """The checks took longer than ``Settings.check_time_limit_s`` in all."""
+
+    code = "check_time_limit"
 
 
 class InvalidHostedBotError(UnprocessableError):
@@ -292,13 +301,14 @@ def check_bot(
     if target is None:
         address, target = pin_address(address, settings.allowed_bot_hosts)
     where = f"the bot at {address!r}"
-    _check_health(target, where)
+    budget = _Budget(settings.check_time_limit_s, where)
+    _check_health(target, where, budget.timeout(CHECK_RPC_TIMEOUT_S))
     from sdk.protocol import bot_pb2, bot_pb2_grpc
 
     with _channel(target) as channel:
         try:
             reply = bot_pb2_grpc.BotServiceStub(channel).GetInfo(
-                bot_pb2.GetInfoRequest(), timeout=CHECK_RPC_TIMEOUT_S
+                bot_pb2.GetInfoRequest(), timeout=budget.timeout(CHECK_RPC_TIMEOUT_S)
             )
         except grpc.RpcError as exc:
             raise BotCheckFailedError(f"{where} did not answer GetInfo: {_rpc_text(exc)}") from None
@@ -312,10 +322,11 @@ def check_bot(
 
     player = GrpcPlayer(target.target, authority=target.authority)
     try:
-        _conformance_match(player, info["name"], settings, where)
+        with budget.cutting(player.close):
+            _conformance_match(player, info["name"], settings, where)
     finally:
         player.close()
-    warnings = _protocol_check(target.target, settings, where)
+    warnings = _protocol_check(target.target, settings, where, budget)
     if warnings:
         info["check_warnings"] = [clean_text(w, REASON_LIMIT) for w in warnings[:10]]
     return info
@@ -337,7 +348,7 @@ def check_bot_class(bot_class: type[Any], settings: Settings) -> dict[str, Any]:
     return info
 
 
-def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
+def _protocol_check(address: str, settings: Settings, where: str, budget: _Budget) -> list[str]:
     """The SDK's protocol check (``tonk check``: every rule variant and 2 to 6 seats, crafted
     rare positions, determinism) at the arena's deadline; any fault refuses the bot. Returns
     its warnings (nondeterminism included: legal play, so it is reported, not refused)."""
@@ -346,11 +357,19 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
         from sdk.conformance import check_bot as run_check
     except ImportError:  # an SDK without the checker: the match against random must do
         return []
-    config = CheckConfig(deadline_ms=settings.decision_deadline_ms, hands=PROTOCOL_CHECK_HANDS, max_faults=1)
+    config = CheckConfig(
+        deadline_ms=settings.decision_deadline_ms,
+        hands=PROTOCOL_CHECK_HANDS,
+        max_faults=1,
+        time_limit_s=budget.left(),
+    )
     try:
-        report = run_check(address, config).to_json()
+        checked = run_check(address, config)
     except ConformanceError as exc:
         raise BotCheckFailedError(f"{where} could not be checked: {exc}") from None
+    if checked.time_limit_hit:
+        raise budget.exceeded()
+    report = checked.to_json()
     faults, problems = list(report["faults"]), list(report["problems"])
     if faults or problems:
         if faults:
@@ -370,14 +389,14 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
     return [str(w) for w in report["warnings"]] + [f"nondeterministic: {n}" for n in report["nondeterminism"]]
 
 
-def _check_health(target: DialTarget, where: str) -> None:
+def _check_health(target: DialTarget, where: str, timeout: float) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     with _channel(target) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=CHECK_RPC_TIMEOUT_S
+                health_pb2.HealthCheckRequest(service=""), timeout=timeout
             )
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
@@ -441,6 +460,53 @@ def _conformance_match(player: Any, name: str, settings: Settings, where: str) -
             return
         seed = new_seed()
     raise ConformanceFailedError(f"{where} was never asked to act in its conformance match; try again")
+
+
+class _Budget:
+    """The time all of one bot's checks may take (``Settings.check_time_limit_s``): each RPC's
+    timeout is capped by what is left, and a match still running when it is spent has its
+    connection cut, so a slow but legal bot cannot hold a check slot for minutes."""
+
+    def __init__(self, limit_s: float, where: str):
+        self.limit_s = limit_s
+        self.where = where
+        self.ends = time.monotonic() + limit_s
+
+    def left(self) -> float:
+        return max(0.001, self.ends - time.monotonic())
+
+    def timeout(self, longest: float) -> float:
+        return min(longest, self.left())
+
+    def exceeded(self) -> CheckTimeLimitError:
+        return CheckTimeLimitError(
+            f"the checks of {self.where} took longer than the {self.limit_s:g} s the arena gives them; "
+            "a bot must answer well within its deadline (`tonk check HOST:PORT` shows its latency)"
+        )
+
+    @contextmanager
+    def cutting(self, cut: Callable[[], None]) -> Iterator[None]:
+        """Run the block, calling ``cut`` (which must make it fail fast) if the time runs out
+        meanwhile; whatever the block then raises becomes a CheckTimeLimitError."""
+        hit = threading.Event()
+
+        def run_out() -> None:
+            hit.set()
+            cut()
+
+        timer = threading.Timer(self.left(), run_out)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except BotCheckFailedError:
+            if hit.is_set():
+                raise self.exceeded() from None
+            raise
+        finally:
+            timer.cancel()
+        if hit.is_set():
+            raise self.exceeded()
 
 
 class _CountingPlayer:
@@ -547,6 +613,7 @@ __all__ = [
     "BotNotFoundError",
     "BotUnhealthyError",
     "BotUnreachableError",
+    "CheckTimeLimitError",
     "ConformanceFailedError",
     "InvalidAddressError",
     "InvalidBotNameError",

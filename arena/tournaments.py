@@ -99,6 +99,8 @@ REFEREE_LIMITS: dict[str, tuple[int, int]] = {
     "decision_deadline_ms": (1, 600_000),
     "time_bank_ms": (0, 3_600_000),
     "max_faults": (1, 1_000),
+    # Optional (sdk.referee.RefereeConfig's default when absent): StartMatch/EndHand/EndMatch.
+    "lifecycle_deadline_ms": (1, 60_000),
 }
 
 
@@ -166,8 +168,10 @@ def create_tournament(
         "max_faults": base.max_faults,
     }
     for key, value in (config or {}).items():
-        if key not in referee:
-            raise InvalidTournamentError(f"referee setting {key}={value!r} is not one of {sorted(referee)}")
+        if key not in REFEREE_LIMITS:
+            raise InvalidTournamentError(
+                f"referee setting {key}={value!r:.40} is not one of {sorted(REFEREE_LIMITS)}"
+            )
         low, high = REFEREE_LIMITS[key]
         if type(value) is not int or not low <= value <= high:
             raise InvalidTournamentError(
