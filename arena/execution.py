@@ -30,6 +30,7 @@ from sqlalchemy import select
 from arena.config import Settings
 from arena.db import session_scope
 from arena.jobs import play_match_job, recover_matches
+from arena.lifeline import die_with
 from arena.models import Match
 from arena.store import Progress, tournament_progress
 from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
@@ -83,7 +84,10 @@ class EmbeddedBackend:
         # The server imports these once; each pool process is then a cheap fork of it
         # ("__main__" too, or every process would re-run the main script).
         context.set_forkserver_preload(["__main__", "arena.jobs"])
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        # A kill -9 of this process must not leave its pool behind (arena/lifeline.py).
+        return ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=context, initializer=die_with, initargs=(os.getpid(),)
+        )
 
     def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
         queued = 0

@@ -202,6 +202,16 @@ class FaultServicer(BotServicer):
         raise AssertionError(f"no misbehaviour for {fault!r}")
 
 
+class SleepyBot(Bot):
+    """Plays randomly, 50 ms a decision: a hosted bot that keeps a match going for a while."""
+
+    name = "sleepy"
+
+    def act(self, obs: Any) -> int:
+        time.sleep(0.05)
+        return self.rng.randrange(len(obs.legal_actions))
+
+
 class LifecycleFaultBot(Bot):
     """Plays randomly but crashes in every EndHand: lifecycle notices are a courtesy, so
     this must cost it nothing."""
