@@ -326,7 +326,7 @@ def check_bot(
             _conformance_match(player, info["name"], settings, where)
     finally:
         player.close()
-    warnings = _protocol_check(target.target, settings, where, budget)
+    warnings = _protocol_check(target.target, address, settings, where, budget)
     if warnings:
         info["check_warnings"] = [clean_text(w, REASON_LIMIT) for w in warnings[:10]]
     return info
@@ -348,7 +348,7 @@ def check_bot_class(bot_class: type[Any], settings: Settings) -> dict[str, Any]:
     return info
 
 
-def _protocol_check(address: str, settings: Settings, where: str, budget: _Budget) -> list[str]:
+def _protocol_check(dial: str, address: str, settings: Settings, where: str, budget: _Budget) -> list[str]:
     """The SDK's protocol check (``tonk check``: every rule variant and 2 to 6 seats, crafted
     rare positions, determinism) at the arena's deadline; any fault refuses the bot. Returns
     its warnings (nondeterminism included: legal play, so it is reported, not refused)."""
@@ -364,7 +364,7 @@ def _protocol_check(address: str, settings: Settings, where: str, budget: _Budge
         time_limit_s=budget.left(),
     )
     try:
-        checked = run_check(address, config)
+        checked = run_check(dial, config)  # the checked IP, not the name (see check_bot)
     except ConformanceError as exc:
         raise BotCheckFailedError(f"{where} could not be checked: {exc}") from None
     if checked.time_limit_hit:
