@@ -228,3 +228,32 @@ def test_tonk_submit_prints_the_claim_code_and_succeeds_once_the_bot_serves_it(
     finally:
         server.shutdown()
         thread.join(10)
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed", "resolved", "allow_listed"),
+    [
+        ("8.8.8.8:50051", (), [], False),  # a public IP literal
+        ("bots.example.org:50051", (), ["93.184.216.34"], False),  # a public name
+        ("127.0.0.1:50051", ("127.0.0.1",), [], True),  # an internal IP the operator allows
+        ("bot-random:50051", ("bot-random",), [], True),  # a name the operator allows
+        ("inside.example.org:50051", ("10.0.0.0/8",), ["10.1.2.3"], True),  # resolves inside, allowed
+        ("8.8.8.8:50051", ("8.8.8.0/24",), [], False),  # public stays public, even if listed
+    ],
+)
+def test_which_addresses_need_a_claim(
+    address: str, allowed: tuple[str, ...], resolved: list[str], allow_listed: bool
+) -> None:
+    from arena.addresses import pin_address
+    from arena.claims import required_claim
+    from arena.models import Owner
+
+    normalised, target = pin_address(address, allowed, resolver=lambda host: resolved)
+    assert target.allow_listed is allow_listed
+    owner, operator = Owner(id=7, name="ann", is_operator=False), Owner(id=8, name="op", is_operator=True)
+    plain = Settings(allowed_bot_hosts=allowed)
+    strict = Settings(allowed_bot_hosts=allowed, claim_allowed_hosts=True)
+    expected = None if allow_listed else claim_code(7, normalised)
+    assert required_claim(owner, normalised, target, plain) == expected
+    assert required_claim(owner, normalised, target, strict) == claim_code(7, normalised)
+    assert required_claim(operator, normalised, target, strict) is None
