@@ -52,6 +52,7 @@ LEASE_S: Final = 30.0
 
 #: FaultRecord.kind of a slow lifecycle notice (sdk.referee.SlowNotice): recorded, not charged.
 SLOW: Final = "slow"
+SLOW_DECISION: Final = {"StartMatch": -1, "EndHand": -2, "EndMatch": -3}
 
 # What play_match_job returns (RQ keeps it as the job's result).
 DONE, ALREADY_DONE, BUSY, NOT_RUNNING, LOST = "done", "already-done", "busy", "not-running", "lost"
@@ -209,15 +210,15 @@ def record_result(
             }
             for f in result.faults
         ]
-        # Slow lifecycle notices cost no chips but are kept with the faults, kind "slow"
-        # (decision -2: an EndHand, -3: the EndMatch), so slowness shows on the bot's page.
+        # Slow lifecycle calls cost no chips but are kept with the faults, kind "slow"
+        # (decision -1: StartMatch, -2: an EndHand, -3: the EndMatch), so slowness shows.
         rows += [
             {
                 "match_id": plan.match_id,
                 "seat": note.seat,
                 "bot_id": bots[note.seat],
                 "hand_index": note.hand_index,
-                "decision": -2 if note.rpc == "EndHand" else -3,
+                "decision": SLOW_DECISION.get(note.rpc, -3),
                 "kind": SLOW,
                 "reason": note.reason,
             }

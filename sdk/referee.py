@@ -121,9 +121,10 @@ class RefereeConfig:
     time_bank_ms: int = 0  # extra time a seat may spend over its deadlines in a match; 0 = none
     max_faults: int = 3
     #: StartMatch, EndHand and EndMatch are cut off after this long (a gRPC seat's own
-    #: lifecycle timeout applies when shorter). A notice (EndHand, EndMatch) that is cut off
-    #: or takes over half of it is recorded as slow; one cut off ends that seat's notices
-    #: for the match, so a bot slow to take notices costs the match one deadline, not one a hand.
+    #: lifecycle timeout applies when shorter): a StartMatch cut off is a fault, a notice
+    #: (EndHand, EndMatch) cut off ends that seat's notices for the match, so a bot slow to
+    #: take notices costs the match one deadline, not one a hand. Any of them taking over half
+    #: of it is recorded as slow.
     lifecycle_deadline_ms: int = 1000
 
 
@@ -134,7 +135,7 @@ class SlowNotice:
 
     seat: int
     hand_index: int  # the hand an EndHand was about; the number of hands played for EndMatch
-    rpc: str  # "EndHand" or "EndMatch"
+    rpc: str  # "StartMatch", "EndHand" or "EndMatch"
     elapsed_ms: int
     cut_off: bool  # it hit the deadline: no more notices for this seat in the match
 
@@ -207,11 +208,16 @@ def play_match(
             match_id, seat, seat_names, rules, hands, first_dealer, cfg.decision_deadline_ms, cfg.time_bank_ms
         )
         _bound_lifecycle(player, cfg.lifecycle_deadline_ms)
+        started = time.perf_counter_ns()
         try:
             player.match_start(info)
         except PlayerFaultError as exc:
             result.faults.append(Fault(seat, 0, -1, exc.kind, exc.reason))
             fault_count[seat] = cfg.max_faults  # a bot that cannot start cannot play
+        else:
+            elapsed_ms = (time.perf_counter_ns() - started) // 1_000_000
+            if 2 * elapsed_ms > cfg.lifecycle_deadline_ms:  # started, but slowly: on the record
+                result.slow_notices.append(SlowNotice(seat, 0, "StartMatch", int(elapsed_ms), False))
     forfeiter = next((s for s in range(n) if fault_count[s] >= cfg.max_faults), None)
     hand_index = 0
     while hand_index < hands and forfeiter is None:

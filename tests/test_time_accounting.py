@@ -14,7 +14,7 @@ from faultbots import register_bots
 
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
-from sdk.bot import HandResult, MatchSummary
+from sdk.bot import HandResult, MatchInfo, MatchSummary
 from sdk.grpc_player import GrpcPlayer
 from sdk.observation import Observation
 from sdk.referee import LocalPlayer, RefereeConfig, play_match
@@ -82,6 +82,26 @@ def test_notices_over_half_the_deadline_are_recorded_but_still_sent(slow_bot: Ru
     ]
     assert all(250 <= n.elapsed_ms < 400 for n in result.slow_notices)
     assert SlowNoticeBot.calls == {"EndHand": 3, "EndMatch": 1}
+
+
+class SlowStartBot(RandomBot):
+    name = "slow-start"
+
+    def start_match(self, info: MatchInfo) -> None:
+        threading.Event().wait(0.25)
+        super().start_match(info)
+
+
+def test_a_slow_start_is_recorded_and_one_cut_off_is_the_fault_it_was() -> None:
+    server = start_server(SlowStartBot)
+    try:
+        slow = play(server.address, RefereeConfig(lifecycle_deadline_ms=400), hands=1)
+        cut = play(server.address, RefereeConfig(lifecycle_deadline_ms=100), hands=1)
+    finally:
+        server.stop(0)
+    assert slow.faults == [] and [(n.rpc, n.cut_off) for n in slow.slow_notices] == [("StartMatch", False)]
+    assert [(f.decision, f.kind.value) for f in cut.faults] == [(-1, "timeout")] and cut.forfeited == 0
+    assert "StartMatch: no reply within 100 ms" in cut.faults[0].reason
 
 
 def test_a_players_shorter_lifecycle_timeout_is_kept(slow_bot: RunningServer) -> None:
