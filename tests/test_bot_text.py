@@ -190,3 +190,28 @@ def test_a_tournament_name_with_control_characters_is_refused(url: str) -> None:
     finally:
         dispose_engines()
 
+
+
+def test_direction_changing_text_a_user_may_store_is_shown_escaped(sqlite_url: str) -> None:
+    """Format characters (RLO, zero-width) are not controls, so a tournament name may hold
+    them; every page that prints the name shows them as escapes."""
+    from arena.auth import get_or_create_operator
+    from arena.db import dispose_engines, session_scope
+    from arena.registry import host_bot
+    from arena.tournaments import create_tournament
+    from dashboard import create_app
+
+    try:
+        with session_scope(sqlite_url) as session:
+            operator = get_or_create_operator(session, "house")
+            ids = [host_bot(session, operator, n, "random", check=False).id for n in ("r-one", "r-two")]
+            name = "Open \u202egnirpS\u202c\u200b"
+            tid = create_tournament(session, name=name, bot_ids=ids, table_sizes=[2], matches_per_table=1,
+                                    hands_per_match=1).id
+        client = create_app({"DATABASE_URL": sqlite_url, "TESTING": True}).test_client()
+        for path in ("/tournaments/", f"/tournaments/{tid}"):
+            html = client.get(path).get_data(as_text=True)
+            assert "Open &lt;U+202E&gt;gnirpS&lt;U+202C&gt;&lt;U+200B&gt;" in html, path
+            assert not any(ch in html for ch in RAW), path
+    finally:
+        dispose_engines()
