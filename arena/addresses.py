@@ -9,9 +9,10 @@ resolve to any of them (or to nothing). The operator lifts this for chosen hosts
 ``Settings.allowed_bot_hosts`` (``TONK_ALLOWED_BOT_HOSTS``): exact host names, IP addresses,
 or networks such as ``10.0.0.0/8``.
 
-The check runs twice: when a bot is registered (:func:`check_address`), and in the worker
-right before every match (:func:`resolve_for_dial`), which then dials the IP address it
-checked, so a name that resolves somewhere else later cannot lead a worker inside.
+The check runs twice: when a bot is registered (:func:`pin_address`, whose checks then dial
+the IP address it checked), and in the worker right before every match
+(:func:`resolve_for_dial`), which also dials the IP address it checked, so a name that
+resolves somewhere else later cannot lead the arena inside.
 
 Addresses are ``HOST:PORT``: ``bots.example.org:50051``, ``203.0.113.7:50051``,
 ``[2001:db8::7]:50051`` (IPv6 in brackets, as in URLs).
@@ -29,7 +30,15 @@ from arena.errors import ArenaError, UnprocessableError
 
 BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{1,31}$")
 _LABEL_RE = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# IPv6 forms that carry an IPv4 address in their last 32 bits: IPv4-compatible (deprecated),
+# IPv4-mapped, IPv4-translated (SIIT) and the well-known NAT64 prefix. Connecting to one of
+# them can reach that IPv4 host, so it is judged as that host.
+_LOW32_EMBEDDING = tuple(
+    ipaddress.ip_network(net) for net in ("::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96")
+)
+# Never public (RFC 8215): the local-use NAT64 prefix embeds IPv4 at positions that depend on
+# the operator's prefix length, so all of it is refused.
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: Resolves a host name to the IP addresses it stands for ([] if it does not resolve).
@@ -98,6 +107,19 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.lower(), int(port_text)
 
 
+_IP_IN_TEXT = re.compile(r"\[[0-9A-Fa-f:.%]+\](?::\d+)?|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b")
+HIDDEN = "<address>"
+
+
+def redact_addresses(text: str, addresses: Iterable[str | None]) -> str:
+    """``text`` (a fault reason, say) without where bots listen: each of ``addresses`` and
+    any IP address in it become ``<address>``, since only a bot's owner may see its address."""
+    for address in addresses:
+        if address:
+            text = text.replace(address, HIDDEN)
+    return _IP_IN_TEXT.sub(HIDDEN, text)
+
+
 def format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -125,6 +147,9 @@ class DialTarget:
 
     target: str
     authority: str | None = None
+    #: Reached only because the operator's allow-list lets the arena in (its own network),
+    #: not a public address (arena/claims.py asks public ones for a claim).
+    allow_listed: bool = False
 
 
 def resolve_for_dial(
@@ -149,6 +174,26 @@ def resolve_for_dial(
     if not resolved:
         return DialTarget(normalised)
     return DialTarget(format_address(resolved[0], port), normalised)
+
+
+def pin_address(
+    address: str,
+    allowed_hosts: Iterable[str] = (),
+    *,
+    resolver: Resolver | None = None,
+) -> tuple[str, DialTarget]:
+    """Check ``address`` as :func:`check_address` does and return it normalised, with where to
+    dial it: the IP address that passed the check, for a name. Registration checks dial only
+    this, as workers do at match time, so a name that answers a public address to the check
+    and loopback to the next lookup cannot make the arena call inside (DNS rebinding)."""
+    normalised, resolved = _checked(address, allowed_hosts, resolver)
+    host, port = parse_address(normalised)
+    literal = _ip(host)
+    if not resolved:
+        # An allowed name, or an IP literal (that passed: public, or internal and allowed).
+        return normalised, DialTarget(normalised, allow_listed=literal is None or is_internal(literal))
+    inside = all(is_internal(ipaddress.ip_address(ip)) for ip in resolved)
+    return normalised, DialTarget(format_address(resolved[0], port), normalised, allow_listed=inside)
 
 
 def _checked(address: str, allowed_hosts: Iterable[str], resolver: Resolver | None) -> tuple[str, list[str]]:
@@ -184,17 +229,31 @@ def _checked(address: str, allowed_hosts: Iterable[str], resolver: Resolver | No
 
 
 def is_internal(ip: IPAddress) -> bool:
-    """Whether ``ip`` is anything but a public unicast address, including IPv4 addresses
-    embedded in IPv6 ones (mapped, 6to4, NAT64) that would reach an internal IPv4 host."""
+    """Whether ``ip`` is anything but a public unicast address, including IPv6 addresses that
+    embed an IPv4 address that is not public (IPv4-compatible, mapped, SIIT, NAT64, 6to4,
+    Teredo, ISATAP): they would reach an internal IPv4 host."""
     if ip.is_multicast or not ip.is_global:
         return True
     if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is None and ip in _NAT64:
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None:
-            return is_internal(embedded)
+        if ip in _LOCAL_NAT64:
+            return True
+        return any(is_internal(v4) for v4 in embedded_ipv4(ip))
     return False
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (none for a plain IPv6 address)."""
+    out: list[ipaddress.IPv4Address] = []
+    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if any(ip in net for net in _LOW32_EMBEDDING):
+        out.append(low32)
+    if ip.sixtofour is not None:
+        out.append(ip.sixtofour)
+    if ip.teredo is not None:
+        out.extend(ip.teredo)
+    if (int(ip) >> 32) & 0xFDFFFFFF == 0x00005EFE:  # ISATAP interface id ::0:5efe:V4 / ::200:5efe:V4
+        out.append(low32)
+    return out
 
 
 def system_resolver(host: str) -> list[str]:
@@ -273,12 +332,16 @@ def _kind(ip: IPAddress) -> str:
 
 __all__ = [
     "AddressNotAllowedError",
+    "DialTarget",
     "InvalidAddressError",
     "InvalidBotNameError",
     "check_address",
+    "embedded_ipv4",
     "format_address",
     "is_internal",
     "parse_address",
+    "pin_address",
+    "redact_addresses",
     "system_resolver",
     "validate_bot_name",
 ]

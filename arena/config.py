@@ -28,11 +28,16 @@ class Settings:
     #: Hosts bots may be registered at besides public addresses, comma separated
     #: (e.g. "127.0.0.1,localhost" on a single-machine arena).
     allowed_bot_hosts: tuple[str, ...] = field(default_factory=tuple)
+    #: Ask a claim code (arena/claims.py) of bots at allowed hosts too, not only public ones.
+    claim_allowed_hosts: bool = False
     #: Per-decision deadline and per-match time bank given to bots, in milliseconds.
     decision_deadline_ms: int = 1000
     time_bank_ms: int = 5000
     #: Faults after which a seat forfeits the rest of its match.
     max_faults: int = 3
+    #: Seconds all of a bot's registration checks may take together (a slow bot must not
+    #: hold one of the few check slots for minutes).
+    check_time_limit_s: int = 30
     #: Secret key of the dashboard's Flask app (sessions, CSRF).
     secret_key: str = ""
 
@@ -62,8 +67,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         embedded_workers=_int(env, "TONK_EMBEDDED_WORKERS", 0),
         operator_token=get("TONK_OPERATOR_TOKEN", ""),
         allowed_bot_hosts=hosts,
+        claim_allowed_hosts=get("TONK_CLAIM_ALLOWED_HOSTS", "0").lower() in ("1", "true", "yes"),
         decision_deadline_ms=_int(env, "TONK_DECISION_DEADLINE_MS", 1000),
         time_bank_ms=_int(env, "TONK_TIME_BANK_MS", 5000),
         max_faults=_int(env, "TONK_MAX_FAULTS", 3),
+        check_time_limit_s=_int(env, "TONK_CHECK_TIME_LIMIT_S", 30),
         secret_key=get("TONK_SECRET_KEY", ""),
     )

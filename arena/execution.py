@@ -97,6 +97,7 @@ class EmbeddedBackend:
         # The server imports these once; each pool process is then a cheap fork of it
         # ("__main__" too, or every process would re-run the main script).
         context.set_forkserver_preload(["__main__", "arena.jobs", "arena.execution"])
+        # A kill -9 of this process must not leave its pool behind (arena/processes.py).
         return ProcessPoolExecutor(
             max_workers=self.workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),)
         )

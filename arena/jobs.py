@@ -22,29 +22,37 @@ to ``pending`` when its worker process is gone (same host) or its heartbeat is o
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import socket
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from typing import Final
 
 from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.orm import Session
 
+from arena.addresses import redact_addresses
 from arena.db import dispose_engines, session_scope
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
 from arena.store import MatchNotFoundError
+from arena.text import REASON_LIMIT, clean_text
 from arena.tournaments import finish_if_complete
-from sdk.referee import HandLog, MatchResult
+from sdk.referee import Fault, HandLog, MatchResult
 
 #: Seconds between heartbeats of a running match.
 HEARTBEAT_S: Final = 3.0
 #: A running match whose heartbeat is older than this is presumed abandoned.
 LEASE_S: Final = 30.0
+
+#: FaultRecord.kind of a slow lifecycle notice (sdk.referee.SlowNotice): recorded, not charged.
+SLOW: Final = "slow"
+SLOW_DECISION: Final = {"StartMatch": -1, "EndHand": -2, "EndMatch": -3}
 
 # What play_match_job returns (RQ keeps it as the job's result).
 DONE, ALREADY_DONE, BUSY, NOT_RUNNING, LOST = "done", "already-done", "busy", "not-running", "lost"
@@ -149,6 +157,7 @@ def record_result(
 ) -> bool:
     """Write a played match in one transaction, guarded so it counts once: False (and
     nothing written) if the match was already done."""
+    result = clean_result(result, [seat.address for seat in plan.seats])
     blob = encode_logs(result.hands, seed=result.seed, players=result.players, rules=result.rules)
     stats = seat_stats(result)
     bots = [seat.bot_id for seat in plan.seats]
@@ -189,30 +198,62 @@ def record_result(
                 )
                 .execution_options(synchronize_session=False)
             )
-        if result.faults:
-            session.execute(
-                insert(FaultRecord),
-                [
-                    {
-                        "match_id": plan.match_id,
-                        "seat": f.seat,
-                        "bot_id": bots[f.seat],
-                        "hand_index": f.hand_index,
-                        "decision": f.decision,
-                        "kind": f.kind.value,
-                        "reason": f.reason[:2000],
-                    }
-                    for f in result.faults
-                ],
-            )
+        rows = [
+            {
+                "match_id": plan.match_id,
+                "seat": f.seat,
+                "bot_id": bots[f.seat],
+                "hand_index": f.hand_index,
+                "decision": f.decision,
+                "kind": f.kind.value,
+                "reason": f.reason,
+            }
+            for f in result.faults
+        ]
+        # Slow lifecycle calls cost no chips but are kept with the faults, kind "slow"
+        # (decision -1: StartMatch, -2: an EndHand, -3: the EndMatch), so slowness shows.
+        rows += [
+            {
+                "match_id": plan.match_id,
+                "seat": note.seat,
+                "bot_id": bots[note.seat],
+                "hand_index": note.hand_index,
+                "decision": SLOW_DECISION.get(note.rpc, -3),
+                "kind": SLOW,
+                "reason": note.reason,
+            }
+            for note in result.slow_notices
+        ]
+        if rows:
+            session.execute(insert(FaultRecord), rows)
         session.execute(insert(Replay).values(match_id=plan.match_id, format=FORMAT, data=blob))
     return True
+
+
+def clean_result(result: MatchResult, addresses: Sequence[str | None] = ()) -> MatchResult:
+    """``result`` with every fault reason (a bot's own error text, in part) fit to store
+    (arena.text.clean_text): one NUL in one reason would make PostgreSQL refuse the whole
+    match, every other seat's result with it. Reasons are public and name where an
+    unreachable bot listens: ``addresses`` and IP addresses are redacted (arena/claims.py)."""
+    cleaned: dict[int, Fault] = {}
+
+    def clean(fault: Fault) -> Fault:
+        if id(fault) not in cleaned:
+            reason = clean_text(redact_addresses(fault.reason, addresses), REASON_LIMIT)
+            cleaned[id(fault)] = dataclasses.replace(fault, reason=reason)
+        return cleaned[id(fault)]
+
+    hands = [
+        dataclasses.replace(log, faults=[clean(f) for f in log.faults]) if log.faults else log
+        for log in result.hands
+    ]
+    return dataclasses.replace(result, hands=hands, faults=[clean(f) for f in result.faults])
 
 
 def mark_failed(database_url: str, match_id: int, worker: str, exc: BaseException) -> None:
     """Record why a match could not be played (an arena problem, not a bot's fault: those
     are faults inside the match). Only the claimant may; a resume retries failed matches."""
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:4000]
+    text = clean_text("".join(traceback.format_exception_only(type(exc), exc)), REASON_LIMIT)
     try:
         with session_scope(database_url) as session:
             session.execute(

@@ -104,6 +104,7 @@ def referee_config(config: dict[str, object], defaults: RefereeConfig) -> Refere
         decision_deadline_ms=pick("decision_deadline_ms", defaults.decision_deadline_ms),
         time_bank_ms=pick("time_bank_ms", defaults.time_bank_ms),
         max_faults=max(1, pick("max_faults", defaults.max_faults)),
+        lifecycle_deadline_ms=max(1, pick("lifecycle_deadline_ms", defaults.lifecycle_deadline_ms)),
     )
 
 

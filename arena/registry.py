@@ -20,7 +20,10 @@ Operators may also update or retire anyone's bot, and host bots the arena runs i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import select
@@ -29,12 +32,15 @@ from sqlalchemy.orm import Session, selectinload
 
 from arena.addresses import (
     AddressNotAllowedError,
+    DialTarget,
     InvalidAddressError,
     InvalidBotNameError,
-    check_address,
+    Resolver,
+    pin_address,
     validate_bot_name,
 )
 from arena.auth import require_operator
+from arena.claims import check_claim, ensure_address_free, required_claim
 from arena.config import Settings
 from arena.errors import (
     ArenaError,
@@ -44,6 +50,7 @@ from arena.errors import (
     UnprocessableError,
 )
 from arena.models import Bot, BotVersion, Owner
+from arena.text import NAME_LIMIT, REASON_LIMIT, clean_text
 
 #: Hands of the conformance match a bot plays before it is accepted.
 CHECK_HANDS = 4
@@ -84,6 +91,12 @@ class ConformanceFailedError(BotCheckFailedError):
     code = "conformance_failed"
 
 
+class CheckTimeLimitError(BotCheckFailedError):
+    """The checks took longer than ``Settings.check_time_limit_s`` in all."""
+
+    code = "check_time_limit"
+
+
 class InvalidHostedBotError(UnprocessableError):
     """A hosted bot's ``module:Class`` that cannot be loaded, or an address for a hosted bot."""
 
@@ -99,18 +112,24 @@ def register_bot(
     settings: Settings,
     check: bool = True,
     checker: BotChecker | None = None,
+    resolver: Resolver | None = None,
 ) -> Bot:
     """Register ``owner``'s new bot ``name`` served at ``address`` (``HOST:PORT``).
 
     Raises InvalidBotNameError (400), InvalidAddressError (400), AddressNotAllowedError (422),
-    NameTakenError (409), or a BotCheckFailedError (422) when the bot fails its checks;
+    NameTakenError or AddressTakenError (409), ClaimRequiredError (422: the bot did not return
+    the owner's claim code, arena/claims.py), or a BotCheckFailedError (422) when the bot
+    fails its checks;
     nothing is added to the session then. ``check=False`` skips the network checks (trusted
-    callers and tests only).
+    callers and tests only). The checks dial the IP address the address check passed
+    (``resolver``: how names are resolved, default the system's).
     """
     validate_bot_name(name)
-    address = check_address(address, settings.allowed_bot_hosts)
+    address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
     _ensure_name_free(session, name)
-    info = _run_checks(address, settings, check, checker)
+    ensure_address_free(session, owner, address)
+    claim = required_claim(owner, address, target, settings)
+    info = _run_checks(address, target, settings, check, checker, claim)
     bot = Bot(name=name, owner=owner, address=address, hosted=None, status="active")
     bot.versions.append(BotVersion(number=1, address=address, hosted=None, info=info))
     _add(session, bot, name)
@@ -126,6 +145,7 @@ def update_bot(
     settings: Settings,
     check: bool = True,
     checker: BotChecker | None = None,
+    resolver: Resolver | None = None,
 ) -> Bot:
     """Point ``name`` at a new ``address`` (or re-check it at the same one) as a new version.
 
@@ -137,8 +157,11 @@ def update_bot(
     _ensure_may_change(owner, bot)
     if bot.hosted:
         raise InvalidHostedBotError(f"bot {name!r} is hosted by the arena ({bot.hosted}); it has no address")
-    address = check_address(address, settings.allowed_bot_hosts)
-    info = _run_checks(address, settings, check, checker)
+    address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
+    ensure_address_free(session, bot.owner, address, bot.id)
+    # The bot's owner proves it runs the bot there; an operator acting for them need not.
+    claim = None if owner.is_operator else required_claim(bot.owner, address, target, settings)
+    info = _run_checks(address, target, settings, check, checker, claim)
     bot.address = address
     bot.status = "active"
     bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))
@@ -265,39 +288,55 @@ PROTOCOL_CHECK_HANDS = 2
 CHECK_RPC_TIMEOUT_S = 5.0
 
 
-def check_bot(address: str, settings: Settings) -> dict[str, Any]:
+def check_bot(
+    address: str, settings: Settings, *, target: DialTarget | None = None, claim: str | None = None
+) -> dict[str, Any]:
     """Check the bot served at ``address`` (health, GetInfo, conformance match) and return
     its info (name, version, author, protocol_version, language); a BotCheckFailedError
-    subclass says what failed."""
+    subclass says what failed. Every check dials ``target``, the resolution the address check
+    passed (:func:`arena.addresses.pin_address`; pinned here when not given), never the name.
+    ``claim``: the claim code GetInfo must return (arena/claims.py), None for none."""
     import grpc
 
+    if target is None:
+        address, target = pin_address(address, settings.allowed_bot_hosts)
     where = f"the bot at {address!r}"
-    _check_health(address, where)
+    budget = _Budget(settings.check_time_limit_s, where)
+    _check_health(target, where, budget.timeout(CHECK_RPC_TIMEOUT_S))
     from sdk.protocol import bot_pb2, bot_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    with _channel(target) as channel:
         try:
             reply = bot_pb2_grpc.BotServiceStub(channel).GetInfo(
-                bot_pb2.GetInfoRequest(), timeout=CHECK_RPC_TIMEOUT_S
+                bot_pb2.GetInfoRequest(), timeout=budget.timeout(CHECK_RPC_TIMEOUT_S)
             )
         except grpc.RpcError as exc:
             raise BotCheckFailedError(f"{where} did not answer GetInfo: {_rpc_text(exc)}") from None
     info: dict[str, Any] = {
-        field: str(getattr(reply, field))[:200]
+        field: clean_text(getattr(reply, field), NAME_LIMIT)
         for field in ("name", "version", "author", "protocol_version", "language")
     }
     _check_info(info, where)
+    check_claim(reply.claim, claim, address, where)
     from sdk.grpc_player import GrpcPlayer
 
-    player = GrpcPlayer(address)
+    player = GrpcPlayer(target.target, authority=target.authority)
     try:
-        _conformance_match(player, info["name"], settings, where)
+        with budget.cutting(player.close):
+            _conformance_match(player, info["name"], settings, where)
     finally:
         player.close()
-    warnings = _protocol_check(address, settings, where)
+    warnings = _protocol_check(target.target, address, settings, where, budget)
     if warnings:
-        info["check_warnings"] = warnings[:10]
+        info["check_warnings"] = [clean_text(w, REASON_LIMIT) for w in warnings[:10]]
     return info
+
+
+def _channel(target: DialTarget) -> Any:
+    import grpc
+
+    options = [] if target.authority is None else [("grpc.default_authority", target.authority)]
+    return grpc.insecure_channel(target.target, options=options)
 
 
 def check_bot_class(bot_class: type[Any], settings: Settings) -> dict[str, Any]:
@@ -309,7 +348,7 @@ def check_bot_class(bot_class: type[Any], settings: Settings) -> dict[str, Any]:
     return info
 
 
-def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
+def _protocol_check(dial: str, address: str, settings: Settings, where: str, budget: _Budget) -> list[str]:
     """The SDK's protocol check (``tonk check``: every rule variant and 2 to 6 seats, crafted
     rare positions, determinism) at the arena's deadline; any fault refuses the bot. Returns
     its warnings (nondeterminism included: legal play, so it is reported, not refused)."""
@@ -318,11 +357,19 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
         from sdk.conformance import check_bot as run_check
     except ImportError:  # an SDK without the checker: the match against random must do
         return []
-    config = CheckConfig(deadline_ms=settings.decision_deadline_ms, hands=PROTOCOL_CHECK_HANDS, max_faults=1)
+    config = CheckConfig(
+        deadline_ms=settings.decision_deadline_ms,
+        hands=PROTOCOL_CHECK_HANDS,
+        max_faults=1,
+        time_limit_s=budget.left(),
+    )
     try:
-        report = run_check(address, config).to_json()
+        checked = run_check(dial, config)  # the checked IP, not the name (see check_bot)
     except ConformanceError as exc:
         raise BotCheckFailedError(f"{where} could not be checked: {exc}") from None
+    if checked.time_limit_hit:
+        raise budget.exceeded()
+    report = checked.to_json()
     faults, problems = list(report["faults"]), list(report["problems"])
     if faults or problems:
         if faults:
@@ -330,6 +377,9 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
             what = f"in {first['scenario']!r}: {first['kind']}: {first['reason']}"
         else:
             what = problems[0]
+        what = clean_text(what, REASON_LIMIT)
+        faults = [{**f, "reason": clean_text(f.get("reason", ""), REASON_LIMIT)} for f in faults[:20]]
+        problems = [clean_text(p, REASON_LIMIT) for p in problems[:20]]
         command = f"tonk check {address} --deadline-ms {config.deadline_ms} --hands {config.hands}"
         command += f" --seed {config.seed}"
         raise ConformanceFailedError(
@@ -339,14 +389,14 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
     return [str(w) for w in report["warnings"]] + [f"nondeterministic: {n}" for n in report["nondeterminism"]]
 
 
-def _check_health(address: str, where: str) -> None:
+def _check_health(target: DialTarget, where: str, timeout: float) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    with _channel(target) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=CHECK_RPC_TIMEOUT_S
+                health_pb2.HealthCheckRequest(service=""), timeout=timeout
             )
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
@@ -403,13 +453,60 @@ def _conformance_match(player: Any, name: str, settings: Settings, where: str) -
                 when = "starting the match"
             raise ConformanceFailedError(
                 f"{where} faulted in its conformance match against 'random' (seed {seed}, {when}): "
-                f"{first.kind.value}: {first.reason}",
-                details={"seed": seed, "hands": CHECK_HANDS, "faults": [f.to_json() for f in faults]},
+                f"{first.kind.value}: {clean_text(first.reason, REASON_LIMIT)}",
+                details={"seed": seed, "hands": CHECK_HANDS, "faults": [_fault_json(f) for f in faults]},
             )
         if counted.decisions:
             return
         seed = new_seed()
     raise ConformanceFailedError(f"{where} was never asked to act in its conformance match; try again")
+
+
+class _Budget:
+    """The time all of one bot's checks may take (``Settings.check_time_limit_s``): each RPC's
+    timeout is capped by what is left, and a match still running when it is spent has its
+    connection cut, so a slow but legal bot cannot hold a check slot for minutes."""
+
+    def __init__(self, limit_s: float, where: str):
+        self.limit_s = limit_s
+        self.where = where
+        self.ends = time.monotonic() + limit_s
+
+    def left(self) -> float:
+        return max(0.001, self.ends - time.monotonic())
+
+    def timeout(self, longest: float) -> float:
+        return min(longest, self.left())
+
+    def exceeded(self) -> CheckTimeLimitError:
+        return CheckTimeLimitError(
+            f"the checks of {self.where} took longer than the {self.limit_s:g} s the arena gives them; "
+            "a bot must answer well within its deadline (`tonk check HOST:PORT` shows its latency)"
+        )
+
+    @contextmanager
+    def cutting(self, cut: Callable[[], None]) -> Iterator[None]:
+        """Run the block, calling ``cut`` (which must make it fail fast) if the time runs out
+        meanwhile; whatever the block then raises becomes a CheckTimeLimitError."""
+        hit = threading.Event()
+
+        def run_out() -> None:
+            hit.set()
+            cut()
+
+        timer = threading.Timer(self.left(), run_out)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except BotCheckFailedError:
+            if hit.is_set():
+                raise self.exceeded() from None
+            raise
+        finally:
+            timer.cancel()
+        if hit.is_set():
+            raise self.exceeded()
 
 
 class _CountingPlayer:
@@ -440,11 +537,18 @@ class _CountingPlayer:
 
 
 def _rpc_text(exc: Exception) -> str:
+    """A failed call in a refusal's message: the status details are the bot's own text."""
     import grpc
 
     if isinstance(exc, grpc.Call):
-        return f"{exc.code().name}: {exc.details()}"
-    return str(exc)
+        return f"{exc.code().name}: {clean_text(exc.details() or '', REASON_LIMIT)}"
+    return clean_text(exc, REASON_LIMIT)
+
+
+def _fault_json(fault: Any) -> dict[str, Any]:
+    data: dict[str, Any] = fault.to_json()
+    data["reason"] = clean_text(data["reason"], REASON_LIMIT)
+    return data
 
 
 def _ensure_name_free(session: Session, name: str) -> None:
@@ -461,19 +565,28 @@ def _ensure_may_change(owner: Owner, bot: Bot) -> None:
         raise NotOwnerError(f"bot {bot.name!r} belongs to another owner; only its owner can change it")
 
 
-def _run_checks(address: str, settings: Settings, check: bool, checker: BotChecker | None) -> dict[str, Any]:
+def _run_checks(
+    address: str,
+    target: DialTarget,
+    settings: Settings,
+    check: bool,
+    checker: BotChecker | None,
+    claim: str | None,
+) -> dict[str, Any]:
     if not check:
         return {}
-    return dict((checker or check_bot)(address, settings))
+    if checker is not None:
+        return dict(checker(address, settings))
+    return check_bot(address, settings, target=target, claim=claim)
 
 
 def _class_info(bot_class: type[Any]) -> dict[str, Any]:
     from sdk.bot import PROTOCOL_VERSION
 
     return {
-        "name": str(bot_class.name),
-        "version": str(bot_class.version),
-        "author": str(bot_class.author),
+        "name": clean_text(bot_class.name, NAME_LIMIT),
+        "version": clean_text(bot_class.version, NAME_LIMIT),
+        "author": clean_text(bot_class.author, NAME_LIMIT),
         "protocol_version": PROTOCOL_VERSION,
         "language": "python",
     }
@@ -500,6 +613,7 @@ __all__ = [
     "BotNotFoundError",
     "BotUnhealthyError",
     "BotUnreachableError",
+    "CheckTimeLimitError",
     "ConformanceFailedError",
     "InvalidAddressError",
     "InvalidBotNameError",

@@ -34,6 +34,7 @@ from arena.errors import ArenaError, ConflictError, NotFoundError
 from arena.match_runner import match_label, rules_to_column
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
 from arena.store import TournamentNotFoundError
+from arena.text import clean_text
 from sdk.dealing import SEED_LIMIT, derive_seed, new_seed
 from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
 
@@ -98,6 +99,8 @@ REFEREE_LIMITS: dict[str, tuple[int, int]] = {
     "decision_deadline_ms": (1, 600_000),
     "time_bank_ms": (0, 3_600_000),
     "max_faults": (1, 1_000),
+    # Optional (sdk.referee.RefereeConfig's default when absent): StartMatch/EndHand/EndMatch.
+    "lifecycle_deadline_ms": (1, 60_000),
 }
 
 
@@ -133,8 +136,12 @@ def create_tournament(
     ``max_faults``) taken from ``settings``; they are fixed here so that a worker's
     environment never changes how a tournament is refereed. Flushes, does not commit.
     """
-    if not isinstance(name, str) or not name.strip() or len(name) > 128 or "\x00" in name:
-        raise InvalidTournamentError(f"a tournament name is 1 to 128 characters, got {name!r}")
+    # A name is shown on pages: no control characters (arena/text.py), and bounded.
+    bad_name = not isinstance(name, str) or len(name) > 128 or not name.strip()
+    if bad_name or clean_text(name, 128) != name.strip():
+        raise InvalidTournamentError(
+            f"a tournament name is 1 to 128 characters without control characters, got {name!r:.80}"
+        )
     ids = list(dict.fromkeys(bot_ids))
     if len(ids) != len(bot_ids):
         raise InvalidTournamentError(f"a bot is entered twice: {list(bot_ids)!r}")
@@ -161,8 +168,10 @@ def create_tournament(
         "max_faults": base.max_faults,
     }
     for key, value in (config or {}).items():
-        if key not in referee:
-            raise InvalidTournamentError(f"referee setting {key}={value!r} is not one of {sorted(referee)}")
+        if key not in REFEREE_LIMITS:
+            raise InvalidTournamentError(
+                f"referee setting {key}={value!r:.40} is not one of {sorted(REFEREE_LIMITS)}"
+            )
         low, high = REFEREE_LIMITS[key]
         if type(value) is not int or not low <= value <= high:
             raise InvalidTournamentError(

@@ -23,6 +23,8 @@ MAX_PAGE = 1_000_000
 DEFAULT_PER_PAGE = 25
 MAX_PER_PAGE = 100
 BOT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: A whole number as a query parameter: an optional minus sign, then ASCII digits only.
+WHOLE_NUMBER_RE = re.compile(r"-?[0-9]{1,12}")
 
 
 class InvalidPathError(HTTPException):
@@ -65,7 +67,9 @@ def int_arg(args: Mapping[str, str], name: str, default: int | None = None, *, l
     if raw is None or raw == "":
         return default
     raw = raw.strip()
-    if not raw.isascii() or not raw.lstrip("-").isdigit() or len(raw) > 12:
+    # One pattern, the same that int() will accept: "--1" or "1-" used to pass a looser test
+    # and then make int() raise (a 500).
+    if not WHOLE_NUMBER_RE.fullmatch(raw):
         raise InvalidParameterError(f"'{name}' must be a whole number, got {raw[:40]!r}")
     value = int(raw)
     if not lo <= value <= hi:

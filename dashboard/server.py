@@ -7,13 +7,15 @@ processes instead (what the Docker image does via ``gunicorn dashboard.wsgi:app`
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 from flask import Flask
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from arena.config import Settings, load_settings
 from dashboard import create_app
@@ -33,10 +35,40 @@ def app_for(settings: Settings | None = None, **overrides: Any) -> Flask:
     return create_app(config)
 
 
+class RequestHandler(WSGIRequestHandler):
+    """Werkzeug's handler, except that the errors the HTTP server answers itself, before the
+    app sees the request (a header line over 64 KiB: 431; too many headers: 431; a request
+    line too long: 414), are JSON under /api like every other API error, not an HTML page."""
+
+    def handle_one_request(self) -> None:
+        self.path = ""  # not the previous request's on a kept-alive connection
+        super().handle_one_request()
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        if not str(getattr(self, "path", "") or "").startswith("/api/"):
+            super().send_error(code, message, explain)
+            return
+        status = HTTPStatus(code)
+        text = message or status.phrase
+        if code == HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE:
+            text = f"{text}: a request header is larger than the server accepts (64 KiB a line, 100 headers)"
+        body = json.dumps({"error": {"code": status.phrase.lower().replace(" ", "_").replace("-", "_"),
+                                     "message": text}}).encode()
+        self.close_connection = True
+        self.send_response(code, status.phrase)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
 def make(host: str, port: int, settings: Settings | None = None, **overrides: Any) -> BaseWSGIServer:
     """A threaded werkzeug server for the dashboard, bound but not yet serving (``port=0``
     picks a free port: read it back from ``server.server_port``)."""
-    return make_server(host, port, app_for(settings, **overrides), threaded=True)
+    app = app_for(settings, **overrides)
+    return make_server(host, port, app, threaded=True, request_handler=RequestHandler)
 
 
 def serve(

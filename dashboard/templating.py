@@ -1,10 +1,15 @@
-"""Jinja filters for numbers as the pages show them."""
+"""Jinja filters for numbers as the pages show them, and the rule that every text a page
+prints shows its invisible and direction-changing characters as visible escapes."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from flask import Flask
+from markupsafe import Markup
+
+from arena.text import visible
 
 DASH = "\u2013"  # shown for "no value"
 MINUS = "\u2212"  # a real minus sign lines up with "+" in tables
@@ -43,7 +48,18 @@ def when(value: str | None) -> str:
         return value
 
 
+def shown(value: Any) -> Any:
+    """Every ``{{ expression }}`` of every template passes through here (Jinja's finalize):
+    plain text, which may come from a bot or a user, gets its invisible characters escaped
+    (arena.text.visible: a right-to-left override or a zero-width space cannot disguise a
+    name); markup the app built itself (charts, macros) is left alone."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(signed=signed, pct=pct, num=num, when=when, ms=ms)
+    app.jinja_env.filters.update(signed=signed, pct=pct, num=num, when=when, ms=ms, visible=visible)
+    app.jinja_env.finalize = shown
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -331,6 +332,7 @@ class CheckReport:
     deadline_ms: int = 0
     elapsed_s: float = 0.0
     stopped_early: bool = False
+    time_limit_hit: bool = False  # stopped by CheckConfig.time_limit_s; the rest is moot
 
     @property
     def faults(self) -> list[Decision]:
@@ -472,6 +474,9 @@ class CheckConfig:
     seed: int = DEFAULT_SEED
     max_faults: int = 8  # stop once this many faults are seen: a broken bot fails fast
     lifecycle_timeout_s: float = 2.0
+    #: Stop the whole check after this many seconds (0: no limit), cutting the connection:
+    #: the arena's registration checks must not be held for minutes by a slow bot.
+    time_limit_s: float = 0.0
 
 
 def check_bot(
@@ -498,12 +503,23 @@ def check_bot(
             raise ConformanceError(str(exc)) from None
         address = running.address
     player = GrpcPlayer(address, lifecycle_timeout_s=cfg.lifecycle_timeout_s)
+
+    def cut() -> None:  # from the timer's thread: every call from now on fails at once
+        report.time_limit_hit = True
+        player.close()
+
+    timer = threading.Timer(cfg.time_limit_s, cut) if cfg.time_limit_s > 0 else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
     try:
         _check_info(player, report)
         _run_all(player, cfg, report, progress)
     except _StopCheckError:
         report.stopped_early = True
     finally:
+        if timer is not None:
+            timer.cancel()
         player.close()
         if running is not None:
             running.stop(0)

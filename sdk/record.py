@@ -72,6 +72,8 @@ class HandRecord:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RecordError(f"not valid JSON: {exc}") from None
+        except ValueError:  # a number of thousands of digits (Python's int conversion limit)
+            raise RecordError("not valid JSON: a number has too many digits") from None
         except RecursionError:
             raise RecordError("not valid JSON: nested too deeply") from None
         return cls.from_json(data)

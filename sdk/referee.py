@@ -12,7 +12,6 @@ not yet played is charged to that seat as a penalty. The other seats are never c
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import time
 from collections.abc import Callable, Sequence
@@ -121,6 +120,29 @@ class RefereeConfig:
     decision_deadline_ms: int = 1000
     time_bank_ms: int = 0  # extra time a seat may spend over its deadlines in a match; 0 = none
     max_faults: int = 3
+    #: StartMatch, EndHand and EndMatch are cut off after this long (a gRPC seat's own
+    #: lifecycle timeout applies when shorter): a StartMatch cut off is a fault, a notice
+    #: (EndHand, EndMatch) cut off ends that seat's notices for the match, so a bot slow to
+    #: take notices costs the match one deadline, not one a hand. Any of them taking over half
+    #: of it is recorded as slow.
+    lifecycle_deadline_ms: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SlowNotice:
+    """A lifecycle notice that took too long: not a fault (notices are a courtesy and cost
+    the bot no chips), but recorded, so slowness is never free and never invisible."""
+
+    seat: int
+    hand_index: int  # the hand an EndHand was about; the number of hands played for EndMatch
+    rpc: str  # "StartMatch", "EndHand" or "EndMatch"
+    elapsed_ms: int
+    cut_off: bool  # it hit the deadline: no more notices for this seat in the match
+
+    @property
+    def reason(self) -> str:
+        ended = "; no more notices to this seat in the match" if self.cut_off else ""
+        return f"{self.rpc}: slow lifecycle notice, took {self.elapsed_ms} ms{ended}"
 
 
 @dataclass
@@ -151,6 +173,7 @@ class MatchResult:
     faults: list[Fault] = field(default_factory=list)
     forfeited: int | None = None  # seat that forfeited the rest of the match
     hands_forfeited: int = 0
+    slow_notices: list[SlowNotice] = field(default_factory=list)
 
     @property
     def decisions(self) -> int:
@@ -179,15 +202,22 @@ def play_match(
     result = MatchResult(match_id, seed, list(seat_names), rules, hands, [0] * n)
     fault_count = [0] * n
     bank_us = [cfg.time_bank_ms * 1000] * n
+    notify = _Notices(players, cfg.lifecycle_deadline_ms, result.slow_notices)
     for seat, player in enumerate(players):
         info = MatchInfo(
             match_id, seat, seat_names, rules, hands, first_dealer, cfg.decision_deadline_ms, cfg.time_bank_ms
         )
+        _bound_lifecycle(player, cfg.lifecycle_deadline_ms)
+        started = time.perf_counter_ns()
         try:
             player.match_start(info)
         except PlayerFaultError as exc:
             result.faults.append(Fault(seat, 0, -1, exc.kind, exc.reason))
             fault_count[seat] = cfg.max_faults  # a bot that cannot start cannot play
+        else:
+            elapsed_ms = (time.perf_counter_ns() - started) // 1_000_000
+            if 2 * elapsed_ms > cfg.lifecycle_deadline_ms:  # started, but slowly: on the record
+                result.slow_notices.append(SlowNotice(seat, 0, "StartMatch", int(elapsed_ms), False))
     forfeiter = next((s for s in range(n) if fault_count[s] >= cfg.max_faults), None)
     hand_index = 0
     while hand_index < hands and forfeiter is None:
@@ -247,8 +277,8 @@ def play_match(
         hand_end = HandResult(
             match_id, hand_index, log.record.to_json(), outcome.payoffs, tuple(result.scores)
         )
-        for player in players:
-            _quietly(player.hand_end, hand_end)
+        for seat in range(n):
+            notify(seat, "EndHand", hand_index, hand_end)
         if on_hand is not None:
             on_hand(log, list(result.scores))
         hand_index += 1
@@ -259,8 +289,8 @@ def play_match(
         for s in range(n):
             result.scores[s] += (-2 * (n - 1) if s == forfeiter else 2) * remaining
     summary = MatchSummary(match_id, tuple(result.scores), seed, () if forfeiter is None else (forfeiter,))
-    for player in players:
-        _quietly(player.match_end, summary)
+    for seat in range(n):
+        notify(seat, "EndMatch", hand_index, summary)
     return result
 
 
@@ -290,7 +320,41 @@ def resolve_reply(obs: Observation, reply: object, state: HandState | None = Non
     raise PlayerFaultError(FaultKind.ILLEGAL, f"{reply} is not legal now: {reason}")
 
 
-def _quietly(call: Callable[[Any], None], arg: Any) -> None:
-    # Lifecycle notices are courtesy: a bot that fails one only hurts itself.
-    with contextlib.suppress(Exception):
-        call(arg)
+def _bound_lifecycle(player: Player, deadline_ms: int) -> None:
+    """Cut a gRPC seat's lifecycle calls at ``deadline_ms`` (an in-process seat cannot be cut;
+    it is measured like any other)."""
+    timeout = getattr(player, "lifecycle_timeout_s", None)
+    if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        player.lifecycle_timeout_s = min(float(timeout), deadline_ms / 1000)  # type: ignore[attr-defined]
+
+
+class _Notices:
+    """Sends EndHand and EndMatch: a courtesy (a bot that fails one only hurts itself), with a
+    bounded cost: each is cut at the lifecycle deadline, one that is slow is recorded, and a
+    seat cut off once gets no more notices in the match."""
+
+    def __init__(self, players: Sequence[Player], deadline_ms: int, slow: list[SlowNotice]):
+        self.players = players
+        self.deadline_ms = deadline_ms
+        self.slow = slow
+        self.off = [False] * len(players)
+
+    def __call__(self, seat: int, rpc: str, hand_index: int, message: Any) -> None:
+        if self.off[seat]:
+            return
+        player = self.players[seat]
+        call = player.hand_end if rpc == "EndHand" else player.match_end
+        _bound_lifecycle(player, self.deadline_ms)
+        started = time.perf_counter_ns()
+        timed_out = False
+        try:
+            call(message)
+        except PlayerFaultError as exc:
+            timed_out = exc.kind is FaultKind.TIMEOUT
+        except Exception:  # a courtesy notice that fails is the bot's own business
+            pass
+        elapsed_ms = (time.perf_counter_ns() - started) // 1_000_000
+        cut_off = timed_out or elapsed_ms >= self.deadline_ms
+        if cut_off or 2 * elapsed_ms > self.deadline_ms:
+            self.slow.append(SlowNotice(seat, hand_index, rpc, int(elapsed_ms), cut_off))
+            self.off[seat] = self.off[seat] or cut_off

@@ -19,6 +19,7 @@ can list and call it without the .proto files.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -74,7 +75,9 @@ class BotServicer:
     reads and writes raw bytes through :mod:`sdk.convert`'s fast codecs.
     """
 
-    def __init__(self, factory: BotFactory, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S):
+    def __init__(
+        self, factory: BotFactory, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, claim: str | None = None
+    ):
         self.factory = factory
         self.idle_timeout_s = idle_timeout_s
         self._slots: dict[tuple[str, int], _SeatSlot] = {}
@@ -87,6 +90,8 @@ class BotServicer:
             author=probe.author,
             protocol_version=PROTOCOL_VERSION,
             language="python",
+            # An arena's claim code proves the bot's owner runs it (docs/protocol.md).
+            claim=(os.environ.get("TONK_CLAIM", "") if claim is None else claim).strip(),
         )
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -277,12 +282,14 @@ def start_server(
     max_workers: int = DEFAULT_MAX_WORKERS,
     *,
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+    claim: str | None = None,
 ) -> RunningServer:
     """Start serving ``bot`` (a Bot subclass or a zero-argument factory) without blocking.
 
-    ``port=0`` binds a free port; the bound one is ``RunningServer.port``.
+    ``port=0`` binds a free port; the bound one is ``RunningServer.port``. ``claim``: the
+    arena claim code(s) GetInfo returns (default ``$TONK_CLAIM``).
     """
-    servicer = BotServicer(_factory(bot), idle_timeout_s)
+    servicer = BotServicer(_factory(bot), idle_timeout_s, claim)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tonk-bot"),
         # Without this, a second server on a busy port would silently share it (SO_REUSEPORT).
@@ -316,11 +323,12 @@ def serve(
     *,
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     grace_s: float = 5.0,
+    claim: str | None = None,
 ) -> None:
     """Serve ``bot`` until interrupted (Ctrl-C or SIGTERM), then stop gracefully."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    running = start_server(bot, port, host, max_workers, idle_timeout_s=idle_timeout_s)
+    running = start_server(bot, port, host, max_workers, idle_timeout_s=idle_timeout_s, claim=claim)
     info = running.servicer.info
     logger.info("serving %s %s (%s) on %s:%d", info.name, info.version, PROTOCOL_VERSION, host, running.port)
     stopped = threading.Event()

@@ -49,6 +49,9 @@ ROOT: Final = Path(__file__).resolve().parent.parent
 # carrying 3, a varint that never ends, and a field number 0 (reserved, always invalid).
 GARBAGE: Final = (b"\x12\x10abc", b"\xff" * 11, b"\x00\x01\x02")
 HUGE_REPLY_BYTES: Final = 4 * 1024 * 1024  # far over GrpcPlayer's 64 KiB reply limit
+#: Text a hostile bot puts wherever it can: NUL (which PostgreSQL refuses in text), a
+#: right-to-left override, an ANSI escape, a bell, and a lone surrogate's neighbours.
+HOSTILE_TEXT: Final = "nul\x00 rlo\u202e esc\x1b[31m bel\x07 zwsp\u200b end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,8 @@ FAULTS: Final[dict[str, FaultSpec]] = {
     "huge": FaultSpec(FaultKind.MALFORMED, "too large"),
     "out_of_range": FaultSpec(FaultKind.ILLEGAL, "out of range"),
     "illegal": FaultSpec(FaultKind.ILLEGAL, "is not legal now"),
+    # An error status whose details carry NUL and other controls (arena/text.py cleans them).
+    "nul": FaultSpec(FaultKind.CRASH, "the bot answered INTERNAL: nul"),
 }
 
 
@@ -160,6 +165,8 @@ class FaultServicer(BotServicer):
         if fault == "crash":
             # Exactly what sdk.server does with a bot's exception: INTERNAL with its message.
             _bot_error(context, "Decide", RuntimeError("fault bot crashed"))
+        if fault == "nul":
+            context.abort(grpc.StatusCode.INTERNAL, HOSTILE_TEXT + " " + "x" * 4000)
         if fault == "raise_raw":
             raise RuntimeError("a handler that raises: gRPC answers UNKNOWN")
         if fault == "abort":
@@ -193,6 +200,16 @@ class FaultServicer(BotServicer):
             missing = next(c for c in DECK if c not in obs.hand)
             return encode_reply(Discard(missing))
         raise AssertionError(f"no misbehaviour for {fault!r}")
+
+
+class SleepyBot(Bot):
+    """Plays randomly, 50 ms a decision: a hosted bot that keeps a match going for a while."""
+
+    name = "sleepy"
+
+    def act(self, obs: Any) -> int:
+        time.sleep(0.05)
+        return self.rng.randrange(len(obs.legal_actions))
 
 
 class LifecycleFaultBot(Bot):

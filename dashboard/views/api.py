@@ -21,7 +21,7 @@ from dashboard.queries.leaderboard import leaderboard
 from dashboard.queries.matches import match_detail, match_list
 from dashboard.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
 from dashboard.queries.tournaments import progress, tournament_detail, tournament_list
-from dashboard.views.common import db_url, match_filter, settings
+from dashboard.views.common import db_url, match_filter, private_bot, settings
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -45,6 +45,7 @@ def index() -> Response:
             "GET /api/v1/matches/<id>/hands/<hand>/decisions/<decision>",
             "GET /api/v1/bots",
             "GET /api/v1/bots/<name>",
+            "POST /api/v1/claims",
             "POST /api/v1/bots",
             "PUT /api/v1/bots/<name>",
             "DELETE /api/v1/bots/<name>",
@@ -133,7 +134,8 @@ def _bot_name(name: str) -> str:
 
 @bp.get("/bots/<name>")
 def get_bot(name: str) -> Response:
-    return jsonify({"bot": bot_detail(session(), db_url(), _bot_name(name))})
+    # The address only with its owner's or an operator's token.
+    return jsonify({"bot": private_bot(session(), bot_detail(session(), db_url(), _bot_name(name)))})
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -181,6 +183,17 @@ def _check_slot(owner: Owner) -> AbstractContextManager[None]:
     # has just created (on its first use).
     session().commit()
     return checks.gate().admit(owner.id)
+
+
+@bp.post("/claims")
+def post_claim() -> Response:
+    """The caller's claim code for an address (arena/claims.py): the bot there returns it
+    in GetInfo to show that its registrant runs it."""
+    from arena.claims import claim_for
+
+    owner = _owner()
+    address = _text_field(_body(), "address")
+    return jsonify({"claim": claim_for(owner, address, settings())})
 
 
 @bp.post("/bots")

@@ -9,7 +9,7 @@ from dashboard.db import session
 from dashboard.errors import NotFoundError
 from dashboard.params import BOT_NAME_RE
 from dashboard.queries.bots import bot_detail, bot_list
-from dashboard.views.common import db_url
+from dashboard.views.common import db_url, private_bot
 
 bp = Blueprint("bots", __name__, url_prefix="/bots")
 
@@ -23,6 +23,6 @@ def index() -> str:
 def detail(name: str) -> str:
     if not BOT_NAME_RE.fullmatch(name):
         raise NotFoundError(f"there is no bot named {name[:80]!r}")
-    bot = bot_detail(session(), db_url(), name)
+    bot = private_bot(session(), bot_detail(session(), db_url(), name))
     return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]))
 

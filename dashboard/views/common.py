@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from flask import current_app
+from flask import current_app, request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from arena.auth import authenticate, parse_bearer
 from arena.config import Settings
-from arena.models import Bot, Tournament
+from arena.models import Bot, Owner, Tournament
 from dashboard.errors import InvalidParameterError
 from dashboard.params import MAX_ID, choice_arg, int_arg, name_arg
 from dashboard.queries.matches import STATUSES, MatchFilter
@@ -38,3 +40,22 @@ def match_filter(session: Session, args: Mapping[str, str]) -> MatchFilter:
         raise InvalidParameterError(f"'tournament': there is no tournament {tournament_id}")
     status = choice_arg(args, "status", STATUSES)
     return MatchFilter(bot_id=bot_id, tournament_id=tournament_id, status=status)
+
+
+def viewer(session: Session) -> Owner | None:
+    """Who is asking, when the request carries a token (a wrong one is a 401), else None."""
+    header = request.headers.get("Authorization")
+    if header is None or not header.strip():
+        return None
+    return authenticate(session, parse_bearer(header), settings())
+
+
+def private_bot(session: Session, detail: dict[str, Any]) -> dict[str, Any]:
+    """A bot's detail as the asker may see it: where the bot listens is shown only to its
+    owner and operators (arena/claims.py: an address is its owner's to enter)."""
+    who = viewer(session)
+    if who is not None and (who.is_operator or who.name == detail.get("owner")):
+        return detail
+    shown = {k: v for k, v in detail.items() if k != "address"}
+    shown["versions"] = [{k: x for k, x in ver.items() if k != "address"} for ver in detail["versions"]]
+    return shown

@@ -77,6 +77,8 @@ const botService = {
       author: "Tonk Arena examples",
       protocol_version: PROTOCOL_VERSION,
       language: `javascript (node ${process.versions.node})`,
+      // The arena's claim code for this bot's address, to be registered there (docs/protocol.md).
+      claim: process.env.TONK_CLAIM || "",
     });
   },
   // Every observation is complete, so this bot keeps no state between calls.

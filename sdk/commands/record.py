@@ -2,15 +2,21 @@
 
 Each file gives one JSON line on standard output, so the output pipes into ``jq``:
 ``{"file": NAME, "outcome": {...}}`` or ``{"file": NAME, "error": {"action": INDEX, "reason": ...}}``
-(``action`` is null when the record is malformed rather than illegal).
+(``action`` is null when the record is malformed rather than illegal). The exit status is 1
+when any file gave an error line (missing, unreadable, too large, malformed, illegal, or for
+``verify`` a stored outcome that differs), else 0.
+
+Files are read up to ``MAX_RECORD_BYTES`` (a hand record is a few kilobytes), so ``/dev/zero``
+or a huge file is an error line, not a MemoryError; an error quotes at most
+``MAX_QUOTE`` characters of any text from the file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
-from typing import Any
+import re
+from typing import Any, Final
 
 from sdk.errors import IllegalActionError, OutcomeMismatchError, TonkError
 from sdk.record import HandRecord
@@ -27,13 +33,56 @@ def register(subparsers: Any) -> None:
     verify.set_defaults(func=run_verify)
 
 
+MAX_RECORD_BYTES: Final = 4 * 1024 * 1024
+MAX_QUOTE: Final = 80
+MAX_REASON: Final = 600
+# A quoted text in an error message ('...' or "..." as repr writes it), longer than MAX_QUOTE.
+_LONG_QUOTE: Final = re.compile(
+    r"""(?P<q>['"])(?P<head>(?:[^'"\\]|\\.){""" + str(MAX_QUOTE) + r"""})(?:[^'"\\]|\\.)+(?P=q)"""
+)
+
+
+def bounded(reason: str) -> str:
+    """``reason`` with each quoted text cut to ``MAX_QUOTE`` characters and the whole to
+    ``MAX_REASON``: an error line names the problem; it does not echo a 100 MB field back."""
+    if len(reason) > 64 * MAX_REASON:  # keeps the search below cheap whatever the input
+        reason = reason[: 32 * MAX_REASON] + reason[-32 * MAX_REASON :]
+    reason = _LONG_QUOTE.sub(lambda m: f"{m['q']}{m['head']}...{m['q']}", reason)
+    if len(reason) > MAX_REASON:
+        reason = reason[: MAX_REASON - 40] + " ... " + reason[-35:]
+    return reason
+
+
+def read_bounded(name: str) -> bytes:
+    """The file's bytes; RecordTooLargeError past MAX_RECORD_BYTES (read no further)."""
+    with open(name, "rb") as f:
+        data = f.read(MAX_RECORD_BYTES + 1)
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordTooLargeError(f"the file is larger than {MAX_RECORD_BYTES} bytes: not a hand record")
+    return data
+
+
+class RecordTooLargeError(ValueError):
+    """A file past MAX_RECORD_BYTES."""
+
+
 def check_file(name: str, compare: bool) -> dict[str, Any]:
     """The JSON line for one file."""
+    line = _check_file(name, compare)
+    if "error" in line:
+        line["error"]["reason"] = bounded(str(line["error"]["reason"]))
+    return line
+
+
+def _check_file(name: str, compare: bool) -> dict[str, Any]:
     line: dict[str, Any] = {"file": name}
     try:
-        text = Path(name).read_bytes()
+        text = read_bounded(name)
     except OSError as exc:
-        line["error"] = {"action": None, "reason": f"cannot read the file: {exc.strerror}"}
+        line["error"] = {"action": None, "reason": f"cannot read the file: {exc.strerror or exc}"}
+        return line
+    except RecordTooLargeError as exc:
+        line["error"] = {"action": None, "reason": str(exc)}
         return line
     try:
         record = HandRecord.from_text(text)
@@ -67,7 +116,7 @@ def _run(args: argparse.Namespace, compare: bool) -> int:
         line = check_file(name, compare)
         failed = failed or "error" in line
         print(json.dumps(line), flush=True)
-    return 1 if failed and compare else 0
+    return 1 if failed else 0
 
 
 def run_simulate(args: argparse.Namespace) -> int:

@@ -34,6 +34,13 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_IDLE_TIMEOUT_S,
         help="seconds after which a match that never ended is forgotten",
     )
+    parser.add_argument(
+        "--claim",
+        default=None,
+        metavar="CODE",
+        help="the arena's claim code for this bot's address, returned in GetInfo to prove you run "
+        "it (default: $TONK_CLAIM; `tonk submit` prints the code)",
+    )
     parser.set_defaults(func=run_serve)
 
 
@@ -50,6 +57,7 @@ def run_serve(args: argparse.Namespace) -> int:
             host=args.host,
             max_workers=args.max_workers,
             idle_timeout_s=args.idle_timeout,
+            claim=args.claim,
         )
     except OSError as exc:
         print(f"tonk serve: {exc}", file=sys.stderr)

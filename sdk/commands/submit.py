@@ -23,6 +23,11 @@ The arena's HTTP API (JSON bodies; ``Authorization: Bearer <token>`` on every ca
     brings a retired bot back). 200 ``{"bot": BOT}``.
 ``DELETE /api/v1/bots/<name>``
     Retire the bot (owner or operator only; idempotent). 200 ``{"bot": BOT}``.
+``POST /api/v1/claims`` with ``{"address": "HOST:PORT"}``
+    Your claim code for the address: 200 ``{"claim": {"address", "code"}}``. The bot must
+    return it in GetInfo (``tonk serve BOT --claim CODE`` or ``TONK_CLAIM=CODE``) to be
+    registered there: it shows that you run it (docs/protocol.md). ``tonk submit`` prints it
+    when the arena asks for it, and ``--show-claim`` prints it without submitting.
 
 ``BOT`` is ``{"name", "owner", "address", "hosted", "status", "created_at", "version":
 {"number", "address", "hosted", "info": {"name", "version", "author", "protocol_version",
@@ -30,12 +35,13 @@ The arena's HTTP API (JSON bodies; ``Authorization: Bearer <token>`` on every ca
 with the status: 400 a malformed name, address or body (``invalid_bot_name``,
 ``invalid_address``); 401 a missing or unknown token (``unauthenticated``); 403 not the
 bot's owner (``not_owner``); 404 no such bot (``bot_not_found``); 409 the name is taken
-(``name_taken``); 422 an internal address (``address_not_allowed``) or a bot that failed
-its checks (``bot_unreachable``, ``bot_unhealthy``, ``bot_check_failed``,
-``conformance_failed``, whose details list the faults, and the match seed or the
-``tonk check`` command that reproduces them); 429 a check of another of the owner's bots is
-still running, or the arena is checking as many bots as it will at once
-(``too_many_requests``, with a ``Retry-After`` in seconds).
+(``name_taken``) or the address is another owner's (``address_taken``); 422 the bot did not
+return your claim code (``claim_required``, the code in the details), an internal address
+(``address_not_allowed``) or a bot that failed its checks (``bot_unreachable``,
+``bot_unhealthy``, ``bot_check_failed``, ``conformance_failed``, whose details list the
+faults, and the match seed or the ``tonk check`` command that reproduces them); 429 a check
+of another of the owner's bots is still running, or the arena is checking as many bots as it
+will at once (``too_many_requests``, with a ``Retry-After`` in seconds).
 """
 
 from __future__ import annotations
@@ -68,6 +74,11 @@ def register(subparsers: Any) -> None:
     submit.add_argument("--name", required=True, help="the bot's name in the arena (a-z, 0-9, '_', '-')")
     submit.add_argument("--address", required=True, metavar="HOST:PORT", help="where the arena can reach it")
     submit.add_argument("--update", action="store_true", help="re-point an already registered bot")
+    submit.add_argument(
+        "--show-claim",
+        action="store_true",
+        help="only print your claim code for --address (serve the bot with --claim CODE), submit nothing",
+    )
     _common(submit)
     submit.set_defaults(func=run_submit)
 
@@ -98,6 +109,19 @@ def run_submit(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.show_claim:
+        answer = _call(prog, "POST", base + "/claims", token, {"address": args.address}, args.timeout)
+        if answer is None:
+            return 1
+        claim = answer.get("claim") or {}
+        if args.json:
+            print(json.dumps(answer, indent=2))
+        else:
+            print(claim.get("code", ""))
+            where, code = claim.get("address"), claim.get("code")
+            print(f"  serve the bot at {where} with: tonk serve BOT --claim {code} (or TONK_CLAIM={code})",
+                  file=sys.stderr)
+        return 0
     if args.update:
         method, path, body = "PUT", f"/bots/{_quote(args.name)}", {"address": args.address}
     else:
@@ -207,6 +231,11 @@ def _print_refusal(prog: str, status: int, reason: Any, raw: bytes, location: st
         return
     print(f"{prog}: refused ({status} {code}): {message}", file=sys.stderr)
     details = error.get("details")
+    if code == "claim_required" and isinstance(details, dict) and details.get("claim"):
+        claim = str(details["claim"])[:80]
+        print(f"  your claim code for {str(details.get('address'))[:300]}: {claim}", file=sys.stderr)
+        print(f"  restart the bot with `tonk serve BOT --claim {claim}` (or TONK_CLAIM={claim}), then "
+              "run this command again", file=sys.stderr)
     faults = details.get("faults") if isinstance(details, dict) else None
     for fault in faults[:10] if isinstance(faults, list) else []:
         if isinstance(fault, dict):

@@ -148,6 +148,7 @@ class GetInfoResponse(_message.Message):
     AUTHOR_FIELD_NUMBER: _builtins.int
     PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
     LANGUAGE_FIELD_NUMBER: _builtins.int
+    CLAIM_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Short display name of the bot, e.g. "random"."""
     version: _builtins.str
@@ -158,6 +159,12 @@ class GetInfoResponse(_message.Message):
     """The protocol version the bot implements: "tonk.v1"."""
     language: _builtins.str
     """The language or runtime the bot is written in, free text (e.g. "python")."""
+    claim: _builtins.str
+    """Proof that whoever registers this bot's address runs it: the claim code the arena gave
+    its owner for this address (POST /api/v1/claims, or the refusal of a first submission).
+    Empty when not asked for. Several codes (one per arena) may be separated by spaces.
+    The Python SDK serves $TONK_CLAIM here (`tonk serve ... --claim CODE`). docs/protocol.md.
+    """
     def __init__(
         self,
         *,
@@ -166,10 +173,11 @@ class GetInfoResponse(_message.Message):
         author: _builtins.str = ...,
         protocol_version: _builtins.str = ...,
         language: _builtins.str = ...,
+        claim: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "language", b"language", "name", b"name", "protocol_version", b"protocol_version", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "claim", b"claim", "language", b"language", "name", b"name", "protocol_version", b"protocol_version", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
