@@ -189,7 +189,9 @@ def test_replay_viewer(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
     page.keyboard.press(" ")
     assert "Play" in page.locator('[data-cmd="play"]').inner_text()
 
-    # Jump to a step with melds on the table through the action log, as a person would.
+    # Jump to a step with melds on the table through the action log, as a person would (the
+    # log shows later steps once results are asked for: they would spoil the hand's end).
+    page.check("#show-results")
     page.click(f'#log li[data-step="{step}"]')
     assert step_of(page) == (hand, step)
     assert page.locator("#felt .meld").count() >= 1
@@ -229,6 +231,7 @@ def test_downloads_from_the_viewer(page: Any, base_url: str, seeded_sqlite: Seed
         page.click("#hand-download")
     record = Path(download.value.path()).read_text()
     assert '"format": "tonk-hand/1"' in record and "latency_us" not in record
+    page.check("#show-results")  # later log lines show once results may be seen
     with page.expect_download() as download:
         page.click('#log li[data-step="1"] a.dl')
     request = Path(download.value.path()).read_text()
@@ -238,3 +241,135 @@ def test_downloads_from_the_viewer(page: Any, base_url: str, seeded_sqlite: Seed
     faults = page.locator("#log li.fault")
     if faults.count():
         assert "FAULT" in faults.first.inner_text()
+
+
+def visible_box(page: Any, selector: str) -> list[dict[str, float]]:
+    boxes: list[dict[str, float]] = page.eval_on_selector_all(
+        selector,
+        "els => els.map(e => { const r = e.getBoundingClientRect();"
+        " return {x: r.left, y: r.top, right: r.right, bottom: r.bottom, w: r.width, h: r.height}; })",
+    )
+    return boxes
+
+
+REPLAY_PARTS = (
+    "#hand-select", "#viewer .buttons button", "#speed", "#perspective", "#show-results", "#timeline",
+    "#hand-strip button", "#caption", "#felt", "#felt .seat", "#felt .center", "#log",
+)
+
+
+def test_the_replay_fits_one_laptop_screen(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    match_id, hand, step = showcase(base_url, page, seeded_sqlite)
+    page.goto(f"{base_url}/matches/{match_id}#hand={hand}&step={step}")
+    page.wait_for_selector("#viewer.ready")
+    assert step_of(page) == (hand, step) and page.locator("#felt .meld").count() >= 1
+    assert page.evaluate("window.scrollY") == 0
+    for selector in REPLAY_PARTS:
+        boxes = visible_box(page, selector)
+        assert boxes, selector
+        for box in boxes:
+            assert box["w"] > 0 and box["h"] > 0, selector
+            inside = box["x"] >= 0 and box["right"] <= 1360 and box["y"] >= 0 and box["bottom"] <= 900
+            assert inside, (selector, box)
+    # Every control has an accessible name.
+    unnamed = page.eval_on_selector_all(
+        "#viewer button, #viewer select, #viewer input, #viewer a",
+        "els => els.filter(e => !(e.getAttribute('aria-label')"
+        " || e.labels?.length && e.labels[0].textContent.trim() || e.textContent.trim()))"
+        ".map(e => e.outerHTML)",
+    )
+    assert not unnamed
+
+
+def test_keyboard_steps_whatever_list_was_used(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    uses = [
+        ("#hand-select", lambda: page.select_option("#hand-select", "1")),
+        ("#speed", lambda: page.select_option("#speed", "500")),
+        ("#perspective", lambda: page.select_option("#perspective", "1")),
+        ("#timeline", lambda: page.locator("#timeline").fill("1")),
+        ("#show-results", lambda: page.click("#show-results")),
+        ("#hand-strip button", lambda: page.click('#hand-strip button[data-hand="2"]')),
+        ("button[data-cmd='first']", lambda: page.click("button[data-cmd='first']")),
+    ]
+    for selector, use in uses:
+        use()
+        page.focus(selector) if selector.startswith("#") and "button" not in selector else None
+        hand, step = step_of(page)
+        if step > 0:
+            page.keyboard.press("Home")
+            hand, step = step_of(page)
+        page.keyboard.press("ArrowRight")
+        assert step_of(page) == (hand, step + 1), selector
+        page.keyboard.press("ArrowLeft")
+        assert step_of(page) == (hand, step), selector
+        page.keyboard.press("]")
+        assert step_of(page) == (hand + 1, 0), selector
+        page.keyboard.press("[")
+        assert step_of(page) == (hand, 0), selector
+    assert page.locator("#speed").input_value() == "500"  # the keys did not change the lists
+    assert page.locator("#perspective").input_value() == "1"
+
+
+def test_the_url_opens_the_moment_shown(
+    page: Any, browser: Any, base_url: str, seeded_sqlite: Seeded
+) -> None:
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    page.keyboard.press("]")
+    page.keyboard.press("]")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    assert step_of(page) == (2, 3)
+    url = page.url
+    assert url.endswith("#hand=2&step=3")
+    caption = page.locator("#caption").inner_text()
+    other = browser.new_context(viewport={"width": 1360, "height": 900}).new_page()
+    try:
+        other.goto(url)
+        other.wait_for_selector("#viewer.ready")
+        assert step_of(other) == (2, 3)
+        assert other.locator("#caption").inner_text() == caption
+    finally:
+        other.context.close()
+
+
+def test_no_spoilers_until_asked(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    names = [page.locator(f'#felt .seat[data-seat="{s}"] .name').inner_text() for s in range(2)]
+    options = page.eval_on_selector_all("#hand-select option", "els => els.map(e => e.textContent)")
+    assert options and not any(name in text for text in options for name in names)
+    assert page.locator("#payoffs").is_hidden()
+    assert page.locator('#log li[data-step="2"]').is_hidden()
+    page.check("#show-results")
+    options = page.eval_on_selector_all("#hand-select option", "els => els.map(e => e.textContent)")
+    assert any(name in text for text in options for name in names)
+    assert page.locator("#payoffs").is_visible() and page.url.endswith("&results=1")
+
+
+def test_the_table_shows_the_engines_numbers(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    """What the page shows at every step is the server's (engine's) numbers, hand after hand."""
+    import json
+    import urllib.request
+
+    match_id = seeded_sqlite.fault_match
+    with urllib.request.urlopen(f"{base_url}/api/v1/matches/{match_id}/steps") as r:
+        hands = json.load(r)["hands"]
+    page.goto(f"{base_url}/matches/{match_id}")
+    page.wait_for_selector("#viewer.ready")
+    for h, hand in enumerate(hands[:3]):
+        for k, step in enumerate(hand["steps"]):
+            assert step_of(page) == (h, k)
+            seats = len(hand["players"])
+            shown = [int(page.get_attribute(f'#felt .seat[data-seat="{s}"] .meta', "data-total"))
+                     for s in range(seats)]
+            assert shown == step["totals"]
+            assert [cards_of(page, s) for s in range(seats)] == step["hands"]
+            assert page.locator("#caption").inner_text() == step["caption"]
+            if "outcome" in step:
+                paid = [int(page.get_attribute(f'#felt .seat[data-seat="{s}"] .payoff', "data-payoff"))
+                        for s in range(seats)]
+                assert paid == step["outcome"]["payoffs"]
+            page.keyboard.press("ArrowRight")
