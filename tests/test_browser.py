@@ -120,7 +120,7 @@ def test_tournament_page(page: Any, base_url: str, seeded_sqlite: Seeded) -> Non
     page.screenshot(path=str(SCREENSHOTS / "tournament.png"), full_page=True)
     # A running tournament polls its progress from the API.
     page.goto(f"{base_url}/tournaments/{seeded_sqlite.tournaments['summer']}")
-    with page.expect_response(lambda r: r.url.endswith("/progress") and r.status == 200, timeout=8000):
+    with page.expect_response(lambda r: "/live?html=1" in r.url and r.status == 200, timeout=8000):
         pass
     assert page.locator("#progress .live-dot").is_visible()
 
@@ -373,3 +373,94 @@ def test_the_table_shows_the_engines_numbers(page: Any, base_url: str, seeded_sq
                         for s in range(seats)]
                 assert paid == step["outcome"]["payoffs"]
             page.keyboard.press("ArrowRight")
+
+
+def live_arena(url: str) -> tuple[int, list[int]]:
+    """A fresh store with a started 3-bot tournament of 6 matches: its id and match ids."""
+    from sqlalchemy import select
+
+    from arena.auth import get_or_create_operator
+    from arena.config import Settings
+    from arena.db import session_scope
+    from arena.models import Match
+    from arena.registry import host_bot
+    from arena.tournaments import create_tournament, start_tournament
+
+    with session_scope(url) as session:
+        house = get_or_create_operator(session, "house")
+        bots = (("random", "bots.random_bot:RandomBot"), ("lowball", "dashboard_fixtures:LowBot"),
+                ("greedy", "bots.greedy:GreedyBot"))
+        ids = [host_bot(session, house, name, target, check=False).id for name, target in bots]
+        t = create_tournament(
+            session, name="Live Cup", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=6,
+            seed=20261111, settings=Settings(database_url=url),
+        )
+        start_tournament(session, t.id)
+        query = select(Match.id).where(Match.tournament_id == t.id).order_by(Match.id)
+        matches = list(session.scalars(query))
+    return t.id, matches
+
+
+def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from dashboard_fixtures import OPERATOR_TOKEN
+    from sqlalchemy import update
+
+    from arena.db import session_scope
+    from arena.jobs import play_match_job
+    from arena.models import Match, MatchSeat
+    from dashboard.server import serve_in_thread
+
+    url = f"sqlite:///{tmp_path / 'live.sqlite'}"
+    tournament_id, matches = live_arena(url)
+    # A match a worker is playing: 2 hands in, and the score so far (as its heartbeat writes).
+    with session_scope(url) as session:
+        session.execute(update(Match).where(Match.id == matches[0]).values(status="running", hands_played=2))
+        for seat, score in enumerate((3, -3)):
+            session.execute(update(MatchSeat).where(MatchSeat.match_id == matches[0], MatchSeat.seat == seat)
+                            .values(score=score))
+    server, thread = serve_in_thread(
+        "127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
+        CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False, PROGRESS_POLL_MS=250,
+    )
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    player: threading.Thread | None = None
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"http://127.0.0.1:{server.server_port}/tournaments/{tournament_id}")
+        assert "No match of this tournament has finished yet" in page.locator("#standings").inner_text()
+        page.evaluate("window.tonkMarker = 42")  # gone if the page were reloaded
+        running = page.locator("#running li")
+        assert "2 of 6 hands" in running.inner_text() and "+3" in running.inner_text()
+
+        def play() -> None:
+            for match_id in matches:
+                assert play_match_job(match_id, url) == "done"
+                time.sleep(0.7)  # the page polls every 0.25 s: it sees each match finish
+
+        player = threading.Thread(target=play, daemon=True)
+        player.start()
+        page.wait_for_selector("#standings table.standings", timeout=20_000)
+        seen = {page.locator("#standings").inner_text()}
+        deadline = time.monotonic() + 30
+        while not page.locator("#t-status .status-finished").count() and time.monotonic() < deadline:
+            seen.add(page.locator("#standings").inner_text())
+            page.wait_for_timeout(100)
+        assert page.locator("#t-status .status-finished").count() == 1
+        assert len(seen) >= 3, seen  # the standings changed several times as matches finished
+        assert page.locator("#timing .finished-note").inner_text() == "finished"
+        assert page.locator("#progress [data-field=percent]").inner_text() == "100"
+        assert page.locator("table.matrix td.sig-none, table.matrix td.sig-significant, "
+                            "table.matrix td.sig-strong").count() == 6
+        assert not page.locator("#running li").count()
+        assert page.evaluate("window.tonkMarker") == 42 and not errors
+    finally:
+        if player is not None:
+            player.join(timeout=60)
+        context.close()
+        server.shutdown()
+        thread.join(timeout=10)
