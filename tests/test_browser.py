@@ -464,3 +464,63 @@ def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: P
         context.close()
         server.shutdown()
         thread.join(timeout=10)
+
+
+def every_page(seeded: Seeded) -> dict[str, str]:
+    """Every page of the dashboard, by a short name (also the screenshot's file name)."""
+    return {
+        "leaderboard": "/",
+        "tournaments": "/tournaments/",
+        "tournament": f"/tournaments/{seeded.tournaments['spring']}",
+        "tournament-running": f"/tournaments/{seeded.tournaments['summer']}",
+        "matches": "/matches/",
+        "match": f"/matches/{seeded.fault_match}",
+        "match-running": f"/matches/{seeded.running_match}",
+        "bots": "/bots/",
+        "bot": "/bots/lowball",
+        "not-found": "/matches/999999",
+    }
+
+
+# What a finger must be able to hit: controls, the navigation, links in lists and tables.
+TARGETS = ("header.site a, main button, main select, main input, .pager a, main table a, .hand-strip button,"
+           " .tables-grid a, .crumbs a")
+
+
+def check_phone_page(tab: Any, path: str) -> None:
+    width = tab.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, (path, width)
+    small = tab.eval_on_selector_all(
+        TARGETS,
+        "els => els.filter(e => e.offsetParent !== null && getComputedStyle(e).visibility !== 'hidden')"
+        # A checkbox is hit through its label.
+        ".map(e => e.type === 'checkbox' && e.closest('label') || e)"
+        ".map(e => [e.outerHTML.slice(0, 80), e.getBoundingClientRect()])"
+        ".map(([html, r]) => [html, r.width, r.height])"
+        ".filter(([_, w, h]) => w < 44 || h < 44)",
+    )
+    assert not small, (path, small[:5])
+
+
+def test_every_page_fits_a_phone(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    try:
+        tab = context.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        for name, path in every_page(seeded_sqlite).items():
+            tab.goto(base_url + path)
+            if tab.locator("#viewer").count():
+                tab.wait_for_selector("#viewer.ready")
+            check_phone_page(tab, path)
+            tab.screenshot(path=str(SCREENSHOTS / f"phone-{name}.png"), full_page=True)
+        assert not errors
+    finally:
+        context.close()
+
+
+def test_the_tournaments_table_is_not_clipped_at_1360(page: Any, base_url: str) -> None:
+    page.goto(base_url + "/tournaments/")
+    wrap = page.locator(".table-wrap").first
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1360
