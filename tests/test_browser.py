@@ -478,6 +478,7 @@ def every_page(seeded: Seeded) -> dict[str, str]:
         "match-running": f"/matches/{seeded.running_match}",
         "bots": "/bots/",
         "bot": "/bots/lowball",
+        "api": "/api/",
         "not-found": "/matches/999999",
     }
 
@@ -524,3 +525,35 @@ def test_the_tournaments_table_is_not_clipped_at_1360(page: Any, base_url: str) 
     wrap = page.locator(".table-wrap").first
     assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth")
     assert page.evaluate("document.documentElement.scrollWidth") <= 1360
+
+
+def test_charts_and_their_text(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    # A match's chips per seat: a hand of the chart opens the replay there.
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    assert page.locator("#chips-chart").is_hidden()  # a spoiler until results are asked for
+    page.check("#show-results")
+    chart = page.locator("#chips-chart svg.chips-chart")
+    assert chart.locator("polyline.series").count() == 2
+    page.locator('#chips-chart a.hand-link[href="#hand=3&step=0"]').click()
+    page.wait_for_selector('#felt[data-hand="3"][data-step="0"]')
+    assert page.url.endswith("#hand=3&step=0&results=1")
+    page.click("#chips-chart details.chart-text summary")
+    assert page.locator("#chips-chart details.chart-text tbody tr").count() == 6
+    # A bot's distributions and recent matches; every bot's rating over time.
+    page.goto(f"{base_url}/bots/lowball")
+    assert page.locator("svg.chips-dist rect.bar").count() >= 1
+    assert page.locator("svg.time-dist rect.bar").count() >= 1
+    assert page.locator("details.chart-text").count() == 2
+    page.locator("table.recent-matches a.watch").first.click()
+    page.wait_for_selector("#viewer.ready")
+    assert step_of(page) == (0, 0)
+    page.goto(base_url + "/")
+    assert page.locator("svg.ratings-chart polyline.series").count() == 3
+    assert page.locator(".chart-legend li").count() == 3
+    page.goto(base_url + "/api/")
+    assert page.locator("header.site nav a[aria-current=page]").inner_text() == "API"
+    examples = page.eval_on_selector_all("table.api a", "els => els.map(e => e.getAttribute('href'))")
+    assert len(examples) >= 12
+    for href in examples:  # every example works on this arena
+        assert page.request.get(base_url + href).status == 200, href

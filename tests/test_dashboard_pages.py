@@ -29,7 +29,7 @@ def test_leaderboard_page(client: FlaskClient) -> None:
     for name in ("random", "lowball", "flaky", "croaker"):
         assert f'data-bot="{name}"' in html
     assert 'class="chart interval-chart"' in html  # the server-drawn interval chart
-    assert html.count("<circle") == 3  # one dot per rated bot
+    assert html.count('<circle class="point"') == 3  # one dot per rated bot in the interval chart
     assert 'class="prov"' in html  # provisional marks
     assert "unrated" in html
 

@@ -1,15 +1,19 @@
 """The spectator's part of the JSON API (/api/v1): a replay's steps as the engine computed
-them, a tournament's live state, and exports of hands as ``tonk-hand/1`` JSON lines."""
+them, a tournament's live state, and exports of hands as ``tonk-hand/1`` JSON lines
+(arena/export.py; finished deals only)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flask import Blueprint, Response, get_template_attribute, jsonify, request
 
+from arena import export
+from arena.db import session_scope
 from dashboard.db import session
-from dashboard.params import choice_arg
+from dashboard.errors import InvalidParameterError
+from dashboard.params import BOT_NAME_RE, choice_arg
 from dashboard.queries import replays
 from dashboard.queries.cache import cached
 from dashboard.queries.live import running_matches, timing
@@ -53,3 +57,30 @@ def macro(name: str) -> Callable[..., Any]:
     """A macro of templates/_live.html, the page's parts that change as matches finish."""
     found: Callable[..., Any] = get_template_attribute("_live.html", name)
     return found
+
+
+def _export(filename: str, tournament_id: int | None = None, bot_name: str | None = None) -> Response:
+    """JSON lines streamed from a session of their own (it outlives this request's), one
+    match at a time: an export of any size is never loaded whole."""
+    url = db_url()
+    bot_id = export.resolve(session(), tournament_id=tournament_id, bot_name=bot_name)  # 404s first
+
+    def lines() -> Iterator[str]:
+        with session_scope(url) as db:
+            yield from export.hand_lines(db, tournament_id=tournament_id, bot_id=bot_id)
+
+    response = Response(lines(), mimetype="application/x-ndjson")
+    response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@bp.get("/tournaments/<id:tournament_id>/hands")
+def export_tournament(tournament_id: int) -> Response:
+    return _export(f"tournament-{tournament_id}-hands.jsonl", tournament_id=tournament_id)
+
+
+@bp.get("/bots/<name>/hands")
+def export_bot(name: str) -> Response:
+    if not BOT_NAME_RE.fullmatch(name):
+        raise InvalidParameterError(f"{name[:80]!r} is not a valid bot name")
+    return _export(f"bot-{name}-hands.jsonl", bot_name=name)

@@ -2,13 +2,16 @@
 
 Each file gives one JSON line on standard output, so the output pipes into ``jq``:
 ``{"file": NAME, "outcome": {...}}`` or ``{"file": NAME, "error": {"action": INDEX, "reason": ...}}``
-(``action`` is null when the record is malformed rather than illegal).
+(``action`` is null when the record is malformed rather than illegal). A ``.jsonl`` file (as
+``tonk export`` writes) holds one record a line and gives one output line per record, with
+``"line"`` (counted from 1).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,11 @@ def check_file(name: str, compare: bool) -> dict[str, Any]:
     except OSError as exc:
         line["error"] = {"action": None, "reason": f"cannot read the file: {exc.strerror}"}
         return line
+    return check_text(line, text, compare)
+
+
+def check_text(line: dict[str, Any], text: bytes, compare: bool) -> dict[str, Any]:
+    """``line`` completed with the outcome of the record ``text``, or its error."""
     try:
         record = HandRecord.from_text(text)
         if compare:
@@ -61,12 +69,23 @@ def check_file(name: str, compare: bool) -> dict[str, Any]:
     return line
 
 
+def check_lines(name: str, compare: bool) -> Iterator[dict[str, Any]]:
+    """One JSON line per record of a JSON-lines file, read a line at a time."""
+    try:
+        with open(name, "rb") as stream:
+            for number, text in enumerate(stream, start=1):
+                if text.strip():
+                    yield check_text({"file": name, "line": number}, text, compare)
+    except OSError as exc:
+        yield {"file": name, "error": {"action": None, "reason": f"cannot read the file: {exc.strerror}"}}
+
+
 def _run(args: argparse.Namespace, compare: bool) -> int:
     failed = False
     for name in args.files:
-        line = check_file(name, compare)
-        failed = failed or "error" in line
-        print(json.dumps(line), flush=True)
+        for line in check_lines(name, compare) if name.endswith(".jsonl") else [check_file(name, compare)]:
+            failed = failed or "error" in line
+            print(json.dumps(line), flush=True)
     return 1 if failed and compare else 0
 
 

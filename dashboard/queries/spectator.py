@@ -1,0 +1,57 @@
+"""What the spectator's charts and lists read: a bot's per-match samples and recent
+matches, every bot's rating history, and a match's payments per hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from arena.leaderboard import rating_history
+from arena.models import Bot, Match, MatchSeat, RatingSnapshot
+from dashboard.params import Paging
+from dashboard.queries.cache import cached
+from dashboard.queries.matches import MatchFilter, match_list
+
+#: Matches a bot's distributions are drawn from (its most recent ones).
+SAMPLE_MATCHES = 500
+RECENT_MATCHES = 10
+
+
+def bot_samples(session: Session, bot_name: str) -> tuple[list[int], list[float]]:
+    """Chips and mean decision time (ms) in each of the bot's latest done matches."""
+    rows = session.execute(
+        select(MatchSeat.score, MatchSeat.latency_us_total, MatchSeat.decisions)
+        .join(Match, Match.id == MatchSeat.match_id)
+        .join(Bot, Bot.id == MatchSeat.bot_id)
+        .where(Bot.name == bot_name, Match.status == "done")
+        .order_by(Match.id.desc())
+        .limit(SAMPLE_MATCHES)
+    ).all()
+    scores = [int(score or 0) for score, _, _ in rows]
+    times = [total / decisions / 1000 for _, total, decisions in rows if decisions]
+    return scores, times
+
+
+def recent_matches(session: Session, url: str, bot_id: int) -> list[dict[str, Any]]:
+    """The bot's latest done matches, newest first, as the match list shows them."""
+    page = match_list(session, url, MatchFilter(bot_id=bot_id, status="done"), Paging(1, RECENT_MATCHES))
+    rows: list[dict[str, Any]] = page["matches"]
+    return rows
+
+
+def ratings_over_time(session: Session, url: str) -> list[dict[str, Any]]:
+    """Every snapshot as ``{tournament, order, bot, elo}``, ``order`` counting the rated
+    tournaments in the order they finished. Cached until a snapshot is added."""
+    token = session.execute(select(func.count(RatingSnapshot.id), func.max(RatingSnapshot.id))).one()
+
+    def compute() -> list[dict[str, Any]]:
+        order: dict[int, int] = {}
+        out = []
+        for row in rating_history(session):
+            index = order.setdefault(row.tournament_id, len(order))
+            out.append({"tournament": row.tournament_name, "order": index, "bot": row.name, "elo": row.elo})
+        return out
+
+    return cached(("ratings-over-time", url), tuple(token), compute)
