@@ -1,6 +1,9 @@
 """The dashboard in real headless Chromium (Playwright): the leaderboard, and a replay stepped
 through, played, and seen from one seat. Screenshots go to docs/screenshots/ with TONK_UPDATE_SCREENSHOTS=1.
 
+`make screenshots` refreshes them all: every page at 1360x900 and 390x844
+(``<page>-1360.png``, ``<page>-390.png``) plus the replay and leaderboard in full.
+
 Uses Debian's Chromium (/usr/bin/chromium, or TONK_CHROMIUM); nothing is downloaded. Without
 it these tests skip locally and fail in CI.
 """
@@ -197,7 +200,7 @@ def test_replay_viewer(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
     assert page.locator("#felt .meld").count() >= 1
     assert page.locator("#log li.current").count() == 1 and page.locator("#log .lat").count() > 0
     assert page.locator("#payoffs tbody tr.current").get_attribute("data-hand") == str(hand)
-    page.screenshot(path=str(SCREENSHOTS / "replay.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / "replay.png"))  # the replay fits one screen
 
     # One seat's view: the other hands become card backs, the stock stays face down.
     everyone = {s: cards_of(page, s) for s in range(3)}
@@ -279,6 +282,74 @@ def test_the_replay_fits_one_laptop_screen(page: Any, base_url: str, seeded_sqli
         ".map(e => e.outerHTML)",
     )
     assert not unnamed
+
+
+def assert_replay_fits(page: Any) -> None:
+    assert page.evaluate("window.scrollY") == 0
+    for selector in REPLAY_PARTS:
+        boxes = visible_box(page, selector)
+        assert boxes, selector
+        for box in boxes:
+            inside = box["x"] >= 0 and box["right"] <= 1360 and box["y"] >= 0 and box["bottom"] <= 900
+            assert inside and box["w"] > 0 and box["h"] > 0, (selector, box)
+
+
+def test_a_six_seat_replay_fits_one_screen(browser: Any, tmp_path: Path) -> None:
+    """The most crowded table: six seats, and the moment with the most melds out."""
+    import json
+    import urllib.request
+
+    from dashboard_fixtures import OPERATOR_TOKEN
+    from sqlalchemy import select
+
+    from arena.auth import get_or_create_operator
+    from arena.config import Settings
+    from arena.db import session_scope
+    from arena.jobs import play_match_job
+    from arena.models import Match
+    from arena.registry import host_bot
+    from arena.tournaments import create_tournament, start_tournament
+    from dashboard.server import serve_in_thread
+
+    url = f"sqlite:///{tmp_path / 'six.sqlite'}"
+    with session_scope(url) as session:
+        house = get_or_create_operator(session, "house")
+        targets = ["dashboard_fixtures:LowBot", "bots.greedy:GreedyBot", "bots.random_bot:RandomBot"] * 2
+        ids = [host_bot(session, house, f"player{k}", t, check=False).id for k, t in enumerate(targets)]
+        t = create_tournament(session, name="Six", bot_ids=ids, table_sizes=[6], matches_per_table=1,
+                              hands_per_match=4, seed=606, settings=Settings(database_url=url))
+        start_tournament(session, t.id)
+        query = select(Match.id).where(Match.tournament_id == t.id).order_by(Match.id)
+        matches = list(session.scalars(query))
+    for match_id in matches:
+        assert play_match_job(match_id, url) == "done"
+    server, thread = serve_in_thread("127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN,
+                                     TESTING=True, CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False)
+    context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        best = (-1, 0, 0, 0)
+        for match_id in matches:
+            with urllib.request.urlopen(f"{base}/api/v1/matches/{match_id}/steps") as r:
+                hands = json.load(r)["hands"]
+            for h, hand in enumerate(hands):
+                for k, step in enumerate(hand["steps"]):
+                    best = max(best, (len(step["table"]), match_id, h, k))
+        melds, match_id, h, k = best
+        page = context.new_page()
+        page.goto(f"{base}/matches/{match_id}#hand={h}&step={k}")
+        page.wait_for_selector("#viewer.ready")
+        assert step_of(page) == (h, k) and page.locator("#felt .seat").count() == 6
+        assert page.locator("#felt .meld").count() == melds >= 1
+        assert_replay_fits(page)
+        page.keyboard.press("End")  # the settlement: every seat's payment shown too
+        assert page.locator("#felt .payoff").count() == 6
+        assert_replay_fits(page)
+        page.screenshot(path=str(SCREENSHOTS / "replay-six-seats.png"))
+    finally:
+        context.close()
+        server.shutdown()
+        thread.join(timeout=10)
 
 
 def test_keyboard_steps_whatever_list_was_used(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
@@ -503,21 +574,34 @@ def check_phone_page(tab: Any, path: str) -> None:
     assert not small, (path, small[:5])
 
 
-def test_every_page_fits_a_phone(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+def visit_every_page(browser: Any, base_url: str, seeded: Seeded, width: int, height: int) -> None:
+    """Each page at this size: no page wider than the screen, no script error, and (at phone
+    width) targets a finger can hit; its first screen saved as ``<page>-<width>.png``."""
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
     try:
         tab = context.new_page()
         errors: list[str] = []
         tab.on("pageerror", lambda exc: errors.append(str(exc)))
-        for name, path in every_page(seeded_sqlite).items():
+        for name, path in every_page(seeded).items():
             tab.goto(base_url + path)
             if tab.locator("#viewer").count():
                 tab.wait_for_selector("#viewer.ready")
-            check_phone_page(tab, path)
-            tab.screenshot(path=str(SCREENSHOTS / f"phone-{name}.png"), full_page=True)
+            if width <= 390:
+                check_phone_page(tab, path)
+            else:
+                assert tab.evaluate("document.documentElement.scrollWidth") <= width, path
+            tab.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"))  # the first screen: small files
         assert not errors
     finally:
         context.close()
+
+
+def test_every_page_fits_a_phone(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    visit_every_page(browser, base_url, seeded_sqlite, 390, 844)
+
+
+def test_every_page_at_a_laptop_width(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    visit_every_page(browser, base_url, seeded_sqlite, 1360, 900)
 
 
 def test_the_tournaments_table_is_not_clipped_at_1360(page: Any, base_url: str) -> None:
