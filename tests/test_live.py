@@ -74,3 +74,19 @@ def test_live_endpoint_from_start_to_finished(sqlite_url: str) -> None:
     assert sum(s["chips"] for s in end["standings"]) == 0
     assert client.get("/api/v1/tournaments/999999/live").status_code == 404
     assert client.get(f"/api/v1/tournaments/{tournament_id}/live?html=2").status_code == 400
+
+
+def test_a_match_being_played_shows_hands_and_score_so_far(sqlite_url: str) -> None:
+    from sqlalchemy import update
+
+    _tournament, matches = live_arena(sqlite_url)
+    with session_scope(sqlite_url) as session:
+        session.execute(update(Match).where(Match.id == matches[1]).values(status="running", hands_played=2))
+        for seat, score in enumerate((-5, 5)):
+            session.execute(update(MatchSeat).where(MatchSeat.match_id == matches[1], MatchSeat.seat == seat)
+                            .values(score=score))
+    client = create_app({"DATABASE_URL": sqlite_url, "TESTING": True}).test_client()
+    html = client.get(f"/matches/{matches[1]}").data.decode()
+    assert "2 of 6 hands</b>" in html and "\u22125</span>" in html and "+5</span>" in html
+    assert 'id="viewer"' not in html  # still no replay
+    assert "Being played" not in client.get(f"/matches/{matches[2]}").data.decode()  # pending

@@ -53,9 +53,19 @@ def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> di
 def running_matches(session: Session, tournament_id: int) -> list[dict[str, Any]]:
     """The matches being played: hands so far of the planned, and the running score (each
     worker stamps both with its heartbeat, every few seconds)."""
+    return _running(session, Match.tournament_id == tournament_id)
+
+
+def running_match(session: Session, match_id: int) -> dict[str, Any] | None:
+    """One match while it is being played (as :func:`running_matches`), else None."""
+    found = _running(session, Match.id == match_id)
+    return found[0] if found else None
+
+
+def _running(session: Session, where: Any) -> list[dict[str, Any]]:
     matches = session.execute(
         select(Match.id, Match.table_index, Match.hands_played, Match.hands)
-        .where(Match.tournament_id == tournament_id, Match.status == "running")
+        .where(where, Match.status == "running")
         .order_by(Match.id)
         .limit(RUNNING_SHOWN)
     ).all()

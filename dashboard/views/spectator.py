@@ -15,6 +15,7 @@ from arena.models import Bot, Match, Tournament
 from dashboard import charts_spectator
 from dashboard.db import session
 from dashboard.queries import replays, spectator
+from dashboard.queries.live import running_match
 from dashboard.views.common import db_url
 
 bp = Blueprint("spectator", __name__)
@@ -32,6 +33,12 @@ def match_chips_chart(match_id: int) -> Markup:
     players = [str(p) for p in (hands[0].get("players") or [])] if hands else []
     payoffs = [list((h.get("outcome") or {}).get("payoffs") or [0] * len(players)) for h in hands]
     return charts_spectator.match_chips_chart(players, payoffs)
+
+
+@bp.app_template_global()
+def match_in_play(match_id: int) -> dict[str, Any] | None:
+    """Hands played so far and the running score of a match being played, else None."""
+    return running_match(session(), match_id)
 
 
 @bp.app_template_global()
