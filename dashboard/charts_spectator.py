@@ -15,6 +15,8 @@ from dashboard.charts import _line, _text, _ticks
 
 #: Series colours (classes s0..s7); more bots than this share colours, told apart by label.
 SERIES = 8
+#: The rating chart shows at most this many of the latest tournaments.
+RATED_TOURNAMENTS = 40
 #: Decision-time bin edges in ms: roughly 1-2-5 steps, as times spread over decades.
 TIME_EDGES = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0)
 
@@ -208,13 +210,20 @@ def ratings_chart(history: Sequence[dict[str, Any]]) -> Markup:
         return Markup(
             '<p class="empty">No rating history yet: it is recorded after each finished tournament.</p>'
         )
-    tournaments: dict[int, str] = {}
+    # The last RATED_TOURNAMENTS tournaments, and the SERIES bots best rated after the last of
+    # them (a legend of a hundred bots helps nobody): the leaderboard lists everyone.
+    last = max(row["order"] for row in history)
+    recent = [row for row in history if row["order"] > last - RATED_TOURNAMENTS]
     series: dict[str, list[tuple[int, float]]] = {}
-    for row in history:
-        tournaments[row["order"]] = row["tournament"]
+    for row in recent:
         series.setdefault(row["bot"], []).append((row["order"], float(row["elo"])))
-    # Best last rating first, so the legend reads like the leaderboard.
-    names = sorted(series, key=lambda b: -series[b][-1][1])
+    names = sorted(series, key=lambda b: (-series[b][-1][0], -series[b][-1][1]))[:SERIES]
+    names.sort(key=lambda b: -series[b][-1][1])  # best last rating first, like the leaderboard
+    series = {b: series[b] for b in names}
+    orders = sorted({i for pts in series.values() for i, _ in pts})
+    renumber = {o: k for k, o in enumerate(orders)}
+    tournaments = {renumber[row["order"]]: row["tournament"] for row in recent if row["order"] in renumber}
+    series = {b: [(renumber[i], e) for i, e in pts] for b, pts in series.items()}
     n = len(tournaments)
     lo = min(e for pts in series.values() for _, e in pts)
     hi = max(e for pts in series.values() for _, e in pts)
