@@ -3,6 +3,8 @@ refused before a match is done."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -32,6 +34,10 @@ def test_steps_of_a_done_match(client: FlaskClient, seeded: Seeded) -> None:
         assert hand["steps"][-1]["outcome"] == log["outcome"]
         running = [a + b for a, b in zip(running, log["outcome"]["payoffs"], strict=True)]
     assert any(h["steps"][-1]["event"]["kind"] == "fault" for h in data["hands"])
+    # Gzipped for a client that takes it (as browsers do), and the same data.
+    packed = client.get(f"/api/v1/matches/{seeded.fault_match}/steps", headers={"Accept-Encoding": "gzip"})
+    assert packed.headers["Content-Encoding"] == "gzip" and packed.headers["Vary"] == "Accept-Encoding"
+    assert json.loads(gzip.decompress(packed.data)) == data and len(packed.data) * 4 < len(json.dumps(data))
 
 
 @pytest.mark.parametrize("which", ["pending_match", "running_match", "failed_match"])

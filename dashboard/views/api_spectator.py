@@ -4,6 +4,8 @@ them, a tournament's live state, and exports of hands as ``tonk-hand/1`` JSON li
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,9 +31,23 @@ def get_steps(match_id: int) -> Response:
     db = session()
     match = replays.get_match(db, match_id)
     hands = replays.load_hands(db, db_url(), match)  # refuses an unfinished match
-    # A done match's hands never change, so neither do its steps.
-    steps = cached(("steps", db_url(), match_id), "done", lambda: match_steps(hands))
-    return jsonify({"match": match_id, "hands_in_match": match.hands, "hands": steps})
+    # A done match's hands never change, so neither do its steps: they are kept serialized,
+    # and gzipped too (steps repeat the table at every step: 6x the replay's JSON, 10x less
+    # compressed), so a long match's replay loads quickly on a slow line.
+    def encode() -> tuple[bytes, bytes]:
+        body = json.dumps({"match": match_id, "hands_in_match": match.hands, "hands": match_steps(hands)},
+                          separators=(",", ":")).encode()
+        return body, gzip.compress(body, 6)
+
+    body, packed = cached(("steps", db_url(), match_id), "done", encode)
+    response = Response(mimetype="application/json")
+    response.headers["Vary"] = "Accept-Encoding"
+    if request.accept_encodings.quality("gzip") > 0:
+        response.set_data(packed)
+        response.headers["Content-Encoding"] = "gzip"
+    else:
+        response.set_data(body)
+    return response
 
 
 @bp.get("/tournaments/<id:tournament_id>/live")
