@@ -81,12 +81,24 @@ def test_a_match_being_played_shows_hands_and_score_so_far(sqlite_url: str) -> N
 
     _tournament, matches = live_arena(sqlite_url)
     with session_scope(sqlite_url) as session:
-        session.execute(update(Match).where(Match.id == matches[1]).values(status="running", hands_played=2))
+        rows = session.execute(select(Match.id, Match.table_index).where(Match.id.in_(matches))).all()
+        table = {m: t for m, t in rows}
+        playing = matches[1]
+        sibling = next(m for m in matches if table[m] == table[playing] and m != playing)
+        session.execute(update(Match).where(Match.id == playing).values(status="running", hands_played=2))
         for seat, score in enumerate((-5, 5)):
-            session.execute(update(MatchSeat).where(MatchSeat.match_id == matches[1], MatchSeat.seat == seat)
+            session.execute(update(MatchSeat).where(MatchSeat.match_id == playing, MatchSeat.seat == seat)
                             .values(score=score))
     client = create_app({"DATABASE_URL": sqlite_url, "TESTING": True}).test_client()
-    html = client.get(f"/matches/{matches[1]}").data.decode()
+    # The other rotation of its deal (the same cards) is still to play: no score yet.
+    html = client.get(f"/matches/{playing}").data.decode()
+    assert "2 of 6 hands</b>" in html and "+5</span>" not in html
+    assert "shown when the other rotations of its deal are done" in html
+    assert live(client, _tournament)["running"][0]["seats"][0]["score"] is None
+    assert play_match_job(sibling, sqlite_url) == "done"
+    html = client.get(f"/matches/{playing}").data.decode()
     assert "2 of 6 hands</b>" in html and "\u22125</span>" in html and "+5</span>" in html
     assert 'id="viewer"' not in html  # still no replay
-    assert "Being played" not in client.get(f"/matches/{matches[2]}").data.decode()  # pending
+    assert [s["score"] for s in live(client, _tournament)["running"][0]["seats"]] == [-5, 5]
+    pending = next(m for m in matches if m not in (playing, sibling))
+    assert "Being played" not in client.get(f"/matches/{pending}").data.decode()

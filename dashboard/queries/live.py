@@ -1,13 +1,14 @@
 """A tournament as it plays: timing (elapsed, rate, time left), the matches being played
-with their hands so far and running score, for the live tournament page and its poll."""
+with their hands so far and running score (once no other rotation of its deal is still to
+finish), for the live tournament page and its poll."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import Session, aliased
 
 from arena.models import Bot, Match, MatchSeat, Tournament, utcnow
 from dashboard.queries import iso
@@ -63,8 +64,19 @@ def running_match(session: Session, match_id: int) -> dict[str, Any] | None:
 
 
 def _running(session: Session, where: Any) -> list[dict[str, Any]]:
+    # Duplicate deals: the other rotations of a deal play the same cards. While one of them
+    # is unfinished, a running score would tell its bots how hands of those cards went, so
+    # it is shown only for the last rotation of a deal still being played.
+    sibling = aliased(Match)
+    open_sibling = exists().where(
+        sibling.tournament_id == Match.tournament_id,
+        sibling.table_index == Match.table_index,
+        sibling.deal_index == Match.deal_index,
+        sibling.id != Match.id,
+        sibling.status != "done",
+    )
     matches = session.execute(
-        select(Match.id, Match.table_index, Match.hands_played, Match.hands)
+        select(Match.id, Match.table_index, Match.hands_played, Match.hands, open_sibling.label("shared"))
         .where(where, Match.status == "running")
         .order_by(Match.id)
         .limit(RUNNING_SHOWN)
@@ -88,6 +100,10 @@ def _running(session: Session, where: Any) -> list[dict[str, Any]]:
             "hands_played": played,
             "hands": m.hands,
             # No score before a hand is stamped (a re-claimed match keeps its last try's).
-            "seats": [{"bot": s["bot"], "score": s["score"] if played else None} for s in seats[m.id]],
+            "score_hidden": bool(m.shared),
+            "seats": [
+                {"bot": s["bot"], "score": s["score"] if played and not m.shared else None}
+                for s in seats[m.id]
+            ],
         })
     return out
