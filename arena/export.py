@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import and_, exists, select
+from sqlalchemy import ColumnElement, and_, exists, select
 from sqlalchemy.orm import Session, aliased
 
 from arena.errors import NotFoundError
@@ -31,11 +31,8 @@ class ExportNotFoundError(NotFoundError):
     """An export of a tournament or bot that does not exist."""
 
 
-def finished_deal_matches(
-    session: Session, *, tournament_id: int | None = None, bot_id: int | None = None, after: int = 0,
-    limit: int = BATCH,
-) -> list[int]:
-    """Ids (ascending, above ``after``) of done matches whose whole deal is done."""
+def deal_finished() -> ColumnElement[bool]:
+    """SQL: the match (``Match``) is done and so is every other rotation of its deal."""
     sibling = aliased(Match)
     unfinished_sibling = exists().where(
         and_(
@@ -45,7 +42,15 @@ def finished_deal_matches(
             sibling.status != "done",
         )
     )
-    query = select(Match.id).where(Match.status == "done", Match.id > after, ~unfinished_sibling)
+    return and_(Match.status == "done", ~unfinished_sibling)
+
+
+def finished_deal_matches(
+    session: Session, *, tournament_id: int | None = None, bot_id: int | None = None, after: int = 0,
+    limit: int = BATCH,
+) -> list[int]:
+    """Ids (ascending, above ``after``) of done matches whose whole deal is done."""
+    query = select(Match.id).where(deal_finished(), Match.id > after)
     if tournament_id is not None:
         query = query.where(Match.tournament_id == tournament_id)
     if bot_id is not None:

@@ -11,6 +11,7 @@ from markupsafe import Markup
 from sqlalchemy import select
 
 from arena.errors import ArenaError
+from arena.export import deal_finished
 from arena.models import Bot, Match, Tournament
 from dashboard import charts_spectator
 from dashboard.db import session
@@ -65,7 +66,8 @@ def api_page() -> str:
     db = session()
     examples = {
         "tournament": db.scalar(select(Tournament.id).order_by(Tournament.id.desc()).limit(1)),
-        "match": db.scalar(select(Match.id).where(Match.status == "done").order_by(Match.id.desc()).limit(1)),
+        # A match whose whole deal is done: its replay is public under any gate.
+        "match": db.scalar(select(Match.id).where(deal_finished()).order_by(Match.id.desc()).limit(1)),
         "bot": db.scalar(select(Bot.name).order_by(Bot.id).limit(1)),
     }
     return render_template("api.html", ex=examples)
