@@ -65,6 +65,14 @@ def test_only_finished_deals_are_exported(client: FlaskClient, seeded: Seeded) -
     records = lines_of(client, "/api/v1/bots/lowball/hands")
     assert records and all("lowball" in r["players"] for r in records)
     assert summer not in {r["arena"]["tournament"] for r in records}
+    # Nor does the bot page offer it among the recent matches to watch.
+    with session_scope(seeded.url) as session:
+        unfinished_deal = session.scalars(
+            select(Match.id).where(Match.tournament_id == summer, Match.status == "done")
+        ).all()
+    html = client.get("/bots/lowball").data.decode()
+    assert 'class="recent-matches"' in html
+    assert not any(f'href="/matches/{m}"' in html for m in unfinished_deal)
     finished = done_hands(seeded.url, seeded.tournaments["spring"], "lowball")
     finished += done_hands(seeded.url, seeded.tournaments["winter"], "lowball")
     assert len(records) == finished

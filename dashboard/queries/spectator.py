@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.export import deal_finished
 from arena.leaderboard import rating_history
-from arena.models import Bot, Match, MatchSeat, RatingSnapshot
-from dashboard.params import Paging
+from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament
+from dashboard.queries import iso
 from dashboard.queries.cache import cached
-from dashboard.queries.matches import MatchFilter, match_list
 
 #: Matches a bot's distributions are drawn from (its most recent ones).
 SAMPLE_MATCHES = 500
@@ -34,11 +34,32 @@ def bot_samples(session: Session, bot_name: str) -> tuple[list[int], list[float]
     return scores, times
 
 
-def recent_matches(session: Session, url: str, bot_id: int) -> list[dict[str, Any]]:
-    """The bot's latest done matches, newest first, as the match list shows them."""
-    page = match_list(session, url, MatchFilter(bot_id=bot_id, status="done"), Paging(1, RECENT_MATCHES))
-    rows: list[dict[str, Any]] = page["matches"]
-    return rows
+def recent_matches(session: Session, bot_id: int) -> list[dict[str, Any]]:
+    """The bot's latest matches whose whole deal is done (their replays are public), newest
+    first: ``{id, tournament, finished_at, seats: [{bot, score}], score}``."""
+    rows = session.execute(
+        select(Match.id, Tournament.name, Match.finished_at)
+        .join(Tournament, Tournament.id == Match.tournament_id)
+        .where(deal_finished(), Match.id.in_(select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)))
+        .order_by(Match.id.desc())
+        .limit(RECENT_MATCHES)
+    ).all()
+    seats: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
+    mine: dict[int, int | None] = {}
+    for match_id, seat_bot, name, score in session.execute(
+        select(MatchSeat.match_id, MatchSeat.bot_id, Bot.name, MatchSeat.score)
+        .join(Bot, Bot.id == MatchSeat.bot_id)
+        .where(MatchSeat.match_id.in_(list(seats)))
+        .order_by(MatchSeat.match_id, MatchSeat.seat)
+    ):
+        seats[match_id].append({"bot": name, "score": score})
+        if seat_bot == bot_id:
+            mine[match_id] = score
+    return [
+        {"id": r.id, "tournament": r.name, "finished_at": iso(r.finished_at), "seats": seats[r.id],
+         "score": mine.get(r.id)}
+        for r in rows
+    ]
 
 
 def ratings_over_time(session: Session, url: str) -> list[dict[str, Any]]:

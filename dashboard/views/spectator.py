@@ -52,7 +52,7 @@ def bot_distributions(name: str) -> Markup:
 def bot_recent_matches(name: str) -> list[dict[str, Any]]:
     db = session()
     bot_id = db.scalar(select(Bot.id).where(Bot.name == name))
-    return [] if bot_id is None else spectator.recent_matches(db, db_url(), bot_id)
+    return [] if bot_id is None else spectator.recent_matches(db, bot_id)
 
 
 @bp.app_template_global()
