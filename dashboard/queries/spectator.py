@@ -20,12 +20,13 @@ RECENT_MATCHES = 10
 
 
 def bot_samples(session: Session, bot_name: str) -> tuple[list[int], list[float]]:
-    """Chips and mean decision time (ms) in each of the bot's latest done matches."""
+    """Chips and mean decision time (ms) in each of the bot's latest matches whose deal is
+    done (a score from a deal still being played would hint at its cards)."""
     rows = session.execute(
         select(MatchSeat.score, MatchSeat.latency_us_total, MatchSeat.decisions)
         .join(Match, Match.id == MatchSeat.match_id)
         .join(Bot, Bot.id == MatchSeat.bot_id)
-        .where(Bot.name == bot_name, Match.status == "done")
+        .where(Bot.name == bot_name, deal_finished())
         .order_by(Match.id.desc())
         .limit(SAMPLE_MATCHES)
     ).all()
