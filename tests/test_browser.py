@@ -646,3 +646,29 @@ def test_charts_and_their_text(page: Any, base_url: str, seeded_sqlite: Seeded) 
     assert len(examples) >= 12
     for href in examples:  # every example works on this arena
         assert page.request.get(base_url + href).status == 200, href
+
+
+def test_the_replay_is_usable_on_a_phone(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    phone = {"width": 390, "height": 844}
+    context = browser.new_context(viewport=phone, device_scale_factor=1, has_touch=True)
+    try:
+        tab = context.new_page()
+        tab.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+        tab.wait_for_selector("#viewer.ready")
+        # The controls and the caption are on the first screen; a tap steps.
+        for selector in ("[data-cmd=forward]", "[data-cmd=back]", "#timeline", "#caption"):
+            box = tab.locator(selector).bounding_box()
+            assert box and box["y"] >= 0 and box["y"] + box["height"] <= 844, selector
+            assert box["x"] + box["width"] <= 390, selector
+        before = tab.locator("#caption").inner_text()
+        tab.tap("[data-cmd=forward]")
+        assert step_of(tab) == (0, 1) and tab.locator("#caption").inner_text() != before
+        tab.tap('#hand-strip button[data-hand="2"]')
+        assert step_of(tab) == (2, 0)
+        # Every seat is reachable by scrolling down, side by side within the width.
+        for seat in tab.locator("#felt .seat").all():
+            seat.scroll_into_view_if_needed()
+            box = seat.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    finally:
+        context.close()
