@@ -239,6 +239,15 @@ def test_downloads_from_the_viewer(page: Any, base_url: str, seeded_sqlite: Seed
         page.click('#log li[data-step="1"] a.dl')
     request = Path(download.value.path()).read_text()
     assert '"decision_id"' in request and '"observation"' in request
+    # A link to a fault opens its hand at the end, where the fault is.
+    page.goto(f"{base_url}/bots/flaky")
+    page.locator("ul.fault-list a").first.click()
+    page.wait_for_selector("#viewer.ready")
+    assert "fault" in page.locator("#log li.current").get_attribute("class").split()
+    assert "faulted" in page.locator("#caption").inner_text()
+    page.goto(f"{base_url}/matches/{seeded_sqlite.fault_match}")
+    page.wait_for_selector("#viewer.ready")
+    page.check("#show-results")
     # A faulted hand highlights the fault in the log.
     page.select_option("#hand-select", "1")
     faults = page.locator("#log li.fault")

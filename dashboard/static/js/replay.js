@@ -1,7 +1,7 @@
 /* The replay viewer of the match page. It only draws: every step of every hand (the cards,
  * totals, caption, payments) comes from the server, computed by the engine
  * (/api/v1/matches/<id>/steps, dashboard/queries/replay_steps.py). The URL's hash carries
- * the hand and the step (#hand=2&step=14), so a link opens that moment. */
+ * the hand and the step (#hand=2&step=14, or step=end), so a link opens that moment. */
 (function () {
   "use strict";
   var root = document.getElementById("viewer");
@@ -45,7 +45,7 @@
     drawHandLists();
     drawPayoffs(first.players);
     if (at.view !== null && at.view < first.players.length) { viewer = at.view; perspective.value = String(at.view); }
-    loadHand(at.hand, false, at.step);
+    loadHand(at.hand, at.step < 0, at.step);
     root.classList.add("ready");
   }
 
@@ -57,7 +57,8 @@
       if (p.length === 2) q[p[0]] = p[1];
     });
     var num = function (k) { return /^\d+$/.test(q[k] || "") ? +q[k] : null; };
-    return { hand: num("hand") || 0, step: num("step") || 0, view: num("view"), results: q.results === "1" };
+    // step=end: the hand's last step (where a fault shows; links from a bot's faults use it).
+    return { hand: num("hand") || 0, step: q.step === "end" ? -1 : num("step") || 0, view: num("view"), results: q.results === "1" };
   }
   function writeHash() {
     var hash = "#hand=" + h + "&step=" + i + (viewer !== null ? "&view=" + viewer : "") + (showing() ? "&results=1" : "");
@@ -65,7 +66,7 @@
   }
   window.addEventListener("hashchange", function () {
     var at = readHash();
-    if (at.hand !== h || at.step !== i) { stop(); loadHand(at.hand, false, at.step); }
+    if (at.hand !== h || at.step !== i) { stop(); loadHand(at.hand, at.step < 0, at.step); }
   });
 
   /* --- hands: the select list, the strip across the match, the payoffs table ----------- */
