@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test services lint bench proto clean
+.PHONY: demo test services lint bench proto screenshots clean
 
 $(VENV)/.installed-dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/engine.py
+
+# docs/screenshots/: every dashboard page at 1360x900 and 390x844, from the browser tests.
+screenshots: $(VENV)/.installed-dev
+	TONK_UPDATE_SCREENSHOTS=1 $(BIN)/pytest -q tests/test_browser.py
 
 proto: $(VENV)/.installed-dev
 	$(BIN)/python scripts/gen_proto.py

@@ -333,6 +333,7 @@ class _Heartbeat:
         self.match_id = match_id
         self.worker = worker
         self.hands = 0
+        self.scores: list[int] = []  # the match score so far, for the live tournament page
         self.lost = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{match_id}", daemon=True)
@@ -346,6 +347,7 @@ class _Heartbeat:
 
     def on_hand(self, log: HandLog, scores: list[int]) -> None:
         self.hands += 1
+        self.scores = list(scores)
         if self.lost:
             raise MatchTakenError(f"match {self.match_id} was taken over by another worker")
 
@@ -366,6 +368,15 @@ class _Heartbeat:
                     if beat.rowcount == 0:  # type: ignore[attr-defined]
                         self.lost = True
                         return
+                    # The running score, shown while the match plays (the store hides a
+                    # seat's score from everything else until the match is done).
+                    for seat, score in enumerate(list(self.scores)):
+                        session.execute(
+                            update(MatchSeat)
+                            .where(MatchSeat.match_id == self.match_id, MatchSeat.seat == seat)
+                            .values(score=score)
+                            .execution_options(synchronize_session=False)
+                        )
             except Exception:  # a missed beat is survivable; the lease is long
                 continue
 

@@ -1,6 +1,9 @@
 """The dashboard in real headless Chromium (Playwright): the leaderboard, and a replay stepped
 through, played, and seen from one seat. Screenshots go to docs/screenshots/ with TONK_UPDATE_SCREENSHOTS=1.
 
+`make screenshots` refreshes them all: every page at 1360x900 and 390x844
+(``<page>-1360.png``, ``<page>-390.png``) plus the replay and leaderboard in full.
+
 Uses Debian's Chromium (/usr/bin/chromium, or TONK_CHROMIUM); nothing is downloaded. Without
 it these tests skip locally and fail in CI.
 """
@@ -120,7 +123,7 @@ def test_tournament_page(page: Any, base_url: str, seeded_sqlite: Seeded) -> Non
     page.screenshot(path=str(SCREENSHOTS / "tournament.png"), full_page=True)
     # A running tournament polls its progress from the API.
     page.goto(f"{base_url}/tournaments/{seeded_sqlite.tournaments['summer']}")
-    with page.expect_response(lambda r: r.url.endswith("/progress") and r.status == 200, timeout=8000):
+    with page.expect_response(lambda r: "/live?html=1" in r.url and r.status == 200, timeout=8000):
         pass
     assert page.locator("#progress .live-dot").is_visible()
 
@@ -189,13 +192,15 @@ def test_replay_viewer(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
     page.keyboard.press(" ")
     assert "Play" in page.locator('[data-cmd="play"]').inner_text()
 
-    # Jump to a step with melds on the table through the action log, as a person would.
+    # Jump to a step with melds on the table through the action log, as a person would (the
+    # log shows later steps once results are asked for: they would spoil the hand's end).
+    page.check("#show-results")
     page.click(f'#log li[data-step="{step}"]')
     assert step_of(page) == (hand, step)
     assert page.locator("#felt .meld").count() >= 1
     assert page.locator("#log li.current").count() == 1 and page.locator("#log .lat").count() > 0
     assert page.locator("#payoffs tbody tr.current").get_attribute("data-hand") == str(hand)
-    page.screenshot(path=str(SCREENSHOTS / "replay.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / "replay.png"))  # the replay fits one screen
 
     # One seat's view: the other hands become card backs, the stock stays face down.
     everyone = {s: cards_of(page, s) for s in range(3)}
@@ -229,12 +234,450 @@ def test_downloads_from_the_viewer(page: Any, base_url: str, seeded_sqlite: Seed
         page.click("#hand-download")
     record = Path(download.value.path()).read_text()
     assert '"format": "tonk-hand/1"' in record and "latency_us" not in record
+    page.check("#show-results")  # later log lines show once results may be seen
     with page.expect_download() as download:
         page.click('#log li[data-step="1"] a.dl')
     request = Path(download.value.path()).read_text()
     assert '"decision_id"' in request and '"observation"' in request
+    # A link to a fault opens its hand at the end, where the fault is.
+    page.goto(f"{base_url}/bots/flaky")
+    page.locator("ul.fault-list a").first.click()
+    page.wait_for_selector("#viewer.ready")
+    assert "fault" in page.locator("#log li.current").get_attribute("class").split()
+    assert "faulted" in page.locator("#caption").inner_text()
+    page.goto(f"{base_url}/matches/{seeded_sqlite.fault_match}")
+    page.wait_for_selector("#viewer.ready")
+    page.check("#show-results")
     # A faulted hand highlights the fault in the log.
     page.select_option("#hand-select", "1")
     faults = page.locator("#log li.fault")
     if faults.count():
         assert "FAULT" in faults.first.inner_text()
+
+
+def visible_box(page: Any, selector: str) -> list[dict[str, float]]:
+    boxes: list[dict[str, float]] = page.eval_on_selector_all(
+        selector,
+        "els => els.map(e => { const r = e.getBoundingClientRect();"
+        " return {x: r.left, y: r.top, right: r.right, bottom: r.bottom, w: r.width, h: r.height}; })",
+    )
+    return boxes
+
+
+REPLAY_PARTS = (
+    "#hand-select", "#viewer .buttons button", "#speed", "#perspective", "#show-results", "#timeline",
+    "#hand-strip button", "#caption", "#felt", "#felt .seat", "#felt .center", "#log",
+)
+
+
+def test_the_replay_fits_one_laptop_screen(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    match_id, hand, step = showcase(base_url, page, seeded_sqlite)
+    page.goto(f"{base_url}/matches/{match_id}#hand={hand}&step={step}")
+    page.wait_for_selector("#viewer.ready")
+    assert step_of(page) == (hand, step) and page.locator("#felt .meld").count() >= 1
+    assert page.evaluate("window.scrollY") == 0
+    for selector in REPLAY_PARTS:
+        boxes = visible_box(page, selector)
+        assert boxes, selector
+        for box in boxes:
+            assert box["w"] > 0 and box["h"] > 0, selector
+            inside = box["x"] >= 0 and box["right"] <= 1360 and box["y"] >= 0 and box["bottom"] <= 900
+            assert inside, (selector, box)
+    # Every control has an accessible name.
+    unnamed = page.eval_on_selector_all(
+        "#viewer button, #viewer select, #viewer input, #viewer a",
+        "els => els.filter(e => !(e.getAttribute('aria-label')"
+        " || e.labels?.length && e.labels[0].textContent.trim() || e.textContent.trim()))"
+        ".map(e => e.outerHTML)",
+    )
+    assert not unnamed
+
+
+def assert_replay_fits(page: Any) -> None:
+    assert page.evaluate("window.scrollY") == 0
+    for selector in REPLAY_PARTS:
+        boxes = visible_box(page, selector)
+        assert boxes, selector
+        for box in boxes:
+            inside = box["x"] >= 0 and box["right"] <= 1360 and box["y"] >= 0 and box["bottom"] <= 900
+            assert inside and box["w"] > 0 and box["h"] > 0, (selector, box)
+
+
+def test_a_six_seat_replay_fits_one_screen(browser: Any, tmp_path: Path) -> None:
+    """The most crowded table: six seats, and the moment with the most melds out."""
+    import json
+    import urllib.request
+
+    from dashboard_fixtures import OPERATOR_TOKEN
+    from sqlalchemy import select
+
+    from arena.auth import get_or_create_operator
+    from arena.config import Settings
+    from arena.db import session_scope
+    from arena.jobs import play_match_job
+    from arena.models import Match
+    from arena.registry import host_bot
+    from arena.tournaments import create_tournament, start_tournament
+    from dashboard.server import serve_in_thread
+
+    url = f"sqlite:///{tmp_path / 'six.sqlite'}"
+    with session_scope(url) as session:
+        house = get_or_create_operator(session, "house")
+        targets = ["dashboard_fixtures:LowBot", "bots.greedy:GreedyBot", "bots.random_bot:RandomBot"] * 2
+        ids = [host_bot(session, house, f"player{k}", t, check=False).id for k, t in enumerate(targets)]
+        t = create_tournament(session, name="Six", bot_ids=ids, table_sizes=[6], matches_per_table=1,
+                              hands_per_match=4, seed=606, settings=Settings(database_url=url))
+        start_tournament(session, t.id)
+        query = select(Match.id).where(Match.tournament_id == t.id).order_by(Match.id)
+        matches = list(session.scalars(query))
+    for match_id in matches:
+        assert play_match_job(match_id, url) == "done"
+    server, thread = serve_in_thread("127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN,
+                                     TESTING=True, CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False)
+    context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        best = (-1, 0, 0, 0)
+        for match_id in matches:
+            with urllib.request.urlopen(f"{base}/api/v1/matches/{match_id}/steps") as r:
+                hands = json.load(r)["hands"]
+            for h, hand in enumerate(hands):
+                for k, step in enumerate(hand["steps"]):
+                    best = max(best, (len(step["table"]), match_id, h, k))
+        melds, match_id, h, k = best
+        page = context.new_page()
+        page.goto(f"{base}/matches/{match_id}#hand={h}&step={k}")
+        page.wait_for_selector("#viewer.ready")
+        assert step_of(page) == (h, k) and page.locator("#felt .seat").count() == 6
+        assert page.locator("#felt .meld").count() == melds >= 1
+        assert_replay_fits(page)
+        page.keyboard.press("End")  # the settlement: every seat's payment shown too
+        assert page.locator("#felt .payoff").count() == 6
+        assert_replay_fits(page)
+        page.screenshot(path=str(SCREENSHOTS / "replay-six-seats.png"))
+    finally:
+        context.close()
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def test_keyboard_steps_whatever_list_was_used(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    uses = [
+        ("#hand-select", lambda: page.select_option("#hand-select", "1")),
+        ("#speed", lambda: page.select_option("#speed", "500")),
+        ("#perspective", lambda: page.select_option("#perspective", "1")),
+        ("#timeline", lambda: page.locator("#timeline").fill("1")),
+        ("#show-results", lambda: page.click("#show-results")),
+        ("#hand-strip button", lambda: page.click('#hand-strip button[data-hand="2"]')),
+        ("button[data-cmd='first']", lambda: page.click("button[data-cmd='first']")),
+    ]
+    for selector, use in uses:
+        use()
+        page.focus(selector) if selector.startswith("#") and "button" not in selector else None
+        hand, step = step_of(page)
+        if step > 0:
+            page.keyboard.press("Home")
+            hand, step = step_of(page)
+        page.keyboard.press("ArrowRight")
+        assert step_of(page) == (hand, step + 1), selector
+        page.keyboard.press("ArrowLeft")
+        assert step_of(page) == (hand, step), selector
+        page.keyboard.press("]")
+        assert step_of(page) == (hand + 1, 0), selector
+        page.keyboard.press("[")
+        assert step_of(page) == (hand, 0), selector
+    assert page.locator("#speed").input_value() == "500"  # the keys did not change the lists
+    assert page.locator("#perspective").input_value() == "1"
+
+
+def test_the_url_opens_the_moment_shown(
+    page: Any, browser: Any, base_url: str, seeded_sqlite: Seeded
+) -> None:
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    page.keyboard.press("]")
+    page.keyboard.press("]")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    assert step_of(page) == (2, 3)
+    url = page.url
+    assert url.endswith("#hand=2&step=3")
+    caption = page.locator("#caption").inner_text()
+    other = browser.new_context(viewport={"width": 1360, "height": 900}).new_page()
+    try:
+        other.goto(url)
+        other.wait_for_selector("#viewer.ready")
+        assert step_of(other) == (2, 3)
+        assert other.locator("#caption").inner_text() == caption
+    finally:
+        other.context.close()
+
+
+def test_no_spoilers_until_asked(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    names = [page.locator(f'#felt .seat[data-seat="{s}"] .name').inner_text() for s in range(2)]
+    options = page.eval_on_selector_all("#hand-select option", "els => els.map(e => e.textContent)")
+    assert options and not any(name in text for text in options for name in names)
+    assert page.locator("#payoffs").is_hidden()
+    assert page.locator('#log li[data-step="2"]').is_hidden()
+    page.check("#show-results")
+    options = page.eval_on_selector_all("#hand-select option", "els => els.map(e => e.textContent)")
+    assert any(name in text for text in options for name in names)
+    assert page.locator("#payoffs").is_visible() and page.url.endswith("&results=1")
+
+
+def test_the_table_shows_the_engines_numbers(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    """What the page shows at every step is the server's (engine's) numbers, hand after hand."""
+    import json
+    import urllib.request
+
+    match_id = seeded_sqlite.fault_match
+    with urllib.request.urlopen(f"{base_url}/api/v1/matches/{match_id}/steps") as r:
+        hands = json.load(r)["hands"]
+    page.goto(f"{base_url}/matches/{match_id}")
+    page.wait_for_selector("#viewer.ready")
+    for h, hand in enumerate(hands[:3]):
+        for k, step in enumerate(hand["steps"]):
+            assert step_of(page) == (h, k)
+            seats = len(hand["players"])
+            shown = [int(page.get_attribute(f'#felt .seat[data-seat="{s}"] .meta', "data-total"))
+                     for s in range(seats)]
+            assert shown == step["totals"]
+            assert [cards_of(page, s) for s in range(seats)] == step["hands"]
+            assert page.locator("#caption").inner_text() == step["caption"]
+            if "outcome" in step:
+                paid = [int(page.get_attribute(f'#felt .seat[data-seat="{s}"] .payoff', "data-payoff"))
+                        for s in range(seats)]
+                assert paid == step["outcome"]["payoffs"]
+            page.keyboard.press("ArrowRight")
+
+
+def live_arena(url: str) -> tuple[int, list[int]]:
+    """A fresh store with a started 3-bot tournament of 6 matches: its id and match ids."""
+    from sqlalchemy import select
+
+    from arena.auth import get_or_create_operator
+    from arena.config import Settings
+    from arena.db import session_scope
+    from arena.models import Match
+    from arena.registry import host_bot
+    from arena.tournaments import create_tournament, start_tournament
+
+    with session_scope(url) as session:
+        house = get_or_create_operator(session, "house")
+        bots = (("random", "bots.random_bot:RandomBot"), ("lowball", "dashboard_fixtures:LowBot"),
+                ("greedy", "bots.greedy:GreedyBot"))
+        ids = [host_bot(session, house, name, target, check=False).id for name, target in bots]
+        t = create_tournament(
+            session, name="Live Cup", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=6,
+            seed=20261111, settings=Settings(database_url=url),
+        )
+        start_tournament(session, t.id)
+        query = select(Match.id).where(Match.tournament_id == t.id).order_by(Match.id)
+        matches = list(session.scalars(query))
+    return t.id, matches
+
+
+def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from dashboard_fixtures import OPERATOR_TOKEN
+    from sqlalchemy import select, update
+
+    from arena.db import session_scope
+    from arena.jobs import play_match_job
+    from arena.models import Match, MatchSeat
+    from dashboard.server import serve_in_thread
+
+    url = f"sqlite:///{tmp_path / 'live.sqlite'}"
+    tournament_id, matches = live_arena(url)
+    # A match a worker is playing: 2 hands in, and the score so far (as its heartbeat writes),
+    # the last rotation of its deal to finish (so its score may be shown).
+    with session_scope(url) as session:
+        tables = dict(session.execute(select(Match.id, Match.table_index).where(Match.id.in_(matches))).all())
+    last = next(m for m in matches[1:] if tables[m] == tables[matches[0]])
+    assert play_match_job(matches[0], url) == "done"
+    matches.remove(matches[0])
+    with session_scope(url) as session:
+        session.execute(update(Match).where(Match.id == last).values(status="running", hands_played=2))
+        for seat, score in enumerate((3, -3)):
+            session.execute(update(MatchSeat).where(MatchSeat.match_id == last, MatchSeat.seat == seat)
+                            .values(score=score))
+    server, thread = serve_in_thread(
+        "127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
+        CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False, PROGRESS_POLL_MS=250,
+    )
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    player: threading.Thread | None = None
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"http://127.0.0.1:{server.server_port}/tournaments/{tournament_id}")
+        first = page.locator("#standings").inner_text()
+        page.evaluate("window.tonkMarker = 42")  # gone if the page were reloaded
+        running = page.locator("#running li")
+        assert "2 of 6 hands" in running.inner_text() and "+3" in running.inner_text()
+
+        def play() -> None:
+            for match_id in matches:
+                assert play_match_job(match_id, url) == "done"
+                time.sleep(0.7)  # the page polls every 0.25 s: it sees each match finish
+
+        player = threading.Thread(target=play, daemon=True)
+        player.start()
+        seen = {first}
+        deadline = time.monotonic() + 30
+        while not page.locator("#t-status .status-finished").count() and time.monotonic() < deadline:
+            seen.add(page.locator("#standings").inner_text())
+            page.wait_for_timeout(100)
+        assert page.locator("#t-status .status-finished").count() == 1
+        assert len(seen) >= 3, seen  # the standings changed several times as matches finished
+        assert page.locator("#timing .finished-note").inner_text() == "finished"
+        assert page.locator("#progress [data-field=percent]").inner_text() == "100"
+        assert page.locator("table.matrix td.sig-none, table.matrix td.sig-significant, "
+                            "table.matrix td.sig-strong").count() == 6
+        assert not page.locator("#running li").count()
+        assert page.evaluate("window.tonkMarker") == 42 and not errors
+    finally:
+        if player is not None:
+            player.join(timeout=60)
+        context.close()
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def every_page(seeded: Seeded) -> dict[str, str]:
+    """Every page of the dashboard, by a short name (also the screenshot's file name)."""
+    return {
+        "leaderboard": "/",
+        "tournaments": "/tournaments/",
+        "tournament": f"/tournaments/{seeded.tournaments['spring']}",
+        "tournament-running": f"/tournaments/{seeded.tournaments['summer']}",
+        "matches": "/matches/",
+        "match": f"/matches/{seeded.fault_match}",
+        "match-running": f"/matches/{seeded.running_match}",
+        "bots": "/bots/",
+        "bot": "/bots/lowball",
+        "api": "/api/",
+        "not-found": "/matches/999999",
+    }
+
+
+# What a finger must be able to hit: controls, the navigation, links in lists and tables.
+TARGETS = ("header.site a, main button, main select, main input, .pager a, main table a, .hand-strip button,"
+           " .tables-grid a, .crumbs a")
+
+
+def check_phone_page(tab: Any, path: str) -> None:
+    width = tab.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, (path, width)
+    small = tab.eval_on_selector_all(
+        TARGETS,
+        "els => els.filter(e => e.offsetParent !== null && getComputedStyle(e).visibility !== 'hidden')"
+        # A checkbox is hit through its label.
+        ".map(e => e.type === 'checkbox' && e.closest('label') || e)"
+        ".map(e => [e.outerHTML.slice(0, 80), e.getBoundingClientRect()])"
+        ".map(([html, r]) => [html, r.width, r.height])"
+        ".filter(([_, w, h]) => w < 44 || h < 44)",
+    )
+    assert not small, (path, small[:5])
+
+
+def visit_every_page(browser: Any, base_url: str, seeded: Seeded, width: int, height: int) -> None:
+    """Each page at this size: no page wider than the screen, no script error, and (at phone
+    width) targets a finger can hit; its first screen saved as ``<page>-<width>.png``."""
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+    try:
+        tab = context.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        for name, path in every_page(seeded).items():
+            tab.goto(base_url + path)
+            if tab.locator("#viewer").count():
+                tab.wait_for_selector("#viewer.ready")
+            if width <= 390:
+                check_phone_page(tab, path)
+            else:
+                assert tab.evaluate("document.documentElement.scrollWidth") <= width, path
+            tab.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"))  # the first screen: small files
+        assert not errors
+    finally:
+        context.close()
+
+
+def test_every_page_fits_a_phone(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    visit_every_page(browser, base_url, seeded_sqlite, 390, 844)
+
+
+def test_every_page_at_a_laptop_width(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    visit_every_page(browser, base_url, seeded_sqlite, 1360, 900)
+
+
+def test_the_tournaments_table_is_not_clipped_at_1360(page: Any, base_url: str) -> None:
+    page.goto(base_url + "/tournaments/")
+    wrap = page.locator(".table-wrap").first
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1360
+
+
+def test_charts_and_their_text(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    # A match's chips per seat: a hand of the chart opens the replay there.
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    assert page.locator("#chips-chart").is_hidden()  # a spoiler until results are asked for
+    page.check("#show-results")
+    chart = page.locator("#chips-chart svg.chips-chart")
+    assert chart.locator("polyline.series").count() == 2
+    page.locator('#chips-chart a.hand-link[href="#hand=3&step=0"]').click()
+    page.wait_for_selector('#felt[data-hand="3"][data-step="0"]')
+    assert page.url.endswith("#hand=3&step=0&results=1")
+    page.click("#chips-chart details.chart-text summary")
+    assert page.locator("#chips-chart details.chart-text tbody tr").count() == 6
+    # A bot's distributions and recent matches; every bot's rating over time.
+    page.goto(f"{base_url}/bots/lowball")
+    assert page.locator("svg.chips-dist rect.bar").count() >= 1
+    assert page.locator("svg.time-dist rect.bar").count() >= 1
+    assert page.locator("details.chart-text").count() == 2
+    page.locator("table.recent-matches a.watch").first.click()
+    page.wait_for_selector("#viewer.ready")
+    assert step_of(page) == (0, 0)
+    page.goto(base_url + "/")
+    assert page.locator("svg.ratings-chart polyline.series").count() == 3
+    assert page.locator(".chart-legend li").count() == 3
+    page.goto(base_url + "/api/")
+    assert page.locator("header.site nav a[aria-current=page]").inner_text() == "API"
+    examples = page.eval_on_selector_all("table.api a", "els => els.map(e => e.getAttribute('href'))")
+    assert len(examples) >= 12
+    for href in examples:  # every example works on this arena
+        assert page.request.get(base_url + href).status == 200, href
+
+
+def test_the_replay_is_usable_on_a_phone(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    phone = {"width": 390, "height": 844}
+    context = browser.new_context(viewport=phone, device_scale_factor=1, has_touch=True)
+    try:
+        tab = context.new_page()
+        tab.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+        tab.wait_for_selector("#viewer.ready")
+        # The controls and the caption are on the first screen; a tap steps.
+        for selector in ("[data-cmd=forward]", "[data-cmd=back]", "#timeline", "#caption"):
+            box = tab.locator(selector).bounding_box()
+            assert box and box["y"] >= 0 and box["y"] + box["height"] <= 844, selector
+            assert box["x"] + box["width"] <= 390, selector
+        before = tab.locator("#caption").inner_text()
+        tab.tap("[data-cmd=forward]")
+        assert step_of(tab) == (0, 1) and tab.locator("#caption").inner_text() != before
+        tab.tap('#hand-strip button[data-hand="2"]')
+        assert step_of(tab) == (2, 0)
+        # Every seat is reachable by scrolling down, side by side within the width.
+        for seat in tab.locator("#felt .seat").all():
+            seat.scroll_into_view_if_needed()
+            box = seat.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    finally:
+        context.close()

@@ -29,7 +29,7 @@ def test_leaderboard_page(client: FlaskClient) -> None:
     for name in ("random", "lowball", "flaky", "croaker"):
         assert f'data-bot="{name}"' in html
     assert 'class="chart interval-chart"' in html  # the server-drawn interval chart
-    assert html.count("<circle") == 3  # one dot per rated bot
+    assert html.count('<circle class="point"') == 3  # one dot per rated bot in the interval chart
     assert 'class="prov"' in html  # provisional marks
     assert "unrated" in html
 
@@ -62,8 +62,8 @@ def test_match_list_page_filters_and_pager(client: FlaskClient, seeded: Seeded) 
 
 def test_done_match_page_has_the_replay_viewer(client: FlaskClient, seeded: Seeded) -> None:
     html = page(client, f"/matches/{seeded.done_match}")
-    assert 'id="viewer"' in html and f'data-replay-url="/api/v1/matches/{seeded.done_match}/replay"' in html
-    for script in ("cards.js", "tonk.js", "replay.js"):
+    assert 'id="viewer"' in html and f'data-steps-url="/api/v1/matches/{seeded.done_match}/steps"' in html
+    for script in ("cards.js", "replay.js"):
         assert f"js/{script}" in html
     assert "seed <code>" in html
     faulty = page(client, f"/matches/{seeded.fault_match}")
@@ -118,7 +118,7 @@ def test_static_assets_and_security_headers(client: FlaskClient) -> None:
     csp = response.headers["Content-Security-Policy"]
     assert "script-src 'self'" in csp and "default-src 'self'" in csp
     assert response.headers["X-Content-Type-Options"] == "nosniff"
-    for asset in ("css/site.css", "js/cards.js", "js/tonk.js", "js/replay.js", "js/live.js",
+    for asset in ("css/site.css", "css/spectator.css", "js/cards.js", "js/replay.js", "js/live.js",
                   "img/favicon.svg", "img/card-back.svg"):
         assert client.get(f"/static/{asset}").status_code == 200, asset
     assert client.get("/healthz").get_json() == {"status": "ok"}

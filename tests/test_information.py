@@ -595,11 +595,13 @@ def test_api_reveals_no_seed_or_hand_of_an_unfinished_match(seeded: Any, client:
         "/api/v1/tournaments",
         f"/tournaments/{tid}",
         f"/matches/?tournament={tid}",
+        f"/api/v1/tournaments/{tid}/live?html=1",
+        f"/api/v1/tournaments/{tid}/hands",
     ):
         assert no_seed(url).status_code == 200, url
     for match_id in unfinished:
         assert no_seed(f"/api/v1/matches/{match_id}").status_code == 200
         assert no_seed(f"/matches/{match_id}").status_code == 200
-        for hidden in ("replay", "hands/0", "hands/0/decisions/0"):
+        for hidden in ("replay", "steps", "hands/0", "hands/0/decisions/0"):
             response = no_seed(f"/api/v1/matches/{match_id}/{hidden}")
             assert 400 <= response.status_code < 500, (match_id, hidden, response.status_code)

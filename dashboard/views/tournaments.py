@@ -6,6 +6,7 @@ from flask import Blueprint, render_template, request
 
 from dashboard.db import session
 from dashboard.params import choice_arg, paging
+from dashboard.queries.live import running_matches, timing
 from dashboard.queries.tournaments import STATUSES, tournament_detail, tournament_list
 from dashboard.views.common import db_url
 
@@ -21,5 +22,7 @@ def index() -> str:
 
 @bp.get("/<id:tournament_id>")
 def detail(tournament_id: int) -> str:
-    t = tournament_detail(session(), db_url(), tournament_id)
+    db = session()
+    t = tournament_detail(db, db_url(), tournament_id)
+    t.update(timing=timing(db, tournament_id, t["progress"]), running=running_matches(db, tournament_id))
     return render_template("tournament.html", t=t)

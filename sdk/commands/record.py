@@ -2,13 +2,15 @@
 
 Each file gives one JSON line on standard output, so the output pipes into ``jq``:
 ``{"file": NAME, "outcome": {...}}`` or ``{"file": NAME, "error": {"action": INDEX, "reason": ...}}``
-(``action`` is null when the record is malformed rather than illegal). The exit status is 1
-when any file gave an error line (missing, unreadable, too large, malformed, illegal, or for
-``verify`` a stored outcome that differs), else 0.
+(``action`` is null when the record is malformed rather than illegal). A ``.jsonl`` file (as
+``tonk export`` writes) holds one record a line and gives one output line per record, with
+``"line"`` (counted from 1). The exit status is 1 when any file or line gave an error line
+(missing, unreadable, too large, malformed, illegal, or for ``verify`` a stored outcome that
+differs), else 0.
 
-Files are read up to ``MAX_RECORD_BYTES`` (a hand record is a few kilobytes), so ``/dev/zero``
-or a huge file is an error line, not a MemoryError; an error quotes at most
-``MAX_QUOTE`` characters of any text from the file.
+A record (a file, or a line of a ``.jsonl`` file) is read up to ``MAX_RECORD_BYTES`` (a hand
+record is a few kilobytes), so ``/dev/zero`` or a huge file is an error line, not a
+MemoryError; an error quotes at most ``MAX_QUOTE`` characters of any text from the file.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Iterator
 from typing import Any, Final
 
 from sdk.errors import IllegalActionError, OutcomeMismatchError, TonkError
@@ -68,7 +71,10 @@ class RecordTooLargeError(ValueError):
 
 def check_file(name: str, compare: bool) -> dict[str, Any]:
     """The JSON line for one file."""
-    line = _check_file(name, compare)
+    return _bound(_check_file(name, compare))
+
+
+def _bound(line: dict[str, Any]) -> dict[str, Any]:
     if "error" in line:
         line["error"]["reason"] = bounded(str(line["error"]["reason"]))
     return line
@@ -84,6 +90,11 @@ def _check_file(name: str, compare: bool) -> dict[str, Any]:
     except RecordTooLargeError as exc:
         line["error"] = {"action": None, "reason": str(exc)}
         return line
+    return check_text(line, text, compare)
+
+
+def check_text(line: dict[str, Any], text: bytes, compare: bool) -> dict[str, Any]:
+    """``line`` completed with the outcome of the record ``text``, or its error."""
     try:
         record = HandRecord.from_text(text)
         if compare:
@@ -110,12 +121,30 @@ def _check_file(name: str, compare: bool) -> dict[str, Any]:
     return line
 
 
+def check_lines(name: str, compare: bool) -> Iterator[dict[str, Any]]:
+    """One JSON line per record of a JSON-lines file, read a bounded line at a time."""
+    try:
+        with open(name, "rb") as stream:
+            number = 0
+            while text := stream.readline(MAX_RECORD_BYTES + 1):
+                number += 1
+                line: dict[str, Any] = {"file": name, "line": number}
+                if len(text) > MAX_RECORD_BYTES and not text.endswith(b"\n"):
+                    reason = f"the line is larger than {MAX_RECORD_BYTES} bytes: not a hand record"
+                    yield {**line, "error": {"action": None, "reason": reason}}
+                    return
+                if text.strip():
+                    yield _bound(check_text(line, text, compare))
+    except OSError as exc:
+        yield {"file": name, "error": {"action": None, "reason": f"cannot read the file: {exc.strerror or exc}"}}
+
+
 def _run(args: argparse.Namespace, compare: bool) -> int:
     failed = False
     for name in args.files:
-        line = check_file(name, compare)
-        failed = failed or "error" in line
-        print(json.dumps(line), flush=True)
+        for line in check_lines(name, compare) if name.endswith(".jsonl") else [check_file(name, compare)]:
+            failed = failed or "error" in line
+            print(json.dumps(line), flush=True)
     return 1 if failed else 0
 
 

@@ -35,11 +35,24 @@
     return node;
   }
 
+  var RANKS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"];
+  var SYMBOL = { c: "\u2663", d: "\u2666", h: "\u2665", s: "\u2660" };
+
+  /* A card's notation ("10h", "Qs"), read for drawing only: the rules live on the server. */
+  function parse(text) {
+    var t = String(text).trim();
+    var suit = t.slice(-1).toLowerCase(), r = t.slice(0, -1).toUpperCase();
+    var rank = RANKS.indexOf(r === "T" ? "10" : r) + 1;
+    if (rank < 1 || "cdhs".indexOf(suit) < 0) throw new Error("unknown card " + text);
+    return { text: RANKS[rank - 1] + suit, rank: rank, suit: suit, red: suit === "d" || suit === "h" };
+  }
+  function label(text) { var c = parse(text); return RANKS[c.rank - 1] + SYMBOL[c.suit]; }
+
   /* A face-up card, e.g. face("10h"). */
   function face(text) {
-    var c = Tonk.parseCard(text);
-    var rank = text.slice(0, -1).toUpperCase() === "T" ? "10" : ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"][c.rank - 1];
-    var node = svg("face " + (c.red ? "red" : "black"), Tonk.label(c.text));
+    var c = parse(text);
+    var rank = RANKS[c.rank - 1];
+    var node = svg("face " + (c.red ? "red" : "black"), label(c.text));
     node.setAttribute("data-card", c.text);
     el("rect", { x: 0.75, y: 0.75, width: W - 1.5, height: H - 1.5, rx: 5, "class": "paper" }, node);
     var corner = function (g) {
@@ -76,5 +89,5 @@
     return node;
   }
 
-  root.Cards = { face: face, back: back, W: W, H: H };
+  root.Cards = { face: face, back: back, label: label, W: W, H: H };
 })(this);

@@ -1,14 +1,18 @@
-/* Live tournament progress: polls the JSON API while the tournament is not finished. */
+/* The live tournament page: polls /api/v1/tournaments/<id>/live?html=1 while the tournament
+ * is not finished and swaps in the progress, timing, running matches, standings, matrix and
+ * tables as the server renders them (no reload). Says "finished" at the end. */
 (function () {
   "use strict";
   var box = document.getElementById("progress");
   if (!box) return;
   var url = box.getAttribute("data-progress-url");
-  var done = +box.getAttribute("data-done");
-  var dot = box.querySelector(".live-dot"), bar = box.querySelector(".bar"), reload = box.querySelector(".reload");
+  var dot = box.querySelector(".live-dot"), bar = box.querySelector(".bar");
+  var badge = document.getElementById("t-status");
   var PERIOD_MS = +box.getAttribute("data-poll-ms") || 3000;
+  var PARTS = ["timing", "running", "standings", "matrix", "tables"];
 
-  function show(p) {
+  function show(live) {
+    var p = live.progress;
     var fields = { percent: p.percent, total: p.matches.total, hands_played: p.hands_played, hands_planned: p.hands_planned };
     ["done", "running", "pending", "failed"].forEach(function (k) { fields[k] = p.matches[k]; });
     Object.keys(fields).forEach(function (k) {
@@ -16,16 +20,27 @@
       if (el) el.textContent = fields[k];
     });
     if (bar) bar.style.width = p.percent + "%";
-    if (p.matches.done !== done && reload) reload.hidden = false;
+    var meter = box.querySelector("[role=progressbar]");
+    if (meter) meter.setAttribute("aria-valuenow", p.percent);
+    PARTS.forEach(function (part) {
+      var el = document.getElementById(part);
+      // Server-rendered from the same templates as the page (no script in them; the CSP forbids inline).
+      if (el && live.html && live.html[part] !== undefined && el.innerHTML !== live.html[part]) el.innerHTML = live.html[part];
+    });
+    if (badge) {
+      var span = badge.querySelector(".status");
+      if (span) { span.textContent = live.status; span.className = "status status-" + live.status; }
+    }
+    box.setAttribute("data-status", live.status);
   }
 
   function tick() {
     fetch(url, { headers: { Accept: "application/json" } })
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (data) {
-        if (!data) return;
-        show(data.progress);
-        if (data.progress.status === "finished") { dot.hidden = true; return; }
+        if (!data) { setTimeout(tick, PERIOD_MS * 3); return; }
+        show(data.live);
+        if (data.live.status === "finished") { dot.hidden = true; return; }
         setTimeout(tick, PERIOD_MS);
       })
       .catch(function () { setTimeout(tick, PERIOD_MS * 3); });

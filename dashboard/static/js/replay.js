@@ -1,5 +1,7 @@
-/* The replay viewer of the match page: draws the table at any step of any hand, from the
- * hand records of /api/v1/matches/<id>/replay (rebuilt step by step by tonk.js). */
+/* The replay viewer of the match page. It only draws: every step of every hand (the cards,
+ * totals, caption, payments) comes from the server, computed by the engine
+ * (/api/v1/matches/<id>/steps, dashboard/queries/replay_steps.py). The URL's hash carries
+ * the hand and the step (#hand=2&step=14, or step=end), so a link opens that moment. */
 (function () {
   "use strict";
   var root = document.getElementById("viewer");
@@ -8,7 +10,8 @@
   var $ = function (id) { return document.getElementById(id); };
   var felt = $("felt"), log = $("log"), caption = $("caption"), handSelect = $("hand-select");
   var speed = $("speed"), perspective = $("perspective"), stepCount = $("step-count");
-  var payoffs = $("payoffs"), download = $("hand-download");
+  var payoffs = $("payoffs"), download = $("hand-download"), timeline = $("timeline");
+  var strip = $("hand-strip"), results = $("show-results");
   var playButton = root.querySelector('[data-cmd="play"]');
   var apiBase = root.getAttribute("data-api-base");
 
@@ -22,46 +25,108 @@
     return n;
   }
   function signed(v) { return v > 0 ? "+" + v : v < 0 ? "\u2212" + (-v) : "0"; }
-  var END_WORDS = { tonk: "TONK", drop: "went down", out: "went out", stock: "stock ran out", cap: "turn limit", fault: "fault" };
+  function sign(v) { return v > 0 ? "pos" : v < 0 ? "neg" : ""; }
+  function names() { return (hands[h] && hands[h].players) || []; }
+  function hidden(seat) { return viewer !== null && viewer !== seat; }
+  function showing() { return results.checked; }
 
   function init(data) {
-    hands = data.hands || [];
-    if (!hands.length) { caption.textContent = "This match has no hands to show."; return; }
-    var names = hands[0].players;
-    hands.forEach(function (hand, k) {
-      var o = hand.outcome || {};
-      var who = (o.winners || []).map(function (w) { return hand.players[w]; }).join(", ");
-      var label = "Hand " + (k + 1) + " of " + hands.length + (who ? ": " + who : "");
-      var option = node("option", null, label, handSelect);
-      option.value = k;
-      option.title = END_WORDS[o.end] || "";
+    hands = (data.hands || []).map(function (hand, k) {
+      return hand.error ? { index: k, error: hand.error, players: [], steps: [] } : hand;
     });
-    names.forEach(function (name, seat) {
+    if (!hands.length) { caption.textContent = "This match has no hands to show."; return; }
+    var first = hands.filter(function (x) { return !x.error; })[0] || hands[0];
+    first.players.forEach(function (name, seat) {
       node("option", null, "Only what " + name + " saw", perspective).value = String(seat);
     });
-    drawPayoffs(names);
-    var m = /hand=(\d+)/.exec(location.hash);
-    loadHand(m ? Math.min(+m[1], hands.length - 1) : 0, false);
-    if (m || location.hash === "#viewer") root.scrollIntoView();
+    timeline.setAttribute("aria-valuetext", "");
+    var at = readHash();
+    results.checked = at.results;
+    drawHandLists();
+    drawPayoffs(first.players);
+    if (at.view !== null && at.view < first.players.length) { viewer = at.view; perspective.value = String(at.view); }
+    loadHand(at.hand, at.step < 0, at.step);
     root.classList.add("ready");
   }
 
-  function loadHand(k, atEnd) {
-    h = Math.max(0, Math.min(hands.length - 1, k));
-    steps = Tonk.buildSteps(hands[h]);
-    i = atEnd ? steps.length - 1 : 0;
+  /* --- the URL: #hand=H&step=S[&view=V][&results=1] ------------------------------------ */
+  function readHash() {
+    var q = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
+      var p = kv.split("=");
+      if (p.length === 2) q[p[0]] = p[1];
+    });
+    var num = function (k) { return /^\d+$/.test(q[k] || "") ? +q[k] : null; };
+    // step=end: the hand's last step (where a fault shows; links from a bot's faults use it).
+    return { hand: num("hand") || 0, step: q.step === "end" ? -1 : num("step") || 0, view: num("view"), results: q.results === "1" };
+  }
+  function writeHash() {
+    var hash = "#hand=" + h + "&step=" + i + (viewer !== null ? "&view=" + viewer : "") + (showing() ? "&results=1" : "");
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  }
+  window.addEventListener("hashchange", function () {
+    var at = readHash();
+    if (at.hand !== h || at.step !== i) { stop(); loadHand(at.hand, at.step < 0, at.step); }
+  });
+
+  /* --- hands: the select list, the strip across the match, the payoffs table ----------- */
+  function handWords(hand) {
+    var o = hand.outcome;
+    if (hand.error) return "cannot be shown";
+    if (!showing() || !o) return "";
+    return o.winners.map(function (w) { return hand.players[w]; }).join(", ") + " \u00b7 " + hand.end_words;
+  }
+  function drawHandLists() {
+    handSelect.textContent = "";
+    strip.textContent = "";
+    hands.forEach(function (hand, k) {
+      var words = handWords(hand);
+      var label = "Hand " + (k + 1) + " of " + hands.length + (words ? ": " + words : "");
+      node("option", null, label, handSelect).value = String(k);
+      var b = node("button", "strip-hand", String(k + 1), strip);
+      b.type = "button";
+      b.setAttribute("data-hand", k);
+      b.setAttribute("aria-label", label);
+      b.title = label;
+      if (showing() && hand.outcome) {
+        var mine = viewer === null ? null : hand.outcome.payoffs[viewer];
+        if (mine !== null) b.classList.add(sign(mine));
+        if (hand.outcome.end === "fault") b.classList.add("fault");
+      }
+      b.addEventListener("click", function () { stop(); loadHand(k, false, 0); });
+    });
     handSelect.value = String(h);
-    download.href = apiBase + "/hands/" + h;
-    download.setAttribute("download", "");  // the server names the file
-    drawLog();
-    render();
+    markHand();
+    root.classList.toggle("spoilers", showing());
+    document.body.classList.toggle("no-spoilers", !showing());
+  }
+  function markHand() {
+    Array.prototype.forEach.call(strip.children, function (b) {
+      var on = +b.getAttribute("data-hand") === h;
+      b.classList.toggle("current", on);
+      if (on) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
+    });
     Array.prototype.forEach.call(payoffs.querySelectorAll("tbody tr"), function (tr) {
       tr.classList.toggle("current", +tr.getAttribute("data-hand") === h);
     });
   }
 
+  function loadHand(k, atEnd, step) {
+    h = Math.max(0, Math.min(hands.length - 1, k));
+    steps = hands[h].steps;
+    i = atEnd ? steps.length - 1 : Math.max(0, Math.min(steps.length - 1, step || 0));
+    handSelect.value = String(h);
+    timeline.max = String(Math.max(0, steps.length - 1));
+    download.href = apiBase + "/hands/" + h;
+    download.setAttribute("download", "");  // the server names the file
+    markHand();
+    drawLog();
+    render();
+  }
+
   function go(k) { i = Math.max(0, Math.min(steps.length - 1, k)); render(); }
 
+  /* --- the table ------------------------------------------------------------------------ */
   function seatOrder(n) {
     var first = viewer === null ? 0 : viewer, order = [];
     for (var s = 0; s < n; s++) order.push((first + s) % n);
@@ -70,56 +135,65 @@
   }
 
   function drawSeat(parent, seat, step, hand) {
-    var st = step.state, ev = step.event, o = step.outcome;
-    var shown = viewer === null || viewer === seat;
+    var ev = step.event, o = step.outcome;
     var box = node("div", "seat", null, parent);
     box.setAttribute("data-seat", seat);
-    if (st.toAct === seat && !o) box.classList.add("to-act");
+    if (step.to_act === seat) box.classList.add("to-act");
     if (o && o.winners.indexOf(seat) >= 0) box.classList.add("winner");
     if (viewer === seat) box.classList.add("me");
     var head = node("div", "seat-head", null, box);
     node("span", "name", hand.players[seat], head);
     if (hand.dealer === seat) node("span", "chip dealer", "dealer", head).title = "Dealer of this hand";
-    if (st.toAct === seat && !o) node("span", "chip turn", "to play", head);
-    var cards = st.hands[seat];
-    node("span", "meta", shown ? Tonk.total(cards) + " pts" : cards.length + " cards", head);
+    if (step.to_act === seat) node("span", "chip turn", "to play", head);
+    var cards = step.hands[seat];
+    var meta = node("span", "meta", hidden(seat) ? cards.length + " cards" : step.totals[seat] + " pts", head);
+    meta.setAttribute("data-total", hidden(seat) ? "" : step.totals[seat]);
     var row = node("div", "hand-cards", null, box);
     row.setAttribute("data-seat", seat);
     var fresh = ev.kind === "draw" && ev.seat === seat ? ev.card : null;
     cards.forEach(function (c) {
-      var card = shown ? Cards.face(c) : Cards.back(hand.players[seat] + "'s card");
-      if (shown && c === fresh) card.classList.add("fresh");
+      var card = hidden(seat) ? Cards.back(hand.players[seat] + "'s card") : Cards.face(c);
+      if (!hidden(seat) && c === fresh) card.classList.add("fresh");
       row.appendChild(card);
     });
     if (!cards.length) node("span", "empty-hand", "no cards left", row);
-    if (o) node("div", "payoff " + (o.payoffs[seat] > 0 ? "pos" : o.payoffs[seat] < 0 ? "neg" : ""), signed(o.payoffs[seat]) + " \u00b7 total " + o.totals[seat], box);
+    if (o) {
+      var p = node("div", "payoff " + sign(o.payoffs[seat]), signed(o.payoffs[seat]) + " \u00b7 total " + o.totals[seat], box);
+      p.setAttribute("data-payoff", o.payoffs[seat]);
+    }
   }
 
   function drawCenter(parent, step, hand) {
-    var st = step.state, ev = step.event;
+    var ev = step.event;
     var center = node("div", "center", null, parent);
     var piles = node("div", "piles", null, center);
     var stock = node("div", "pile stock", null, piles);
-    stock.appendChild(st.stock.length ? Cards.back("the stock") : node("div", "slot"));
-    node("div", "pile-label", "Stock \u00b7 " + st.stock.length, stock);
+    stock.appendChild(step.stock ? Cards.back("the stock") : node("div", "slot"));
+    node("div", "pile-label", "Stock \u00b7 " + step.stock, stock);
     var discard = node("div", "pile discard", null, piles);
     var fan = node("div", "fan", null, discard);
-    st.discard.slice(-3).forEach(function (c, k, arr) {
+    step.discard.forEach(function (c, k, arr) {
       var card = Cards.face(c);
       if (k === arr.length - 1 && ev.kind === "discard") card.classList.add("fresh");
       fan.appendChild(card);
     });
-    if (!st.discard.length) fan.appendChild(node("div", "slot"));
-    node("div", "pile-label", "Discard pile \u00b7 " + st.discard.length, discard);
+    if (!step.discard.length) fan.appendChild(node("div", "slot"));
+    node("div", "pile-label", "Discard pile \u00b7 " + step.discard_size, discard);
     var melds = node("div", "melds", null, center);
-    if (!st.table.length) node("div", "no-melds", "No melds on the table yet", melds);
-    st.table.forEach(function (m, k) {
+    if (!step.table.length) node("div", "no-melds", "No melds on the table yet", melds);
+    step.table.forEach(function (m, k) {
       var box = node("div", "meld", null, melds);
-      if ((ev.kind === "meld" && k === st.table.length - 1) || (ev.kind === "layoff" && ev.onto === k)) box.classList.add("fresh");
+      if ((ev.kind === "meld" && k === step.table.length - 1) || (ev.kind === "layoff" && ev.onto === k)) box.classList.add("fresh");
       node("div", "meld-label", (k + 1) + ". " + hand.players[m.owner] + "'s " + m.kind, box);
       var row = node("div", "meld-cards", null, box);
       m.cards.forEach(function (c) { row.appendChild(Cards.face(c)); });
     });
+  }
+
+  function words(step, key) {
+    var ev = step.event;
+    var secret = step[key + "_hidden"];
+    return secret && ev.seat !== undefined && hidden(ev.seat) ? secret : step[key];
   }
 
   function render() {
@@ -128,23 +202,28 @@
     felt.setAttribute("data-hand", h);
     felt.setAttribute("data-step", i);
     felt.setAttribute("data-view", viewer === null ? "all" : String(viewer));
+    timeline.value = String(i);
+    if (hand.error) { caption.textContent = hand.error; stepCount.textContent = ""; writeHash(); return; }
     var order = seatOrder(hand.players.length);
     var top = node("div", "seat-row top", null, felt);
     order.top.forEach(function (s) { drawSeat(top, s, step, hand); });
     drawCenter(felt, step, hand);
     var bottom = node("div", "seat-row bottom", null, felt);
     order.bottom.forEach(function (s) { drawSeat(bottom, s, step, hand); });
-    caption.textContent = Tonk.caption(step, hand, viewer);
-    stepCount.textContent = "Step " + i + " of " + (steps.length - 1);
+    caption.textContent = words(step, "caption");
+    var where = "Hand " + (h + 1) + " of " + hands.length + " \u00b7 step " + i + " of " + (steps.length - 1);
+    stepCount.textContent = where;
+    timeline.setAttribute("aria-valuetext", where);
     Array.prototype.forEach.call(log.children, function (li) {
       var k = +li.getAttribute("data-step");
       li.classList.toggle("current", k === i);
       li.classList.toggle("future", k > i);
-      // A seat saw nothing ahead of the moment shown: its view hides what comes later.
-      li.hidden = viewer !== null && k > i;
+      // A seat saw nothing ahead of the moment shown; nor does a spectator avoiding spoilers.
+      li.hidden = (viewer !== null || !showing()) && k > i;
     });
     var current = log.querySelector(".current");
-    if (current && current.scrollIntoView) current.scrollIntoView({ block: "nearest" });
+    if (current) log.scrollTop = Math.max(0, current.offsetTop - log.clientHeight / 2);
+    writeHash();
   }
 
   function drawLog() {
@@ -154,14 +233,15 @@
       var ev = step.event;
       var li = node("li", "ev-" + ev.kind, null, log);
       li.setAttribute("data-step", k);
+      li.tabIndex = -1;
       var line = node("span", "line", null, li);
       if (ev.kind === "deal") {
-        node("span", "what", hand.players[hand.dealer] + " deals", line);
+        node("span", "what", step.log, line);
         node("span", "lat", "", li);
         node("span", "dl", "", li);
       } else {
         node("b", "who", hand.players[ev.seat], line);
-        node("span", "what", " " + Tonk.logText(ev, hand, viewer), line);
+        node("span", "what", " " + words(step, "log"), line);
         var ms = ev.latency_us === undefined ? null : ev.latency_us / 1000;
         var lat = node("span", "lat", ms === null ? "" : (ms < 10 ? ms.toFixed(2) : ms.toFixed(0)) + " ms", li);
         lat.title = "How long the bot took to decide";
@@ -169,45 +249,47 @@
         var a = node("a", "dl", "\u2913", li);
         a.href = apiBase + "/hands/" + h + "/decisions/" + ev.index;
         a.title = "Download this decision: the exact request the bot received (for tonk replay-decision)";
+        a.setAttribute("aria-label", "Download decision " + ev.index + " of hand " + (h + 1));
         a.setAttribute("download", "");
         a.addEventListener("click", function (e) { e.stopPropagation(); });
       }
-      if (step.outcome) node("div", "outcome", Tonk.outcomeText(step.outcome, hand.players, ev), li);
+      if (step.outcome) node("div", "outcome", hand.summary, li);
       li.addEventListener("click", function () { stop(); go(k); });
     });
   }
 
-  function drawPayoffs(names) {
+  function drawPayoffs(players) {
     payoffs.textContent = "";
     var head = node("tr", null, null, node("thead", null, null, payoffs));
     node("th", "num", "Hand", head);
     node("th", null, "How it ended", head);
-    names.forEach(function (n) { node("th", "num", n, head); });
+    players.forEach(function (n) { node("th", "num", n, head); });
     var body = node("tbody", null, null, payoffs);
-    var running = names.map(function () { return 0; });
+    var running = players.map(function () { return 0; });
     hands.forEach(function (hand, k) {
       var o = hand.outcome || { payoffs: [], winners: [] };
       var tr = node("tr", null, null, body);
       tr.setAttribute("data-hand", k);
       node("td", "num", String(k + 1), tr);
-      node("td", null, END_WORDS[o.end] || o.end || "", tr);
-      names.forEach(function (_, s) {
+      node("td", null, hand.end_words || hand.error || "", tr);
+      players.forEach(function (_, s) {
         var p = o.payoffs[s] || 0;
         running[s] += p;
-        var td = node("td", "num " + (p > 0 ? "pos" : p < 0 ? "neg" : ""), signed(p), tr);
-        if ((hand.faults || []).some(function (f) { return f.seat === s; })) td.classList.add("fault");
+        var td = node("td", "num " + sign(p), signed(p), tr);
+        if (o.end === "fault" && o.faulted === s) td.classList.add("fault");
       });
-      tr.addEventListener("click", function () { stop(); loadHand(k, false); });
+      tr.addEventListener("click", function () { stop(); loadHand(k, false, 0); });
     });
     var foot = node("tr", "totals", null, node("tfoot", null, null, payoffs));
     node("td", null, "", foot);
     node("td", null, "Match score", foot);
-    running.forEach(function (v) { node("td", "num " + (v > 0 ? "pos" : v < 0 ? "neg" : ""), signed(v), foot); });
+    running.forEach(function (v) { node("td", "num " + sign(v), signed(v), foot); });
   }
 
+  /* --- controls --------------------------------------------------------------------------- */
   function forward() {
     if (i < steps.length - 1) { go(i + 1); return true; }
-    if (h < hands.length - 1) { loadHand(h + 1, false); return true; }
+    if (h < hands.length - 1) { loadHand(h + 1, false, 0); return true; }
     return false;
   }
   function back() {
@@ -217,6 +299,7 @@
   function play() {
     if (timer) return;
     playButton.textContent = "\u275a\u275a Pause";
+    playButton.setAttribute("aria-label", "Pause");
     playButton.classList.add("playing");
     timer = setInterval(function () { if (!forward()) stop(); }, +speed.value);
   }
@@ -225,13 +308,14 @@
     clearInterval(timer);
     timer = null;
     playButton.textContent = "\u25b6 Play";
+    playButton.setAttribute("aria-label", "Play");
     playButton.classList.remove("playing");
   }
   function toggle() { if (timer) stop(); else play(); }
 
   var commands = {
-    "prev-hand": function () { stop(); loadHand(h - 1, false); },
-    "next-hand": function () { stop(); loadHand(h + 1, false); },
+    "prev-hand": function () { stop(); loadHand(h - 1, false, 0); },
+    "next-hand": function () { stop(); loadHand(h + 1, false, 0); },
     first: function () { stop(); go(0); },
     last: function () { stop(); go(steps.length - 1); },
     back: function () { stop(); back(); },
@@ -241,24 +325,32 @@
   root.querySelectorAll("[data-cmd]").forEach(function (b) {
     b.addEventListener("click", function () { commands[b.getAttribute("data-cmd")](); });
   });
-  handSelect.addEventListener("change", function () { stop(); loadHand(+handSelect.value, false); });
+  handSelect.addEventListener("change", function () { stop(); loadHand(+handSelect.value, false, 0); });
+  timeline.addEventListener("input", function () { stop(); go(+timeline.value); });
   speed.addEventListener("change", function () { if (timer) { stop(); play(); } });
   perspective.addEventListener("change", function () {
     viewer = perspective.value === "all" ? null : +perspective.value;
+    drawHandLists();
     drawLog();
     render();
   });
+  results.addEventListener("change", function () { drawHandLists(); render(); });
+
+  // Keys work whatever has focus, a select list or the slider included; only a field that
+  // takes typing keeps its keys.
+  var KEYS = { ArrowRight: "forward", ArrowLeft: "back", " ": "play", Home: "first", End: "last", "[": "prev-hand", "]": "next-hand" };
+  var TYPING = /^(text|search|email|number|password|url|tel)$/;
   document.addEventListener("keydown", function (e) {
     if (!hands.length || e.altKey || e.ctrlKey || e.metaKey) return;
-    var tag = (e.target && e.target.tagName) || "";
-    if (tag === "INPUT" || tag === "TEXTAREA" || (tag === "SELECT" && e.key !== " ")) return;
-    var key = { ArrowRight: "forward", ArrowLeft: "back", " ": "play", Home: "first", End: "last", "[": "prev-hand", "]": "next-hand" }[e.key];
+    var t = e.target || {}, tag = t.tagName || "";
+    if (tag === "TEXTAREA" || t.isContentEditable || (tag === "INPUT" && TYPING.test(t.type))) return;
+    var key = KEYS[e.key];
     if (!key) return;
     e.preventDefault();
     commands[key]();
-  });
+  }, true);
 
-  fetch(root.getAttribute("data-replay-url"), { headers: { Accept: "application/json" } })
+  fetch(root.getAttribute("data-steps-url"), { headers: { Accept: "application/json" } })
     .then(function (r) {
       if (!r.ok) throw new Error("the replay could not be loaded (HTTP " + r.status + ")");
       return r.json();

@@ -1,0 +1,109 @@
+"""A tournament as it plays: timing (elapsed, rate, time left), the matches being played
+with their hands so far and running score (once no other rotation of its deal is still to
+finish), for the live tournament page and its poll."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import Session, aliased
+
+from arena.models import Bot, Match, MatchSeat, Tournament, utcnow
+from dashboard.queries import iso
+
+#: Running matches listed on the page at most (a big tournament may play hundreds at once).
+RUNNING_SHOWN = 30
+
+
+def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    if value is not None and value.tzinfo is None:  # SQLite: naive, stored as UTC
+        value = value.replace(tzinfo=dt.UTC)
+    return value
+
+
+def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> dict[str, Any]:
+    """Elapsed time since the first match started, the pace in hands and matches per minute
+    over that time, and the time left at that pace (None until a hand is played)."""
+    t = session.get(Tournament, tournament_id)
+    first = select(func.min(Match.started_at)).where(Match.tournament_id == tournament_id)
+    started = _aware(session.scalar(first))
+    finished = progress["status"] == "finished"
+    end = _aware(t.finished_at if t is not None else None) if finished else None
+    if started is None:
+        return {"started_at": None, "elapsed_s": 0, "hands_per_min": None, "matches_per_min": None,
+                "eta_s": None, "finished": finished}
+    elapsed = max(0.0, ((end or _aware(utcnow())) - started).total_seconds())  # type: ignore[operator]
+    played, planned = progress["hands_played"], progress["hands_planned"]
+    done = progress["matches"]["done"] + progress["matches"]["failed"]
+    hands_rate = played / elapsed if elapsed > 0 and played else None
+    eta = None
+    if not finished and hands_rate:
+        eta = round(max(0, planned - played) / hands_rate)
+    return {
+        "started_at": iso(started),
+        "elapsed_s": round(elapsed),
+        "hands_per_min": round(60 * hands_rate, 1) if hands_rate else None,
+        "matches_per_min": round(60 * done / elapsed, 2) if elapsed > 0 and done else None,
+        "eta_s": 0 if finished else eta,
+        "finished": finished,
+    }
+
+
+def running_matches(session: Session, tournament_id: int) -> list[dict[str, Any]]:
+    """The matches being played: hands so far of the planned, and the running score (each
+    worker stamps both with its heartbeat, every few seconds)."""
+    return _running(session, Match.tournament_id == tournament_id)
+
+
+def running_match(session: Session, match_id: int) -> dict[str, Any] | None:
+    """One match while it is being played (as :func:`running_matches`), else None."""
+    found = _running(session, Match.id == match_id)
+    return found[0] if found else None
+
+
+def _running(session: Session, where: Any) -> list[dict[str, Any]]:
+    # Duplicate deals: the other rotations of a deal play the same cards. While one of them
+    # is unfinished, a running score would tell its bots how hands of those cards went, so
+    # it is shown only for the last rotation of a deal still being played.
+    sibling = aliased(Match)
+    open_sibling = exists().where(
+        sibling.tournament_id == Match.tournament_id,
+        sibling.table_index == Match.table_index,
+        sibling.deal_index == Match.deal_index,
+        sibling.id != Match.id,
+        sibling.status != "done",
+    )
+    matches = session.execute(
+        select(Match.id, Match.table_index, Match.hands_played, Match.hands, open_sibling.label("shared"))
+        .where(where, Match.status == "running")
+        .order_by(Match.id)
+        .limit(RUNNING_SHOWN)
+    ).all()
+    if not matches:
+        return []
+    seats: dict[int, list[dict[str, Any]]] = {m.id: [] for m in matches}
+    for match_id, name, score in session.execute(
+        select(MatchSeat.match_id, Bot.name, MatchSeat.score)
+        .join(Bot, Bot.id == MatchSeat.bot_id)
+        .where(MatchSeat.match_id.in_(list(seats)))
+        .order_by(MatchSeat.match_id, MatchSeat.seat)
+    ):
+        seats[match_id].append({"bot": name, "score": score})
+    out = []
+    for m in matches:
+        played = int(m.hands_played or 0)
+        out.append({
+            "id": m.id,
+            "table": m.table_index,
+            "hands_played": played,
+            "hands": m.hands,
+            # No score before a hand is stamped (a re-claimed match keeps its last try's).
+            "score_hidden": bool(m.shared),
+            "seats": [
+                {"bot": s["bot"], "score": s["score"] if played and not m.shared else None}
+                for s in seats[m.id]
+            ],
+        })
+    return out
