@@ -136,7 +136,8 @@ def check_lines(name: str, compare: bool) -> Iterator[dict[str, Any]]:
                 if text.strip():
                     yield _bound(check_text(line, text, compare))
     except OSError as exc:
-        yield {"file": name, "error": {"action": None, "reason": f"cannot read the file: {exc.strerror or exc}"}}
+        reason = f"cannot read the file: {exc.strerror or exc}"
+        yield {"file": name, "error": {"action": None, "reason": reason}}
 
 
 def _run(args: argparse.Namespace, compare: bool) -> int:
