@@ -17,7 +17,7 @@ import argparse
 import sys
 from typing import Any
 
-from arena.config import Settings, load_settings
+from arena.config import Settings, describe_store, load_settings
 from arena.db import session_scope
 from arena.errors import ArenaError
 from arena.execution import EmbeddedBackend, make_backend, run_tournament, run_worker
@@ -94,13 +94,21 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
 
 
+def _settings() -> Settings:
+    """The settings, after naming the store on standard error: the default store is the
+    user's (docs/configuration.md), and a second arena made by mistake must be visible."""
+    settings = load_settings()
+    print(f"store: {describe_store(settings.database_url)}", file=sys.stderr)
+    return settings
+
+
 def _fail(command: str, exc: Exception) -> int:
     print(f"tonk {command}: {exc}", file=sys.stderr)
     return 2
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = _settings()
     config = {
         key: value
         for key, value in (
@@ -132,7 +140,7 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = _settings()
     with session_scope(settings.database_url) as session:
         page = list_tournaments(session, limit=100)
     print(f"{'id':>4}  {'name':<24} {'status':<9} {'done':>13}  tables")
@@ -143,7 +151,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = _settings()
     try:
         with session_scope(settings.database_url) as session:
             t = get_tournament(session, args.id)
@@ -173,7 +181,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = _settings()
     try:
         with session_scope(settings.database_url) as session:
             pause_tournament(session, args.id)
@@ -185,7 +193,7 @@ def cmd_pause(args: argparse.Namespace) -> int:
 
 
 def cmd_extend(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = _settings()
     try:
         with session_scope(settings.database_url) as session:
             added = extend_tournament(session, args.id, args.deals)
@@ -207,7 +215,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = _settings()
     command = f"tournament {args.tournament_command}"
     try:
         return drive(settings, args.id, wait=not args.no_wait, quiet=args.quiet)
@@ -276,7 +284,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = _settings()
     with session_scope(settings.database_url) as session:
         if args.history:
             for row in rating_history(session):

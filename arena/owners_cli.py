@@ -1,5 +1,6 @@
 """``tonk owner``: the operator's tool for owners and their API tokens (talks to the store
-named by ``TONK_DATABASE_URL`` directly, like ``tonk tournament``).
+directly, like ``tonk tournament``: ``TONK_DATABASE_URL``, by default the per-user store of
+docs/configuration.md, which it names on standard error).
 
     tonk owner create alice              # prints alice's token: the only time it is shown
     tonk owner create ops --operator     # an owner who may also run tournaments
@@ -22,7 +23,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from arena.auth import create_owner, rotate_token
-from arena.config import load_settings
+from arena.config import describe_store, load_settings
 from arena.db import session_scope
 from arena.errors import ArenaError
 from arena.models import Bot, Owner
@@ -51,15 +52,20 @@ def _fail(command: str, exc: ArenaError) -> int:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
+    settings = load_settings()
     try:
-        with session_scope(load_settings().database_url) as session:
+        with session_scope(settings.database_url) as session:
             owner, token = create_owner(session, args.name, operator=args.operator)
             role = "operator" if owner.is_operator else "owner"
     except ArenaError as exc:
         return _fail("create", exc)
     print(token)
     print(
-        f"created {role} {args.name!r}; the token above is shown only this once. Hand it over "
+        f"created {role} {args.name!r} in the store {describe_store(settings.database_url)}; "
+        "an arena whose dashboard uses another store will not know this token.", file=sys.stderr
+    )
+    print(
+        "the token above is shown only this once. Hand it over "
         "securely: it goes in TONK_TOKEN or --token (tonk submit) and in 'Authorization: Bearer'.",
         file=sys.stderr,
     )
@@ -67,8 +73,9 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_rotate(args: argparse.Namespace) -> int:
+    settings = load_settings()
     try:
-        with session_scope(load_settings().database_url) as session:
+        with session_scope(settings.database_url) as session:
             owner = session.scalars(select(Owner).where(Owner.name == args.name)).first()
             if owner is None:
                 print(f"tonk owner rotate: no owner named {args.name!r}", file=sys.stderr)
@@ -77,7 +84,8 @@ def cmd_rotate(args: argparse.Namespace) -> int:
     except ArenaError as exc:
         return _fail("rotate", exc)
     print(token)
-    print(f"new token for {args.name!r}; the old one no longer works.", file=sys.stderr)
+    print(f"new token for {args.name!r} in the store {describe_store(settings.database_url)}; "
+          "the old one no longer works.", file=sys.stderr)
     return 0
 
 

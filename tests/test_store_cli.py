@@ -1,0 +1,36 @@
+"""One store wherever you stand: the arena's commands use the per-user store, not a file
+under the current folder, and say which store they use."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def tonk(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sdk.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_owner_create_from_any_folder_uses_and_names_the_one_store(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ("TONK_DATA_DIR", "TONK_DATABASE_URL")}
+    env |= {"HOME": str(home), "XDG_DATA_HOME": "", "PYTHONPATH": str(Path(__file__).parents[1])}
+    checkout, bot = tmp_path / "checkout", tmp_path / "my-bot"
+    checkout.mkdir()
+    bot.mkdir()
+    store = home / ".local" / "share" / "tonk-arena" / "tonk-arena.sqlite"
+
+    made = tonk(checkout, env, "owner", "create", "alice")
+    assert made.returncode == 0, made.stderr
+    assert f"in the store {store} (SQLite)" in made.stderr
+    again = tonk(bot, env, "owner", "create", "alice")  # another folder: the same arena
+    assert again.returncode == 1 and "already" in again.stderr, again.stderr
+    assert store.exists()
+    assert not (checkout / "var").exists() and not (bot / "var").exists()
+
+    listed = tonk(bot, env, "tournament", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert f"store: {store} (SQLite)" in listed.stderr
