@@ -17,9 +17,10 @@ $(VENV)/.installed-server: pyproject.toml
 	$(BIN)/pip install -q -e '.[arena,dashboard]'
 	touch $@
 
-# The main job: house bots on local gRPC ports, a round-robin among them, then the dashboard.
+# The main job: house bots on local gRPC ports, a round-robin among them, then the dashboard
+# (`make demo PORT=8123` serves it on another port; DEMO_ARGS=--fresh plays a new round-robin).
 demo: $(VENV)/.installed-server
-	$(BIN)/tonk demo
+	$(BIN)/tonk demo $(if $(PORT),--port $(PORT)) $(DEMO_ARGS)
 
 test: $(VENV)/.installed-dev services
 	$(BIN)/pytest
