@@ -15,12 +15,11 @@ import pytest
 from sqlalchemy import select, text
 from test_compose import free_port
 
-from bots.random_bot import RandomBot
-
 from arena.db import dispose_engines, session_scope
 from arena.migrate import VERSION_TABLE, migrate
 from arena.migrations import HEAD
 from arena.models import Match, Tournament
+from bots.random_bot import RandomBot
 
 ROOT = Path(__file__).resolve().parent.parent
 
