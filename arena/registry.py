@@ -46,7 +46,7 @@ from arena.errors import (
 from arena.models import Bot, BotVersion, Owner
 
 #: Hands of the conformance match a bot plays before it is accepted.
-CHECK_HANDS = 4
+CHECK_HANDS = 4  # sdk.admission.MATCH_HANDS
 
 RegistryError = ArenaError  # the name the dashboard's brief uses for the common base
 
@@ -109,7 +109,7 @@ def register_bot(
     """
     validate_bot_name(name)
     address = check_address(address, settings.allowed_bot_hosts)
-    _ensure_name_free(session, name)
+    _ensure_name_free(session, name, owner)
     info = _run_checks(address, settings, check, checker)
     bot = Bot(name=name, owner=owner, address=address, hosted=None, status="active")
     bot.versions.append(BotVersion(number=1, address=address, hosted=None, info=info))
@@ -266,35 +266,25 @@ CHECK_RPC_TIMEOUT_S = 5.0
 
 
 def check_bot(address: str, settings: Settings) -> dict[str, Any]:
-    """Check the bot served at ``address`` (health, GetInfo, conformance match) and return
-    its info (name, version, author, protocol_version, language); a BotCheckFailedError
-    subclass says what failed."""
-    import grpc
-
-    where = f"the bot at {address!r}"
-    _check_health(address, where)
-    from sdk.protocol import bot_pb2, bot_pb2_grpc
-
-    with grpc.insecure_channel(address) as channel:
-        try:
-            reply = bot_pb2_grpc.BotServiceStub(channel).GetInfo(
-                bot_pb2.GetInfoRequest(), timeout=CHECK_RPC_TIMEOUT_S
-            )
-        except grpc.RpcError as exc:
-            raise BotCheckFailedError(f"{where} did not answer GetInfo: {_rpc_text(exc)}") from None
-    info: dict[str, Any] = {
-        field: str(getattr(reply, field))[:200]
-        for field in ("name", "version", "author", "protocol_version", "language")
-    }
-    _check_info(info, where)
+    """Check the bot served at ``address`` (health, GetInfo, conformance match, protocol
+    check: sdk.admission, the same code ``tonk check`` runs) and return its info (name,
+    version, author, protocol_version, language); a BotCheckFailedError subclass says what
+    failed, in the words ``tonk check`` uses."""
+    from sdk import admission
     from sdk.grpc_player import GrpcPlayer
 
-    player = GrpcPlayer(address)
     try:
-        _conformance_match(player, info["name"], settings, where)
-    finally:
-        player.close()
-    warnings = _protocol_check(address, settings, where)
+        admission.check_health(address, CHECK_RPC_TIMEOUT_S)
+        info: dict[str, Any] = dict(admission.fetch_info(address, CHECK_RPC_TIMEOUT_S))
+        player = GrpcPlayer(address)
+        match = admission.MatchCheck(settings.decision_deadline_ms, settings.time_bank_ms, hands=CHECK_HANDS)
+        try:
+            admission.conformance_match(player, info["name"], match, admission.where(address))
+        finally:
+            player.close()
+    except admission.AdmissionError as exc:
+        raise _refusal(exc) from None
+    warnings = _protocol_check(address, settings, admission.where(address))
     if warnings:
         info["check_warnings"] = warnings[:10]
     return info
@@ -302,11 +292,27 @@ def check_bot(address: str, settings: Settings) -> dict[str, Any]:
 
 def check_bot_class(bot_class: type[Any], settings: Settings) -> dict[str, Any]:
     """The conformance match for a hosted bot, played in-process; its info if it passes."""
+    from sdk import admission
     from sdk.referee import LocalPlayer
 
     info = _class_info(bot_class)
-    _conformance_match(LocalPlayer(bot_class), info["name"], settings, f"hosted bot {info['name']!r}")
+    match = admission.MatchCheck(settings.decision_deadline_ms, settings.time_bank_ms, hands=CHECK_HANDS)
+    where = f"hosted bot {info['name']!r}"
+    try:
+        admission.conformance_match(LocalPlayer(bot_class), info["name"], match, where)
+    except admission.AdmissionError as exc:
+        raise _refusal(exc) from None
     return info
+
+
+def _refusal(exc: Any) -> BotCheckFailedError:
+    """The arena's refusal for an sdk.admission.AdmissionError: same code, same words."""
+    kind = {
+        "bot_unreachable": BotUnreachableError,
+        "bot_unhealthy": BotUnhealthyError,
+        "conformance_failed": ConformanceFailedError,
+    }.get(exc.code, BotCheckFailedError)
+    return kind(str(exc), details=exc.details) if exc.details else kind(str(exc))
 
 
 def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
@@ -318,7 +324,9 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
         from sdk.conformance import check_bot as run_check
     except ImportError:  # an SDK without the checker: the match against random must do
         return []
-    config = CheckConfig(deadline_ms=settings.decision_deadline_ms, hands=PROTOCOL_CHECK_HANDS, max_faults=1)
+    # admission=False: health, GetInfo and the match against random were just checked.
+    config = CheckConfig(deadline_ms=settings.decision_deadline_ms, hands=PROTOCOL_CHECK_HANDS, max_faults=1,
+                         admission=False)  # fmt: skip
     try:
         report = run_check(address, config).to_json()
     except ConformanceError as exc:
@@ -339,121 +347,21 @@ def _protocol_check(address: str, settings: Settings, where: str) -> list[str]:
     return [str(w) for w in report["warnings"]] + [f"nondeterministic: {n}" for n in report["nondeterminism"]]
 
 
-def _check_health(address: str, where: str) -> None:
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-    with grpc.insecure_channel(address) as channel:
-        try:
-            reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=CHECK_RPC_TIMEOUT_S
-            )
-        except grpc.RpcError as exc:
-            code = exc.code() if isinstance(exc, grpc.Call) else None
-            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                raise BotUnreachableError(f"could not reach {where}: {_rpc_text(exc)}") from None
-            if code == grpc.StatusCode.UNIMPLEMENTED:
-                raise BotUnhealthyError(
-                    f"{where} does not serve the standard gRPC health service (grpc.health.v1.Health); "
-                    "`tonk serve` and sdk.serve() provide it"
-                ) from None
-            raise BotUnhealthyError(f"{where} failed its health check: {_rpc_text(exc)}") from None
-    if reply.status != health_pb2.HealthCheckResponse.SERVING:
-        status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-        raise BotUnhealthyError(f"{where} reports {status}, not SERVING, on its health service")
-
-
-def _check_info(info: dict[str, str], where: str) -> None:
-    from sdk.protocol import PROTOCOL_VERSION
-
-    if not info["name"].strip():
-        raise BotCheckFailedError(f"{where} gave no name in its GetInfo reply")
-    if info["protocol_version"] != PROTOCOL_VERSION:
-        raise BotCheckFailedError(
-            f"{where} speaks protocol {info['protocol_version']!r}; this arena speaks {PROTOCOL_VERSION!r}"
-        )
-
-
-def _conformance_match(player: Any, name: str, settings: Settings, where: str) -> None:
-    """A few hands against ``random`` under the real referee; the first fault refuses the bot."""
-    from bots.random_bot import RandomBot
-    from sdk.dealing import new_seed
-    from sdk.referee import LocalPlayer, RefereeConfig, play_match
-
-    config = RefereeConfig(
-        decision_deadline_ms=settings.decision_deadline_ms, time_bank_ms=settings.time_bank_ms, max_faults=1
-    )
-    counted = _CountingPlayer(player)
-    seed = new_seed()
-    # A hand can end at the deal (TONK) before the bot acts: play on until it has acted.
-    for _attempt in range(3):
-        result = play_match(
-            [counted, LocalPlayer(RandomBot)],
-            seed,
-            CHECK_HANDS,
-            match_id=f"conformance-{seed:x}",
-            names=[name or "candidate", "random"],
-            config=config,
-        )
-        faults = [f for f in result.faults if f.seat == 0]
-        if faults:
-            first = faults[0]
-            when = f"hand {first.hand_index}, decision {first.decision}"
-            if first.decision < 0:
-                when = "starting the match"
-            raise ConformanceFailedError(
-                f"{where} faulted in its conformance match against 'random' (seed {seed}, {when}): "
-                f"{first.kind.value}: {first.reason}",
-                details={"seed": seed, "hands": CHECK_HANDS, "faults": [f.to_json() for f in faults]},
-            )
-        if counted.decisions:
-            return
-        seed = new_seed()
-    raise ConformanceFailedError(f"{where} was never asked to act in its conformance match; try again")
-
-
-class _CountingPlayer:
-    """Delegates to a player, counting its decisions."""
-
-    def __init__(self, player: Any):
-        self.player = player
-        self.decisions = 0
-
-    def describe(self) -> dict[str, str]:
-        return dict(self.player.describe())
-
-    def match_start(self, info: Any) -> None:
-        self.player.match_start(info)
-
-    def act(self, request: Any) -> Any:
-        self.decisions += 1
-        return self.player.act(request)
-
-    def hand_end(self, result: Any) -> None:
-        self.player.hand_end(result)
-
-    def match_end(self, summary: Any) -> None:
-        self.player.match_end(summary)
-
-    def close(self) -> None:
-        self.player.close()
-
-
-def _rpc_text(exc: Exception) -> str:
-    import grpc
-
-    if isinstance(exc, grpc.Call):
-        return f"{exc.code().name}: {exc.details()}"
-    return str(exc)
-
-
-def _ensure_name_free(session: Session, name: str) -> None:
+def _ensure_name_free(session: Session, name: str, owner: Owner | None = None) -> None:
     bot = find_bot(session, name)
-    if bot is not None:
-        retired = ""
-        if bot.status == "retired":
-            retired = " (by a retired bot; its owner can bring it back with an update)"
-        raise NameTakenError(f"bot name {name!r} is already taken{retired}")
+    if bot is None:
+        return
+    if owner is not None and bot.owner_id == owner.id and bot.hosted is None:
+        # Yours: the author most likely meant a new version (``tonk submit --update``).
+        raise NameTakenError(
+            f"bot name {name!r} is already taken by your own bot; to point it at a new address "
+            "or version, update it (tonk submit --update, or PUT /api/v1/bots/NAME)",
+            details={"yours": True},
+        )
+    retired = ""
+    if bot.status == "retired":
+        retired = " (by a retired bot; its owner can bring it back with an update)"
+    raise NameTakenError(f"bot name {name!r} is already taken{retired}")
 
 
 def _ensure_may_change(owner: Owner, bot: Bot) -> None:
