@@ -151,6 +151,27 @@ def test_tonk_play_over_grpc_matches_in_process(
     assert re.search(r"\d+ decisions", remote).group(0) == re.search(r"\d+ decisions", local).group(0)  # type: ignore[union-attr]
 
 
+def test_tonk_play_against_nothing_stops_at_once_and_says_what_to_check(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It used to print a table "0 hands, score -20" and exit 0.
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    assert cli.main(["play", address, "random", "--quiet"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and f"nothing answers at {address}" in err and "tonk serve" in err
+
+
+def test_a_misspelt_house_bot_gets_the_closest_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["play", "randm", "greedy"]) == 2
+    assert "did you mean 'random'?" in capsys.readouterr().err
+    assert cli.main(["check", "heuristc"]) == 2
+    assert "did you mean 'heuristic'?" in capsys.readouterr().err
+
+
 def test_tonk_serve_stops_cleanly_on_sigterm(served_random: tuple[subprocess.Popen[str], str]) -> None:
     proc, _ = served_random
     proc.send_signal(signal.SIGTERM)

@@ -34,3 +34,19 @@ def test_owner_create_from_any_folder_uses_and_names_the_one_store(tmp_path: Pat
     listed = tonk(bot, env, "tournament", "list")
     assert listed.returncode == 0, listed.stderr
     assert f"store: {store} (SQLite)" in listed.stderr
+
+
+def test_a_wrong_bot_name_in_a_tournament_suggests_the_closest(sqlite_url: str) -> None:
+    import pytest
+
+    from arena.config import load_settings
+    from arena.db import session_scope
+    from arena.hosting import ensure_house_bots
+    from arena.tournaments import UnknownBotError, resolve_bots
+
+    with session_scope(sqlite_url) as session:
+        with pytest.raises(UnknownBotError, match="no bot is registered yet"):
+            resolve_bots(session, ["random"])
+        ensure_house_bots(session, load_settings(), check=False)
+        with pytest.raises(UnknownBotError, match=r"no bot named 'greedyy'; did you mean 'greedy'\?"):
+            resolve_bots(session, ["random", "greedyy"])

@@ -106,7 +106,7 @@ def run_submit(args: argparse.Namespace) -> int:
         print(
             f"{prog}: the arena is checking {args.address} (health, info, a short match)...", file=sys.stderr
         )
-    answer = _call(prog, method, base + path, token, body, args.timeout)
+    answer = _call(prog, method, base + path, token, body, args.timeout, submit=args)
     if answer is None:
         return 1
     if args.json:
@@ -122,6 +122,8 @@ def run_submit(args: argparse.Namespace) -> int:
         by = f" by {info['author']}" if info.get("author") else ""
         protocol = info.get("protocol_version")
         print(f"  it says: {info.get('name')} {info.get('version', '')}{by}, protocol {protocol}")
+    arena = base.removesuffix(API_PREFIX)
+    print(f"  its page: {arena}/bots/{_quote(name)}")
     return 0
 
 
@@ -162,7 +164,14 @@ def _target(args: argparse.Namespace, prog: str) -> tuple[str, str] | None:
 
 
 def _call(
-    prog: str, method: str, url: str, token: str, body: dict[str, Any] | None, timeout: float
+    prog: str,
+    method: str,
+    url: str,
+    token: str,
+    body: dict[str, Any] | None,
+    timeout: float,
+    *,
+    submit: argparse.Namespace | None = None,
 ) -> dict[str, Any] | None:
     """The JSON answer of a 2xx, or None after printing why there is none."""
     data = None if body is None else json.dumps(body).encode("utf-8")
@@ -175,7 +184,7 @@ def _call(
         with _OPENER.open(request, timeout=timeout) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
-        _print_refusal(prog, exc.code, exc.reason, exc.read(), exc.headers.get("Location"))
+        _print_refusal(prog, exc.code, exc.reason, exc.read(), exc.headers.get("Location"), submit)
         return None
     except TimeoutError:
         print(f"{prog}: the arena did not answer within {timeout:g} s", file=sys.stderr)
@@ -195,7 +204,9 @@ def _call(
     return answer if isinstance(answer, dict) else {"answer": answer}
 
 
-def _print_refusal(prog: str, status: int, reason: Any, raw: bytes, location: str | None) -> None:
+def _print_refusal(
+    prog: str, status: int, reason: Any, raw: bytes, location: str | None, submit: argparse.Namespace | None
+) -> None:
     try:
         error = json.loads(raw)["error"]
         code, message = str(error["code"]), str(error["message"])
@@ -207,6 +218,9 @@ def _print_refusal(prog: str, status: int, reason: Any, raw: bytes, location: st
         return
     print(f"{prog}: refused ({status} {code}): {message}", file=sys.stderr)
     details = error.get("details")
+    if code == "name_taken" and isinstance(details, dict) and details.get("yours") and submit is not None:
+        print(f"  it is your bot: tonk submit --name {submit.name} --address {submit.address} --update",
+              file=sys.stderr)  # fmt: skip
     faults = details.get("faults") if isinstance(details, dict) else None
     for fault in faults[:10] if isinstance(faults, list) else []:
         if isinstance(fault, dict):
