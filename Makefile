@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test services lint bench proto clean
+.PHONY: demo test services lint bench proto clean dist
 
 $(VENV)/.installed-dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,5 +38,12 @@ bench: $(VENV)/.installed-dev
 proto: $(VENV)/.installed-dev
 	$(BIN)/python scripts/gen_proto.py
 
+# The wheel a bot author can install without a checkout: pip install dist/tonk_arena-*.whl
+dist: $(VENV)/.installed-server
+	rm -rf build dist
+	$(BIN)/pip wheel -q --no-deps --wheel-dir dist .
+	rm -rf build
+	@ls dist/*.whl
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist
