@@ -7,7 +7,9 @@
 The token comes from ``--token`` or the ``TONK_TOKEN`` environment variable, the arena from
 ``--arena`` or ``TONK_ARENA``. Before accepting a bot the arena dials it, checks its health
 service and GetInfo, and plays a short match against its ``random`` bot: the bot must be
-running and reachable from the arena when you submit. A refusal prints the arena's reason.
+running and reachable from the arena when you submit (``tonk check HOST:PORT`` runs the same
+checks first). A refusal prints the arena's reason; success prints the bot's dashboard page.
+docs/bot-author-guide.md lists every refusal code with its fix.
 
 Exit status: 0 done; 1 the arena refused, failed, or could not be reached; 2 bad usage
 (missing token or arena, malformed arguments).
@@ -30,7 +32,8 @@ The arena's HTTP API (JSON bodies; ``Authorization: Bearer <token>`` on every ca
 with the status: 400 a malformed name, address or body (``invalid_bot_name``,
 ``invalid_address``); 401 a missing or unknown token (``unauthenticated``); 403 not the
 bot's owner (``not_owner``); 404 no such bot (``bot_not_found``); 409 the name is taken
-(``name_taken``); 422 an internal address (``address_not_allowed``) or a bot that failed
+(``name_taken``; ``details.yours`` when it is the caller's own bot, which ``--update``
+re-points); 422 an internal address (``address_not_allowed``) or a bot that failed
 its checks (``bot_unreachable``, ``bot_unhealthy``, ``bot_check_failed``,
 ``conformance_failed``, whose details list the faults, and the match seed or the
 ``tonk check`` command that reproduces them); 429 a check of another of the owner's bots is
