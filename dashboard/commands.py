@@ -217,14 +217,17 @@ def _serve(host: str, port: int, settings: Settings, *, demo: bool = False) -> i
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
+    from arena.config import describe_store
     from dashboard.server import serve
 
+    settings = load_settings()
+    store = describe_store(settings.database_url)
     serve(
         args.host,
         args.port,
-        load_settings(),
+        settings,
         production=args.production,
         workers=args.workers,
-        ready=lambda url: print(f"dashboard at {url}", flush=True),
+        ready=lambda url: print(f"dashboard at {url} (store: {store})", flush=True),
     )
     return 0

@@ -50,3 +50,17 @@ def test_a_wrong_bot_name_in_a_tournament_suggests_the_closest(sqlite_url: str) 
         ensure_house_bots(session, load_settings(), check=False)
         with pytest.raises(UnknownBotError, match=r"no bot named 'greedyy'; did you mean 'greedy'\?"):
             resolve_bots(session, ["random", "greedyy"])
+
+
+def test_tonk_dashboard_names_its_store(tmp_path: Path) -> None:
+    env = {**os.environ, "TONK_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
+    env.pop("TONK_DATABASE_URL", None)
+    server = subprocess.Popen([sys.executable, "-m", "sdk.cli", "dashboard", "--port", "0"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+    finally:
+        server.terminate()
+        server.wait(30)
+    assert f"(store: {tmp_path / 'data' / 'tonk-arena.sqlite'} (SQLite))" in line, line
