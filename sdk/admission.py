@@ -20,7 +20,7 @@ them as problems. docs/protocol.md states the same requirements for bots in any 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 #: Seconds to wait for the health and GetInfo answers.
@@ -116,7 +116,7 @@ def check_info(info: dict[str, str], address: str) -> None:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class MatchCheck:
     """Step 3's settings: the arena's deadlines and, for ``tonk check``, a fixed seed."""
 
@@ -124,7 +124,6 @@ class MatchCheck:
     time_bank_ms: int = 5000
     seed: int | None = None  # None: a fresh one per attempt
     hands: int = MATCH_HANDS
-    seeds_tried: list[int] = field(default_factory=list)
 
 
 def conformance_match(player: Any, name: str, check: MatchCheck, bot: str) -> None:
@@ -140,7 +139,6 @@ def conformance_match(player: Any, name: str, check: MatchCheck, bot: str) -> No
     seed = new_seed() if check.seed is None else check.seed
     # A hand can end at the deal (TONK) before the bot acts: play on until it has acted.
     for attempt in range(3):
-        check.seeds_tried.append(seed)
         result = play_match(
             [counted, LocalPlayer(load_bot_class("random"))],
             seed,
