@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, text
 from test_compose import free_port
+from test_newcomer import stop
 
 from arena.db import dispose_engines, session_scope
 from arena.migrate import VERSION_TABLE, migrate
@@ -114,8 +114,8 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
         assert "registered bot 'my-bot' (version 1)" in entered.stdout
     finally:
         bot.stop(0)
-        os.killpg(demo.pid, signal.SIGINT)
-        demo.wait(30)
+        left = stop(demo)  # Ctrl-C, as a terminal sends it to the demo's process group
+    assert not left, left
     again = run_demo_env(tmp_path, env, "--bots", "random,greedy", "--deals", "1", "--hands", "2")
     assert re.search(r"reusing tournament 1 \('demo round-robin", again.stdout), again.stdout
     assert "matches played" not in again.stdout
