@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test services lint bench proto screenshots clean
+.PHONY: demo test services lint bench proto screenshots clean dist
 
 $(VENV)/.installed-dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,10 @@ $(VENV)/.installed-server: pyproject.toml
 	$(BIN)/pip install -q -e '.[arena,dashboard]'
 	touch $@
 
-# The main job: house bots on local gRPC ports, a round-robin among them, then the dashboard.
+# The main job: house bots on local gRPC ports, a round-robin among them, then the dashboard
+# (`make demo PORT=8123` serves it on another port; DEMO_ARGS=--fresh plays a new round-robin).
 demo: $(VENV)/.installed-server
-	$(BIN)/tonk demo
+	$(BIN)/tonk demo $(if $(PORT),--port $(PORT)) $(DEMO_ARGS)
 
 # Lint and types first (as configured in pyproject.toml), then the tests: CI runs exactly this.
 test: $(VENV)/.installed-dev services
@@ -44,5 +45,12 @@ screenshots: $(VENV)/.installed-dev
 proto: $(VENV)/.installed-dev
 	$(BIN)/python scripts/gen_proto.py
 
+# The wheel a bot author can install without a checkout: pip install dist/tonk_arena-*.whl
+dist: $(VENV)/.installed-server
+	rm -rf build dist
+	$(BIN)/pip wheel -q --no-deps --wheel-dir dist .
+	rm -rf build
+	@ls dist/*.whl
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist

@@ -20,7 +20,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from arena.config import Settings, load_settings
+from arena.config import Settings, describe_store, load_settings
 from arena.errors import ArenaError
 from sdk.progress import ProgressBar
 
@@ -99,6 +99,14 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
 
 
+def _settings() -> Settings:
+    """The settings, after naming the store on standard error: the default store is the
+    user's (docs/configuration.md), and a second arena made by mistake must be visible."""
+    settings = load_settings()
+    print(f"store: {describe_store(settings.database_url)}", file=sys.stderr)
+    return settings
+
+
 def _fail(command: str, exc: Exception) -> int:
     print(f"tonk {command}: {exc}", file=sys.stderr)
     return 2
@@ -109,7 +117,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     from arena.store import get_tournament
     from arena.tournaments import create_tournament, resolve_bots
 
-    settings = load_settings()
+    settings = _settings()
     config = {
         key: value
         for key, value in (
@@ -144,7 +152,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from arena.db import session_scope
     from arena.store import list_tournaments
 
-    settings = load_settings()
+    settings = _settings()
     with session_scope(settings.database_url) as session:
         page = list_tournaments(session, limit=100)
     print(f"{'id':>4}  {'name':<24} {'status':<9} {'done':>13}  tables")
@@ -158,7 +166,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from arena.db import session_scope
     from arena.store import bot_stats, get_tournament
 
-    settings = load_settings()
+    settings = _settings()
     try:
         with session_scope(settings.database_url) as session:
             t = get_tournament(session, args.id)
@@ -191,7 +199,7 @@ def cmd_pause(args: argparse.Namespace) -> int:
     from arena.db import session_scope
     from arena.tournaments import pause_tournament
 
-    settings = load_settings()
+    settings = _settings()
     try:
         with session_scope(settings.database_url) as session:
             pause_tournament(session, args.id)
@@ -208,7 +216,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
     from arena.store import get_tournament
     from arena.tournaments import extend_tournament
 
-    settings = load_settings()
+    settings = _settings()
     try:
         with session_scope(settings.database_url) as session:
             added = extend_tournament(session, args.id, args.deals)
@@ -230,7 +238,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = _settings()
     command = f"tournament {args.tournament_command}"
     try:
         return drive(settings, args.id, wait=not args.no_wait, quiet=args.quiet)
@@ -309,7 +317,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from arena.db import session_scope
     from arena.leaderboard import current_leaderboard, rating_history
 
-    settings = load_settings()
+    settings = _settings()
     with session_scope(settings.database_url) as session:
         if args.history:
             for row in rating_history(session):

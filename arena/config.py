@@ -10,13 +10,40 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_DATABASE_URL = "sqlite:///" + str(Path("var") / "tonk-arena.sqlite")
+#: The store's file name inside the data directory (the default store is SQLite).
+STORE_FILE = "tonk-arena.sqlite"
+
+
+def resolve_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The arena's data directory: ``$TONK_DATA_DIR``, else the per-user one,
+    ``$XDG_DATA_HOME/tonk-arena`` or ``~/.local/share/tonk-arena``. Never the current
+    folder, so ``tonk owner create`` run from a bot's folder talks to the same arena as
+    ``tonk demo`` run from the checkout."""
+    env = os.environ if environ is None else environ
+    explicit = env.get("TONK_DATA_DIR", "").strip()
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    xdg = env.get("XDG_DATA_HOME", "").strip()
+    if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore a relative path
+        return Path(xdg) / "tonk-arena"
+    home = env.get("HOME", "").strip()
+    return (Path(home) if home else Path.home()) / ".local" / "share" / "tonk-arena"
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def default_database_url(environ: Mapping[str, str] | None = None) -> str:
+    return sqlite_url(resolve_data_dir(environ) / STORE_FILE)
 
 
 @dataclass(frozen=True)
 class Settings:
+    #: Folder of the arena's own files (the default SQLite store).
+    data_dir: str = field(default_factory=lambda: str(resolve_data_dir()))
     #: SQLAlchemy URL of the store. SQLite by default; PostgreSQL as postgresql+psycopg://...
-    database_url: str = DEFAULT_DATABASE_URL
+    database_url: str = field(default_factory=default_database_url)
     #: Redis URL of the job queue. Empty: matches run in a local process pool (embedded mode).
     redis_url: str = ""
     #: Name of the RQ queue matches are put on.
@@ -59,9 +86,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     def get(name: str, default: str) -> str:
         return env.get(name, "").strip() or default
 
+    folder = resolve_data_dir(env)
     hosts = tuple(h.strip() for h in get("TONK_ALLOWED_BOT_HOSTS", "").split(",") if h.strip())
     return Settings(
-        database_url=get("TONK_DATABASE_URL", DEFAULT_DATABASE_URL),
+        data_dir=str(folder),
+        database_url=get("TONK_DATABASE_URL", sqlite_url(folder / STORE_FILE)),
         redis_url=get("TONK_REDIS_URL", ""),
         queue_name=get("TONK_QUEUE", "tonk-matches"),
         embedded_workers=_int(env, "TONK_EMBEDDED_WORKERS", 0),
@@ -74,3 +103,17 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         check_time_limit_s=_int(env, "TONK_CHECK_TIME_LIMIT_S", 30),
         secret_key=get("TONK_SECRET_KEY", ""),
     )
+
+
+def describe_store(url: str) -> str:
+    """The store as a person should read it: a SQLite file's path, else the URL without its
+    password."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        return f"{Path(path).resolve()} (SQLite)" if path and path != ":memory:" else url
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # a malformed URL is reported by whoever connects; never echo a secret
+        return url.split("@")[-1]

@@ -1,5 +1,6 @@
 """``tonk owner``: the operator's tool for owners and their API tokens (talks to the store
-named by ``TONK_DATABASE_URL`` directly, like ``tonk tournament``).
+directly, like ``tonk tournament``: ``TONK_DATABASE_URL``, by default the per-user store of
+docs/configuration.md, which it names on standard error).
 
     tonk owner create alice              # prints alice's token: the only time it is shown
     tonk owner create ops --operator     # an owner who may also run tournaments
@@ -19,7 +20,7 @@ import argparse
 import sys
 from typing import Any
 
-from arena.config import load_settings
+from arena.config import describe_store, load_settings
 from arena.errors import ArenaError
 
 # The store (SQLAlchemy) is imported by each command when it runs: `tonk` imports this module
@@ -52,15 +53,20 @@ def cmd_create(args: argparse.Namespace) -> int:
     from arena.auth import create_owner
     from arena.db import session_scope
 
+    settings = load_settings()
     try:
-        with session_scope(load_settings().database_url) as session:
+        with session_scope(settings.database_url) as session:
             owner, token = create_owner(session, args.name, operator=args.operator)
             role = "operator" if owner.is_operator else "owner"
     except ArenaError as exc:
         return _fail("create", exc)
     print(token)
     print(
-        f"created {role} {args.name!r}; the token above is shown only this once. Hand it over "
+        f"created {role} {args.name!r} in the store {describe_store(settings.database_url)}; "
+        "an arena whose dashboard uses another store will not know this token.", file=sys.stderr
+    )
+    print(
+        "the token above is shown only this once. Hand it over "
         "securely: it goes in TONK_TOKEN or --token (tonk submit) and in 'Authorization: Bearer'.",
         file=sys.stderr,
     )
@@ -74,8 +80,9 @@ def cmd_rotate(args: argparse.Namespace) -> int:
     from arena.db import session_scope
     from arena.models import Owner
 
+    settings = load_settings()
     try:
-        with session_scope(load_settings().database_url) as session:
+        with session_scope(settings.database_url) as session:
             owner = session.scalars(select(Owner).where(Owner.name == args.name)).first()
             if owner is None:
                 print(f"tonk owner rotate: no owner named {args.name!r}", file=sys.stderr)
@@ -84,7 +91,8 @@ def cmd_rotate(args: argparse.Namespace) -> int:
     except ArenaError as exc:
         return _fail("rotate", exc)
     print(token)
-    print(f"new token for {args.name!r}; the old one no longer works.", file=sys.stderr)
+    print(f"new token for {args.name!r} in the store {describe_store(settings.database_url)}; "
+          "the old one no longer works.", file=sys.stderr)
     return 0
 
 

@@ -53,7 +53,7 @@ from arena.models import Bot, BotVersion, Owner
 from arena.text import NAME_LIMIT, REASON_LIMIT, clean_text
 
 #: Hands of the conformance match a bot plays before it is accepted.
-CHECK_HANDS = 4
+CHECK_HANDS = 4  # sdk.admission.MATCH_HANDS
 
 RegistryError = ArenaError  # the name the dashboard's brief uses for the common base
 
@@ -126,7 +126,7 @@ def register_bot(
     """
     validate_bot_name(name)
     address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
-    _ensure_name_free(session, name)
+    _ensure_name_free(session, name, owner)
     ensure_address_free(session, owner, address)
     claim = required_claim(owner, address, target, settings)
     info = _run_checks(address, target, settings, check, checker, claim)
@@ -291,39 +291,36 @@ CHECK_RPC_TIMEOUT_S = 5.0
 def check_bot(
     address: str, settings: Settings, *, target: DialTarget | None = None, claim: str | None = None
 ) -> dict[str, Any]:
-    """Check the bot served at ``address`` (health, GetInfo, conformance match) and return
-    its info (name, version, author, protocol_version, language); a BotCheckFailedError
-    subclass says what failed. Every check dials ``target``, the resolution the address check
-    passed (:func:`arena.addresses.pin_address`; pinned here when not given), never the name.
-    ``claim``: the claim code GetInfo must return (arena/claims.py), None for none."""
-    import grpc
+    """Check the bot served at ``address`` (health, GetInfo, conformance match, protocol
+    check: sdk.admission, the same code ``tonk check`` runs) and return its info (name,
+    version, author, protocol_version, language); a BotCheckFailedError subclass says what
+    failed, in the words ``tonk check`` uses. Every check dials ``target``, the resolution the
+    address check passed (:func:`arena.addresses.pin_address`; pinned here when not given),
+    never the name. ``claim``: the claim code GetInfo must return (arena/claims.py), None for
+    none. All of it is bounded by ``Settings.check_time_limit_s``."""
+    from sdk import admission
+    from sdk.grpc_player import GrpcPlayer
 
     if target is None:
         address, target = pin_address(address, settings.allowed_bot_hosts)
-    where = f"the bot at {address!r}"
+    where = admission.where(address)
     budget = _Budget(settings.check_time_limit_s, where)
-    _check_health(target, where, budget.timeout(CHECK_RPC_TIMEOUT_S))
-    from sdk.protocol import bot_pb2, bot_pb2_grpc
-
-    with _channel(target) as channel:
-        try:
-            reply = bot_pb2_grpc.BotServiceStub(channel).GetInfo(
-                bot_pb2.GetInfoRequest(), timeout=budget.timeout(CHECK_RPC_TIMEOUT_S)
-            )
-        except grpc.RpcError as exc:
-            raise BotCheckFailedError(f"{where} did not answer GetInfo: {_rpc_text(exc)}") from None
-    info: dict[str, Any] = {
-        field: clean_text(getattr(reply, field), NAME_LIMIT)
-        for field in ("name", "version", "author", "protocol_version", "language")
-    }
-    _check_info(info, where)
-    check_claim(reply.claim, claim, address, where)
-    from sdk.grpc_player import GrpcPlayer
-
+    dial = {"dial": target.target, "authority": target.authority}
+    try:
+        admission.check_health(address, budget.timeout(CHECK_RPC_TIMEOUT_S), **dial)
+        reply = admission.fetch_info(address, budget.timeout(CHECK_RPC_TIMEOUT_S), **dial)
+    except admission.AdmissionError as exc:
+        raise _refusal(exc) from None
+    info: dict[str, Any] = {field: clean_text(reply[field], NAME_LIMIT) for field in admission.INFO_FIELDS}
+    check_claim(reply.get("claim", ""), claim, address, where)
     player = GrpcPlayer(target.target, authority=target.authority)
+    match = admission.MatchCheck(settings.decision_deadline_ms, settings.time_bank_ms, hands=CHECK_HANDS)
     try:
         with budget.cutting(player.close):
-            _conformance_match(player, info["name"], settings, where)
+            try:
+                admission.conformance_match(player, info["name"], match, where)
+            except admission.AdmissionError as exc:
+                raise _refusal(exc) from None
     finally:
         player.close()
     warnings = _protocol_check(target.target, address, settings, where, budget)
@@ -332,20 +329,39 @@ def check_bot(
     return info
 
 
-def _channel(target: DialTarget) -> Any:
-    import grpc
-
-    options = [] if target.authority is None else [("grpc.default_authority", target.authority)]
-    return grpc.insecure_channel(target.target, options=options)
-
-
 def check_bot_class(bot_class: type[Any], settings: Settings) -> dict[str, Any]:
     """The conformance match for a hosted bot, played in-process; its info if it passes."""
+    from sdk import admission
     from sdk.referee import LocalPlayer
 
     info = _class_info(bot_class)
-    _conformance_match(LocalPlayer(bot_class), info["name"], settings, f"hosted bot {info['name']!r}")
+    match = admission.MatchCheck(settings.decision_deadline_ms, settings.time_bank_ms, hands=CHECK_HANDS)
+    where = f"hosted bot {info['name']!r}"
+    try:
+        admission.conformance_match(LocalPlayer(bot_class), info["name"], match, where)
+    except admission.AdmissionError as exc:
+        raise _refusal(exc) from None
     return info
+
+
+def _refusal(exc: Any) -> BotCheckFailedError:
+    """The arena's refusal for an sdk.admission.AdmissionError: same code, same words, with
+    the bot's own text in them (fault reasons, status details) cleaned and bounded."""
+    kind = {
+        "bot_unreachable": BotUnreachableError,
+        "bot_unhealthy": BotUnhealthyError,
+        "conformance_failed": ConformanceFailedError,
+    }.get(exc.code, BotCheckFailedError)
+    message = clean_text(str(exc), REASON_LIMIT)
+    if not exc.details:
+        return kind(message)
+    details = dict(exc.details)
+    if isinstance(details.get("faults"), list):
+        details["faults"] = [
+            {**f, "reason": clean_text(f.get("reason", ""), REASON_LIMIT)} if isinstance(f, dict) else f
+            for f in details["faults"]
+        ]
+    return kind(message, details=details)
 
 
 def _protocol_check(dial: str, address: str, settings: Settings, where: str, budget: _Budget) -> list[str]:
@@ -357,11 +373,13 @@ def _protocol_check(dial: str, address: str, settings: Settings, where: str, bud
         from sdk.conformance import check_bot as run_check
     except ImportError:  # an SDK without the checker: the match against random must do
         return []
+    # admission=False: health, GetInfo and the match against random were just checked.
     config = CheckConfig(
         deadline_ms=settings.decision_deadline_ms,
         hands=PROTOCOL_CHECK_HANDS,
         max_faults=1,
         time_limit_s=budget.left(),
+        admission=False,
     )
     try:
         checked = run_check(dial, config)  # the checked IP, not the name (see check_bot)
@@ -387,79 +405,6 @@ def _protocol_check(dial: str, address: str, settings: Settings, where: str, bud
             details={"faults": faults, "problems": problems, "check": command},
         )
     return [str(w) for w in report["warnings"]] + [f"nondeterministic: {n}" for n in report["nondeterminism"]]
-
-
-def _check_health(target: DialTarget, where: str, timeout: float) -> None:
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-    with _channel(target) as channel:
-        try:
-            reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=timeout
-            )
-        except grpc.RpcError as exc:
-            code = exc.code() if isinstance(exc, grpc.Call) else None
-            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                raise BotUnreachableError(f"could not reach {where}: {_rpc_text(exc)}") from None
-            if code == grpc.StatusCode.UNIMPLEMENTED:
-                raise BotUnhealthyError(
-                    f"{where} does not serve the standard gRPC health service (grpc.health.v1.Health); "
-                    "`tonk serve` and sdk.serve() provide it"
-                ) from None
-            raise BotUnhealthyError(f"{where} failed its health check: {_rpc_text(exc)}") from None
-    if reply.status != health_pb2.HealthCheckResponse.SERVING:
-        status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-        raise BotUnhealthyError(f"{where} reports {status}, not SERVING, on its health service")
-
-
-def _check_info(info: dict[str, str], where: str) -> None:
-    from sdk.protocol import PROTOCOL_VERSION
-
-    if not info["name"].strip():
-        raise BotCheckFailedError(f"{where} gave no name in its GetInfo reply")
-    if info["protocol_version"] != PROTOCOL_VERSION:
-        raise BotCheckFailedError(
-            f"{where} speaks protocol {info['protocol_version']!r}; this arena speaks {PROTOCOL_VERSION!r}"
-        )
-
-
-def _conformance_match(player: Any, name: str, settings: Settings, where: str) -> None:
-    """A few hands against ``random`` under the real referee; the first fault refuses the bot."""
-    from bots.random_bot import RandomBot
-    from sdk.dealing import new_seed
-    from sdk.referee import LocalPlayer, RefereeConfig, play_match
-
-    config = RefereeConfig(
-        decision_deadline_ms=settings.decision_deadline_ms, time_bank_ms=settings.time_bank_ms, max_faults=1
-    )
-    counted = _CountingPlayer(player)
-    seed = new_seed()
-    # A hand can end at the deal (TONK) before the bot acts: play on until it has acted.
-    for _attempt in range(3):
-        result = play_match(
-            [counted, LocalPlayer(RandomBot)],
-            seed,
-            CHECK_HANDS,
-            match_id=f"conformance-{seed:x}",
-            names=[name or "candidate", "random"],
-            config=config,
-        )
-        faults = [f for f in result.faults if f.seat == 0]
-        if faults:
-            first = faults[0]
-            when = f"hand {first.hand_index}, decision {first.decision}"
-            if first.decision < 0:
-                when = "starting the match"
-            raise ConformanceFailedError(
-                f"{where} faulted in its conformance match against 'random' (seed {seed}, {when}): "
-                f"{first.kind.value}: {clean_text(first.reason, REASON_LIMIT)}",
-                details={"seed": seed, "hands": CHECK_HANDS, "faults": [_fault_json(f) for f in faults]},
-            )
-        if counted.decisions:
-            return
-        seed = new_seed()
-    raise ConformanceFailedError(f"{where} was never asked to act in its conformance match; try again")
 
 
 class _Budget:
@@ -509,55 +454,21 @@ class _Budget:
             raise self.exceeded()
 
 
-class _CountingPlayer:
-    """Delegates to a player, counting its decisions."""
-
-    def __init__(self, player: Any):
-        self.player = player
-        self.decisions = 0
-
-    def describe(self) -> dict[str, str]:
-        return dict(self.player.describe())
-
-    def match_start(self, info: Any) -> None:
-        self.player.match_start(info)
-
-    def act(self, request: Any) -> Any:
-        self.decisions += 1
-        return self.player.act(request)
-
-    def hand_end(self, result: Any) -> None:
-        self.player.hand_end(result)
-
-    def match_end(self, summary: Any) -> None:
-        self.player.match_end(summary)
-
-    def close(self) -> None:
-        self.player.close()
-
-
-def _rpc_text(exc: Exception) -> str:
-    """A failed call in a refusal's message: the status details are the bot's own text."""
-    import grpc
-
-    if isinstance(exc, grpc.Call):
-        return f"{exc.code().name}: {clean_text(exc.details() or '', REASON_LIMIT)}"
-    return clean_text(exc, REASON_LIMIT)
-
-
-def _fault_json(fault: Any) -> dict[str, Any]:
-    data: dict[str, Any] = fault.to_json()
-    data["reason"] = clean_text(data["reason"], REASON_LIMIT)
-    return data
-
-
-def _ensure_name_free(session: Session, name: str) -> None:
+def _ensure_name_free(session: Session, name: str, owner: Owner | None = None) -> None:
     bot = find_bot(session, name)
-    if bot is not None:
-        retired = ""
-        if bot.status == "retired":
-            retired = " (by a retired bot; its owner can bring it back with an update)"
-        raise NameTakenError(f"bot name {name!r} is already taken{retired}")
+    if bot is None:
+        return
+    if owner is not None and bot.owner_id == owner.id and bot.hosted is None:
+        # Yours: the author most likely meant a new version (``tonk submit --update``).
+        raise NameTakenError(
+            f"bot name {name!r} is already taken by your own bot; to point it at a new address "
+            "or version, update it (tonk submit --update, or PUT /api/v1/bots/NAME)",
+            details={"yours": True},
+        )
+    retired = ""
+    if bot.status == "retired":
+        retired = " (by a retired bot; its owner can bring it back with an update)"
+    raise NameTakenError(f"bot name {name!r} is already taken{retired}")
 
 
 def _ensure_may_change(owner: Owner, bot: Bot) -> None:

@@ -113,7 +113,11 @@ def resolve_bots(session: Session, names: Sequence[str]) -> list[int]:
     found = dict(session.execute(select(Bot.name, Bot.id).where(Bot.name.in_(list(names)))).all())
     missing = [n for n in names if n not in found]
     if missing:
-        raise UnknownBotError(f"no bot named {', '.join(repr(n) for n in missing)}")
+        from sdk.players import did_you_mean
+
+        known = list(session.scalars(select(Bot.name).where(Bot.status == "active")))
+        hint = did_you_mean(missing[0], known) if known else "; no bot is registered yet"
+        raise UnknownBotError(f"no bot named {', '.join(repr(n) for n in missing)}{hint}")
     return [found[n] for n in names]
 
 

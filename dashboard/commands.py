@@ -3,13 +3,18 @@
 The demo hosts the house bots as local gRPC servers, registers them, runs a seeded
 round-robin among them on the configured backend (the embedded pool unless
 ``TONK_REDIS_URL`` is set), prints the leaderboard and serves the dashboard until Ctrl-C.
+Run again on the same store, it serves what the last run played (``--fresh``: a new
+round-robin). Its dashboard accepts bots served on this machine's loopback addresses, and it
+prints an operator token and the ``tonk submit`` line that enters such a bot.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import os
+import secrets
 import sys
 from typing import Any
 
@@ -28,6 +33,8 @@ def register(subparsers: Any) -> None:
     demo.add_argument("--host", default="127.0.0.1", help="address the dashboard listens on")
     demo.add_argument("--port", type=int, default=8000, help="port the dashboard listens on (default 8000)")
     demo.add_argument("--no-serve", action="store_true", help="exit after printing the leaderboard")
+    demo.add_argument("--fresh", action="store_true",
+                      help="play a new round-robin even if the store holds one from an earlier demo")
     demo.set_defaults(func=run_demo)
 
     board = subparsers.add_parser("dashboard", help="serve the dashboard")
@@ -45,17 +52,31 @@ def _sizes(text: str) -> list[int]:
         raise SystemExit(f"tonk demo: --tables takes sizes like 2,3; got {text!r}") from None
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    from arena.db import session_scope
-    from arena.execution import make_backend, run_tournament
-    from arena.hosting import HostedBots, ensure_house_bots, house_bots
-    from arena.leaderboard import current_leaderboard, write_snapshot
-    from arena.migrate import migrate
-    from arena.store import tournament_progress
-    from arena.tournaments import create_tournament, resolve_bots
-    from sdk.progress import ProgressBar
+#: Loopback networks the demo accepts bots on: IP literals only, so the worker of any other
+#: process (``tonk tournament run``) dials them without its own allowance (arena/addresses.py).
+DEMO_ALLOWED_HOSTS = ("127.0.0.0/8", "::1")
+#: The name of every tournament the demo plays (a restart looks for one to reuse).
+DEMO_TOURNAMENT_PREFIX = "demo round-robin"
 
-    settings = load_settings()
+
+def demo_settings(settings: Settings) -> Settings:
+    """The demo is a single-machine arena: its dashboard accepts bots on loopback addresses
+    (a deployed arena refuses them unless TONK_ALLOWED_BOT_HOSTS lists them), and it has an
+    operator token (TONK_OPERATOR_TOKEN, else one made for this run)."""
+    hosts = tuple(dict.fromkeys((*settings.allowed_bot_hosts, *DEMO_ALLOWED_HOSTS)))
+    token = settings.operator_token or "tonk_demo_" + secrets.token_urlsafe(24)
+    return dataclasses.replace(settings, allowed_bot_hosts=hosts, operator_token=token)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from arena.config import describe_store
+    from arena.db import session_scope
+    from arena.hosting import house_bots
+    from arena.leaderboard import current_leaderboard
+    from arena.migrate import migrate
+    from sdk.players import did_you_mean
+
+    settings = demo_settings(load_settings())
     # The search bot thinks for 200 ms a decision by default; a demo should finish in a minute.
     os.environ.setdefault("TONK_SEARCH_BUDGET_MS", "20")
     available = house_bots()
@@ -63,7 +84,8 @@ def run_demo(args: argparse.Namespace) -> int:
     unknown = [b for b in wanted if b not in available]
     if unknown:
         print(
-            f"tonk demo: unknown house bot {unknown[0]!r}; known: {', '.join(sorted(available))}",
+            f"tonk demo: unknown house bot {unknown[0]!r}{did_you_mean(unknown[0], available)}; "
+            f"known: {', '.join(sorted(available))}",
             file=sys.stderr,
         )
         return 2
@@ -71,12 +93,52 @@ def run_demo(args: argparse.Namespace) -> int:
     if not sizes:
         print(f"tonk demo: no table size fits {len(wanted)} bots", file=sys.stderr)
         return 2
-    print(f"store: {settings.database_url}")
-    # The demo's store is usually the one an earlier demo left in var/: bring it up to date
+    print(f"store: {describe_store(settings.database_url)}", flush=True)
+    # The demo's store is usually the one an earlier demo left: bring it up to date
     # (an operator's store is upgraded by `tonk db upgrade`, on purpose).
     migrate(settings.database_url)
+    earlier = None if args.fresh else _earlier_demo(settings.database_url)
+    if earlier is not None:
+        print(f"reusing tournament {earlier[0]} ({earlier[1]!r}) of this store; "
+              "`tonk demo --fresh` plays a new round-robin", flush=True)  # fmt: skip
+    else:
+        _play_round_robin(args, settings, {name: available[name] for name in wanted}, sizes)
+    with session_scope(settings.database_url) as session:
+        board = current_leaderboard(session)
+    print_leaderboard(board)
+    if args.no_serve:
+        return 0
+    return _serve(args.host, args.port, settings, demo=True)
+
+
+def _earlier_demo(url: str) -> tuple[int, str] | None:
+    """(id, name) of the newest finished demo tournament in the store, if any."""
+    from sqlalchemy import select
+
+    from arena.db import session_scope
+    from arena.models import Tournament
+
+    with session_scope(url) as session:
+        row = session.execute(
+            select(Tournament.id, Tournament.name)
+            .where(Tournament.name.startswith(DEMO_TOURNAMENT_PREFIX), Tournament.status == "finished")
+            .order_by(Tournament.id.desc())
+            .limit(1)
+        ).first()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+def _play_round_robin(args: argparse.Namespace, settings: Settings, bots: dict[str, str],
+                      sizes: list[int]) -> None:  # fmt: skip
+    from arena.db import session_scope
+    from arena.execution import make_backend, run_tournament
+    from arena.hosting import HostedBots, ensure_house_bots
+    from arena.leaderboard import write_snapshot
+    from arena.store import tournament_progress
+    from arena.tournaments import create_tournament, resolve_bots
+    from sdk.progress import ProgressBar
+
     print(f"queue: {'RQ at ' + settings.redis_url if settings.redis_url else 'embedded process pool'}")
-    bots = {name: available[name] for name in wanted}
     with HostedBots(bots) as addresses:
         for name, address in sorted(addresses.items()):
             # Say how long the search bot thinks here, or its rank would read as its strength.
@@ -88,8 +150,8 @@ def run_demo(args: argparse.Namespace) -> int:
             stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
             tournament = create_tournament(
                 session,
-                name=f"demo round-robin {stamp}",
-                bot_ids=resolve_bots(session, wanted),
+                name=f"{DEMO_TOURNAMENT_PREFIX} {stamp}",
+                bot_ids=resolve_bots(session, sorted(bots)),
                 table_sizes=sizes,
                 matches_per_table=args.deals,
                 hands_per_match=args.hands,
@@ -101,7 +163,7 @@ def run_demo(args: argparse.Namespace) -> int:
         with session_scope(settings.database_url) as session:
             total = tournament_progress(session, tournament_id).total
         print(
-            f"tournament {tournament_id}: {len(wanted)} bots, tables of {sizes}, {total} matches "
+            f"tournament {tournament_id}: {len(bots)} bots, tables of {sizes}, {total} matches "
             f"of {args.hands} hands"
         )
         bar = ProgressBar(total, "matches ")
@@ -117,12 +179,7 @@ def run_demo(args: argparse.Namespace) -> int:
             bar.close()
     with session_scope(settings.database_url) as session:
         write_snapshot(session, tournament_id)
-        board = current_leaderboard(session)
     print(f"{progress.done} matches played, {progress.failed} failed\n")
-    print_leaderboard(board)
-    if args.no_serve:
-        return 0
-    return _serve(args.host, args.port, settings)
 
 
 def print_leaderboard(board: Any) -> None:
@@ -138,22 +195,39 @@ def print_leaderboard(board: Any) -> None:
         print("? provisional: few matches or a wide interval")
 
 
-def _serve(host: str, port: int, settings: Settings) -> int:
+def _serve(host: str, port: int, settings: Settings, *, demo: bool = False) -> int:
     from dashboard.server import serve
 
-    serve(host, port, settings, ready=lambda url: print(f"\ndashboard at {url} (Ctrl-C to stop)", flush=True))
+    def ready(url: str) -> None:
+        print(f"\ndashboard at {url} (Ctrl-C to stop)")
+        if demo:
+            arena = url.rstrip("/")
+            print(f"operator token: {settings.operator_token}"
+                  + ("" if os.environ.get("TONK_OPERATOR_TOKEN") else " (this run only; "
+                     "TONK_OPERATOR_TOKEN sets a lasting one)"))  # fmt: skip
+            print("bots on this machine (127.0.0.1) may join; serve yours, then enter it:")
+            print("  tonk serve my_bot:MyBot --host 127.0.0.1 --port 50051 &")
+            print(f"  tonk submit --name my-bot --address 127.0.0.1:50051 --arena {arena} "
+                  f"--token {settings.operator_token}")  # fmt: skip
+            print("  (or with your own owner's token: tonk owner create NAME, same store)")
+        sys.stdout.flush()
+
+    serve(host, port, settings, ready=ready)
     return 0
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
+    from arena.config import describe_store
     from dashboard.server import serve
 
+    settings = load_settings()
+    store = describe_store(settings.database_url)
     serve(
         args.host,
         args.port,
-        load_settings(),
+        settings,
         production=args.production,
         workers=args.workers,
-        ready=lambda url: print(f"dashboard at {url}", flush=True),
+        ready=lambda url: print(f"dashboard at {url} (store: {store})", flush=True),
     )
     return 0

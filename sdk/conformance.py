@@ -327,7 +327,9 @@ class CheckReport:
     position_rows: list[tuple[str, str]] = field(default_factory=list)  # name, outcome
     nondeterminism: list[str] = field(default_factory=list)
     determinism_compared: int = 0
-    problems: list[str] = field(default_factory=list)  # other failures (GetInfo, lifecycle)
+    problems: list[str] = field(default_factory=list)  # other failures (lifecycle)
+    #: The arena's admission checks (sdk.admission): step -> None (passed) or (code, message).
+    admission: dict[str, tuple[str, str] | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     deadline_ms: int = 0
     elapsed_s: float = 0.0
@@ -339,8 +341,13 @@ class CheckReport:
         return [d for d in self.decisions if d.fault is not None]
 
     @property
+    def refusals(self) -> list[tuple[str, str]]:
+        """(code, message) of each admission check failed: what ``tonk submit`` would get."""
+        return [r for r in self.admission.values() if r is not None]
+
+    @property
     def passed(self) -> bool:
-        return not self.faults and not self.nondeterminism and not self.problems
+        return not self.faults and not self.nondeterminism and not self.problems and not self.refusals
 
     def latency_percentiles_ms(self) -> dict[str, float]:
         answered = sorted(d.latency_us for d in self.decisions if d.fault is not FaultKind.TIMEOUT)
@@ -377,6 +384,10 @@ class CheckReport:
             ],
             "nondeterminism": self.nondeterminism,
             "problems": self.problems,
+            "admission": {
+                step: None if r is None else {"code": r[0], "message": r[1]}
+                for step, r in self.admission.items()
+            },
             "warnings": self.warnings,
             "latency_ms": self.latency_percentiles_ms(),
             "coverage": dict(self.coverage()),
@@ -391,6 +402,13 @@ class CheckReport:
             f"bot: {info.get('name') or '?'} {info.get('version', '')} by {info.get('author') or '?'} "
             f"(protocol {info.get('protocol_version') or '?'})"
         )
+        if self.admission:
+            lines.append("admission (what an arena checks before it accepts the bot):")
+            for step, refusal in self.admission.items():
+                lines.append(f"  {step:<56} " + ("ok" if refusal is None else f"REFUSED ({refusal[0]})"))
+            lines.extend(f"  REFUSED ({code}): {message}" for code, message in self.refusals)
+        if not self.decisions and not self.scenario_rows:  # nothing was played: no empty tables
+            return "\n".join([*lines, *self._verdict()])
         lines.append("")
         lines.append(f"{'matches under the referee':<58} {'decisions':>9} {'faults':>6}")
         for name, n, fault_count in self.scenario_rows:
@@ -426,14 +444,19 @@ class CheckReport:
                 lines.append(f"  {d.fault.value.upper():<11} {where}: {d.reason}")
             if len(faults) > 20:
                 lines.append(f"  ... and {len(faults) - 20} more")
-        else:
+        elif self.passed:  # never "none" above a failure
             lines.append("faults: none")
-        lines.extend(f"PROBLEM: {p}" for p in self.problems)
+        else:
+            lines.append(f"faults in the {len(self.decisions)} decisions played: none")
+        return "\n".join([*lines, *self._verdict()])
+
+    def _verdict(self) -> list[str]:
+        lines = [f"PROBLEM: {p}" for p in self.problems]
         lines.extend(f"warning: {w}" for w in self.warnings)
         if self.stopped_early:
             lines.append("stopped early: too many faults, or the bot cannot be reached")
         lines.append(f"RESULT: {'PASS' if self.passed else 'FAIL'} ({self.elapsed_s:.1f} s)")
-        return "\n".join(lines)
+        return lines
 
     def dump_faults(self, directory: Path) -> list[Path]:
         """Write each faulted decision as a file for ``tonk replay-decision``."""
@@ -477,6 +500,10 @@ class CheckConfig:
     #: Stop the whole check after this many seconds (0: no limit), cutting the connection:
     #: the arena's registration checks must not be held for minutes by a slow bot.
     time_limit_s: float = 0.0
+    time_bank_ms: int = 5000  # of the admission match, as the arena's default
+    #: Run the arena's admission checks first (sdk.admission). The arena, which has just run
+    #: them itself, turns this off.
+    admission: bool = True
 
 
 def check_bot(
@@ -513,7 +540,10 @@ def check_bot(
         timer.daemon = True
         timer.start()
     try:
-        _check_info(player, report)
+        if cfg.admission:
+            _check_admission(address, player, cfg, report, progress)
+        else:
+            _check_info(player, report)
         _run_all(player, cfg, report, progress)
     except _StopCheckError:
         report.stopped_early = True
@@ -562,6 +592,38 @@ def _house_names() -> set[str]:
     from sdk.players import HOUSE_BOTS
 
     return set(HOUSE_BOTS)
+
+
+def _check_admission(
+    address: str, player: Any, cfg: CheckConfig, report: CheckReport, progress: Callable[[str], None] | None
+) -> None:
+    """The arena's admission checks, by the arena's own code (sdk.admission): each failure is
+    reported with the code and words of the refusal ``tonk submit`` would get."""
+    from sdk import admission
+
+    def step(name: str, run: Callable[[], object]) -> bool:
+        if progress:
+            progress(name)
+        try:
+            run()
+        except admission.AdmissionError as exc:
+            report.admission[name] = (exc.code, str(exc))
+            return False
+        report.admission[name] = None
+        return True
+
+    def info() -> None:
+        report.info = admission.fetch_info(address)
+
+    healthy = step("health service (grpc.health.v1, service \"\")", lambda: admission.check_health(address))
+    if not healthy and report.refusals[-1][0] == "bot_unreachable":
+        raise _StopCheckError  # nobody there: the rest would only repeat it
+    if not step("GetInfo", info):
+        report.info = {"name": "", "protocol_version": ""}
+    match = admission.MatchCheck(cfg.deadline_ms, cfg.time_bank_ms, seed=cfg.seed)
+    name = f"a {match.hands}-hand match against 'random'"
+    step(name, lambda: admission.conformance_match(player, report.info.get("name", ""), match,
+                                                   admission.where(address)))  # fmt: skip
 
 
 def _check_info(player: Any, report: CheckReport) -> None:

@@ -438,9 +438,14 @@ def match_summary_from_proto(msg: pb.EndMatchRequest) -> MatchSummary:
 # -- decision files (tonk replay-decision, decision downloads) ----------------------------
 
 
+#: The name of the SDK's own decision JSON (sdk/decision_file.py has the other format).
+SDK_DECISION_FORMAT: Final = "tonk-sdk-decision/1"
+
+
 def decision_to_json(request: DecisionRequest) -> dict[str, Any]:
-    """The JSON form of a decision: ids, deadline and ``Observation.to_json()``."""
+    """The SDK's JSON form of a decision: ids, deadline and ``Observation.to_json()``."""
     return {
+        "format": SDK_DECISION_FORMAT,
         "match_id": request.match_id,
         "hand_index": request.hand_index,
         "decision_id": request.decision_id,

@@ -6,8 +6,10 @@ subclass, or (with the gRPC transport) ``HOST:PORT`` of a running bot.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
+from collections.abc import Iterable
 from importlib import import_module
 from types import ModuleType
 
@@ -27,12 +29,21 @@ class PlayerSpecError(ValueError):
     """A player spec that names no bot."""
 
 
+def did_you_mean(name: str, known: Iterable[str] = HOUSE_BOTS) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``known`` (default: the house bots), or ``""``."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def load_bot_class(spec: str) -> type[Bot]:
     """``random`` or ``package.module:ClassName`` -> the Bot subclass."""
     target = HOUSE_BOTS.get(spec, spec)
     module_name, sep, class_name = target.partition(":")
     if not sep or not module_name or not class_name:
-        raise PlayerSpecError(f"{spec!r} is not a house bot ({', '.join(HOUSE_BOTS)}) or MODULE:CLASS")
+        raise PlayerSpecError(
+            f"{spec!r} is not a house bot ({', '.join(HOUSE_BOTS)}), MODULE:CLASS or HOST:PORT"
+            f"{did_you_mean(spec)}"
+        )
     try:
         module = _import_from_here(module_name)
     except ImportError as exc:

@@ -14,13 +14,22 @@ does the session if anything is left at its end.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from leakcheck import _no_process_left_behind, pytest_configure, pytest_sessionfinish  # noqa: F401
+
+# The default store lives in the user's data folder (arena/config.py): no test, nor any
+# command a test starts, may write there.
+_DATA_DIR = tempfile.mkdtemp(prefix="tonk-test-data-")
+os.environ["TONK_DATA_DIR"] = _DATA_DIR
+atexit.register(shutil.rmtree, _DATA_DIR, True)
 
 PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_TEST_URL = os.environ.get("TONK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")

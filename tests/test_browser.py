@@ -238,7 +238,7 @@ def test_downloads_from_the_viewer(page: Any, base_url: str, seeded_sqlite: Seed
     with page.expect_download() as download:
         page.click('#log li[data-step="1"] a.dl')
     request = Path(download.value.path()).read_text()
-    assert '"decision_id"' in request and '"observation"' in request
+    assert '"decisionId"' in request and '"observation"' in request  # proto3 JSON
     # A link to a fault opens its hand at the end, where the fault is.
     page.goto(f"{base_url}/bots/flaky")
     page.locator("ul.fault-list a").first.click()

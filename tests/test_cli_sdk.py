@@ -151,6 +151,66 @@ def test_tonk_play_over_grpc_matches_in_process(
     assert re.search(r"\d+ decisions", remote).group(0) == re.search(r"\d+ decisions", local).group(0)  # type: ignore[union-attr]
 
 
+def test_tonk_play_against_nothing_stops_at_once_and_says_what_to_check(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It used to print a table "0 hands, score -20" and exit 0.
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    assert cli.main(["play", address, "random", "--quiet"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and f"nothing answers at {address}" in err and "tonk serve" in err
+
+
+DYING_BOT = """
+import os
+from sdk.bot import Bot
+
+class DyingBot(Bot):
+    name = "dying"
+    decisions = 0
+
+    def act(self, obs):
+        DyingBot.decisions += 1
+        if DyingBot.decisions == 6:
+            os._exit(0)  # the server process dies mid-match
+        return 0
+"""
+
+
+def test_tonk_play_fails_when_a_bot_goes_away_mid_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "dying.py").write_text(DYING_BOT)
+    proc = subprocess.Popen([sys.executable, "-m", "sdk.cli", "serve", "dying:DyingBot", "--port", "0"],
+                            cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        found = None
+        while found is None:
+            line = proc.stderr.readline()
+            assert line, "tonk serve ended before serving"
+            found = re.search(r"serving .* on (\S+:\d+)", line)
+        code = cli.main(["play", found.group(1), "random", "--hands", "30", "--seed", "3", "--quiet"])
+    finally:
+        proc.kill()
+        proc.wait()
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    assert "unreachable" in out and "lost the connection to 0:" in err
+
+
+def test_a_misspelt_house_bot_gets_the_closest_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["play", "randm", "greedy"]) == 2
+    assert "did you mean 'random'?" in capsys.readouterr().err
+    assert cli.main(["check", "heuristc"]) == 2
+    assert "did you mean 'heuristic'?" in capsys.readouterr().err
+
+
 def test_tonk_serve_stops_cleanly_on_sigterm(served_random: tuple[subprocess.Popen[str], str]) -> None:
     proc, _ = served_random
     proc.send_signal(signal.SIGTERM)

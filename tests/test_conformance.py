@@ -116,19 +116,41 @@ def test_garbage_replies_are_malformed() -> None:
     assert {d.fault for d in report.faults} == {FaultKind.MALFORMED}
 
 
-def test_a_bot_with_only_decide_passes_with_warnings() -> None:
-    # Index 0 is always legal; the lifecycle calls and GetInfo answer UNIMPLEMENTED.
+def test_a_bot_without_health_service_or_getinfo_fails_as_the_arena_refuses_it() -> None:
+    # Index 0 is always legal, so it plays without a fault; but it has no health service and
+    # GetInfo answers UNIMPLEMENTED, which the arena refuses (it used to pass `tonk check`).
     reply = pb.DecideResponse(action_index=0).SerializeToString()
     with raw_server({"Decide": lambda data, ctx: reply}) as address:
         report = check_bot(address, QUICK)
-    assert report.passed, report.render()
-    assert any("GetInfo" in w for w in report.warnings)
+    assert not report.faults and not report.passed, report.render()
+    assert [code for code, _ in report.refusals] == ["bot_unhealthy", "bot_check_failed"]
+    text = report.render()
+    assert "does not serve the standard gRPC health service (grpc.health.v1.Health)" in text
+    assert "did not answer GetInfo: UNIMPLEMENTED" in text
+    assert "faults: none" not in text and "RESULT: FAIL" in text
 
 
-def test_an_unreachable_bot_fails_fast() -> None:
-    report = check_bot(f"127.0.0.1:{free_port()}", QUICK)
-    assert not report.passed and report.stopped_early
-    assert any("unreachable" in p for p in report.problems)
+def test_tonk_check_and_the_arena_refuse_in_the_same_words() -> None:
+    from arena.config import Settings
+    from arena.registry import BotCheckFailedError
+    from arena.registry import check_bot as admit
+
+    reply = pb.DecideResponse(action_index=0).SerializeToString()
+    with raw_server({"Decide": lambda data, ctx: reply}) as address:
+        report = check_bot(address, QUICK)
+        with pytest.raises(BotCheckFailedError) as refused:
+            admit(address, Settings())
+    assert (refused.value.code, refused.value.message) == report.refusals[0]
+
+
+def test_an_unreachable_bot_fails_fast_without_saying_none() -> None:
+    address = f"127.0.0.1:{free_port()}"
+    report = check_bot(address, QUICK)
+    assert not report.passed and report.stopped_early and not report.decisions
+    assert report.refusals[0][0] == "bot_unreachable"
+    text = report.render()
+    assert f"could not reach the bot at {address!r}" in text and "is it running" in text
+    assert "none" not in text and text.endswith(text.splitlines()[-1]) and "RESULT: FAIL" in text
 
 
 def test_a_target_that_names_no_bot_is_an_error() -> None:

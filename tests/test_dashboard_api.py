@@ -12,8 +12,10 @@ import pytest
 if TYPE_CHECKING:
     from dashboard_fixtures import Seeded
 from flask.testing import FlaskClient
+from google.protobuf import json_format
 
-from sdk.observation import Observation
+from sdk.convert import decision_from_proto, decision_to_proto, encode_decide_request
+from sdk.protocol import bot_pb2 as pb
 from sdk.record import HandRecord
 
 pytest_plugins = ["dashboard_fixtures"]
@@ -234,19 +236,43 @@ def test_decision_download_is_the_request_the_bot_received(client: FlaskClient, 
         response = client.get(url)
         assert response.status_code == 200, response.data
         assert "attachment" in response.headers["Content-Disposition"]
+        # The proto3 JSON of the very DecideRequest the bot was sent (MessageToJson of it).
+        sent_json = json_format.MessageToJson(decision_to_proto(request), indent=1)
+        assert response.data.decode() == sent_json + "\n"
         got = response.get_json()
-        assert set(got) == {"match_id", "hand_index", "decision_id", "deadline_ms", "observation"}
-        assert got["match_id"] == request.match_id == plan.label
-        assert got["decision_id"] == request.decision_id
-        assert got["hand_index"] == hand
-        assert got["deadline_ms"] == request.deadline_ms
-        assert got["observation"] == request.observation.to_json()
-        assert Observation.from_json(got["observation"]).legal_actions == request.observation.legal_actions
+        assert got["matchId"] == request.match_id == plan.label
+        assert got["decisionId"] == request.decision_id
+        assert got["deadlineMs"] == request.deadline_ms
+        parsed = json_format.ParseDict(got, pb.DecideRequest())
+        assert parsed.SerializeToString() == encode_decide_request(request)
+        assert decision_from_proto(parsed).observation.legal_actions == request.observation.legal_actions
     # The faulted decision itself downloads too (it is the last of its hand).
     hand, decision = max((h, d) for (h, d) in sent if h == 1)
     base = f"/api/v1/matches/{seeded.fault_match}/hands/{hand}/decisions"
     assert client.get(f"{base}/{decision}").status_code == 200
     assert_error(client, f"{base}/{decision + 1}", 404)
+
+
+def test_both_decision_formats_replay_with_tonk_replay_decision(
+    client: FlaskClient, seeded: Seeded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sdk.cli import main
+    from sdk.convert import SDK_DECISION_FORMAT, decision_to_json
+    from sdk.decision_file import read_decision
+
+    downloaded = client.get(f"/api/v1/matches/{seeded.done_match}/hands/0/decisions/0").get_json()
+    request, kind = read_decision(downloaded)
+    assert kind == "proto3-json"
+    sdk_form = decision_to_json(request)
+    assert sdk_form["format"] == SDK_DECISION_FORMAT
+    assert read_decision(json.loads(json.dumps(sdk_form))) == (request, SDK_DECISION_FORMAT)
+    path = tmp_path / "sdk-form.json"
+    path.write_text(json.dumps(sdk_form))
+    assert main(["replay-decision", str(path), "dashboard_fixtures:LowBot", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["decision_id"] == request.decision_id
+    path.write_text(json.dumps({**sdk_form, "format": "tonk-sdk-decision/9"}))
+    assert main(["replay-decision", str(path), "random"]) == 2
+    assert "unknown decision format 'tonk-sdk-decision/9'" in capsys.readouterr().err
 
 
 def test_a_decision_download_replays_with_tonk_replay_decision(

@@ -304,15 +304,17 @@ def test_the_sqlite_backup_command_copies_a_live_wal_database(tmp_path: Path) ->
     if not shutil.which("sqlite3"):
         pytest.skip("the sqlite3 shell is not installed")
     (argv,) = [a for _line, a in command_lines(OPERATOR_GUIDE) if a[0] == "sqlite3"]
-    database, backup = tmp_path / "var" / "tonk-arena.sqlite", tmp_path / "tonk-arena-backup.sqlite"
-    database.parent.mkdir()
+    argv = [str(tmp_path) + a[1:] if a.startswith("~/") else a for a in argv]  # HOME is tmp_path
+    database = tmp_path / ".local" / "share" / "tonk-arena" / "tonk-arena.sqlite"  # the default store
+    backup = tmp_path / "tonk-arena-backup.sqlite"
+    database.parent.mkdir(parents=True)
     live = sqlite3.connect(database)
     live.execute("PRAGMA journal_mode=WAL")
     live.execute("PRAGMA wal_autocheckpoint=0")  # keep every commit in the -wal file
     live.execute("CREATE TABLE owners (name TEXT)")
     live.execute("INSERT INTO owners VALUES ('alice')")
     live.commit()
-    assert (tmp_path / "var" / "tonk-arena.sqlite-wal").stat().st_size > 0
+    assert database.with_name("tonk-arena.sqlite-wal").stat().st_size > 0
     subprocess.run(argv, cwd=tmp_path, check=True, timeout=60)
     live.close()
     copy = sqlite3.connect(backup)

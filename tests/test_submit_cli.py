@@ -113,14 +113,18 @@ def test_submit_update_and_retire(
     assert code == 0, err
     assert f"registered bot 'cli-bot' (version 1) at {bots['good']}" in out
     assert "random 1.0.0" in out and "tonk.v1" in out
+    assert f"its page: {arena['url']}/bots/cli-bot" in out
     assert bot_row(arena["db"], "cli-bot") == (bots["good"], "active", 1)
 
-    # The same name again, by anyone: a clear refusal, exit 1, nothing changed.
+    # The same name again, by anyone: a clear refusal, exit 1, nothing changed; its owner is
+    # told how to update it instead.
     for who in ("alice", "bob"):
         code, out, err = tonk(
             capsys, "submit", "--name", "cli-bot", "--address", bots["other"], *base, "--token", arena[who]
         )
         assert code == 1 and "refused (409 name_taken)" in err and "'cli-bot'" in err
+        hint = f"it is your bot: tonk submit --name cli-bot --address {bots['other']} --update"
+        assert (hint in err) == (who == "alice"), err
     code, _, err = tonk(
         capsys,
         "submit",
@@ -300,3 +304,20 @@ def test_the_command_needs_only_the_sdk() -> None:
     )
     assert done.returncode == 2, done.stderr
     assert "TONK_TOKEN" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_guide_lists_every_refusal_code_of_submit_with_its_fix() -> None:
+    import inspect
+
+    from arena import addresses, errors, registry
+    from dashboard import checks
+
+    codes = {errors.AuthenticationError.code}
+    for module in (registry, addresses, checks):
+        for _name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, errors.ArenaError) and cls.__module__ == module.__name__:
+                codes.add(cls.code)
+    guide = (ROOT / "docs" / "bot-author-guide.md").read_text()
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| \d{3} \| (.+) \|$", guide, re.M))
+    assert codes <= set(rows), sorted(codes - set(rows))
+    assert all(len(fix) > 20 for fix in rows.values())

@@ -105,11 +105,11 @@ def decision_request(
         observation=obs,
         deadline_ms=config.decision_deadline_ms + bank_ms,
     )
-    # The file format tonk replay-decision reads. Imported here: sdk.convert loads protobuf
-    # (over a second of start-up) and only this download needs it.
-    from sdk.convert import decision_to_json
+    # The proto3 JSON of the DecideRequest, as the bot received it (tonk replay-decision reads
+    # it). Imported here: protobuf takes over a second to load and only this download needs it.
+    from sdk.decision_file import decision_to_proto_dict
 
-    return decision_to_json(request)
+    return decision_to_proto_dict(request)
 
 
 def _bank_left_us(

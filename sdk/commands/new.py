@@ -1,16 +1,21 @@
 """``tonk new NAME``: start a bot project: a working bot, its tests, a README and packaging.
 
     tonk new "Night Owl"      # -> night-owl/ with night_owl.py (class NightOwlBot), tests, ...
-    cd night-owl && pytest
+    cd night-owl && pip install -r requirements.txt && pytest
+
+The project's requirements name the SDK the way this one was installed: ``tonk-arena @
+file:///...`` for a checkout or a wheel (so the project installs without any package index
+knowing ``tonk-arena``), plain ``tonk-arena`` only when it came from an index.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import keyword
 import re
 import sys
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any, Final
 
@@ -48,6 +53,32 @@ def names_for(name: str) -> dict[str, str]:
     }
 
 
+DISTRIBUTION: Final = "tonk-arena"
+_CHECKOUT: Final = Path(__file__).resolve().parents[2]  # when the SDK runs from a source tree
+
+
+def sdk_requirement() -> str:
+    """The PEP 508 requirement that installs this very SDK: its recorded origin (PEP 610
+    ``direct_url.json``: a checkout or a wheel file), else the source tree it runs from, else
+    the plain name (an index that has it)."""
+    try:
+        origin = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        origin = None
+    if origin:
+        try:
+            url = json.loads(origin).get("url", "")
+        except ValueError:
+            url = ""
+        if isinstance(url, str) and url.startswith("file://"):
+            return f"{DISTRIBUTION} @ {url}"
+        return DISTRIBUTION  # a VCS or remote URL: an index is the better guess
+    pyproject = _CHECKOUT / "pyproject.toml"
+    if pyproject.is_file() and f'name = "{DISTRIBUTION}"' in pyproject.read_text(encoding="utf-8"):
+        return f"{DISTRIBUTION} @ {_CHECKOUT.as_uri()}"
+    return DISTRIBUTION
+
+
 def render(template: str, values: dict[str, str]) -> str:
     text = (resources.files("sdk") / "templates" / "new_bot" / template).read_text(encoding="utf-8")
     for key, value in values.items():
@@ -57,7 +88,7 @@ def render(template: str, values: dict[str, str]) -> str:
 
 def create_project(name: str, parent: Path, *, force: bool = False) -> tuple[Path, dict[str, str]]:
     """Write the project for ``name`` under ``parent``; return its folder and names."""
-    values = names_for(name)
+    values = {**names_for(name), "sdk_requirement": sdk_requirement()}
     folder = parent / values["folder"]
     if folder.exists() and any(folder.iterdir()) and not force:
         raise FileExistsError(f"{folder} already exists and is not empty (use --force to overwrite)")
@@ -89,8 +120,9 @@ def run_new(args: argparse.Namespace) -> int:
         return 2
     spec = f"{values['module']}:{values['class_name']}"
     print(f"created {folder}/ with {values['module']}.py ({values['class_name']}), tests and a README")
-    print("next:")
-    print(f"  cd {folder} && pytest")
+    print(f"its requirements: {values['sdk_requirement']}, pytest")
+    print("next (in a virtualenv: python3 -m venv .venv && . .venv/bin/activate):")
+    print(f"  cd {folder} && pip install -r requirements.txt && pytest")
     print(f"  tonk play {spec} random --hands 200")
     print(f"  tonk check {spec}")
     print(f"  tonk serve {spec} --port 50051")

@@ -9,7 +9,7 @@ from typing import Any
 from sdk.dealing import new_seed
 from sdk.players import PlayerSpecError, make_player
 from sdk.progress import ProgressBar
-from sdk.referee import HandLog, RefereeConfig, play_match
+from sdk.referee import FaultKind, HandLog, RefereeConfig, play_match
 from sdk.rules import Rules
 
 
@@ -40,6 +40,12 @@ def run_play(args: argparse.Namespace) -> int:
     except PlayerSpecError as exc:
         print(f"tonk play: {exc}", file=sys.stderr)
         return 2
+    unreachable = _unreachable(args.bots)
+    if unreachable:
+        for p in players:
+            p.close()
+        print(f"tonk play: {unreachable}", file=sys.stderr)
+        return 1
     seed = new_seed() if args.seed is None else args.seed
     names = [f"{i}:{p.describe()['name']}" for i, p in enumerate(players)]
 
@@ -71,4 +77,28 @@ def run_play(args: argparse.Namespace) -> int:
         print(f"{name:<28} {result.scores[seat]:>8} {per_hand:>9.3f} {wins:>6} {faults:>7}")
     for fault in result.faults:
         print(f"fault: seat {fault.seat} hand {fault.hand_index}: {fault.kind.value}: {fault.reason}")
+    lost = sorted({names[f.seat] for f in result.faults if f.kind is FaultKind.UNREACHABLE})
+    if lost:  # a bot that went away is a failed run, not a result
+        print(f"tonk play: lost the connection to {', '.join(lost)}: the scores above are not a result",
+              file=sys.stderr)  # fmt: skip
+        return 1
     return 0
+
+
+def _unreachable(specs: list[str]) -> str | None:
+    """Why a HOST:PORT among ``specs`` cannot be played (nothing answers there), or None.
+    A bot without the health service still plays: only an answer at all is required."""
+    from sdk.players import HOUSE_BOTS, is_address
+
+    for spec in dict.fromkeys(specs):
+        if spec in HOUSE_BOTS or not is_address(spec):
+            continue
+        from sdk.admission import AdmissionError, check_health
+
+        try:
+            check_health(spec, timeout_s=3.0)
+        except AdmissionError as exc:
+            if exc.code == "bot_unreachable":
+                return (f"nothing answers at {spec}: is `tonk serve` (or your bot's server) running, "
+                        "listening on that host and port?")  # fmt: skip
+    return None

@@ -1,8 +1,8 @@
 """``tonk replay-decision FILE BOT``: ask a bot one recorded decision again and judge its answer.
 
-FILE is a decision in JSON: ``{"match_id", "hand_index", "decision_id", "deadline_ms",
-"observation": Observation.to_json()}`` (a bare observation also works). Decisions come from
-the dashboard's decision downloads and from ``tonk check --dump-faults``. BOT is
+FILE is a decision in JSON, in either format of sdk/decision_file.py: the proto3 JSON of the
+DecideRequest the bot received (the dashboard's decision downloads), or the SDK's
+``tonk-sdk-decision/1`` (``tonk check --dump-faults``; a bare observation also works). BOT is
 ``MODULE:CLASS``, a house bot name, or ``HOST:PORT`` of a running bot.
 
 Exit status: 0 when the answer is legal, 1 when it is not (or the bot faulted), 2 on bad input.
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from sdk.bot import MatchInfo, MatchSummary
-from sdk.convert import ProtocolError, decision_from_json
+from sdk.convert import ProtocolError
+from sdk.decision_file import read_decision
 from sdk.players import PlayerSpecError, make_player
 from sdk.referee import PlayerFaultError, resolve_reply
 
@@ -39,7 +40,7 @@ def register(subparsers: Any) -> None:
 def run_replay_decision(args: argparse.Namespace) -> int:
     try:
         text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
-        request = decision_from_json(json.loads(text))
+        request, _format = read_decision(json.loads(text))
     except (OSError, json.JSONDecodeError, ProtocolError) as exc:
         print(f"tonk replay-decision: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2

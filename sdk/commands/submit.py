@@ -7,7 +7,9 @@
 The token comes from ``--token`` or the ``TONK_TOKEN`` environment variable, the arena from
 ``--arena`` or ``TONK_ARENA``. Before accepting a bot the arena dials it, checks its health
 service and GetInfo, and plays a short match against its ``random`` bot: the bot must be
-running and reachable from the arena when you submit. A refusal prints the arena's reason.
+running and reachable from the arena when you submit (``tonk check HOST:PORT`` runs the same
+checks first). A refusal prints the arena's reason; success prints the bot's dashboard page.
+docs/bot-author-guide.md lists every refusal code with its fix.
 
 Exit status: 0 done; 1 the arena refused, failed, or could not be reached; 2 bad usage
 (missing token or arena, malformed arguments).
@@ -35,7 +37,8 @@ The arena's HTTP API (JSON bodies; ``Authorization: Bearer <token>`` on every ca
 with the status: 400 a malformed name, address or body (``invalid_bot_name``,
 ``invalid_address``); 401 a missing or unknown token (``unauthenticated``); 403 not the
 bot's owner (``not_owner``); 404 no such bot (``bot_not_found``); 409 the name is taken
-(``name_taken``) or the address is another owner's (``address_taken``); 422 the bot did not
+(``name_taken``; ``details.yours`` when it is the caller's own bot, which ``--update``
+re-points) or the address is another owner's (``address_taken``); 422 the bot did not
 return your claim code (``claim_required``, the code in the details), an internal address
 (``address_not_allowed``) or a bot that failed its checks (``bot_unreachable``,
 ``bot_unhealthy``, ``bot_check_failed``, ``conformance_failed``, whose details list the
@@ -130,7 +133,7 @@ def run_submit(args: argparse.Namespace) -> int:
         print(
             f"{prog}: the arena is checking {args.address} (health, info, a short match)...", file=sys.stderr
         )
-    answer = _call(prog, method, base + path, token, body, args.timeout)
+    answer = _call(prog, method, base + path, token, body, args.timeout, submit=args)
     if answer is None:
         return 1
     if args.json:
@@ -146,6 +149,8 @@ def run_submit(args: argparse.Namespace) -> int:
         by = f" by {info['author']}" if info.get("author") else ""
         protocol = info.get("protocol_version")
         print(f"  it says: {info.get('name')} {info.get('version', '')}{by}, protocol {protocol}")
+    arena = base.removesuffix(API_PREFIX)
+    print(f"  its page: {arena}/bots/{_quote(name)}")
     return 0
 
 
@@ -186,7 +191,14 @@ def _target(args: argparse.Namespace, prog: str) -> tuple[str, str] | None:
 
 
 def _call(
-    prog: str, method: str, url: str, token: str, body: dict[str, Any] | None, timeout: float
+    prog: str,
+    method: str,
+    url: str,
+    token: str,
+    body: dict[str, Any] | None,
+    timeout: float,
+    *,
+    submit: argparse.Namespace | None = None,
 ) -> dict[str, Any] | None:
     """The JSON answer of a 2xx, or None after printing why there is none."""
     data = None if body is None else json.dumps(body).encode("utf-8")
@@ -199,7 +211,7 @@ def _call(
         with _OPENER.open(request, timeout=timeout) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
-        _print_refusal(prog, exc.code, exc.reason, exc.read(), exc.headers.get("Location"))
+        _print_refusal(prog, exc.code, exc.reason, exc.read(), exc.headers.get("Location"), submit)
         return None
     except TimeoutError:
         print(f"{prog}: the arena did not answer within {timeout:g} s", file=sys.stderr)
@@ -219,7 +231,9 @@ def _call(
     return answer if isinstance(answer, dict) else {"answer": answer}
 
 
-def _print_refusal(prog: str, status: int, reason: Any, raw: bytes, location: str | None) -> None:
+def _print_refusal(
+    prog: str, status: int, reason: Any, raw: bytes, location: str | None, submit: argparse.Namespace | None
+) -> None:
     try:
         error = json.loads(raw)["error"]
         code, message = str(error["code"]), str(error["message"])
@@ -236,6 +250,9 @@ def _print_refusal(prog: str, status: int, reason: Any, raw: bytes, location: st
         print(f"  your claim code for {str(details.get('address'))[:300]}: {claim}", file=sys.stderr)
         print(f"  restart the bot with `tonk serve BOT --claim {claim}` (or TONK_CLAIM={claim}), then "
               "run this command again", file=sys.stderr)
+    if code == "name_taken" and isinstance(details, dict) and details.get("yours") and submit is not None:
+        print(f"  it is your bot: tonk submit --name {submit.name} --address {submit.address} --update",
+              file=sys.stderr)  # fmt: skip
     faults = details.get("faults") if isinstance(details, dict) else None
     for fault in faults[:10] if isinstance(faults, list) else []:
         if isinstance(fault, dict):
