@@ -139,7 +139,7 @@ def test_tonk_check_and_the_arena_refuse_in_the_same_words() -> None:
     with raw_server({"Decide": lambda data, ctx: reply}) as address:
         report = check_bot(address, QUICK)
         with pytest.raises(BotCheckFailedError) as refused:
-            admit(address, Settings())
+            admit(address, Settings(allowed_bot_hosts=("127.0.0.1",)))
     assert (refused.value.code, refused.value.message) == report.refusals[0]
 
 
