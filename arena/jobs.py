@@ -34,6 +34,7 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from arena.db import dispose_engines, session_scope
+from arena.deals import reveal_if_complete
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
@@ -83,6 +84,7 @@ def play_match_job(
         return ALREADY_DONE
     with session_scope(database_url) as session:
         finish_if_complete(session, plan.tournament_id)
+    reveal_if_complete(database_url, plan, hosted_addresses)  # EndDeal, once the deal is done
     return DONE
 
 

@@ -1,0 +1,249 @@
+"""Duplicate without the leak: nothing about a deal that a seat could not see reaches its bot
+(over real gRPC), a page or an API answer until every match dealt from the same seed is
+done; then EndDeal brings the seed and the records, once, to each bot of the deal."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+from test_arena_helpers import (
+    db_url,  # noqa: F401 - the parametrized store fixture
+    grpc_bots,
+    hosted_bots,
+    new_tournament,
+)
+
+from arena import jobs, store
+from arena.db import session_scope
+from arena.models import Match
+from arena.tournaments import start_tournament
+from bots.greedy import GreedyBot
+from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
+from sdk.cards import DECK
+from sdk.grpc_player import GrpcPlayer
+from sdk.observation import Observation, observe
+from sdk.record import HandRecord
+from sdk.referee import LocalPlayer, play_match, shown_hands
+from sdk.server import RunningServer, start_server
+
+pytest_plugins = ["dashboard_fixtures"]
+
+CARD_TEXTS = frozenset(c.text for c in DECK)
+
+
+class Recorder(GreedyBot):
+    """Plays like greedy and keeps every message it is sent (class-level: ``tonk serve``
+    makes an instance per match seat, and EndDeal reaches a fresh one)."""
+
+    name = "recorder"
+    inbox: ClassVar[list[tuple[str, Any]]] = []
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def _keep(self, kind: str, message: Any) -> None:
+        with self.lock:
+            self.inbox.append((kind, message))
+
+    def on_match_start(self, info: MatchInfo) -> None:
+        self._keep("start", info)
+
+    def act(self, obs: Observation) -> Any:
+        assert self.match is not None
+        self._keep("decide", (self.match.match_id, obs))
+        return super().act(obs)
+
+    def on_hand_end(self, result: HandResult) -> None:
+        self._keep("hand", result)
+
+    def on_match_end(self, summary: MatchSummary) -> None:
+        self._keep("match", summary)
+
+    def on_deal_end(self, deal: DealSummary) -> None:
+        self._keep("deal", deal)
+
+
+@pytest.fixture
+def recorder() -> Iterator[RunningServer]:
+    Recorder.inbox.clear()
+    running = start_server(Recorder)
+    yield running
+    running.stop(None)
+
+
+def cards_in(value: Any) -> set[str]:
+    """Every card text anywhere in a JSON-like value."""
+    if isinstance(value, str):
+        return {value} if value in CARD_TEXTS else set()
+    if isinstance(value, dict):
+        return set().union(*(cards_in(v) for v in value.values())) if value else set()
+    if isinstance(value, list | tuple):
+        return set().union(*(cards_in(v) for v in value)) if value else set()
+    return set()
+
+
+def visible(record: dict[str, Any], seat: int) -> set[str]:
+    """What ``seat`` could see of the hand: every observation it could have been sent while
+    it was played, plus the hands the rules show at the end."""
+    hand = HandRecord.from_json(record)
+    state = hand.initial_state()
+    seen: set[str] = set()
+
+    def look() -> None:
+        obs = observe(state, seat)
+        seen.update(c.text for c in obs.cards_seen())
+        seen.update(cards_in(obs.to_json()))
+
+    look()
+    for actor, action in hand.actions:
+        state.apply(action, actor)
+        look()
+    seen.update(c.text for shown in shown_hands(state) for c in shown)
+    return seen
+
+
+def leaks(inbox: list[tuple[str, Any]], records: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Everything in the match messages (StartMatch, Decide, EndHand, EndMatch) its seat could
+    not see; ``records`` holds each match's full hand records by the match id the bots saw."""
+    found = []
+    for kind, message in inbox:
+        if kind == "decide":
+            label, obs = message
+            extra = cards_in(obs.to_json()) - visible(records[label][obs.hand_index], obs.seat)
+        elif kind == "hand":
+            assert message.view is not None
+            told = cards_in(message.record) | cards_in(message.view.to_json())
+            told |= {c.text for shown in message.shown for c in shown}
+            extra = told - visible(records[message.match_id][message.hand_index], message.view.seat)
+        elif kind == "match":
+            extra = set() if message.seed is None else {f"the seed {message.seed}"}
+        else:
+            continue
+        if extra:
+            found.append(f"{kind} of {_match_of(kind, message)}: {sorted(extra)}")
+    return found
+
+
+def _match_of(kind: str, message: Any) -> str | None:
+    if kind == "deal":
+        return None
+    return str(message[0]) if kind == "decide" else str(message.match_id)
+
+
+def test_a_seat_is_told_only_what_it_saw_over_grpc(recorder: RunningServer) -> None:
+    players = [GrpcPlayer(recorder.address), LocalPlayer(GreedyBot)]
+    try:
+        result = play_match(players, 2024, 12, match_id="m1", names=["recorder", "greedy"], reveal=False)
+    finally:
+        players[0].close()
+    records = {"m1": [log.record.to_json() for log in result.hands]}
+    assert leaks(Recorder.inbox, records) == []
+    ends = [m for kind, m in Recorder.inbox if kind == "hand"]
+    assert len(ends) == 12 and all(m.record == {} and m.record_withheld for m in ends)
+    for m in ends:  # the rules' reveal: every hand at a drop or showdown, TONK hands, else none
+        assert m.view is not None and m.view.outcome is not None and m.view.phase == "over"
+        outcome = m.view.outcome
+        expected = {"drop": {0, 1}, "stock": {0, 1}, "cap": {0, 1}, "tonk": set(outcome.winners)}
+        assert {s for s, cards in enumerate(m.shown) if cards} == expected.get(outcome.end, set())
+    assert {m.view.outcome.end for m in ends if m.view and m.view.outcome} >= {"drop"}
+    assert [m.seed for kind, m in Recorder.inbox if kind == "match"] == [None]
+
+    # The check can fail: revealing, as the referee did before, leaks the stock order.
+    Recorder.inbox.clear()
+    players = [GrpcPlayer(recorder.address), LocalPlayer(GreedyBot)]
+    try:
+        play_match(players, 2024, 12, match_id="m1", names=["recorder", "greedy"], reveal=True)
+    finally:
+        players[0].close()
+    assert len(leaks(Recorder.inbox, records)) == 13  # every EndHand, and EndMatch's seed
+
+
+def _play(url: str, match_ids: list[int]) -> None:
+    for match_id in match_ids:
+        assert jobs.play_match_job(match_id, url) == "done"
+
+
+def _started(url: str, address: str, **options: Any) -> tuple[int, list[Match]]:
+    ids = grpc_bots(url, {"recorder": address}) + hosted_bots(url, ["greedy", "random"])
+    tid = new_tournament(url, ids, **options)
+    with session_scope(url) as session:
+        start_tournament(session, tid)
+        matches = list(session.scalars(select(Match).where(Match.tournament_id == tid).order_by(Match.id)))
+        session.expunge_all()
+    return tid, matches
+
+
+def test_tournament_bots_hear_the_deal_only_when_it_is_done(
+    db_url: str, recorder: RunningServer  # noqa: F811
+) -> None:
+    _, matches = _started(
+        db_url, recorder.address, table_sizes=[2, 3], matches_per_table=2, hands_per_match=4
+    )
+    # Rotations of one deal far apart: every deal is still open while others are played.
+    order = sorted(matches, key=lambda m: (m.rotation, m.table_index, m.deal_index))
+    _play(db_url, [m.id for m in order])
+    labels = [m.label or "" for m in matches]
+    assert len(set(labels)) == len(labels) and all(re.fullmatch(r"[0-9a-f]{20}", x) for x in labels)
+
+    records: dict[str, list[dict[str, Any]]] = {}
+    with session_scope(db_url) as session:
+        for match in matches:
+            hands = store.get_replay(session, match.id)
+            assert hands is not None  # every deal is done now
+            records[match.label or ""] = [
+                {k: v for k, v in h.items() if k not in ("latency_us", "faults")} for h in hands
+            ]
+    assert leaks(Recorder.inbox, records) == []
+    assert all(m.record_withheld for kind, m in Recorder.inbox if kind == "hand")
+
+    deals: dict[int, list[Match]] = {}
+    for match in matches:
+        deals.setdefault(match.seed, []).append(match)
+    mine = {seed: ms for seed, ms in deals.items() if any(m.table_index in (0, 1, 3) for m in ms)}
+    notices = [(i, m) for i, (kind, m) in enumerate(Recorder.inbox) if kind == "deal"]
+    assert sorted(d.seed for _, d in notices) == sorted(mine)  # once per deal it played
+    for position, deal in notices:
+        assert deal.seed is not None
+        siblings = deals[deal.seed]
+        # after every match of the deal, and with every hand of each, as stored
+        ids = {m.label for m in siblings}
+        assert position > max(i for i, (kind, m) in enumerate(Recorder.inbox) if _match_of(kind, m) in ids)
+        assert {m.match_id for m in deal.matches} == {m.label for m in siblings}
+        for told in deal.matches:
+            assert list(told.records) == records[told.match_id] and not told.records_omitted
+            assert told.players[told.seats[0]] == "recorder"
+
+
+def test_pages_and_api_hide_a_deal_until_every_rotation_is_done(
+    db_url: str, recorder: RunningServer, app_factory: Any  # noqa: F811
+) -> None:
+    tid, matches = _started(db_url, recorder.address, table_sizes=[2], matches_per_table=1, hands_per_match=3)
+    first, second = [m for m in matches if m.table_index == 0]
+    _play(db_url, [first.id])
+    app: Flask = app_factory(db_url)
+    client = app.test_client()
+    detail = client.get(f"/api/v1/matches/{first.id}").get_json()["match"]
+    assert detail["status"] == "done" and all(seat["score"] is not None for seat in detail["seats"])
+    hidden = (detail["seed"], detail["label"], detail["replay"], detail["deal_done"])
+    assert hidden == (None, None, False, False)
+    for path in ("replay", "hands/0", "hands/0/decisions/0"):
+        response = client.get(f"/api/v1/matches/{first.id}/{path}")
+        assert response.status_code == 409, (path, response.status_code)
+        assert "every match of its deal" in response.get_json()["error"]["message"]
+    listed = client.get(f"/api/v1/matches?tournament={tid}&status=done").get_json()["matches"]
+    assert [(m["id"], m["deal_done"]) for m in listed] == [(first.id, False)]
+    html = client.get(f"/matches/{first.id}").get_data(as_text=True)
+    assert 'id="viewer"' not in html and "seed <code>" not in html and first.label not in html
+    assert "published when every match of its deal is done" in html
+    assert f'/matches/{first.id}#viewer' not in client.get("/matches/").get_data(as_text=True)
+
+    _play(db_url, [second.id])
+    detail = client.get(f"/api/v1/matches/{first.id}").get_json()["match"]
+    assert (detail["seed"], detail["label"], detail["replay"]) == (first.seed, first.label, True)
+    assert client.get(f"/api/v1/matches/{first.id}/replay").status_code == 200
+    assert client.get(f"/api/v1/matches/{first.id}/hands/0/decisions/0").status_code == 200
+    assert 'id="viewer"' in client.get(f"/matches/{first.id}").get_data(as_text=True)
