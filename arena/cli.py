@@ -23,7 +23,13 @@ from arena.errors import ArenaError
 from arena.execution import EmbeddedBackend, make_backend, run_tournament, run_worker
 from arena.leaderboard import current_leaderboard, rating_history
 from arena.store import Progress, bot_stats, get_tournament, list_tournaments
-from arena.tournaments import create_tournament, extend_tournament, pause_tournament, resolve_bots
+from arena.tournaments import (
+    DEAL_MODES,
+    create_tournament,
+    extend_tournament,
+    pause_tournament,
+    resolve_bots,
+)
 from sdk.progress import ProgressBar
 
 
@@ -41,6 +47,13 @@ def register(subparsers: Any) -> None:
     create.add_argument("--deadline-ms", type=int, default=None, help="decision deadline (default: settings)")
     create.add_argument("--time-bank-ms", type=int, default=None)
     create.add_argument("--max-faults", type=int, default=None)
+    create.add_argument(
+        "--deal-mode",
+        choices=DEAL_MODES,
+        default="duplicate",
+        help="duplicate: every seat order of a deal is played from the same cards (default; card luck "
+        "cancels); independent: every match gets its own cards (no deal is replayed, more variance)",
+    )
     create.set_defaults(func=cmd_create)
 
     listing = sub.add_parser("list", help="tournaments, newest first")
@@ -122,6 +135,7 @@ def cmd_create(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 settings=settings,
                 config=config,
+                deal_mode=args.deal_mode,
             )
             tid = tournament.id
             total = get_tournament(session, tid).progress.total
@@ -154,7 +168,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"tournament {t.id} {t.name!r}: {t.status}")
     print(
         f"  {len(t.entries)} bots, tables of {','.join(map(str, t.table_sizes))}, "
-        f"{t.matches_per_table} deals per table, {t.hands_per_match} hands per match"
+        f"{t.matches_per_table} {t.deal_mode} deals per table, {t.hands_per_match} hands per match"
     )
     print(
         f"  matches: {p.total} total, {p.done} done, {p.running} running, "

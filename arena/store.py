@@ -105,6 +105,7 @@ class TournamentView(TournamentRow):
     rules: dict[str, Any]
     config: dict[str, Any]
     seed: int | None  # only once finished
+    deal_mode: str = "duplicate"  # or "independent" (arena/tournaments.py)
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,7 @@ def get_tournament(session: Session, tournament_id: int) -> TournamentView:
         rules=dict(tournament.rules or {}),
         config=dict(tournament.config or {}),
         seed=tournament.seed if tournament.status == "finished" else None,
+        deal_mode=tournament.deal_mode,
     )
 
 

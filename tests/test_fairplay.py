@@ -22,7 +22,7 @@ from test_arena_helpers import (
 from arena import jobs, store
 from arena.db import session_scope
 from arena.models import Match
-from arena.tournaments import start_tournament
+from arena.tournaments import InvalidTournamentError, start_tournament
 from bots.greedy import GreedyBot
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.cards import DECK
@@ -33,6 +33,8 @@ from sdk.referee import LocalPlayer, play_match, shown_hands
 from sdk.server import RunningServer, start_server
 
 pytest_plugins = ["dashboard_fixtures"]
+
+TOKEN = "operator-secret-for-tests"  # dashboard_fixtures.OPERATOR_TOKEN
 
 CARD_TEXTS = frozenset(c.text for c in DECK)
 
@@ -247,3 +249,42 @@ def test_pages_and_api_hide_a_deal_until_every_rotation_is_done(
     assert client.get(f"/api/v1/matches/{first.id}/replay").status_code == 200
     assert client.get(f"/api/v1/matches/{first.id}/hands/0/decisions/0").status_code == 200
     assert 'id="viewer"' in client.get(f"/matches/{first.id}").get_data(as_text=True)
+
+
+def test_independent_deals_give_every_match_its_own_cards(
+    db_url: str, recorder: RunningServer, app_factory: Any  # noqa: F811
+) -> None:
+    tid, matches = _started(
+        db_url, recorder.address, table_sizes=[2], matches_per_table=1, hands_per_match=3,
+        deal_mode="independent",
+    )
+    assert len({m.seed for m in matches}) == len(matches) == 6
+    first = next(m for m in matches if m.table_index == 0)
+    _play(db_url, [first.id])
+    # A deal of its own: revealed at once, to the bots and on the pages.
+    ends = [m for kind, m in Recorder.inbox if kind == "hand"]
+    assert ends and all(m.record and not m.record_withheld for m in ends)
+    assert [m.seed for kind, m in Recorder.inbox if kind == "match"] == [first.seed]
+    assert [d.seed for kind, d in Recorder.inbox if kind == "deal"] == [first.seed]
+    client = app_factory(db_url).test_client()
+    assert client.get(f"/api/v1/matches/{first.id}/replay").status_code == 200
+    detail = client.get(f"/api/v1/tournaments/{tid}").get_json()["tournament"]
+    assert detail["deal_mode"] == "independent"
+    assert "independent deals" in client.get(f"/tournaments/{tid}").get_data(as_text=True)
+
+
+def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: Any) -> None:  # noqa: F811
+    ids = hosted_bots(db_url, ["greedy", "random"])
+    with pytest.raises(InvalidTournamentError, match="'shuffled' is not one of duplicate, independent"):
+        new_tournament(db_url, ids, deal_mode="shuffled")
+    client = app_factory(db_url).test_client()
+    spec = {"name": "Cup", "bots": ["greedy", "random"], "table_sizes": [2], "matches_per_table": 1,
+            "hands_per_match": 3, "deal_mode": "shuffled"}
+    response = client.post("/api/v1/tournaments", json=spec, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code in (400, 422) and "shuffled" in response.get_json()["error"]["message"]
+    spec["deal_mode"] = 3
+    response = client.post("/api/v1/tournaments", json=spec, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 400
+    assert "'deal_mode' must be a str" in response.get_json()["error"]["message"]
+    with session_scope(db_url) as session:
+        assert session.scalars(select(Match.id)).first() is None  # nothing was created
