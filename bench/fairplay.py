@@ -51,7 +51,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
-from bots.greedy import GreedyBot  # noqa: E402
+from bots.greedy import GreedyBot, completes_meld  # noqa: E402
 from bots.heuristic import HeuristicBot  # noqa: E402
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Draw, Layoff, Meld  # noqa: E402
 from sdk.bot import Bot, DealSummary, HandResult, MatchSummary  # noqa: E402
@@ -231,9 +231,11 @@ class MemoryBot(Bot):
         self.learn_view(obs)
         choice = self.inner.act(obs)
         memory = self.recall(obs)
-        if memory is None or obs.phase != "start":
+        if memory is None:
             return choice
         base = obs.legal_actions[choice] if type(choice) is int else choice
+        if obs.phase != "start":
+            return self._discard(obs, memory, base)
         mine = obs.hand_value
         exact: list[int] = []
         lowest_possible: list[int] = []
@@ -258,6 +260,24 @@ class MemoryBot(Bot):
             MemoryBot.used[0] += 1
         return decision
 
+    def _discard(self, obs: Observation, memory: Remembered, base: Action) -> Action:
+        """Do not throw an opponent a card that completes a meld with cards it is known to hold."""
+        if not isinstance(base, Discard):
+            return base
+        seats = [seat for seat in range(len(obs.hand_sizes)) if seat != obs.seat]
+        known = [self.opponent_hand(obs, memory, seat)[0] for seat in seats]
+
+        def feeds(card: Card) -> bool:
+            return any(len(cards) >= 2 and completes_meld(card, cards, obs.rules) for cards in known)
+
+        if not feeds(base.card):
+            return base
+        safe = [d for d in obs.discards_available() if not feeds(d.card)]
+        if not safe:
+            return base
+        MemoryBot.used[0] += 1
+        return max(safe, key=lambda d: (d.card.value, d.card.index))  # the highest safe card
+
     def _draw(self, obs: Observation, memory: Remembered, base: Action | None = None) -> Action:
         position = sum(
             1 for e in obs.history if isinstance(e.action, Draw) and e.action.source == "stock"
@@ -266,8 +286,11 @@ class MemoryBot(Bot):
         can_stock, can_discard = DRAW_STOCK in obs.legal_actions, DRAW_DISCARD in obs.legal_actions
         top = obs.top_discard
         if next_card is not None and can_stock and can_discard and top is not None:
-            # Keep the lower of the two cards (a known bad stock card is avoided).
-            return DRAW_STOCK if next_card.value < top.value else DRAW_DISCARD
+            good = next_card.value <= 2 or completes_meld(next_card, obs.hand, obs.rules)
+            if base == DRAW_DISCARD and good:
+                return DRAW_STOCK  # the stock card is better than what the base wanted
+            if base == DRAW_STOCK and next_card.value >= 9 and top.value <= 3:
+                return DRAW_DISCARD  # a known high card is avoided
         if base is not None:
             return base
         return DRAW_STOCK if can_stock else DRAW_DISCARD
