@@ -14,6 +14,7 @@ times: on an RQ worker, in the embedded process pool, twice at once, or again af
    touches no row, another worker recorded the match first and everything is rolled back.
    So a match is counted once, whoever races.
 4. **Finish** the tournament if that was its last match (conditional again).
+5. **Reveal** the deal if that was its last match: EndDeal to its bots (arena/deals.py).
 
 A worker killed mid-match leaves its match ``running``. :func:`recover_matches` puts it back
 to ``pending`` when its worker process is gone (same host) or its heartbeat is older than

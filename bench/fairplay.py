@@ -233,7 +233,7 @@ class MemoryBot(Bot):
         memory = self.recall(obs)
         if memory is None:
             return choice
-        base = obs.legal_actions[choice] if type(choice) is int else choice
+        base = obs.legal_actions[choice] if isinstance(choice, int) else choice
         if obs.phase != "start":
             return self._discard(obs, memory, base)
         mine = obs.hand_value
@@ -376,6 +376,75 @@ def run(
     )
 
 
+# -- the check's false alarms, and what duplicate buys -------------------------------------
+
+
+def honest_checks(a: str, b: str, checks: int, deals: int, hands: int, seed: int) -> list[float]:
+    """p-values of the fair-play check (arena/fairplay.py) for both bots of an honest pair,
+    over ``checks`` independent runs of ``deals`` duplicate deals of ``hands`` hands, played
+    as the arena plays them (rotation 0 first)."""
+    from arena.fairplay import paired_check  # the arena's own check, unchanged
+
+    cls_a, cls_b = load_bot_class(a), load_bot_class(b)
+    config = RefereeConfig(decision_deadline_ms=60_000)
+    out = []
+    for check in range(checks):
+        diffs = []
+        for deal in range(deals):
+            deal_seed = derive_seed(seed, f"honest/{a}/{b}/{check}/{deal}")
+            first = play_match([LocalPlayer(cls_a), LocalPlayer(cls_b)], deal_seed, hands,
+                               match_id=f"h{check}-{deal}-0", names=[a, b], config=config, reveal=False)
+            later = play_match([LocalPlayer(cls_b), LocalPlayer(cls_a)], deal_seed, hands,
+                               match_id=f"h{check}-{deal}-1", names=[b, a], config=config, reveal=False)
+            diffs.append(100 * (later.scores[1] - first.scores[0]) / hands)
+        for sign in (1, -1):  # bot a's differences, and bot b's (the opposite, heads-up)
+            p = paired_check([sign * d for d in diffs]).p_value
+            out.append(1.0 if p is None else p)
+    return out
+
+
+def false_alarms(checks: int, deals: int, hands: int, seed: int) -> str:
+    p_values = honest_checks("greedy", "random", checks, deals, hands, seed)
+    n = len(p_values)
+    parts = []
+    for alpha in (0.05, 0.01, 0.001):
+        k = sum(p < alpha for p in p_values)
+        upper = 1 - 0.05 ** (1 / n) if k == 0 else None  # the 95% upper bound when none
+        extra = f" (95% upper bound {upper:.2%})" if upper is not None else ""
+        parts.append(f"p < {alpha}: {k}/{n} = {k / n:.2%}{extra}")
+    return (
+        f"false alarms of the fair-play check, honest greedy and random, {checks} runs of {deals} deals "
+        f"x {hands} hands, both bots checked: " + "; ".join(parts)
+    )
+
+
+def twin_variance(a: str, b: str, deals: int, seed: int, *, duplicate: bool) -> list[int]:
+    """Bot a's chips per deal summed over a twin pair of matches (a in seat 0, then seat 1):
+    both dealt from one seed (duplicate) or from two (independent)."""
+    cls_a, cls_b = load_bot_class(a), load_bot_class(b)
+    config = RefereeConfig(decision_deadline_ms=60_000)
+    first = play_match([LocalPlayer(cls_a), LocalPlayer(cls_b)], seed, deals, match_id="t0", names=[a, b],
+                       config=config)
+    second_seed = seed if duplicate else derive_seed(seed, "independent")
+    second = play_match([LocalPlayer(cls_b), LocalPlayer(cls_a)], second_seed, deals, match_id="t1",
+                        names=[b, a], config=config)
+    return [
+        x.record.outcome["payoffs"][0] + y.record.outcome["payoffs"][1]  # type: ignore[index]
+        for x, y in zip(first.hands, second.hands, strict=True)
+    ]
+
+
+def variance_cost(a: str, b: str, deals: int, seed: int) -> str:
+    dup = twin_variance(a, b, deals, seed, duplicate=True)
+    ind = twin_variance(a, b, deals, seed, duplicate=False)
+    v_dup, v_ind = statistics.variance(dup), statistics.variance(ind)
+    return (
+        f"{a} vs {b}, {deals} twin pairs of one hand each: chips variance per twin pair "
+        f"duplicate {v_dup:.2f}, independent {v_ind:.2f}: independent deals need "
+        f"{v_ind / v_dup:.2f}x as many deals for the same precision"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--deals", type=int, default=400, help="deals per measurement (2 hands each)")
@@ -387,7 +456,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="leak: the referee before #18 (full records in EndHand, the seed in EndMatch); closed: now",
     )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--false-alarms", type=int, default=0, metavar="RUNS",
+                        help="instead: simulate RUNS honest fair-play checks (20 deals of 4 hands each)")
+    parser.add_argument("--variance", action="store_true",
+                        help="instead: the chips variance of a twin pair per deal, duplicate vs independent")
     args = parser.parse_args(argv)
+    if args.false_alarms:
+        started = time.perf_counter()
+        line = false_alarms(args.false_alarms, 20, 4, args.seed)
+        print(f"{line}  ({time.perf_counter() - started:.0f} s)", flush=True)
+        return 0
+    if args.variance:
+        for a, b in (("greedy", "random"), ("heuristic", "greedy")):
+            print(variance_cost(a, b, args.deals, args.seed), flush=True)
+        return 0
     for villain in args.villains:
         for referee in args.referees:
             for against in ("honest", "sight"):
