@@ -288,3 +288,22 @@ def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: An
     assert "'deal_mode' must be a str" in response.get_json()["error"]["message"]
     with session_scope(db_url) as session:
         assert session.scalars(select(Match.id)).first() is None  # nothing was created
+
+
+def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: str) -> None:  # noqa: F811
+    from arena.deals import claim_reveal
+
+    ids = hosted_bots(db_url, ["greedy", "random"])
+    tid = new_tournament(db_url, ids, table_sizes=[2], matches_per_table=1, hands_per_match=2)
+    with session_scope(db_url) as session:
+        start_tournament(session, tid)
+        first, second = session.scalars(select(Match).where(Match.tournament_id == tid).order_by(Match.id))
+        seed, ids_ = first.seed, [first.id, second.id]
+    assert jobs.play_match_job(ids_[0], db_url) == "done"
+    with session_scope(db_url) as session:
+        assert not claim_reveal(session, tid, seed)  # a rotation is still to be played
+    assert jobs.play_match_job(ids_[1], db_url) == "done"  # its worker claimed the notice
+    with session_scope(db_url) as session:
+        assert not claim_reveal(session, tid, seed)
+        stamped = session.scalars(select(Match.deal_revealed_at).where(Match.tournament_id == tid)).all()
+        assert len(stamped) == 2 and all(stamped)
