@@ -13,7 +13,8 @@ expectation when the match's hands give every seat the deal and the first turn e
 Per deal the bot played at least twice (its own matches of the deal, done, with no fault of
 its own: a bot that failed its first match while starting up would look like a cheater), the
 paired difference is ``mean(later) - first`` in chips per 100 hands, the first being the
-earliest started (ties by match id). The check is a one-sided paired t-test of those
+earliest started (ties by match id), the later ones those with the same order of bots round
+the table (:func:`bot_differences`). The check is a one-sided paired t-test of those
 differences against zero; a bot is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS``
 deals. With honest bots the false-alarm rate is ALPHA per bot checked (bench/fairplay.py
 ``--false-alarms`` measures it).
@@ -92,15 +93,31 @@ def paired_check(differences: Sequence[float]) -> FairPlayCheck:
 
 def bot_differences(session: Session, bot_id: int, tournament_id: int | None = None) -> list[float]:
     """Per duplicate deal the bot played twice or more, ``mean(later) - first`` (chips per 100
-    hands), over done matches without a fault of its own."""
+    hands), over done matches without a fault of its own.
+
+    Only comparable matches are paired: the later ones that seat the bots in the same order
+    round the table as the first (up to where the table starts: the same neighbours on each
+    side), and only when the match's hands are a multiple of the table size (every seat deals
+    and leads equally often). Otherwise a seat or neighbour advantage, not memory, could make
+    later rotations differ."""
+    mine = select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)
     query = (
         select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.hands, MatchSeat.score,
                MatchSeat.faults)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .where(MatchSeat.bot_id == bot_id, Match.status == "done")
     )
+    seating_query = select(MatchSeat.match_id, MatchSeat.seat, MatchSeat.bot_id).where(
+        MatchSeat.match_id.in_(mine)
+    )
     if tournament_id is not None:
         query = query.where(Match.tournament_id == tournament_id)
+        seating_query = seating_query.join(Match, Match.id == MatchSeat.match_id).where(
+            Match.tournament_id == tournament_id
+        )
+    seatings: dict[int, list[tuple[int, int]]] = {}
+    for match_id, seat, seated in session.execute(seating_query):
+        seatings.setdefault(match_id, []).append((seat, seated))
     deals: dict[tuple[int, int], list[tuple[Any, int, int, int]]] = {}
     faulted: set[tuple[int, int]] = set()
     for tid, seed, match_id, started, hands, score, faults in session.execute(query):
@@ -113,13 +130,23 @@ def bot_differences(session: Session, bot_id: int, tournament_id: int | None = N
         if key in faulted or len(played) < 2:
             continue
         played.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1]))
-        hands = played[0][3]
-        if hands <= 0:
+        _, first_id, first, hands = played[0]
+        order = _cycle(seatings.get(first_id, []))
+        if hands <= 0 or not order or hands % len(order):
             continue
-        first = played[0][2]
-        later = statistics.fmean(score for _, _, score, _ in played[1:])
-        out.append(100 * (later - first) / hands)
+        later = [score for _, match_id, score, _ in played[1:] if _cycle(seatings.get(match_id, [])) == order]
+        if later:
+            out.append(100 * (statistics.fmean(later) - first) / hands)
     return out
+
+
+def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
+    """The bots round the table in seat order, starting from the lowest bot id."""
+    bots = [bot for _, bot in sorted(seating)]
+    if not bots:
+        return ()
+    start = bots.index(min(bots))
+    return tuple(bots[start:] + bots[:start])
 
 
 def check_bot(session: Session, bot_id: int, tournament_id: int | None = None) -> FairPlayCheck:

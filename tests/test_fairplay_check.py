@@ -59,6 +59,29 @@ def test_paired_check_flags_only_a_clear_gain_over_enough_deals() -> None:
     assert fairplay.paired_check([]).to_json()["deals"] == 0
 
 
+@pytest.mark.parametrize(("hands", "sizes", "paired"), [(4, [2], 2), (3, [2], 0), (3, [3], 2)])
+def test_only_balanced_deals_are_paired(db_url: str, hands: int, sizes: list[int], paired: int) -> None:  # noqa: F811
+    """A deal counts when its match gives every seat the deal equally often (hands a multiple of
+    the table size) and the later rotation keeps the first one's order round the table."""
+    ids = hosted_bots(db_url, ["greedy", "random", "heuristic"])
+    tid = new_tournament(db_url, ids, table_sizes=sizes, matches_per_table=2, hands_per_match=hands)
+    with session_scope(db_url) as session:
+        start_tournament(session, tid)
+        table = select(Match.id).where(Match.tournament_id == tid, Match.table_index == 0)
+        match_ids = list(session.scalars(table))
+    for match_id in match_ids:
+        assert jobs.play_match_job(match_id, db_url) == "done"
+    with session_scope(db_url) as session:
+        differences = fairplay.bot_differences(session, ids[0], tid)
+    assert len(differences) == paired
+
+
+def test_seat_orders_compare_by_their_order_round_the_table() -> None:
+    cycle = fairplay._cycle
+    assert cycle([(0, 5), (1, 3), (2, 9)]) == cycle([(0, 3), (1, 9), (2, 5)]) == (3, 9, 5)  # rotated
+    assert cycle([(0, 5), (1, 9), (2, 3)]) == (3, 5, 9)  # the other way round: not comparable
+
+
 def test_the_memory_keeping_bot_is_flagged_and_the_house_bots_are_not(
     db_url: str, cheater: ModuleType, app_factory: Any  # noqa: F811
 ) -> None:
