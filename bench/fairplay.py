@@ -19,7 +19,8 @@ It is measured under two referees:
   whole stock order;
 * ``closed``: the referee now (``reveal=False``): EndHand carries the seat's own view and the
   hands the rules show; all the hero carries over is what its seat saw: its own starting hand
-  (the opponent's now) and its own stock draws;
+  (the opponent's now) and its own stock draws (the hands shown at a drop or showdown are not
+  used: heads-up, the second time round they are about the cards the hero holds itself);
 
 each against two references, paired deal by deal (same deals, same villain): the honest base
 bot (the whole edge of remembering), and the same cheater keeping only what its seat saw, its
@@ -54,7 +55,7 @@ sys.path.insert(0, str(_HERE.parent))
 from bots.greedy import GreedyBot, completes_meld  # noqa: E402
 from bots.heuristic import HeuristicBot  # noqa: E402
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Draw, Layoff, Meld  # noqa: E402
-from sdk.bot import Bot, DealSummary, HandResult, MatchSummary  # noqa: E402
+from sdk.bot import Bot, DealSummary, HandResult, MatchInfo, MatchSummary  # noqa: E402
 from sdk.cards import Card, hand_value  # noqa: E402
 from sdk.dealing import deck_order, derive_seed  # noqa: E402
 from sdk.engine import HandState  # noqa: E402
@@ -81,11 +82,6 @@ def hand_key(players: Sequence[str], hand_index: int, first_up: Card | None) -> 
     return (tuple(sorted(players)), hand_index, first_up)
 
 
-def first_up(obs: Observation) -> Card | None:
-    """The card turned up by the deal: the bottom of the discard pile (reshuffles aside)."""
-    return obs.discard[0] if obs.discard else None
-
-
 class MemoryBot(Bot):
     """Plays like ``base``, and cheats with what it remembers of earlier seatings of a deal."""
 
@@ -107,7 +103,7 @@ class MemoryBot(Bot):
         super().__init__()
         self.inner = self.base()
 
-    def on_match_start(self, info: Any) -> None:
+    def on_match_start(self, info: MatchInfo) -> None:
         self.inner.start_match(info)
 
     # -- remembering ----------------------------------------------------------------------
