@@ -4,6 +4,7 @@ done; then EndDeal brings the seed and the records, once, to each bot of the dea
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import threading
 from collections.abc import Iterator
@@ -307,3 +308,36 @@ def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: st
         assert not claim_reveal(session, tid, seed)
         stamped = session.scalars(select(Match.deal_revealed_at).where(Match.tournament_id == tid)).all()
         assert len(stamped) == 2 and all(stamped)
+
+
+def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:  # noqa: F811
+    from sqlalchemy import MetaData, create_engine, insert, pool, text
+
+    from arena import migrate
+    from arena.match_runner import match_label
+
+    assert migrate.migrate(db_url, "0002") == "0002"
+    engine = create_engine(db_url, poolclass=pool.NullPool)
+    meta = MetaData()
+    meta.reflect(engine)
+    big = 2**64 - 5  # stored as a negative number
+    now = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
+    common = {"tournament_id": 1, "table_index": 0, "deal_index": 0, "seed": big - 2**64, "hands": 3,
+              "attempts": 0, "hands_played": 0, "decisions": 0, "faults": 0, "created_at": now}
+    with engine.begin() as c:
+        c.execute(insert(meta.tables["tournaments"]).values(
+            id=1, name="old", seed=big - 2**64, status="running", table_sizes=[2], matches_per_table=1,
+            hands_per_match=3, rules={}, config={}, created_at=now))  # fmt: skip
+        c.execute(insert(meta.tables["matches"]), [
+            {**common, "id": 1, "key": "t0/d0/r0", "rotation": 0, "status": "done", "label": "x-t0-d0-r0"},
+            {**common, "id": 2, "key": "t0/d0/r1", "rotation": 1, "status": "pending", "label": "x-t0-d0-r1"},
+        ])  # fmt: skip
+    try:
+        migrate.migrate(db_url)
+        with engine.connect() as c:
+            labels = dict(c.execute(text("SELECT id, label FROM matches")).all())
+            mode = c.execute(text("SELECT deal_mode FROM tournaments")).scalar_one()
+    finally:
+        engine.dispose()
+    assert labels == {1: "x-t0-d0-r0", 2: match_label(big, "t0/d0/r1")}  # the played one keeps its id
+    assert mode == "duplicate"
