@@ -6,9 +6,10 @@ The Tonk Arena bot protocol, version tonk.v1.
 
 A bot is a gRPC server implementing BotService. The arena's referee is the client: it
 calls StartMatch once per seat the bot plays in a match, Decide every time that seat must
-act, EndHand after every hand and EndMatch at the end. One bot server may play many
-matches at once, and even several seats of one match: every call names its match id and
-its seat, and a bot must keep per-(match, seat) state apart.
+act, EndHand after every hand and EndMatch at the end; once every match dealt from the
+same cards (the seat rotations of a duplicate deal) is over, the arena sends EndDeal. One
+bot server may play many matches at once, and even several seats of one match: every call
+names its match id and its seat, and a bot must keep per-(match, seat) state apart.
 
 Cards are written as text, rank then suit: ranks A 2 3 4 5 6 7 8 9 10 J Q K, suits
 c d h s ("10s", "Qh", "Ac"). The referee always sends this canonical spelling; a bot may
