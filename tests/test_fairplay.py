@@ -138,11 +138,12 @@ def _match_of(kind: str, message: Any) -> str | None:
 
 
 def test_a_seat_is_told_only_what_it_saw_over_grpc(recorder: RunningServer) -> None:
-    players = [GrpcPlayer(recorder.address), LocalPlayer(GreedyBot)]
+    remote = GrpcPlayer(recorder.address)
     try:
-        result = play_match(players, 2024, 12, match_id="m1", names=["recorder", "greedy"], reveal=False)
+        result = play_match([remote, LocalPlayer(GreedyBot)], 2024, 12, match_id="m1",
+                            names=["recorder", "greedy"], reveal=False)
     finally:
-        players[0].close()
+        remote.close()
     records = {"m1": [log.record.to_json() for log in result.hands]}
     assert leaks(Recorder.inbox, records) == []
     ends = [m for kind, m in Recorder.inbox if kind == "hand"]
@@ -157,11 +158,12 @@ def test_a_seat_is_told_only_what_it_saw_over_grpc(recorder: RunningServer) -> N
 
     # The check can fail: revealing, as the referee did before, leaks the stock order.
     Recorder.inbox.clear()
-    players = [GrpcPlayer(recorder.address), LocalPlayer(GreedyBot)]
+    remote = GrpcPlayer(recorder.address)
     try:
-        play_match(players, 2024, 12, match_id="m1", names=["recorder", "greedy"], reveal=True)
+        play_match([remote, LocalPlayer(GreedyBot)], 2024, 12, match_id="m1",
+                   names=["recorder", "greedy"], reveal=True)
     finally:
-        players[0].close()
+        remote.close()
     assert len(leaks(Recorder.inbox, records)) == 13  # every EndHand, and EndMatch's seed
 
 
@@ -240,7 +242,7 @@ def test_pages_and_api_hide_a_deal_until_every_rotation_is_done(
     listed = client.get(f"/api/v1/matches?tournament={tid}&status=done").get_json()["matches"]
     assert [(m["id"], m["deal_done"]) for m in listed] == [(first.id, False)]
     html = client.get(f"/matches/{first.id}").get_data(as_text=True)
-    assert 'id="viewer"' not in html and "seed <code>" not in html and first.label not in html
+    assert 'id="viewer"' not in html and "seed <code>" not in html and str(first.label) not in html
     assert "published when every match of its deal is done" in html
     assert f'/matches/{first.id}#viewer' not in client.get("/matches/").get_data(as_text=True)
 
@@ -335,9 +337,33 @@ def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:  # no
     try:
         migrate.migrate(db_url)
         with engine.connect() as c:
-            labels = dict(c.execute(text("SELECT id, label FROM matches")).all())
+            rows = c.execute(text("SELECT id, label FROM matches"))
+            labels: dict[int, str] = {i: label for i, label in rows}
             mode = c.execute(text("SELECT deal_mode FROM tournaments")).scalar_one()
     finally:
         engine.dispose()
     assert labels == {1: "x-t0-d0-r0", 2: match_label(big, "t0/d0/r1")}  # the played one keeps its id
     assert mode == "duplicate"
+
+
+def test_the_command_line_creates_independent_deals(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sdk.cli import main as tonk
+
+    hosted_bots(sqlite_url, ["random", "greedy"])
+    monkeypatch.setenv("TONK_DATABASE_URL", sqlite_url)
+    create = ["tournament", "create", "--name", "cli", "--bots", "random,greedy", "--tables", "2",
+              "--deals", "3", "--hands", "2"]
+    assert tonk([*create, "--deal-mode", "independent"]) == 0
+    assert "tournament 1 created: 6 matches" in capsys.readouterr().out
+    assert tonk(["tournament", "status", "1"]) == 0
+    assert "3 independent deals per table" in capsys.readouterr().out
+    with session_scope(sqlite_url) as session:
+        assert len(set(session.scalars(select(Match.seed)).all())) == 6
+    code: object
+    try:
+        code = tonk([*create, "--deal-mode", "shuffled"])
+    except SystemExit as exc:  # argparse's own exit
+        code = exc.code
+    assert code == 2 and "'shuffled'" in capsys.readouterr().err
