@@ -51,6 +51,10 @@ def claim_reveal(session: Session, tournament_id: int, seed: int) -> bool:
     unfinished = exists().where(
         sibling.tournament_id == tournament_id, sibling.seed == seed, sibling.status != "done"
     )
+    # Read first: most matches are not their deal's last, and an UPDATE, even of no row, would
+    # take SQLite's write lock.
+    if session.execute(select(unfinished)).scalar():
+        return False
     claimed = session.execute(
         update(Match)
         .where(
