@@ -46,6 +46,13 @@ def register(subparsers: Any) -> None:
     create.add_argument(
         "--max-faults", type=int, default=None, help="faults that forfeit a bot's match (default: settings)"
     )
+    create.add_argument(
+        "--deal-mode",
+        choices=("duplicate", "independent"),  # arena.tournaments.DEAL_MODES (not imported for --help)
+        default="duplicate",
+        help="duplicate: every seat order of a deal is played from the same cards (default; card luck "
+        "cancels); independent: every match gets its own cards (no deal is replayed, more variance)",
+    )
     create.set_defaults(func=cmd_create)
 
     listing = sub.add_parser("list", help="tournaments, newest first")
@@ -139,6 +146,7 @@ def cmd_create(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 settings=settings,
                 config=config,
+                deal_mode=args.deal_mode,
             )
             tid = tournament.id
             total = get_tournament(session, tid).progress.total
@@ -177,7 +185,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"tournament {t.id} {t.name!r}: {t.status}")
     print(
         f"  {len(t.entries)} bots, tables of {','.join(map(str, t.table_sizes))}, "
-        f"{t.matches_per_table} deals per table, {t.hands_per_match} hands per match"
+        f"{t.matches_per_table} {t.deal_mode} deals per table, {t.hands_per_match} hands per match"
     )
     print(
         f"  matches: {p.total} total, {p.done} done, {p.running} running, "

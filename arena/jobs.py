@@ -14,6 +14,7 @@ times: on an RQ worker, in the embedded process pool, twice at once, or again af
    touches no row, another worker recorded the match first and everything is rolled back.
    So a match is counted once, whoever races.
 4. **Finish** the tournament if that was its last match (conditional again).
+5. **Reveal** the deal if that was its last match: EndDeal to its bots (arena/deals.py).
 
 A worker killed mid-match leaves its match ``running``. :func:`recover_matches` puts it back
 to ``pending`` when its worker process is gone (same host) or its heartbeat is older than
@@ -37,6 +38,7 @@ from sqlalchemy.orm import Session
 
 from arena.addresses import redact_addresses
 from arena.db import dispose_engines, session_scope
+from arena.deals import reveal_if_complete
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
@@ -91,6 +93,7 @@ def play_match_job(
         return ALREADY_DONE
     with session_scope(database_url) as session:
         finish_if_complete(session, plan.tournament_id)
+    reveal_if_complete(database_url, plan, hosted_addresses)  # EndDeal, once the deal is done
     return DONE
 
 

@@ -11,10 +11,12 @@ deadlines and fault handling locally and here.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.addresses import resolve_for_dial
@@ -24,7 +26,6 @@ from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament
 from arena.store import MatchNotFoundError
 from sdk.actions import Action
 from sdk.bot import HandResult, MatchInfo, MatchSummary
-from sdk.dealing import derive_seed
 from sdk.grpc_player import GrpcPlayer
 from sdk.players import PlayerSpecError, load_bot_class, make_player
 from sdk.referee import (
@@ -69,6 +70,9 @@ class MatchPlan:
     rules: Rules
     config: RefereeConfig
     seats: tuple[SeatPlan, ...]
+    #: False when other matches of the tournament are dealt from the same seed (a duplicate
+    #: deal): the referee then withholds the full records and the seed (arena/deals.py).
+    reveal: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +87,13 @@ class SeatStats:
 
 
 def match_label(tournament_seed: int, key: str) -> str:
-    """The match id the referee gives the bots: stable for a tournament seed (so the bots'
-    seeded RNGs, and with them the results, replay exactly), unrelated across seeds, and a
-    one-way hash, so it says nothing about the secret seed."""
-    return f"{derive_seed(tournament_seed, 'label') >> 32:08x}-{key.replace('/', '-')}"
+    """The match id the referee gives the bots: an HMAC of the match key under the secret
+    tournament seed, so it names neither the deal nor the seat rotation (a bot cannot tell
+    that two matches share their cards), stays stable for a tournament seed (the bots'
+    seeded RNGs, and with them the results, replay exactly), and says nothing about the seed.
+    Labels stored by older versions keep their old, readable form."""
+    mac = hmac.new(tournament_seed.to_bytes(8, "big"), f"tonk-match/{key}".encode(), hashlib.sha256)
+    return mac.hexdigest()[:20]
 
 
 def rules_to_column(rules: Rules) -> dict[str, object]:
@@ -138,6 +145,11 @@ def load_plan(
         )
         for _seat, bot_id, version_id, name, version in rows
     )
+    dealt_from_seed = session.execute(
+        select(func.count(Match.id)).where(
+            Match.tournament_id == match.tournament_id, Match.seed == match.seed
+        )
+    ).scalar_one()
     return MatchPlan(
         match_id=match.id,
         tournament_id=match.tournament_id,
@@ -147,6 +159,7 @@ def load_plan(
         rules=Rules.from_json(tournament.rules or None),
         config=referee_config(tournament.config or {}, RefereeConfig()),
         seats=seats,
+        reveal=dealt_from_seed <= 1,
     )
 
 
@@ -223,6 +236,7 @@ def run_match(
             rules=plan.rules,
             config=plan.config,
             on_hand=on_hand,
+            reveal=plan.reveal,
         )
     finally:
         for player in players:

@@ -120,6 +120,9 @@ class Tournament(Base):
     hands_per_match: Mapped[int] = mapped_column(Integer)
     rules: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # Rules.to_json() as an object
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # deadline, time bank, max faults
+    #: "duplicate" (every seat order of a deal dealt from one seed) or "independent" (a seed
+    #: per match): arena/tournaments.py.
+    deal_mode: Mapped[str] = mapped_column(String(16), default="duplicate", server_default="duplicate")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
@@ -149,6 +152,8 @@ class Match(Base):
         Index("ix_matches_status", "status"),
         Index("ix_matches_tournament_status", "tournament_id", "status"),
         Index("ix_matches_finished", "finished_at"),
+        # A deal is the matches of a tournament dealt from one seed (arena/deals.py).
+        Index("ix_matches_deal", "tournament_id", "seed"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -178,6 +183,9 @@ class Match(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: When the deal's EndDeal notice was claimed (set on every match of the deal at once,
+    #: by the one worker that found the deal complete): arena/deals.py.
+    deal_revealed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     tournament: Mapped[Tournament] = relationship(back_populates="matches")
     seats: Mapped[list[MatchSeat]] = relationship(back_populates="match", order_by="MatchSeat.seat")

@@ -4,8 +4,10 @@ Every function takes an open :class:`~sqlalchemy.orm.Session` (the caller owns t
 transaction) and returns frozen dataclasses, never ORM objects, so nothing lazy-loads after
 the session is closed and ``dataclasses.asdict`` gives JSON-ready data.
 
-Secrets stay secret: a match's seed is returned only once the match is done, a tournament's
-only once it is finished, and replays exist only for done matches.
+Secrets stay secret: a match's seed, its replay and the match id its bots were given are
+returned only once every match of its *deal* is done (the matches of the tournament dealt from
+the same seed: the seat rotations of a duplicate deal), since a rotation's records show the
+cards of the rotations still to be played; a tournament's seed only once it is finished.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Select, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Select, exists, func, select
+from sqlalchemy.orm import Session, aliased
 
 from arena import replays
 from arena.errors import ArenaError, NotFoundError
@@ -103,6 +105,7 @@ class TournamentView(TournamentRow):
     rules: dict[str, Any]
     config: dict[str, Any]
     seed: int | None  # only once finished
+    deal_mode: str = "duplicate"  # or "independent" (arena/tournaments.py)
 
 
 @dataclass(frozen=True)
@@ -149,8 +152,8 @@ class FaultRow:
 
 @dataclass(frozen=True)
 class MatchView(MatchRow):
-    label: str | None
-    seed: int | None  # only once done
+    label: str | None  # only once the deal is done
+    seed: int | None  # only once the deal is done
     decisions: int
     forfeited_seat: int | None
     attempts: int
@@ -242,6 +245,7 @@ def get_tournament(session: Session, tournament_id: int) -> TournamentView:
         rules=dict(tournament.rules or {}),
         config=dict(tournament.config or {}),
         seed=tournament.seed if tournament.status == "finished" else None,
+        deal_mode=tournament.deal_mode,
     )
 
 
@@ -260,6 +264,26 @@ def _tournament_row(t: Tournament, progress: Progress) -> TournamentRow:
 
 
 # -- matches ----------------------------------------------------------------------------------
+
+
+def deal_done_clause() -> ColumnElement[bool]:
+    """SQL: every match dealt from this ``Match`` row's seed in its tournament is done."""
+    sibling = aliased(Match)
+    return ~exists().where(
+        sibling.tournament_id == Match.tournament_id, sibling.seed == Match.seed, sibling.status != "done"
+    )
+
+
+def deal_done(session: Session, match: Match) -> bool:
+    """Whether ``match`` and every other match of its deal are done (ix_matches_deal)."""
+    if match.status != "done":
+        return False
+    unfinished = session.execute(
+        select(Match.id)
+        .where(Match.tournament_id == match.tournament_id, Match.seed == match.seed, Match.status != "done")
+        .limit(1)
+    ).first()
+    return unfinished is None
 
 
 def list_matches(
@@ -298,6 +322,7 @@ def get_match(session: Session, match_id: int) -> MatchView:
     if match is None:
         raise MatchNotFoundError(f"there is no match {match_id!r}")
     done = match.status == "done"
+    revealed = deal_done(session, match)
     faults = []
     if done:
         faults = [
@@ -306,14 +331,14 @@ def get_match(session: Session, match_id: int) -> MatchView:
                 select(FaultRecord).where(FaultRecord.match_id == match_id).order_by(FaultRecord.id)
             )
         ]
-    has_replay = done and session.execute(
+    has_replay = revealed and session.execute(
         select(func.count()).select_from(Replay).where(Replay.match_id == match_id)
     ).scalar_one() > 0
     row = _match_row(match, _seats_of(session, [match])[match.id])
     return MatchView(
         **vars_of(row),
-        label=match.label,
-        seed=match.seed if done else None,
+        label=match.label if revealed else None,
+        seed=match.seed if revealed else None,
         decisions=match.decisions,
         forfeited_seat=match.forfeited_seat,
         attempts=match.attempts,
@@ -325,11 +350,11 @@ def get_match(session: Session, match_id: int) -> MatchView:
 
 def get_replay(session: Session, match_id: int) -> list[dict[str, Any]] | None:
     """The hand logs of a done match (tonk-hand/1 records with ``latency_us`` and
-    ``faults``), or None while it is not done."""
+    ``faults``), or None while it or another match of its deal is not done."""
     match = session.get(Match, match_id)
     if match is None:
         raise MatchNotFoundError(f"there is no match {match_id!r}")
-    if match.status != "done":
+    if not deal_done(session, match):
         return None
     replay = session.get(Replay, match_id)
     return None if replay is None else replays.decode(replay.format, replay.data)

@@ -12,6 +12,9 @@ Seeds
     Everything derives from the tournament's secret seed: deal ``d`` of table ``t`` is dealt
     from ``derive_seed(seed, f"table{t}/deal{d}")``. The match key ``t{t}/d{d}/r{r}`` is
     unique within the tournament, so creating or extending adds each match exactly once.
+    With ``deal_mode="independent"`` every match gets its own seed instead
+    (``derive_seed(seed, f"match/{key}")``): no card luck cancels, nothing is dealt twice.
+    The bots see neither: a match's id for them is an HMAC of the key (``match_label``).
 
 Life cycle
     ``created`` -> ``running`` (:func:`start_tournament`) <-> ``paused`` -> ``finished`` when
@@ -56,6 +59,8 @@ __all__ = [
 
 MAX_DEALS = 100_000
 MAX_HANDS = 10_000
+#: How a tournament deals: every seat order of a deal from one seed, or a seed per match.
+DEAL_MODES = ("duplicate", "independent")
 
 
 class InvalidTournamentError(ArenaError):
@@ -86,6 +91,13 @@ def match_key(table: int, deal: int, rotation: int) -> str:
 
 def deal_seed(tournament_seed: int, table: int, deal: int) -> int:
     return derive_seed(tournament_seed, f"table{table}/deal{deal}")
+
+
+def match_seed(tournament_seed: int, deal_mode: str, table: int, deal: int, key: str) -> int:
+    """The seed a match is dealt from: its deal's (duplicate) or its own (independent)."""
+    if deal_mode == "independent":
+        return derive_seed(tournament_seed, f"match/{key}")
+    return deal_seed(tournament_seed, table, deal)
 
 
 def tables_of(bot_ids: Sequence[int], sizes: Iterable[int]) -> list[Table]:
@@ -133,6 +145,7 @@ def create_tournament(
     rules: Rules = STANDARD,
     settings: Settings | None = None,
     config: dict[str, int] | None = None,
+    deal_mode: str = "duplicate",
 ) -> Tournament:
     """Create the tournament, its entries (each bot's current version) and every match.
 
@@ -158,6 +171,8 @@ def create_tournament(
         raise InvalidTournamentError(
             f"a table of {sizes[-1]} needs at least {sizes[-1]} bots, got {len(ids)}: {ids!r}"
         )
+    if deal_mode not in DEAL_MODES:
+        raise InvalidTournamentError(f"deal mode {deal_mode!r:.80} is not one of {', '.join(DEAL_MODES)}")
     _check_count("matches_per_table", matches_per_table, MAX_DEALS)
     _check_count("hands_per_match", hands_per_match, MAX_HANDS)
     if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
@@ -191,6 +206,7 @@ def create_tournament(
         hands_per_match=hands_per_match,
         rules=rules_to_column(rules),
         config=referee,
+        deal_mode=deal_mode,
     )
     session.add(tournament)
     session.flush()
@@ -231,7 +247,6 @@ def _add_deals(
     # Deal-major order: a tournament stopped half-way has played every table about equally.
     for deal in range(first, first + deals):
         for table in tables:
-            seed = deal_seed(tournament.seed, table.index, deal)
             n = len(table.bot_ids)
             for rotation in range(n):
                 key = match_key(table.index, deal, rotation)
@@ -242,7 +257,7 @@ def _add_deals(
                         "table_index": table.index,
                         "deal_index": deal,
                         "rotation": rotation,
-                        "seed": seed,
+                        "seed": match_seed(tournament.seed, tournament.deal_mode, table.index, deal, key),
                         "hands": tournament.hands_per_match,
                         "status": "pending",
                         "label": match_label(tournament.seed, key),

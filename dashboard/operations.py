@@ -23,7 +23,10 @@ from sdk.rules import Rules
 
 _backend_lock = threading.Lock()
 CREATE_FIELDS = frozenset(
-    ("name", "bots", "table_sizes", "matches_per_table", "hands_per_match", "seed", "rules", "config")
+    (
+        "name", "bots", "table_sizes", "matches_per_table", "hands_per_match", "seed", "rules", "config",
+        "deal_mode",
+    )
 )
 
 
@@ -59,7 +62,7 @@ def _field(body: dict[str, Any], key: str, kind: type, *, required: bool = True)
 
 def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """``{name, bots: [names], table_sizes: [n...], matches_per_table, hands_per_match,
-    seed?, rules?, config?}`` -> the new tournament (created, not started)."""
+    seed?, rules?, config?, deal_mode?}`` -> the new tournament (created, not started)."""
     unknown = sorted(set(body) - CREATE_FIELDS)
     if unknown:
         raise InvalidParameterError(
@@ -85,6 +88,7 @@ def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[s
         rules=rules,
         settings=settings,
         config=config,
+        deal_mode=_field(body, "deal_mode", str, required=False) or "duplicate",
     )
     return summary(session, tournament.id)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdk.actions import Action, Discard, Draw, Drop, Event, Layoff, Meld
-from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
+from sdk.bot import Bot, DealMatch, DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.cards import DECK, Card, hand_value
 from sdk.dealing import deck_order
 from sdk.engine import HandState, Outcome, Phase
@@ -33,6 +33,8 @@ __all__ = [
     "Action",
     "Bot",
     "Card",
+    "DealMatch",
+    "DealSummary",
     "DeckError",
     "Discard",
     "Draw",

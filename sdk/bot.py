@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sdk.actions import Action
+from sdk.cards import Card
 from sdk.observation import Observation
 from sdk.rules import Rules
 
@@ -45,13 +46,24 @@ class MatchInfo:
 
 @dataclass(frozen=True, slots=True)
 class HandResult:
-    """Told to every seat after each hand: the hand's complete record, now revealed."""
+    """Told to every seat after each hand: its own view of the hand as it ended, the cards
+    the rules show at the end, and the complete record when it may be revealed.
+
+    In a duplicate deal (other matches are dealt from the same cards) ``record`` is empty and
+    ``record_withheld`` is true: the complete records come with :meth:`Bot.on_deal_end`.
+    """
 
     match_id: str
     hand_index: int
-    record: dict[str, Any]  # tonk-hand/1
+    record: dict[str, Any]  # tonk-hand/1; {} while withheld
     payoffs: tuple[int, ...]
     scores: tuple[int, ...]  # match scores after this hand
+    #: This seat's observation at the end of the hand (phase "over", outcome set).
+    view: Observation | None = None
+    #: Per seat, the cards the rules show at the end (every hand after a drop or a showdown,
+    #: the TONK hands after TONK); empty for a seat whose cards stay hidden.
+    shown: tuple[tuple[Card, ...], ...] = ()
+    record_withheld: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +74,27 @@ class MatchSummary:
     scores: tuple[int, ...]
     seed: int | None = None
     forfeited: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DealMatch:
+    """One match of a finished deal, as this bot played it."""
+
+    match_id: str
+    players: tuple[str, ...]
+    seats: tuple[int, ...]  # the seats this bot played
+    scores: tuple[int, ...]
+    records: tuple[dict[str, Any], ...] = ()  # tonk-hand/1, hand order; () when omitted
+    records_omitted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DealSummary:
+    """Told once a deal is over (every seat rotation of a duplicate deal played): the seed
+    and the complete records, now revealed."""
+
+    matches: tuple[DealMatch, ...]
+    seed: int | None = None
 
 
 class Bot:
@@ -93,7 +126,14 @@ class Bot:
         """A match begins (``info.seat`` is this bot's seat)."""
 
     def on_hand_end(self, result: HandResult) -> None:
-        """A hand ended; ``result.record`` reveals every card of it."""
+        """A hand ended: ``result.view`` is what this seat saw, ``result.shown`` the hands
+        the rules show; ``result.record`` reveals every card unless ``record_withheld``."""
 
     def on_match_end(self, summary: MatchSummary) -> None:
         """The match is over."""
+
+    def on_deal_end(self, deal: DealSummary) -> None:
+        """A deal this bot played is over (every match dealt from it): its seed and records.
+
+        It arrives after the deal's matches have ended, so it is called on a fresh instance
+        (``tonk serve`` keeps none past EndMatch): keep what should outlive a match elsewhere."""

@@ -18,7 +18,7 @@ from typing import Any, Final, TypeVar
 from google.protobuf.message import DecodeError
 
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Draw, Event, Layoff, Meld
-from sdk.bot import HandResult, MatchInfo, MatchSummary
+from sdk.bot import DealMatch, DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.cards import DECK, Card
 from sdk.engine import Outcome
 from sdk.errors import NotationError, RulesError, TonkError
@@ -395,25 +395,69 @@ def hand_result_to_proto(result: HandResult, seat: int) -> pb.EndHandRequest:
         match_id=result.match_id,
         seat=seat,
         hand_index=result.hand_index,
-        record_json=json.dumps(result.record, separators=(",", ":")),
         payoffs=result.payoffs,
         scores=result.scores,
+        shown=[pb.Cards(cards=[c.text for c in hand]) for hand in result.shown],
+        record_withheld=result.record_withheld,
     )
-    # The JSON text is the record of reference; the structured copy is a convenience.
-    with contextlib.suppress(ProtocolError):
-        message.record.CopyFrom(record_to_proto(result.record))
+    if result.view is not None:
+        message.view.CopyFrom(observation_to_proto(result.view))
+    if result.record and not result.record_withheld:
+        message.record_json = json.dumps(result.record, separators=(",", ":"))
+        # The JSON text is the record of reference; the structured copy is a convenience.
+        with contextlib.suppress(ProtocolError):
+            message.record.CopyFrom(record_to_proto(result.record))
     return message
 
 
 def hand_result_from_proto(msg: pb.EndHandRequest) -> HandResult:
+    record: dict[str, Any] = {}
     if msg.record_json:
         try:
             record = json.loads(msg.record_json)
         except json.JSONDecodeError as exc:
             raise ProtocolError(f"record_json: {exc}") from None
-    else:
+    elif msg.HasField("record"):
         record = record_from_proto(msg.record)
-    return HandResult(msg.match_id, msg.hand_index, record, tuple(msg.payoffs), tuple(msg.scores))
+    return HandResult(
+        msg.match_id,
+        msg.hand_index,
+        record,
+        tuple(msg.payoffs),
+        tuple(msg.scores),
+        observation_from_proto(msg.view) if msg.HasField("view") else None,
+        tuple(_cards(hand.cards) for hand in msg.shown),
+        msg.record_withheld,
+    )
+
+
+def deal_summary_to_proto(deal: DealSummary) -> pb.EndDealRequest:
+    return pb.EndDealRequest(
+        matches=[
+            pb.DealMatch(
+                match_id=m.match_id,
+                players=m.players,
+                seats=m.seats,
+                scores=m.scores,
+                record_json=[json.dumps(r, separators=(",", ":")) for r in m.records],
+                records_omitted=m.records_omitted,
+            )
+            for m in deal.matches
+        ],
+        seed=deal.seed,
+    )
+
+
+def deal_summary_from_proto(msg: pb.EndDealRequest) -> DealSummary:
+    matches = []
+    for m in msg.matches:
+        try:
+            records = tuple(json.loads(text) for text in m.record_json)
+        except json.JSONDecodeError as exc:
+            raise ProtocolError(f"record_json of match {m.match_id!r:.80}: {exc}") from None
+        players, seats, scores = tuple(m.players), tuple(m.seats), tuple(m.scores)
+        matches.append(DealMatch(m.match_id, players, seats, scores, records, m.records_omitted))
+    return DealSummary(tuple(matches), msg.seed if msg.HasField("seed") else None)
 
 
 def match_summary_to_proto(summary: MatchSummary, seat: int) -> pb.EndMatchRequest:

@@ -25,9 +25,10 @@ from typing import Any, Final
 import grpc
 
 from sdk.actions import Action
-from sdk.bot import HandResult, MatchInfo, MatchSummary
+from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.convert import (
     MalformedReplyError,
+    deal_summary_to_proto,
     decode_reply,
     encode_decide_request,
     hand_result_to_proto,
@@ -88,6 +89,7 @@ class GrpcPlayer:
         self._start = channel.unary_unary(method + "StartMatch", _serialize, _identity)
         self._end_hand = channel.unary_unary(method + "EndHand", _serialize, _identity)
         self._end_match = channel.unary_unary(method + "EndMatch", _serialize, _identity)
+        self._end_deal = channel.unary_unary(method + "EndDeal", _serialize, _identity)
 
     def __repr__(self) -> str:
         return f"GrpcPlayer({self.address!r})"
@@ -134,6 +136,10 @@ class GrpcPlayer:
 
     def match_end(self, summary: MatchSummary) -> None:
         self._lifecycle(self._end_match, match_summary_to_proto(summary, self.seat), "EndMatch")
+
+    def deal_end(self, deal: DealSummary) -> None:
+        """EndDeal: not part of a match (the arena sends it once a deal is over)."""
+        self._lifecycle(self._end_deal, deal_summary_to_proto(deal), "EndDeal")
 
     def close(self) -> None:
         self._channel.close()

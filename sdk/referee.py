@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sdk.actions import Action
-from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
+from sdk.bot import Bot, DealSummary, HandResult, MatchInfo, MatchSummary
+from sdk.cards import Card
 from sdk.dealing import check_seed, deck_order
 from sdk.engine import HandState
 from sdk.errors import IllegalActionError
@@ -111,6 +112,10 @@ class LocalPlayer:
     def match_end(self, summary: MatchSummary) -> None:
         self.bot.on_match_end(summary)
 
+    def deal_end(self, deal: DealSummary) -> None:
+        # After the match, like ``tonk serve``: a fresh instance hears it.
+        self.factory().on_deal_end(deal)
+
     def close(self) -> None:
         pass
 
@@ -191,8 +196,13 @@ def play_match(
     first_dealer: int = 0,
     config: RefereeConfig | None = None,
     on_hand: Callable[[HandLog, list[int]], None] | None = None,
+    reveal: bool = True,
 ) -> MatchResult:
-    """Play ``hands`` hands of the match with ``seed`` between ``players`` (seat order)."""
+    """Play ``hands`` hands of the match with ``seed`` between ``players`` (seat order).
+
+    ``reveal=False`` is for a match whose cards are dealt again in other matches (a seat
+    rotation of a duplicate deal): EndHand then carries only each seat's own view and the
+    hands the rules show, EndMatch no seed; the arena reveals both once the deal is over."""
     n = len(players)
     if not MIN_PLAYERS <= n <= MAX_PLAYERS:
         raise ValueError(f"a match has {MIN_PLAYERS} to {MAX_PLAYERS} players, got {n}")
@@ -270,14 +280,18 @@ def play_match(
             decision += 1
         outcome = state.outcome
         assert outcome is not None
+        before = tuple(result.scores)
         for s in range(n):
             result.scores[s] += outcome.payoffs[s]
         log = HandLog(HandRecord.from_state(state, list(seat_names)), latencies, hand_faults)
         result.hands.append(log)
-        hand_end = HandResult(
-            match_id, hand_index, log.record.to_json(), outcome.payoffs, tuple(result.scores)
-        )
+        record = log.record.to_json() if reveal else {}
+        shown = shown_hands(state)
         for seat in range(n):
+            view = observe(state, seat, seat_names, before, hand_index, hands)
+            hand_end = HandResult(
+                match_id, hand_index, record, outcome.payoffs, tuple(result.scores), view, shown, not reveal
+            )
             notify(seat, "EndHand", hand_index, hand_end)
         if on_hand is not None:
             on_hand(log, list(result.scores))
@@ -288,10 +302,35 @@ def play_match(
         result.hands_forfeited = remaining
         for s in range(n):
             result.scores[s] += (-2 * (n - 1) if s == forfeiter else 2) * remaining
-    summary = MatchSummary(match_id, tuple(result.scores), seed, () if forfeiter is None else (forfeiter,))
+    summary = MatchSummary(
+        match_id, tuple(result.scores), seed if reveal else None, () if forfeiter is None else (forfeiter,)
+    )
     for seat in range(n):
         notify(seat, "EndMatch", hand_index, summary)
     return result
+
+
+#: Ends after which the rules show every seat's hand: a drop is settled, and a showdown
+#: decided, by comparing every hand's total (docs/rules.md, Settling).
+_SHOW_ALL = frozenset({"drop", "stock", "cap"})
+
+
+def shown_hands(state: HandState) -> tuple[tuple[Card, ...], ...]:
+    """Per seat, the cards the rules show when the hand is over: every hand after a drop or a
+    showdown, the TONK hands after TONK, nothing after going out or a fault."""
+    outcome = state.outcome
+    if outcome is None:
+        return ()
+    show = set(range(state.players)) if outcome.end in _SHOW_ALL else set()
+    if outcome.end == "tonk":
+        show = set(outcome.winners)
+    return tuple(
+        tuple(sorted(state.hands[s], key=_by_index)) if s in show else () for s in range(state.players)
+    )
+
+
+def _by_index(card: Card) -> int:
+    return card.index
 
 
 def resolve_reply(obs: Observation, reply: object, state: HandState | None = None) -> Action:

@@ -9,7 +9,8 @@
 
 One server plays any number of matches at once, and several seats of one match: each
 (match id, seat) gets a fresh bot instance at StartMatch, dropped at EndMatch or after
-``idle_timeout_s`` without a call. Calls for one seat run one at a time; different seats run
+``idle_timeout_s`` without a call; EndDeal (a deal's matches are all over) goes to a fresh
+instance's ``on_deal_end``. Calls for one seat run one at a time; different seats run
 in parallel on the thread pool. A bot's exception becomes an INTERNAL status carrying its
 message (the traceback is logged here), never a dead server. The server also answers the
 standard health service (``grpc.health.v1.Health``) and server reflection, so ``grpcurl``
@@ -36,6 +37,7 @@ from grpc_reflection.v1alpha import reflection
 from sdk.bot import Bot, MatchInfo
 from sdk.convert import (
     ProtocolError,
+    deal_summary_from_proto,
     decode_decide_request,
     encode_reply,
     hand_result_from_proto,
@@ -201,6 +203,18 @@ class BotServicer:
             slot.lock.release()
         return pb.EndMatchResponse()
 
+    def end_deal(self, request: pb.EndDealRequest, context: grpc.ServicerContext) -> pb.EndDealResponse:
+        # The deal's matches are over and their seat bots gone: a fresh instance hears it.
+        try:
+            deal = deal_summary_from_proto(request)
+        except ProtocolError as exc:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        try:
+            self.factory().on_deal_end(deal)
+        except Exception as exc:
+            _bot_error(context, "EndDeal", exc)
+        return pb.EndDealResponse()
+
     def handler(self) -> grpc.GenericRpcHandler:
         def unary(fn: Callable[[Any, Any], Any], msg: Any, out: Any) -> grpc.RpcMethodHandler:
             return grpc.unary_unary_rpc_method_handler(
@@ -216,6 +230,7 @@ class BotServicer:
                 "Decide": grpc.unary_unary_rpc_method_handler(self.decide),
                 "EndHand": unary(self.end_hand, pb.EndHandRequest, pb.EndHandResponse),
                 "EndMatch": unary(self.end_match, pb.EndMatchRequest, pb.EndMatchResponse),
+                "EndDeal": unary(self.end_deal, pb.EndDealRequest, pb.EndDealResponse),
             },
         )
 

@@ -131,12 +131,16 @@ def test_stored_replays_round_trip(db_url: str) -> None:  # noqa: F811
     )
     with session_scope(db_url) as session:
         start_tournament(session, tid)
-        match_id = session.scalars(
-            select(Match.id).where(Match.tournament_id == tid).order_by(Match.id).limit(1)
-        ).one()
+        match_id, *siblings = session.scalars(
+            select(Match.id).where(Match.tournament_id == tid).order_by(Match.id)
+        ).all()
         assert store.get_replay(session, match_id) is None  # nothing before it is done
         assert store.get_match(session, match_id).seed is None
     assert play_match_job(match_id, db_url) == "done"
+    with session_scope(db_url) as session:  # nor while its deal's other rotations are unplayed
+        assert store.get_replay(session, match_id) is None
+        assert store.get_match(session, match_id).seed is None
+    assert [play_match_job(i, db_url) for i in siblings] == ["done"] * len(siblings)
     with session_scope(db_url) as session:
         stored = store.get_replay(session, match_id)
         plan = load_plan(session, match_id)

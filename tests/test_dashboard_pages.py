@@ -76,7 +76,7 @@ def test_unfinished_match_page_shows_no_replay_or_seed(
 ) -> None:
     html = page(client, f"/matches/{getattr(seeded, which)}")
     assert 'id="viewer"' not in html and "seed <code>" not in html
-    assert "published when the match is done" in html
+    assert "published when every match of its deal is done" in html
 
 
 def test_bot_pages(client: FlaskClient) -> None:

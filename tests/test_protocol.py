@@ -166,7 +166,8 @@ def test_buf_style_names(proto_file: descriptor_pb2.FileDescriptorProto) -> None
         assert method.output_type == f".tonk.v1.{method.name}Response"
         used |= {method.input_type, method.output_type}
     assert len(used) == 2 * len(service.method)  # each request/response belongs to one RPC
-    assert [m.name for m in service.method] == ["GetInfo", "StartMatch", "Decide", "EndHand", "EndMatch"]
+    names = [m.name for m in service.method]
+    assert names == ["GetInfo", "StartMatch", "Decide", "EndHand", "EndMatch", "EndDeal"]
 
 
 def test_rules_message_carries_every_rule_option() -> None:

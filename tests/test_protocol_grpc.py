@@ -188,6 +188,7 @@ def test_reflection_describes_the_service(random_server: RunningServer) -> None:
             "Decide",
             "EndHand",
             "EndMatch",
+            "EndDeal",
         ]
 
 

@@ -122,13 +122,24 @@ def match_list(session: Session, url: str, where: MatchFilter, page: Paging) -> 
         rows = [matches[i] for i in ids if i in matches]
     seats = _seats_of(session, rows)
     names = _tournament_names(session, {m.tournament_id for m in rows})
+    published = _deal_done(session, [m.id for m in rows if m.status == "done"])
     return {
-        "matches": [summary(m, names.get(m.tournament_id), seats[m.id]) for m in rows],
+        "matches": [
+            {**summary(m, names.get(m.tournament_id), seats[m.id]), "deal_done": m.id in published}
+            for m in rows
+        ],
         "page": page.page,
         "per_page": page.per_page,
         "total": total,
         "pages": max(1, -(-total // page.per_page)),
     }
+
+
+def _deal_done(session: Session, ids: list[int]) -> set[int]:
+    """The matches among ``ids`` whose whole deal is done (their replays are published)."""
+    if not ids:
+        return set()
+    return set(session.scalars(select(Match.id).where(Match.id.in_(ids), store.deal_done_clause())))
 
 
 def fault_json(f: store.FaultRow, match_id: int) -> dict[str, Any]:
@@ -150,7 +161,9 @@ def match_detail(session: Session, match_id: int) -> dict[str, Any]:
     names = _tournament_names(session, {m.tournament_id})
     return {
         **summary(m, names.get(m.tournament_id), []),
-        "label": m.label,
+        "label": m.label,  # the match id its bots were given: None until its deal is done
+        # Replays, the seed and the label wait for every match dealt from the same seed.
+        "deal_done": m.seed is not None,
         "deal": m.deal_index,
         "rotation": m.rotation,
         "decisions": m.decisions,
@@ -159,7 +172,7 @@ def match_detail(session: Session, match_id: int) -> dict[str, Any]:
         "error": m.error,
         "duration_ms": m.duration_ms,
         "started_at": iso(m.started_at),
-        "seed": m.seed,  # None until the match is done (the store sees to it)
+        "seed": m.seed,  # None until its deal is done (the store sees to it)
         "seats": [seat_json(s, versions.get(s.bot_version_id)) for s in m.seats],
         "fault_records": [fault_json(f, m.id) for f in m.fault_records],
         "replay": m.has_replay,

@@ -34,7 +34,15 @@ def get_match(session: Session, match_id: int) -> Match:
 def load_hands(session: Session, url: str, match: Match) -> list[dict[str, Any]]:
     """The hand logs of a finished match; NotFinishedError before it is done."""
     if match.status != "done":
-        raise NotFinishedError(f"match {match.id} is {match.status}; its replay is published when it is done")
+        raise NotFinishedError(
+            f"match {match.id} is {match.status}; "
+            "its replay is published when every match of its deal is done"
+        )
+    if not store.deal_done(session, match):
+        raise NotFinishedError(
+            f"match {match.id} is done, but other matches of its deal (dealt the same cards) are still to "
+            "be played; its replay is published when every match of its deal is done"
+        )
 
     def read() -> list[dict[str, Any]]:
         hands = store.get_replay(session, match.id)

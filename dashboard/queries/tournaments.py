@@ -104,6 +104,7 @@ def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[st
         **_header(t, _hands(session, [t.id]).get(t.id, (0, 0))),
         "rules": t.rules,
         "config": t.config,
+        "deal_mode": t.deal_mode,
         "seed": t.seed,  # None until the tournament is finished (the store sees to it)
         "entries": [{"bot": e.bot_name, "version": e.version} for e in t.entries],
         **results,

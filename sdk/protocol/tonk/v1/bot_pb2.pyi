@@ -6,9 +6,10 @@ The Tonk Arena bot protocol, version tonk.v1.
 
 A bot is a gRPC server implementing BotService. The arena's referee is the client: it
 calls StartMatch once per seat the bot plays in a match, Decide every time that seat must
-act, EndHand after every hand and EndMatch at the end. One bot server may play many
-matches at once, and even several seats of one match: every call names its match id and
-its seat, and a bot must keep per-(match, seat) state apart.
+act, EndHand after every hand and EndMatch at the end; once every match dealt from the
+same cards (the seat rotations of a duplicate deal) is over, the arena sends EndDeal. One
+bot server may play many matches at once, and even several seats of one match: every call
+names its match id and its seat, and a bot must keep per-(match, seat) state apart.
 
 Cards are written as text, rank then suit: ranks A 2 3 4 5 6 7 8 9 10 J Q K, suits
 c d h s ("10s", "Qh", "Ac"). The referee always sends this canonical spelling; a bot may
@@ -979,6 +980,9 @@ class EndHandRequest(_message.Message):
     RECORD_FIELD_NUMBER: _builtins.int
     PAYOFFS_FIELD_NUMBER: _builtins.int
     SCORES_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    SHOWN_FIELD_NUMBER: _builtins.int
+    RECORD_WITHHELD_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """The match id."""
     seat: _builtins.int
@@ -986,10 +990,16 @@ class EndHandRequest(_message.Message):
     hand_index: _builtins.int
     """The hand that ended, from 0."""
     record_json: _builtins.str
-    """The hand's complete tonk-hand/1 record as JSON text: the exact record the arena keeps."""
+    """The hand's complete tonk-hand/1 record as JSON text: the exact record the arena keeps.
+    Empty (record_withheld set) while other matches of the deal are still to be played.
+    """
+    record_withheld: _builtins.bool
+    """True when record_json and record are withheld because other matches are dealt from the
+    same cards (a duplicate deal); the full records come with EndDeal.
+    """
     @_builtins.property
     def record(self) -> Global___HandRecord:
-        """The same record, structured."""
+        """The same record, structured; unset when record_json is empty."""
 
     @_builtins.property
     def payoffs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
@@ -998,6 +1008,20 @@ class EndHandRequest(_message.Message):
     @_builtins.property
     def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Each seat's match score after this hand."""
+
+    @_builtins.property
+    def view(self) -> Global___Observation:
+        """This seat's view of the hand as it ended: its observation with phase PHASE_OVER and
+        the outcome set (its own cards, the discard pile, the table, the public history). Always
+        set by the referee.
+        """
+
+    @_builtins.property
+    def shown(self) -> _containers.RepeatedCompositeFieldContainer[Global___Cards]:
+        """Per seat, in seat order, the cards the rules show when the hand ends: every seat's hand
+        after a drop or a showdown ("drop", "stock", "cap"), the TONK hands after "tonk"; empty
+        for a seat whose cards stay hidden ("out", "fault").
+        """
 
     def __init__(
         self,
@@ -1009,10 +1033,13 @@ class EndHandRequest(_message.Message):
         record: Global___HandRecord | None = ...,
         payoffs: _abc.Iterable[_builtins.int] | None = ...,
         scores: _abc.Iterable[_builtins.int] | None = ...,
+        view: Global___Observation | None = ...,
+        shown: _abc.Iterable[Global___Cards] | None = ...,
+        record_withheld: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["record", b"record"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["record", b"record", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand_index", b"hand_index", "match_id", b"match_id", "payoffs", b"payoffs", "record", b"record", "record_json", b"record_json", "scores", b"scores", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand_index", b"hand_index", "match_id", b"match_id", "payoffs", b"payoffs", "record", b"record", "record_json", b"record_json", "record_withheld", b"record_withheld", "scores", b"scores", "seat", b"seat", "shown", b"shown", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1052,7 +1079,8 @@ class EndMatchRequest(_message.Message):
     """The seat this bot played."""
     seed: _builtins.int
     """The match seed, now revealed: with it every deal of the match can be re-derived
-    (docs/dealing.md). Unset when the referee does not reveal it.
+    (docs/dealing.md). Unset when the referee does not reveal it, as while other matches
+    dealt from the same seed are still to be played (it then comes with EndDeal).
     """
     @_builtins.property
     def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
@@ -1097,3 +1125,106 @@ class EndMatchResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EndMatchResponse: _TypeAlias = EndMatchResponse  # noqa: Y015
+
+@_typing.final
+class DealMatch(_message.Message):
+    """---------------------------------------------------------------------------------------
+    Deal lifecycle
+
+    One match of a finished deal, as this bot played it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    SEATS_FIELD_NUMBER: _builtins.int
+    SCORES_FIELD_NUMBER: _builtins.int
+    RECORD_JSON_FIELD_NUMBER: _builtins.int
+    RECORDS_OMITTED_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """The match id (as in that match's StartMatchRequest)."""
+    records_omitted: _builtins.bool
+    """True when the records were left out to keep the message small."""
+    @_builtins.property
+    def players(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The players' names in seat order."""
+
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The seats this bot played in the match."""
+
+    @_builtins.property
+    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Each seat's final match score."""
+
+    @_builtins.property
+    def record_json(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Every hand's complete tonk-hand/1 record as JSON text, in hand order; empty when
+        records_omitted (the seed re-deals every hand: docs/dealing.md).
+        """
+
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        players: _abc.Iterable[_builtins.str] | None = ...,
+        seats: _abc.Iterable[_builtins.int] | None = ...,
+        scores: _abc.Iterable[_builtins.int] | None = ...,
+        record_json: _abc.Iterable[_builtins.str] | None = ...,
+        records_omitted: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "players", b"players", "record_json", b"record_json", "records_omitted", b"records_omitted", "scores", b"scores", "seats", b"seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DealMatch: _TypeAlias = DealMatch  # noqa: Y015
+
+@_typing.final
+class EndDealRequest(_message.Message):
+    """A deal is over: every match dealt from it has been played."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHES_FIELD_NUMBER: _builtins.int
+    SEED_FIELD_NUMBER: _builtins.int
+    seed: _builtins.int
+    """The seed every match of the deal was dealt from."""
+    @_builtins.property
+    def matches(self) -> _containers.RepeatedCompositeFieldContainer[Global___DealMatch]:
+        """The deal's matches this bot played, in the order they were played."""
+
+    def __init__(
+        self,
+        *,
+        matches: _abc.Iterable[Global___DealMatch] | None = ...,
+        seed: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "seed", b"seed"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "matches", b"matches", "seed", b"seed"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
+    _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seed) -> _WhichOneofReturnType__seed | None: ...
+
+Global___EndDealRequest: _TypeAlias = EndDealRequest  # noqa: Y015
+
+@_typing.final
+class EndDealResponse(_message.Message):
+    """EndDeal has nothing to answer."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EndDealResponse: _TypeAlias = EndDealResponse  # noqa: Y015

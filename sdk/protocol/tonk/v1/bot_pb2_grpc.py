@@ -61,6 +61,11 @@ class BotServiceStub:
                 request_serializer=tonk_dot_v1_dot_bot__pb2.EndMatchRequest.SerializeToString,
                 response_deserializer=tonk_dot_v1_dot_bot__pb2.EndMatchResponse.FromString,
                 _registered_method=True)
+        self.EndDeal = channel.unary_unary(
+                '/tonk.v1.BotService/EndDeal',
+                request_serializer=tonk_dot_v1_dot_bot__pb2.EndDealRequest.SerializeToString,
+                response_deserializer=tonk_dot_v1_dot_bot__pb2.EndDealResponse.FromString,
+                _registered_method=True)
 
 
 class BotServiceServicer:
@@ -94,16 +99,28 @@ class BotServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def EndHand(self, request, context):
-        """A hand of the match is over: its complete record (every card now revealed), the
-        payoffs and the match scores after it.
+        """A hand of the match is over: the seat's own view of it (what it saw, plus the hands
+        the rules show at the end), the payoffs and the match scores after it. The complete
+        record (stock order, hidden cards) is sent only when no other match is dealt from the
+        same cards; in a duplicate deal it comes with EndDeal.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def EndMatch(self, request, context):
-        """The match is over: final scores and the match seed, now revealed. The bot may forget
-        everything it keeps for this (match_id, seat).
+        """The match is over: final scores, and the match seed when no other match is dealt from
+        it (else it comes with EndDeal). The bot may forget everything it keeps for this
+        (match_id, seat).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndDeal(self, request, context):
+        """Every match dealt from one deal (the seat rotations of a duplicate deal) is over: the
+        deal's seed and every hand's complete record, now revealed. Sent once per deal to each
+        bot that played it, best effort, with a short deadline; it may come late or not at all.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -136,6 +153,11 @@ def add_BotServiceServicer_to_server(servicer, server):
                     servicer.EndMatch,
                     request_deserializer=tonk_dot_v1_dot_bot__pb2.EndMatchRequest.FromString,
                     response_serializer=tonk_dot_v1_dot_bot__pb2.EndMatchResponse.SerializeToString,
+            ),
+            'EndDeal': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndDeal,
+                    request_deserializer=tonk_dot_v1_dot_bot__pb2.EndDealRequest.FromString,
+                    response_serializer=tonk_dot_v1_dot_bot__pb2.EndDealResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -275,6 +297,33 @@ class BotService:
             '/tonk.v1.BotService/EndMatch',
             tonk_dot_v1_dot_bot__pb2.EndMatchRequest.SerializeToString,
             tonk_dot_v1_dot_bot__pb2.EndMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndDeal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tonk.v1.BotService/EndDeal',
+            tonk_dot_v1_dot_bot__pb2.EndDealRequest.SerializeToString,
+            tonk_dot_v1_dot_bot__pb2.EndDealResponse.FromString,
             options,
             channel_credentials,
             insecure,

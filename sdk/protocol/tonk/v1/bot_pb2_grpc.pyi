@@ -6,9 +6,10 @@ The Tonk Arena bot protocol, version tonk.v1.
 
 A bot is a gRPC server implementing BotService. The arena's referee is the client: it
 calls StartMatch once per seat the bot plays in a match, Decide every time that seat must
-act, EndHand after every hand and EndMatch at the end. One bot server may play many
-matches at once, and even several seats of one match: every call names its match id and
-its seat, and a bot must keep per-(match, seat) state apart.
+act, EndHand after every hand and EndMatch at the end; once every match dealt from the
+same cards (the seat rotations of a duplicate deal) is over, the arena sends EndDeal. One
+bot server may play many matches at once, and even several seats of one match: every call
+names its match id and its seat, and a bot must keep per-(match, seat) state apart.
 
 Cards are written as text, rank then suit: ranks A 2 3 4 5 6 7 8 9 10 J Q K, suits
 c d h s ("10s", "Qh", "Ac"). The referee always sends this canonical spelling; a bot may
@@ -66,12 +67,20 @@ class BotServiceStub:
     legal actions; the reply picks one. Called once per decision, within deadline_ms.
     """
     EndHand: _grpc.UnaryUnaryMultiCallable[_bot_pb2.EndHandRequest, _bot_pb2.EndHandResponse]
-    """A hand of the match is over: its complete record (every card now revealed), the
-    payoffs and the match scores after it.
+    """A hand of the match is over: the seat's own view of it (what it saw, plus the hands
+    the rules show at the end), the payoffs and the match scores after it. The complete
+    record (stock order, hidden cards) is sent only when no other match is dealt from the
+    same cards; in a duplicate deal it comes with EndDeal.
     """
     EndMatch: _grpc.UnaryUnaryMultiCallable[_bot_pb2.EndMatchRequest, _bot_pb2.EndMatchResponse]
-    """The match is over: final scores and the match seed, now revealed. The bot may forget
-    everything it keeps for this (match_id, seat).
+    """The match is over: final scores, and the match seed when no other match is dealt from
+    it (else it comes with EndDeal). The bot may forget everything it keeps for this
+    (match_id, seat).
+    """
+    EndDeal: _grpc.UnaryUnaryMultiCallable[_bot_pb2.EndDealRequest, _bot_pb2.EndDealResponse]
+    """Every match dealt from one deal (the seat rotations of a duplicate deal) is over: the
+    deal's seed and every hand's complete record, now revealed. Sent once per deal to each
+    bot that played it, best effort, with a short deadline; it may come late or not at all.
     """
 
 @_typing.type_check_only
@@ -95,12 +104,20 @@ class BotServiceAsyncStub(BotServiceStub):
     legal actions; the reply picks one. Called once per decision, within deadline_ms.
     """
     EndHand: _aio.UnaryUnaryMultiCallable[_bot_pb2.EndHandRequest, _bot_pb2.EndHandResponse]  # type: ignore[assignment]
-    """A hand of the match is over: its complete record (every card now revealed), the
-    payoffs and the match scores after it.
+    """A hand of the match is over: the seat's own view of it (what it saw, plus the hands
+    the rules show at the end), the payoffs and the match scores after it. The complete
+    record (stock order, hidden cards) is sent only when no other match is dealt from the
+    same cards; in a duplicate deal it comes with EndDeal.
     """
     EndMatch: _aio.UnaryUnaryMultiCallable[_bot_pb2.EndMatchRequest, _bot_pb2.EndMatchResponse]  # type: ignore[assignment]
-    """The match is over: final scores and the match seed, now revealed. The bot may forget
-    everything it keeps for this (match_id, seat).
+    """The match is over: final scores, and the match seed when no other match is dealt from
+    it (else it comes with EndDeal). The bot may forget everything it keeps for this
+    (match_id, seat).
+    """
+    EndDeal: _aio.UnaryUnaryMultiCallable[_bot_pb2.EndDealRequest, _bot_pb2.EndDealResponse]  # type: ignore[assignment]
+    """Every match dealt from one deal (the seat rotations of a duplicate deal) is over: the
+    deal's seed and every hand's complete record, now revealed. Sent once per deal to each
+    bot that played it, best effort, with a short deadline; it may come late or not at all.
     """
 
 class BotServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -145,8 +162,10 @@ class BotServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _bot_pb2.EndHandRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_bot_pb2.EndHandResponse, _abc.Awaitable[_bot_pb2.EndHandResponse]]:
-        """A hand of the match is over: its complete record (every card now revealed), the
-        payoffs and the match scores after it.
+        """A hand of the match is over: the seat's own view of it (what it saw, plus the hands
+        the rules show at the end), the payoffs and the match scores after it. The complete
+        record (stock order, hidden cards) is sent only when no other match is dealt from the
+        same cards; in a duplicate deal it comes with EndDeal.
         """
 
     @_abc_1.abstractmethod
@@ -155,8 +174,20 @@ class BotServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _bot_pb2.EndMatchRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_bot_pb2.EndMatchResponse, _abc.Awaitable[_bot_pb2.EndMatchResponse]]:
-        """The match is over: final scores and the match seed, now revealed. The bot may forget
-        everything it keeps for this (match_id, seat).
+        """The match is over: final scores, and the match seed when no other match is dealt from
+        it (else it comes with EndDeal). The bot may forget everything it keeps for this
+        (match_id, seat).
+        """
+
+    @_abc_1.abstractmethod
+    def EndDeal(
+        self,
+        request: _bot_pb2.EndDealRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_bot_pb2.EndDealResponse, _abc.Awaitable[_bot_pb2.EndDealResponse]]:
+        """Every match dealt from one deal (the seat rotations of a duplicate deal) is over: the
+        deal's seed and every hand's complete record, now revealed. Sent once per deal to each
+        bot that played it, best effort, with a short deadline; it may come late or not at all.
         """
 
 def add_BotServiceServicer_to_server(servicer: BotServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
