@@ -14,12 +14,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import ColumnElement, and_, select
+from sqlalchemy.orm import Session
 
 from arena.errors import NotFoundError
 from arena.models import Bot, Match, MatchSeat, Replay, Tournament
 from arena.replays import decode
+from arena.store import deal_done_clause
 
 #: Referee measurements in a hand log that are not part of tonk-hand/1.
 REFEREE_KEYS = ("latency_us", "faults")
@@ -32,17 +33,9 @@ class ExportNotFoundError(NotFoundError):
 
 
 def deal_finished() -> ColumnElement[bool]:
-    """SQL: the match (``Match``) is done and so is every other rotation of its deal."""
-    sibling = aliased(Match)
-    unfinished_sibling = exists().where(
-        and_(
-            sibling.tournament_id == Match.tournament_id,
-            sibling.table_index == Match.table_index,
-            sibling.deal_index == Match.deal_index,
-            sibling.status != "done",
-        )
-    )
-    return and_(Match.status == "done", ~unfinished_sibling)
+    """SQL: the match (``Match``) is done and so is every other match of its deal (the same
+    rule that gates replays: :func:`arena.store.deal_done_clause`)."""
+    return and_(Match.status == "done", deal_done_clause())
 
 
 def finished_deal_matches(

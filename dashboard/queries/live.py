@@ -70,8 +70,7 @@ def _running(session: Session, where: Any) -> list[dict[str, Any]]:
     sibling = aliased(Match)
     open_sibling = exists().where(
         sibling.tournament_id == Match.tournament_id,
-        sibling.table_index == Match.table_index,
-        sibling.deal_index == Match.deal_index,
+        sibling.seed == Match.seed,  # a deal is its seed (arena.store.deal_done_clause)
         sibling.id != Match.id,
         sibling.status != "done",
     )
