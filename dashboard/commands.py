@@ -77,6 +77,7 @@ def run_demo(args: argparse.Namespace) -> int:
     migrate(settings.database_url)
     print(f"queue: {'RQ at ' + settings.redis_url if settings.redis_url else 'embedded process pool'}")
     bots = {name: available[name] for name in wanted}
+    gateway = _gateway(settings)
     with HostedBots(bots) as addresses:
         for name, address in sorted(addresses.items()):
             # Say how long the search bot thinks here, or its rank would read as its strength.
@@ -120,9 +121,28 @@ def run_demo(args: argparse.Namespace) -> int:
         board = current_leaderboard(session)
     print(f"{progress.done} matches played, {progress.failed} failed\n")
     print_leaderboard(board)
-    if args.no_serve:
-        return 0
-    return _serve(args.host, args.port, settings)
+    try:
+        if args.no_serve:
+            return 0
+        return _serve(args.host, args.port, settings)
+    finally:
+        if gateway is not None:
+            gateway.stop()
+
+
+def _gateway(settings: Settings) -> Any:
+    """The in-process gateway for connected bots (docs/protocol.md), or None (port 0 or busy)."""
+    from arena.link.cli import start_in_process
+
+    try:
+        running = start_in_process(settings)
+    except OSError as exc:
+        print(f"no gateway for connected bots: {exc}", file=sys.stderr)
+        return None
+    if running is not None:
+        gw = running.gateway
+        print(f"gateway for connected bots at {gw.host}:{gw.port} (relay {gw.advertise})", flush=True)
+    return running
 
 
 def print_leaderboard(board: Any) -> None:
@@ -148,12 +168,19 @@ def _serve(host: str, port: int, settings: Settings) -> int:
 def run_dashboard(args: argparse.Namespace) -> int:
     from dashboard.server import serve
 
-    serve(
-        args.host,
-        args.port,
-        load_settings(),
-        production=args.production,
-        workers=args.workers,
-        ready=lambda url: print(f"dashboard at {url}", flush=True),
-    )
+    settings = load_settings()
+    # gunicorn forks its workers: a gateway there runs on its own (`tonk gateway`).
+    gateway = None if args.production else _gateway(settings)
+    try:
+        serve(
+            args.host,
+            args.port,
+            settings,
+            production=args.production,
+            workers=args.workers,
+            ready=lambda url: print(f"dashboard at {url}", flush=True),
+        )
+    finally:
+        if gateway is not None:
+            gateway.stop()
     return 0
