@@ -162,7 +162,7 @@ class LinkPlayer:
         reply = self._parse(data, "Decide")
         kind = reply.WhichOneof("result")
         if kind == "error":
-            raise PlayerFaultError(FaultKind.CRASH, _error_text("Decide", reply.error))
+            raise PlayerFaultError(_error_kind(reply.error), _error_text("Decide", reply.error))
         if kind != "decide":
             raise PlayerFaultError(FaultKind.MALFORMED, f"Decide: the reply is {kind or 'empty'}, not decide")
         try:
@@ -187,7 +187,7 @@ class LinkPlayer:
         if result == "error":
             if reply.error.code == grpc.StatusCode.UNIMPLEMENTED.value[0]:
                 return  # lifecycle notices are optional for a bot, as for a served one
-            raise PlayerFaultError(FaultKind.CRASH, _error_text(rpc, reply.error))
+            raise PlayerFaultError(_error_kind(reply.error), _error_text(rpc, reply.error))
         if result != kind:
             raise PlayerFaultError(
                 FaultKind.MALFORMED, f"{rpc}: the reply is {result or 'empty'}, not {kind}"
@@ -217,6 +217,15 @@ class LinkPlayer:
             return lpb.LinkReply.FromString(data)
         except DecodeError as exc:
             raise PlayerFaultError(FaultKind.MALFORMED, f"{rpc}: the reply is unreadable: {exc}") from None
+
+
+def _error_kind(error: lpb.LinkError) -> FaultKind:
+    # As sdk.grpc_player.rpc_fault judges a served bot's status.
+    if error.code == grpc.StatusCode.DEADLINE_EXCEEDED.value[0]:
+        return FaultKind.TIMEOUT
+    if error.code == grpc.StatusCode.UNAVAILABLE.value[0]:
+        return FaultKind.UNREACHABLE
+    return FaultKind.CRASH
 
 
 def _error_text(rpc: str, error: lpb.LinkError) -> str:
