@@ -61,6 +61,7 @@ def arena(sqlite_url: str) -> Iterator[Arena]:
     settings = Settings(database_url=sqlite_url, decision_deadline_ms=2000)
     running = GatewayThread(Gateway(settings, max_connections_per_owner=3))
     gateway = running.start()
+    gateway.started -= directory.LEASE_S  # as if up a while (see the test of a fresh gateway)
     try:
         yield Arena(sqlite_url, gateway, tokens)
     finally:
@@ -493,3 +494,18 @@ def test_decide_calls_are_built_by_concatenation_like_the_message() -> None:
     request = b"\x0a\x01m"
     built = lpb.LinkCall.FromString(decide_call(request, 1500))
     assert built.deadline_ms == 1500 and built.decide.match_id == "m" and built.call_id == 0
+
+
+def test_a_fresh_gateway_does_not_charge_a_bot_that_has_not_reconnected_yet(
+    arena: Arena, clients: list[Client]
+) -> None:
+    from arena.link.player import GatewayLostError
+
+    client = Client(arena, "alice", "returning").wait()
+    player = link_player(arena, "returning")
+    player.match_start(MatchInfo("m", 0, ("returning", "x"), STANDARD, 1, 0, 1000, 0))
+    client.stop()
+    wait_until(lambda: _capacity(arena, bot_id(arena, "returning")) == 0)
+    arena.gateway.started = time.monotonic()  # as if it had just been restarted
+    with pytest.raises(GatewayLostError, match="just started"):
+        player.act(_decision())

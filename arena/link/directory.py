@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from arena.models import LinkConnection, LinkGateway, utcnow
@@ -56,9 +56,23 @@ def register_gateway(session: Session, gateway_id: str, address: str, secret: st
     """Add (or re-add, after someone presumed it dead) the gateway's row; forget long-dead ones."""
     now = utcnow()
     forget = now - dt.timedelta(seconds=FORGET_S)
-    dead = select(LinkGateway.id).where(LinkGateway.heartbeat_at < forget)
+    # Another row at our address is a gateway we replaced (it cannot be listening there any
+    # more): workers must not relay to it with its old secret, nor count its connections.
+    dead = select(LinkGateway.id).where(
+        or_(
+            LinkGateway.heartbeat_at < forget,
+            and_(LinkGateway.address == address, LinkGateway.id != gateway_id),
+        )
+    )
     session.execute(delete(LinkConnection).where(LinkConnection.gateway_id.in_(dead)))
-    session.execute(delete(LinkGateway).where(LinkGateway.heartbeat_at < forget))
+    session.execute(
+        delete(LinkGateway).where(
+            or_(
+                LinkGateway.heartbeat_at < forget,
+                and_(LinkGateway.address == address, LinkGateway.id != gateway_id),
+            )
+        )
+    )
     row = session.get(LinkGateway, gateway_id)
     if row is None:
         session.add(

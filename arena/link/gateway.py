@@ -225,12 +225,14 @@ class Gateway:
         self._servers: list[grpc.aio.Server] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.started = time.monotonic()
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tonk-gateway")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
+        self.started = time.monotonic()
         link = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -507,6 +509,10 @@ class Gateway:
         if not hmac.compare_digest(given.encode(), self.secret.encode()):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong or missing gateway secret")
         connection = self._pin(request.bot_id, request.session)
+        if connection is None and time.monotonic() - self.started < directory.LEASE_S:
+            # Just (re)started: its bots may not have reconnected yet. Not the bot's fault:
+            # the worker plays the match again later (arena/link/player.GatewayLostError).
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the gateway has just started")
         if connection is None:
             context.set_trailing_metadata(((BOT_ERROR_HEADER, "bot"),))
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the bot is not connected to the arena")

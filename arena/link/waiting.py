@@ -22,7 +22,7 @@ from arena.link.directory import connected_capacity
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, utcnow
 
 #: Seconds a worker keeps looking for an offline bot before handing the match back.
-WAIT_IN_JOB_S: Final = 5.0
+WAIT_IN_JOB_S: Final = 10.0
 POLL_S: Final = 0.5
 
 
