@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import grpc
 from google.protobuf.message import DecodeError
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from arena.config import Settings
 from arena.db import session_scope
@@ -250,6 +251,9 @@ class Gateway:
                 ),
             )
         )
+        # Health on the bots' port: what container health checks ask (python -m sdk.health).
+        self._health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, link)
         relay = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         relay.add_generic_rpc_handlers(
             (
@@ -272,6 +276,7 @@ class Gateway:
         await self._store(self._register)
         for server in self._servers:
             await server.start()
+        await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         self._tasks.append(asyncio.create_task(self._beat()))
         log.info(
             "gateway %s: bots connect to %s:%d, workers relay via %s",
