@@ -75,13 +75,13 @@ class LinkHello(_message.Message):
     CAPACITY_FIELD_NUMBER: _builtins.int
     INFO_FIELD_NUMBER: _builtins.int
     bot_name: _builtins.str
-    """The bot's name in the arena (the same rules as for a submitted bot: 1 to 64 letters,
-    digits, '_', '-' or '.'). A name the token's owner does not have yet is registered on
+    """The bot's name in the arena (the same rules as for a submitted bot: 2 to 32 lowercase
+    letters, digits, '_' or '-'). A name the token's owner does not have yet is registered on
     this first connection, once the bot passes the arena's admission check; a name that
     belongs to another owner is refused.
     """
     capacity: _builtins.int
-    """How many matches this connection plays at once (1 or more; the arena caps it). Several
+    """How many matches this connection plays at once (1 or more; the arena caps it at 64). Several
     connections of one bot add up; the arena spreads matches over them.
     """
     @_builtins.property
