@@ -507,5 +507,34 @@ def test_a_fresh_gateway_does_not_charge_a_bot_that_has_not_reconnected_yet(
     client.stop()
     wait_until(lambda: _capacity(arena, bot_id(arena, "returning")) == 0)
     arena.gateway.started = time.monotonic()  # as if it had just been restarted
-    with pytest.raises(GatewayLostError, match="just started"):
+    with pytest.raises(PlayerFaultError) as caught:  # it had reconnected here: its own fault
         player.act(_decision())
+    assert caught.value.kind is FaultKind.UNREACHABLE
+    arena.gateway.seen.clear()  # as if it had not reconnected since the restart
+    transport = RelayTransport(bot_id(arena, "returning"), Routes(arena.url))
+    gw = arena.gateway  # where the worker last saw the bot, as a worker's cached route would say
+    transport._route = directory.GatewayRoute(gw.id, gw.advertise, gw.secret, 1)
+    with pytest.raises(GatewayLostError, match="just started"):
+        LinkPlayer("returning", transport).act(_decision())
+
+
+def test_the_dashboard_shows_how_a_connected_bot_plays(arena: Arena, clients: list[Client]) -> None:
+    from dashboard import create_app
+
+    app = create_app({"DATABASE_URL": arena.url, "TESTING": True, "CACHE_REFRESH_SECONDS": 0.0})
+    web = app.test_client()
+    client = Client(arena, "alice", "shown", capacity=3).wait()
+    detail = web.get("/api/v1/bots/shown").get_json()["bot"]
+    assert detail["plays"] == "connected"
+    assert detail["link"] == {"online": True, "connections": 1, "capacity": 3}
+    page = web.get("/bots/shown").get_data(as_text=True)
+    assert "connected now" in page and "capacity 3" in page
+    assert web.get("/api/v1/bots/dialled").get_json()["bot"]["plays"] == "dialled"
+    board = {r["bot"]: r for r in web.get("/api/v1/leaderboard").get_json()["leaderboard"]}
+    assert board["shown"]["connected"] and board["shown"]["online"]
+    client.stop()
+    wait_until(lambda: _capacity(arena, bot_id(arena, "shown")) == 0)
+    board = {r["bot"]: r for r in web.get("/api/v1/leaderboard").get_json()["leaderboard"]}
+    assert board["shown"]["online"] is False and board["dialled"]["online"] is None
+    assert "offline" in web.get("/").get_data(as_text=True)
+    assert "offline" in web.get("/bots/shown").get_data(as_text=True)

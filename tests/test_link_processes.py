@@ -155,11 +155,8 @@ def test_connected_bots_play_a_tournament_against_tonk_dashboard(
         "matches_per_table": 3, "hands_per_match": 5,
     })["tournament"]
     post(f"{arena}/api/v1/tournaments/{created['id']}/run")
-    wait_for(
-        "the tournament to finish",
-        lambda: get_json(f"{arena}/api/v1/tournaments/{created['id']}/progress")["progress"]["status"] == "finished",
-        180,
-    )
+    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
+    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
     board = {row["bot"]: row for row in get_json(arena + "/api/v1/leaderboard")["leaderboard"]}
     assert set(board) >= {"link1", "link2"}
     for name in ("link1", "link2"):
@@ -207,7 +204,12 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
         with session_scope(pg_url) as session:
             return int(session.scalar(select(func.count(Match.id)).where(Match.status == "done")) or 0)
 
+    def running() -> bool:
+        with session_scope(pg_url) as session:
+            return bool(session.scalar(select(func.count(Match.id)).where(Match.status == "running")))
+
     wait_for("a few matches", lambda: done() >= 3, 120)
+    wait_for("a match in flight", running, 60, poll=0.02)
     procs.kill("gateway")  # mid-tournament: matches in flight lose their gateway
     time.sleep(1.0)
     procs.start("gateway", ["gateway"], arena_env)
@@ -215,6 +217,7 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
     at_restart = done()
 
     wait_for("more matches", lambda: done() >= at_restart + 3, 120)
+    wait_for("a match in flight", running, 60, poll=0.02)
     procs.kill("link1")  # mid-match: its matches in flight fault
     time.sleep(0.5)
     start_bots(procs, bot_env, {"link1": "random"})
@@ -230,6 +233,8 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
         assert sum(s.decisions for s in seats) == sum(m.decisions for m in matches)
         faults = session.execute(select(FaultRecord.bot_id, FaultRecord.kind, FaultRecord.match_id)).all()
         link1 = session.scalars(select(Bot.id).where(Bot.name == "link1")).one()
+    # A match the gateway's death interrupted was played again from its start, not charged.
+    assert any(m.attempts >= 2 for m in matches)
     # The gateway's restart cost nobody a fault; the killed bot's match(es) recorded theirs.
     assert faults, "the killed bot's match in flight should have faulted"
     assert {(bot, kind) for bot, kind, _ in faults} == {(link1, "unreachable")}

@@ -223,6 +223,8 @@ class Gateway:
         self.by_bot: dict[int, list[Connection]] = {}
         self.sessions: dict[str, _Session] = {}
         self.admitting: collections.Counter[int] = collections.Counter()
+        #: Bots that have connected since this gateway started.
+        self.seen: set[int] = set()
         self._servers: list[grpc.aio.Server] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -473,6 +475,7 @@ class Gateway:
             await self._store(lambda s: directory.remove_connection(s, connection.id))
             return
         self.by_bot.setdefault(connection.bot_id, []).append(connection)
+        self.seen.add(connection.bot_id)
         welcome = lpb.LinkWelcome(
             connection_id=connection.id,
             bot_name=hello.bot_name,
@@ -514,9 +517,10 @@ class Gateway:
         if not hmac.compare_digest(given.encode(), self.secret.encode()):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong or missing gateway secret")
         connection = self._pin(request.bot_id, request.session)
-        if connection is None and time.monotonic() - self.started < directory.LEASE_S:
-            # Just (re)started: its bots may not have reconnected yet. Not the bot's fault:
-            # the worker plays the match again later (arena/link/player.GatewayLostError).
+        fresh = time.monotonic() - self.started < directory.LEASE_S
+        if connection is None and fresh and request.bot_id not in self.seen:
+            # Just (re)started and the bot has not reconnected yet: not the bot's fault; the
+            # worker plays the match again later (arena/link/player.GatewayLostError).
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the gateway has just started")
         if connection is None:
             context.set_trailing_metadata(((BOT_ERROR_HEADER, "bot"),))
