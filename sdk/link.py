@@ -10,7 +10,8 @@ No socket is listened on. The gateway's address is read from the arena's ``GET /
 (``link.address``) unless given. The first connection of a name the owner does not have yet
 registers it, once the bot passes the arena's admission check (played over this connection).
 Calls are answered by the same :class:`~sdk.server.BotServicer` a served bot uses (a fresh bot
-instance per match seat), on a thread pool, as many at once as they come. When the
+instance per match seat), as many at once as they come: on the connection's thread while the
+bot answers fast, else on a thread pool. When the
 connection drops the client reconnects with exponential backoff, until stopped or until the
 arena refuses it for a reason retrying cannot fix (a bad token, a name that is not ours).
 """
@@ -53,6 +54,8 @@ FINAL_CODES: Final = frozenset(
     }
 )
 _DISCOVERY_TIMEOUT_S: Final = 10.0
+#: Answers faster than this (lately) are given on the connection's own thread.
+INLINE_FAST_S: Final = 0.002
 _MAX_DETAILS: Final = 1000
 
 
@@ -110,6 +113,7 @@ class LinkStats:
     connections: int = 0
     calls: int = 0
     welcomed: int = 0
+    inline: int = 0  # calls answered on the connection's thread
     last_error: str = ""
 
 
@@ -136,6 +140,9 @@ class LinkClient:
         self._stopped = threading.Event()
         self._call: Any = None
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * capacity), thread_name_prefix="tonk-link")
+        self._lock = threading.Lock()
+        self._pooled = 0  # calls being answered in the pool
+        self._recent_s = 0.0  # how long answers take lately
 
     def run(self) -> None:
         """Connect, play, reconnect with backoff; returns when stopped, raises
@@ -216,7 +223,18 @@ class LinkClient:
         if kind == "call":
             self.stats.calls += 1
             received = time.monotonic()
-            self._pool.submit(self._answer, message.call, received, outbox)
+            # A fast bot answers on this thread: a hand-off to the pool and back costs more
+            # than the answer. Once an answer is slow, or while one is running in the pool,
+            # calls go to the pool so that one slow seat never holds up the others.
+            with self._lock:
+                inline = self._pooled == 0 and self._recent_s < INLINE_FAST_S
+                if not inline:
+                    self._pooled += 1
+            if inline:
+                self.stats.inline += 1
+                self._answer(message.call, received, outbox)
+            else:
+                self._pool.submit(self._answer_pooled, message.call, received, outbox)
         elif kind == "welcome":
             welcome = message.welcome
             self.stats.welcomed += 1
@@ -232,7 +250,23 @@ class LinkClient:
         elif kind == "notice":
             logger.warning("arena notice %s: %s", message.notice.kind, message.notice.message)
 
+    def _answer_pooled(self, call: lpb.LinkCall, received: float, outbox: queue.Queue[bytes | None]) -> None:
+        try:
+            self._answer(call, received, outbox)
+        finally:
+            with self._lock:
+                self._pooled -= 1
+
     def _answer(self, call: lpb.LinkCall, received: float, outbox: queue.Queue[bytes | None]) -> None:
+        started = time.monotonic()
+        try:
+            self._reply(call, received, outbox)
+        finally:
+            took = time.monotonic() - started
+            with self._lock:  # a slow answer counts at once; fast ones bring the average back
+                self._recent_s = took if took > INLINE_FAST_S else 0.9 * self._recent_s + 0.1 * took
+
+    def _reply(self, call: lpb.LinkCall, received: float, outbox: queue.Queue[bytes | None]) -> None:
         context = _CallContext(received + call.deadline_ms / 1000)
         reply = lpb.LinkReply(call_id=call.call_id)
         kind = call.WhichOneof("request")
