@@ -27,6 +27,7 @@ from arena.link import directory
 from arena.models import Bot, FaultRecord, Match, MatchSeat, Replay
 
 OPERATOR = "operator-token-for-link-tests"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -241,3 +242,55 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
     assert len({match for _, _, match in faults}) <= 2  # at most the two in flight
     # Reconnected, the bot played on: matches after its restart have no faults.
     assert sum(1 for m in matches if m.faults == 0) >= 20 - 2
+
+
+def test_the_node_example_connects_out_and_plays_a_tournament(
+    tmp_path: Path, sqlite_url: str, procs: Procs
+) -> None:
+    """examples/node-bot in its connect-out mode, written from link.proto and docs/protocol.md,
+    passes the admission check over its link and plays a tournament without a fault."""
+    import shutil
+
+    if not (shutil.which("node") and shutil.which("npm")):
+        pytest.skip("node and npm are not installed")
+    example = tmp_path / "node-bot"
+    shutil.copytree(ROOT / "examples" / "node-bot", example, ignore=shutil.ignore_patterns("node_modules"))
+    installed = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=example, capture_output=True,
+                               text=True, timeout=300)  # fmt: skip
+    if installed.returncode != 0:
+        pytest.skip(f"npm ci could not install @grpc/grpc-js: {installed.stderr[-500:]}")
+    port, gateway, relay = free_port(), free_port(), free_port()
+    arena_env = base_env(
+        tmp_path,
+        TONK_DATABASE_URL=sqlite_url,
+        TONK_OPERATOR_TOKEN=OPERATOR,
+        TONK_GATEWAY_PORT=str(gateway),
+        TONK_GATEWAY_RELAY_PORT=str(relay),
+        TONK_EMBEDDED_WORKERS="2",
+    )
+    token = new_owner(sqlite_url, "polyglot")
+    procs.start("dashboard", ["dashboard", "--port", str(port)], arena_env)
+    wait_for("the dashboard", lambda: listening(port) and listening(gateway), 60)
+    arena = f"http://127.0.0.1:{port}"
+    node_env = base_env(tmp_path, TONK_PROTOS=str(ROOT / "protos"), TONK_ARENA=arena, TONK_TOKEN=token)
+    log = open(tmp_path / "node.log", "w")  # noqa: SIM115 - closed with the process
+    node = subprocess.Popen([shutil.which("node") or "node", "bot.js", "--connect", "--name", "nodebot"],
+                            cwd=example, env=node_env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    log.close()
+    procs.running["node"] = node  # type: ignore[assignment]
+    start_bots(procs, base_env(tmp_path, TONK_ARENA=arena, TONK_TOKEN=token), {"pybot": "greedy"})
+    wait_for("both bots connected", lambda: connected(sqlite_url, "nodebot", "pybot"), 120)
+    assert listening_ports(node.pid) == set()
+    created = post(arena + "/api/v1/tournaments", {
+        "name": "polyglot", "bots": ["nodebot", "pybot"], "table_sizes": [2],
+        "matches_per_table": 2, "hands_per_match": 10,
+    })["tournament"]
+    post(f"{arena}/api/v1/tournaments/{created['id']}/run")
+    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
+    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
+    board = {row["bot"]: row for row in get_json(arena + "/api/v1/leaderboard")["leaderboard"]}
+    node_log = (tmp_path / "node.log").read_text()
+    assert board["nodebot"]["matches"] == 4 and board["nodebot"]["faults"] == 0, node_log
+    with session_scope(sqlite_url) as session:
+        info = session.scalars(select(Bot).where(Bot.name == "nodebot")).one().versions[0].info
+    assert info["name"] == "node-example"
