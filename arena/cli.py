@@ -41,6 +41,10 @@ def register(subparsers: Any) -> None:
     create.add_argument("--deadline-ms", type=int, default=None, help="decision deadline (default: settings)")
     create.add_argument("--time-bank-ms", type=int, default=None)
     create.add_argument("--max-faults", type=int, default=None)
+    create.add_argument(
+        "--offline-grace-s", type=int, default=None,
+        help="seconds a match waits for a connected bot that is offline (default: settings)",
+    )
     create.set_defaults(func=cmd_create)
 
     listing = sub.add_parser("list", help="tournaments, newest first")
@@ -107,6 +111,7 @@ def cmd_create(args: argparse.Namespace) -> int:
             ("decision_deadline_ms", args.deadline_ms),
             ("time_bank_ms", args.time_bank_ms),
             ("max_faults", args.max_faults),
+            ("offline_grace_s", args.offline_grace_s),
         )
         if value is not None
     }

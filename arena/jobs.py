@@ -133,6 +133,7 @@ def claim_match(session: Session, match_id: int, worker: str) -> str | None:
             heartbeat_at=now,
             hands_played=0,
             error=None,
+            waiting_since=None,  # a later wait for an offline bot gets its whole grace again
         )
         .execution_options(synchronize_session=False)
     )

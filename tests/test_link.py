@@ -488,6 +488,14 @@ def test_a_match_with_an_offline_bot_waits_within_its_grace(arena: Arena, client
         assert since is not None
         later = since.replace(tzinfo=dt.UTC) + dt.timedelta(seconds=31)
         assert not must_wait(session, match_id, 60, now=later)  # grace over: play and fault
+    with session_scope(arena.url) as session:
+        from arena.jobs import claim_match
+        from arena.tournaments import start_tournament
+
+        start_tournament(session, tournament.id)
+        assert claim_match(session, match_id, "here:1") is None
+        # Claimed: a later wait (e.g. after its gateway died) gets its whole grace again.
+        assert session.get(Match, match_id).waiting_since is None  # type: ignore[union-attr]
 
 
 def test_decide_calls_are_built_by_concatenation_like_the_message() -> None:
