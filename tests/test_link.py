@@ -546,3 +546,45 @@ def test_the_dashboard_shows_how_a_connected_bot_plays(arena: Arena, clients: li
     assert board["shown"]["online"] is False and board["dialled"]["online"] is None
     assert "offline" in web.get("/").get_data(as_text=True)
     assert "offline" in web.get("/bots/shown").get_data(as_text=True)
+
+
+def test_calls_in_flight_per_connection_are_limited(
+    raw: RawLink, arena: Arena, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gateway_module, "MAX_CALLS_IN_FLIGHT", 2)
+    request = _decision()
+    slow = dataclasses.replace(request, deadline_ms=1500)
+    faults: list[PlayerFaultError] = []
+
+    def ask() -> None:  # the raw bot never answers
+        try:
+            link_player(arena, "rawbot").act(slow)
+        except PlayerFaultError as exc:
+            faults.append(exc)
+
+    callers = [threading.Thread(target=ask) for _ in range(2)]
+    for t in callers:
+        t.start()
+    wait_until(lambda: raw.received.qsize() >= 2)  # both calls are out, unanswered
+    with pytest.raises(PlayerFaultError) as third:
+        link_player(arena, "rawbot").act(request)
+    assert third.value.kind is FaultKind.UNREACHABLE and "2 calls unanswered" in third.value.reason
+    for t in callers:
+        t.join()
+    assert [f.kind for f in faults] == [FaultKind.TIMEOUT, FaultKind.TIMEOUT]
+
+
+def test_tonk_serve_connect_fails_clearly(
+    arena: Arena, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sdk.cli import main as tonk
+
+    monkeypatch.delenv("TONK_TOKEN", raising=False)
+    monkeypatch.delenv("TONK_ARENA", raising=False)
+    assert tonk(["serve", "random", "--connect", "--link", arena.address, "--name", "x1"]) == 2
+    assert "--token" in capsys.readouterr().err
+    code = tonk(["serve", "random", "--connect", "--link", arena.address, "--token", "wrong", "--name", "x1"])
+    assert code == 1
+    assert "UNAUTHENTICATED" in capsys.readouterr().err
+    code = tonk(["serve", "random", "--connect", "--arena", "http://127.0.0.1:9", "--token", "t"])
+    assert code == 1 and "cannot read" in capsys.readouterr().err
