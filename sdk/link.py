@@ -285,6 +285,7 @@ class LinkClient:
             elif kind == "end_match":
                 self.servicer.end_match(call.end_match, context)
                 reply.end_match.SetInParent()
+            # The integrator adds "end_deal" here with BotService.EndDeal (link.proto field 15).
             else:  # a call this SDK does not know (a newer arena): say so, as a server would
                 reply.error.code = grpc.StatusCode.UNIMPLEMENTED.value[0]
                 reply.error.message = f"this bot does not implement {kind or 'an empty call'}"

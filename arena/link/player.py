@@ -176,6 +176,9 @@ class LinkPlayer:
     def match_end(self, summary: MatchSummary) -> None:
         self._lifecycle("end_match", match_summary_to_proto(summary, self.seat), "EndMatch", last=True)
 
+    # The integrator adds end_deal (BotService.EndDeal) as one more lifecycle call here:
+    # self._lifecycle("end_deal", <EndDealRequest>, "EndDeal"), LinkCall/LinkReply field 15.
+
     def close(self) -> None:
         pass  # the transport's channels are shared; the gateway forgets idle sessions
 
