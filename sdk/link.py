@@ -43,14 +43,14 @@ DEFAULT_CAPACITY: Final = 4
 #: Reconnection backoff: first wait, longest wait (seconds); each wait is jittered.
 BACKOFF_FIRST_S: Final = 0.5
 BACKOFF_MAX_S: Final = 30.0
-#: Refusals that a retry cannot fix: the client stops.
+#: Refusals that a retry cannot fix: the client stops. (ALREADY_EXISTS is not one: another
+#: process registered the name first, and the retry finds it registered.)
 FINAL_CODES: Final = frozenset(
     {
         grpc.StatusCode.UNAUTHENTICATED,
         grpc.StatusCode.PERMISSION_DENIED,
         grpc.StatusCode.FAILED_PRECONDITION,
         grpc.StatusCode.INVALID_ARGUMENT,
-        grpc.StatusCode.ALREADY_EXISTS,
     }
 )
 _DISCOVERY_TIMEOUT_S: Final = 10.0

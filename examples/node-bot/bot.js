@@ -163,7 +163,6 @@ const FINAL = new Set([
   grpc.status.PERMISSION_DENIED,
   grpc.status.FAILED_PRECONDITION,
   grpc.status.INVALID_ARGUMENT,
-  grpc.status.ALREADY_EXISTS,
 ]);
 
 // Each call is one LinkCall with exactly one request; the reply carries the same call_id and
