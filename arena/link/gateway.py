@@ -107,12 +107,16 @@ class Connection:
         call_id = self.next_id
         self.next_id += 1
         inner = b"\x08" + _varint(call_id) + call
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bytes] = loop.create_future()
         self.pending[call_id] = future
         self.outbox.put_nowait(b"\x12" + _varint(len(inner)) + inner)  # ArenaToBot.call
+        # A timer rather than asyncio.wait_for, which makes a task per call.
+        timer = loop.call_later(max(timeout_s, 0.001), _expire, future)
         try:
-            return await asyncio.wait_for(future, max(timeout_s, 0.001))
+            return await future
         finally:
+            timer.cancel()
             self.pending.pop(call_id, None)
 
     def on_message(self, data: bytes, count: int) -> None:
@@ -559,6 +563,11 @@ class Gateway:
         held = self.sessions.pop(key, None)
         if held is not None:
             held.connection.sessions -= 1
+
+
+def _expire(future: asyncio.Future[bytes]) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError())
 
 
 def _varint(value: int) -> bytes:
