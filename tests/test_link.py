@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from arena.auth import create_owner
 from arena.config import Settings
 from arena.db import session_scope
+from arena.link import connection as connection_module
 from arena.link import directory
 from arena.link import gateway as gateway_module
 from arena.link.gateway import Gateway, GatewayThread
@@ -345,7 +346,7 @@ def test_late_replies_get_a_notice_and_a_flood_ends_the_connection(raw: RawLink)
     raw.send(stray)
     notice = raw.next()
     assert notice.WhichOneof("message") == "notice" and notice.notice.kind == "late_reply"
-    for _ in range(gateway_module.MAX_STRAY_PER_MINUTE + 1):
+    for _ in range(connection_module.MAX_STRAY_PER_MINUTE + 1):
         raw.send(stray)
     code, details = _status(raw)
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "answer no waiting call" in details
@@ -551,7 +552,7 @@ def test_the_dashboard_shows_how_a_connected_bot_plays(arena: Arena, clients: li
 def test_calls_in_flight_per_connection_are_limited(
     raw: RawLink, arena: Arena, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gateway_module, "MAX_CALLS_IN_FLIGHT", 2)
+    monkeypatch.setattr(connection_module, "MAX_CALLS_IN_FLIGHT", 2)
     request = _decision()
     slow = dataclasses.replace(request, deadline_ms=1500)
     faults: list[PlayerFaultError] = []
