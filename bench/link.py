@@ -11,7 +11,9 @@ back with the referee's ``play_match`` (seat 0 the remote bot, seat 1 the in-pro
 bot); only the remote bot's decisions are counted. Direct seats use ``GrpcPlayer``; connected
 seats the arena's ``LinkPlayer`` (worker -> gateway relay -> the bot's stream -> back). The two
 paths alternate for ``--rounds`` rounds so that load drifting on the machine hits both; the
-medians are compared. Goal (issue #14): through the gateway >= 70% of direct.
+medians are compared, and the CPU each process spent per decision is shown (on a machine
+short of cores the extra hop's CPU, not its latency, sets the ratio). Goal (issue #14):
+through the gateway >= 70% of direct.
 """
 
 from __future__ import annotations
@@ -75,10 +77,22 @@ def wait_port(port: int, timeout: float = 60.0) -> None:
     raise TimeoutError(f"nothing listens on {port}")
 
 
+def cpu_s(pid: int | None = None) -> float:
+    """CPU seconds used so far by process ``pid`` (default: this one); 0 where /proc is absent."""
+    if pid is None:
+        return time.process_time()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(
     make_player: Callable[[], object], in_flight: int, seconds: float, hands: int
-) -> tuple[float, int]:
-    """Remote decisions per second with ``in_flight`` matches played back to back."""
+) -> tuple[float, int, int]:
+    """Remote decisions per second with ``in_flight`` matches played back to back; also the
+    faults and the number of decisions."""
     from bots.random_bot import RandomBot
     from sdk.referee import LocalPlayer, RefereeConfig, play_match
 
@@ -111,7 +125,7 @@ def measure(
         t.start()
     for t in threads:
         t.join()
-    return sum(counts) / (time.monotonic() - began), sum(faults)
+    return sum(counts) / (time.monotonic() - began), sum(faults), sum(counts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,11 +190,19 @@ def main(argv: list[str] | None = None) -> int:
             measure(connected, args.in_flight, 1.0, args.hands)
             rates: dict[str, list[float]] = {"direct": [], "connected": []}
             faults = {"direct": 0, "connected": 0}
+            # CPU seconds per process (worker = this one) and decisions, per path.
+            cpu: dict[str, dict[str, float]] = {k: {"worker": 0.0, "gateway": 0.0, "bot": 0.0} for k in rates}
+            decided = {"direct": 0, "connected": 0}
+            pids = {"worker": None, "gateway": gateway.pid, "bot": bot.pid}
             for _ in range(args.rounds):
                 for label, factory in (("direct", direct), ("connected", connected)):
-                    rate, n = measure(factory, args.in_flight, args.seconds, args.hands)
+                    before = {k: cpu_s(p) for k, p in pids.items()}
+                    rate, n, count = measure(factory, args.in_flight, args.seconds, args.hands)
+                    for k, p in pids.items():
+                        cpu[label][k] += cpu_s(p) - before[k]
                     rates[label].append(rate)
                     faults[label] += n
+                    decided[label] += count
             d, c = statistics.median(rates["direct"]), statistics.median(rates["connected"])
             print(f"bot {args.bot!r}, {args.in_flight} matches in flight, {args.hands} hands a match, "
                   f"{args.rounds} rounds of {args.seconds:.0f} s each, 2 cores shared")  # fmt: skip
@@ -188,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
                 runs = ", ".join(f"{r:.0f}" for r in rates[label])
                 print(f"  {label:<9} {statistics.median(rates[label]):8.0f} decisions/s  (runs: {runs}; "
                       f"faults {faults[label]})")  # fmt: skip
+                per = {k: 1000 * v / max(decided[label], 1) for k, v in cpu[label].items()}
+                total = sum(per.values())
+                print(f"            CPU ms per decision: worker {per['worker']:.2f}, "
+                      f"gateway {per['gateway']:.2f}, bot {per['bot']:.2f}, total {total:.2f}")  # fmt: skip
             ratio = c / d if d else 0.0
             print(f"  connected / direct = {ratio:.2f}  (goal >= 0.70)")
             return 0
