@@ -8,10 +8,12 @@ import asyncio
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arena.config import Settings, load_settings
-from arena.link.gateway import Gateway, GatewayThread
+
+if TYPE_CHECKING:  # the gateway (grpc.aio) is imported when run, not for `tonk --help`
+    from arena.link.gateway import Gateway, GatewayThread
 
 
 def register(subparsers: Any) -> None:
@@ -31,6 +33,8 @@ def register(subparsers: Any) -> None:
 
 def make_gateway(settings: Settings, *, port: int | None = None) -> Gateway:
     """A gateway configured from ``settings`` (``port`` overrides the bots' port)."""
+    from arena.link.gateway import Gateway
+
     return Gateway(
         settings,
         host=settings.gateway_host,
@@ -45,6 +49,8 @@ def make_gateway(settings: Settings, *, port: int | None = None) -> Gateway:
 
 def start_in_process(settings: Settings) -> GatewayThread | None:
     """The in-process gateway of ``tonk dashboard`` / ``tonk demo`` (None with port 0)."""
+    from arena.link.gateway import GatewayThread
+
     if settings.gateway_port == 0:
         return None
     running = GatewayThread(make_gateway(settings))
