@@ -137,6 +137,10 @@ def update_bot(
     _ensure_may_change(owner, bot)
     if bot.hosted:
         raise InvalidHostedBotError(f"bot {name!r} is hosted by the arena ({bot.hosted}); it has no address")
+    if bot.connected:  # arena/link: it plays over the link it opens
+        raise InvalidHostedBotError(
+            f"bot {name!r} connects to the arena (tonk serve --connect); it has no address"
+        )
     address = check_address(address, settings.allowed_bot_hosts)
     info = _run_checks(address, settings, check, checker)
     bot.address = address
