@@ -15,4 +15,6 @@ RUN pip install '.[arena,dashboard]' && useradd --create-home tonk
 USER tonk
 
 EXPOSE 8000 50051
+# The gateway's port for bots that connect out (tonk gateway).
+EXPOSE 50061
 CMD ["gunicorn", "--bind", "0.0.0.0:8000", "--workers", "2", "dashboard.wsgi:app"]

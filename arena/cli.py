@@ -53,6 +53,10 @@ def register(subparsers: Any) -> None:
         help="duplicate: every seat order of a deal is played from the same cards (default; card luck "
         "cancels); independent: every match gets its own cards (no deal is replayed, more variance)",
     )
+    create.add_argument(
+        "--offline-grace-s", type=int, default=None,
+        help="seconds a match waits for a connected bot that is offline (default: settings)",
+    )
     create.set_defaults(func=cmd_create)
 
     listing = sub.add_parser("list", help="tournaments, newest first")
@@ -131,6 +135,7 @@ def cmd_create(args: argparse.Namespace) -> int:
             ("decision_deadline_ms", args.deadline_ms),
             ("time_bank_ms", args.time_bank_ms),
             ("max_faults", args.max_faults),
+            ("offline_grace_s", args.offline_grace_s),
         )
         if value is not None
     }

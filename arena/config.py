@@ -67,6 +67,25 @@ class Settings:
     check_time_limit_s: int = 30
     #: Secret key of the dashboard's Flask app (sessions, CSRF).
     secret_key: str = ""
+    #: Where the gateway listens for connected bots (``tonk gateway``, and in-process in
+    #: ``tonk dashboard`` / ``tonk demo``; port 0: none in-process).
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 50061
+    #: Where the gateway listens for match workers' relayed calls (keep it internal).
+    gateway_relay_host: str = "127.0.0.1"
+    gateway_relay_port: int = 50062
+    #: The relay HOST:PORT workers dial, stored for them (default: relay host and port).
+    gateway_advertise: str = ""
+    #: The HOST:PORT bots are told to connect to (``GET /api/v1/``; default: the dashboard's
+    #: host name with ``gateway_port``).
+    gateway_public: str = ""
+    #: Secret workers present to gateways (empty: each gateway makes one up and stores it).
+    gateway_secret: str = ""
+    #: Live connections one owner may hold over all gateways.
+    link_max_connections: int = 16
+    #: Seconds a match waits for a connected bot that is offline before it is played anyway
+    #: (its calls then fault as UNREACHABLE); a tournament may set its own ``offline_grace_s``.
+    offline_grace_s: int = 60
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -102,6 +121,15 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         max_faults=_int(env, "TONK_MAX_FAULTS", 3),
         check_time_limit_s=_int(env, "TONK_CHECK_TIME_LIMIT_S", 30),
         secret_key=get("TONK_SECRET_KEY", ""),
+        gateway_host=get("TONK_GATEWAY_HOST", "127.0.0.1"),
+        gateway_port=_int(env, "TONK_GATEWAY_PORT", 50061),
+        gateway_relay_host=get("TONK_GATEWAY_RELAY_HOST", "127.0.0.1"),
+        gateway_relay_port=_int(env, "TONK_GATEWAY_RELAY_PORT", 50062),
+        gateway_advertise=get("TONK_GATEWAY_ADVERTISE", ""),
+        gateway_public=get("TONK_GATEWAY_PUBLIC", ""),
+        gateway_secret=get("TONK_GATEWAY_SECRET", ""),
+        link_max_connections=_int(env, "TONK_LINK_MAX_CONNECTIONS", 16),
+        offline_grace_s=_int(env, "TONK_OFFLINE_GRACE_S", 60),
     )
 
 

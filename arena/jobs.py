@@ -3,6 +3,9 @@ times: on an RQ worker, in the embedded process pool, twice at once, or again af
 
 ``play_match_job(match_id, database_url)`` is the whole job (RQ imports it by dotted path):
 
+0. **Wait** while a connected bot of the match is offline, within the tournament's grace
+   period (arena/link/waiting.py): the match stays pending and the job returns ``waiting``.
+
 1. **Claim** with one conditional UPDATE: ``pending -> running`` (or take over a ``running``
    match whose heartbeat went stale), only while the tournament is running. A match that is
    done, or held by a live worker, is left alone: the job is a no-op.
@@ -37,8 +40,11 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from arena.addresses import redact_addresses
+from arena.config import load_settings
 from arena.db import dispose_engines, session_scope
 from arena.deals import reveal_if_complete
+from arena.link.player import GatewayLostError
+from arena.link.waiting import release, wait_for_bots
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
@@ -58,6 +64,8 @@ SLOW_DECISION: Final = {"StartMatch": -1, "EndHand": -2, "EndMatch": -3}
 
 # What play_match_job returns (RQ keeps it as the job's result).
 DONE, ALREADY_DONE, BUSY, NOT_RUNNING, LOST = "done", "already-done", "busy", "not-running", "lost"
+#: The match waits for a connected bot that is offline, or for its gateway (arena/link).
+WAITING = "waiting"
 
 
 class MatchTakenError(RuntimeError):
@@ -72,6 +80,8 @@ def play_match_job(
     ``hosted_addresses`` (bot name -> HOST:PORT) reaches hosted bots served over gRPC."""
     _forget_inherited_engines()
     worker = worker_id()
+    if wait_for_bots(database_url, match_id, load_settings().offline_grace_s):
+        return WAITING  # pending still: the driver's next sweep queues it again
     with session_scope(database_url) as session:  # claim and read the plan in one transaction
         refused = claim_match(session, match_id, worker)
         if refused is not None:
@@ -81,6 +91,10 @@ def play_match_job(
         result, duration_ms = play_claimed(database_url, plan, worker)
     except MatchTakenError:
         return LOST
+    except GatewayLostError:  # the arena's failure, not a bot's: play it again from its start
+        with session_scope(database_url) as session:
+            release(session, match_id, worker)
+        return WAITING
     except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it
         mark_failed(database_url, match_id, worker, exc)
         raise
@@ -130,6 +144,7 @@ def claim_match(session: Session, match_id: int, worker: str) -> str | None:
             heartbeat_at=now,
             hands_played=0,
             error=None,
+            waiting_since=None,  # a later wait for an offline bot gets its whole grace again
         )
         .execution_options(synchronize_session=False)
     )

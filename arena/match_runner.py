@@ -16,7 +16,7 @@ import hmac
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
 from arena.addresses import resolve_for_dial
@@ -58,6 +58,10 @@ class SeatPlan:
     #: ``address`` is where this arena serves the hosted bot itself (tonk demo), not an address
     #: a bot was registered at: it is dialled without the registered-address check.
     served_here: bool = False
+    #: The bot connects out (arena/link): its calls are relayed through the gateway holding
+    #: it, found in the store at ``store`` (the store's URL).
+    connected: bool = False
+    store: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +126,8 @@ def load_plan(
     (bot name -> HOST:PORT) plays hosted bots over gRPC where they are being served (as
     ``tonk demo`` does with arena.hosting.HostedBots) instead of in-process."""
     served = hosted_addresses or {}
+    bind = session.get_bind()
+    store = (bind.engine if isinstance(bind, Connection) else bind).url.render_as_string(hide_password=False)
     match = session.get(Match, match_id)
     if match is None:
         raise MatchNotFoundError(f"there is no match {match_id!r}")
@@ -142,6 +148,8 @@ def load_plan(
             served.get(name) if version.hosted and name in served else version.address,
             version.hosted,
             bool(version.hosted and name in served),
+            bool(version.connected),
+            store if version.connected else None,
         )
         for _seat, bot_id, version_id, name, version in rows
     )
@@ -164,8 +172,9 @@ def load_plan(
 
 
 def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None) -> Player:
-    """A registered bot's address wins (it plays over gRPC like any entrant); a bot with
-    only a ``module:Class`` is hosted in this process.
+    """The one factory of seat players. A connected bot plays through the gateway holding
+    it (arena.link.player.LinkPlayer); a registered bot's address wins next (it plays over
+    gRPC like any entrant); a bot with only a ``module:Class`` is hosted in this process.
 
     A registered address is checked again before it is dialled (arena.addresses:
     ``allowed_hosts``, default ``TONK_ALLOWED_BOT_HOSTS`` of this process) and the resolution
@@ -173,6 +182,11 @@ def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None)
     unreachable when the match starts, like a bot that is down, and the others play on.
     """
     try:
+        if seat.connected:
+            from arena.link.player import LinkPlayer, RelayTransport, routes_for
+
+            routes = routes_for(seat.store or load_settings().database_url)
+            return LinkPlayer(seat.name, RelayTransport(seat.bot_id, routes))
         if seat.address and seat.served_here:
             return make_player(seat.address)
         if seat.address:

@@ -85,6 +85,8 @@ class Bot(Base):
     address: Mapped[str | None] = mapped_column(String(255), nullable=True)
     hosted: Mapped[str | None] = mapped_column(String(255), nullable=True)
     status: Mapped[str] = mapped_column(String(16), default="active")  # active | retired
+    #: The bot connects out to a gateway (protos/tonk/v1/link.proto) instead of being dialled.
+    connected: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     owner: Mapped[Owner] = relationship(back_populates="bots")
@@ -103,6 +105,7 @@ class BotVersion(Base):
     address: Mapped[str | None] = mapped_column(String(255), nullable=True)
     hosted: Mapped[str | None] = mapped_column(String(255), nullable=True)
     info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # name/version/author/protocol
+    connected: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     bot: Mapped[Bot] = relationship(back_populates="versions")
@@ -175,6 +178,9 @@ class Match(Base):
     #: heartbeat is stale, or whose worker process is gone, is played again on resume.
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     hands_played: Mapped[int] = mapped_column(Integer, default=0)
+    #: When a worker first found a connected bot of this match offline (arena/link): the
+    #: match waits up to the tournament's ``offline_grace_s`` from then, then plays (and faults).
+    waiting_since: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     decisions: Mapped[int] = mapped_column(Integer, default=0)
     faults: Mapped[int] = mapped_column(Integer, default=0)
     forfeited_seat: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -268,3 +274,32 @@ class CheckLease(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"), unique=True)
     holder: Mapped[str] = mapped_column(String(64))
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+
+class LinkGateway(Base):
+    """A running gateway (arena/link/gateway.py): where workers relay calls to the bots it
+    holds. Live while ``heartbeat_at`` is recent. ``secret`` is the relay secret it made up
+    when none is configured (TONK_GATEWAY_SECRET); whoever reads the store may relay."""
+
+    __tablename__ = "link_gateways"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    address: Mapped[str] = mapped_column(String(255))  # HOST:PORT workers dial
+    secret: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    heartbeat_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LinkConnection(Base):
+    """One connected bot's live connection, held by one gateway, with its declared capacity."""
+
+    __tablename__ = "link_connections"
+    __table_args__ = (Index("ix_link_connections_bot", "bot_id"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    gateway_id: Mapped[str] = mapped_column(ForeignKey("link_gateways.id", ondelete="CASCADE"))
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+    capacity: Mapped[int] = mapped_column(Integer)
+    peer: Mapped[str] = mapped_column(String(128), default="")
+    connected_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

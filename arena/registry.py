@@ -157,6 +157,10 @@ def update_bot(
     _ensure_may_change(owner, bot)
     if bot.hosted:
         raise InvalidHostedBotError(f"bot {name!r} is hosted by the arena ({bot.hosted}); it has no address")
+    if bot.connected:  # arena/link: it plays over the link it opens
+        raise InvalidHostedBotError(
+            f"bot {name!r} connects to the arena (tonk serve --connect); it has no address"
+        )
     address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
     ensure_address_free(session, bot.owner, address, bot.id)
     # The bot's owner proves it runs the bot there; an operator acting for them need not.

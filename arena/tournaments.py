@@ -113,6 +113,8 @@ REFEREE_LIMITS: dict[str, tuple[int, int]] = {
     "max_faults": (1, 1_000),
     # Optional (sdk.referee.RefereeConfig's default when absent): StartMatch/EndHand/EndMatch.
     "lifecycle_deadline_ms": (1, 60_000),
+    # How long a match waits for an offline connected bot (arena/link), in seconds.
+    "offline_grace_s": (0, 7 * 24 * 3600),
 }
 
 

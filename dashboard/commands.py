@@ -108,7 +108,12 @@ def run_demo(args: argparse.Namespace) -> int:
     print_leaderboard(board)
     if args.no_serve:
         return 0
-    return _serve(args.host, args.port, settings, demo=True)
+    gateway = _gateway(settings)  # connected bots (tonk serve --connect) join the demo through it
+    try:
+        return _serve(args.host, args.port, settings, demo=True)
+    finally:
+        if gateway is not None:
+            gateway.stop()
 
 
 def _earlier_demo(url: str) -> tuple[int, str] | None:
@@ -182,6 +187,21 @@ def _play_round_robin(args: argparse.Namespace, settings: Settings, bots: dict[s
     print(f"{progress.done} matches played, {progress.failed} failed\n")
 
 
+def _gateway(settings: Settings) -> Any:
+    """The in-process gateway for connected bots (docs/protocol.md), or None (port 0 or busy)."""
+    from arena.link.cli import start_in_process
+
+    try:
+        running = start_in_process(settings)
+    except OSError as exc:
+        print(f"no gateway for connected bots: {exc}", file=sys.stderr)
+        return None
+    if running is not None:
+        gw = running.gateway
+        print(f"gateway for connected bots at {gw.host}:{gw.port} (relay {gw.advertise})", flush=True)
+    return running
+
+
 def print_leaderboard(board: Any) -> None:
     print(f"{'rank':>4}  {'bot':<12} {'Elo':>6}  {'95% interval':<15} {'matches':>7}  LOS next")
     for row in board.rows:
@@ -222,12 +242,18 @@ def run_dashboard(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     store = describe_store(settings.database_url)
-    serve(
-        args.host,
-        args.port,
-        settings,
-        production=args.production,
-        workers=args.workers,
-        ready=lambda url: print(f"dashboard at {url} (store: {store})", flush=True),
-    )
+    # gunicorn forks its workers: a gateway there runs on its own (`tonk gateway`).
+    gateway = None if args.production else _gateway(settings)
+    try:
+        serve(
+            args.host,
+            args.port,
+            settings,
+            production=args.production,
+            workers=args.workers,
+            ready=lambda url: print(f"dashboard at {url} (store: {store})", flush=True),
+        )
+    finally:
+        if gateway is not None:
+            gateway.stop()
     return 0

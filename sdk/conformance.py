@@ -563,6 +563,21 @@ def check_bot(
     return report
 
 
+def check_player(player: Any, config: CheckConfig | None = None, target: str = "") -> CheckReport:
+    """:func:`check_bot` on a player already connected to the bot (the arena's gateway checks
+    a connected bot this way, over its own connection)."""
+    cfg = config or CheckConfig()
+    report = CheckReport(target or str(getattr(player, "address", "bot")), deadline_ms=cfg.deadline_ms)
+    began = time.perf_counter()
+    try:
+        _check_info(player, report)
+        _run_all(player, cfg, report, None)
+    except _StopCheckError:
+        report.stopped_early = True
+    report.elapsed_s = time.perf_counter() - began
+    return report
+
+
 class _StopCheckError(Exception):
     """Going on would only repeat the same failure (too many faults, or nobody there)."""
 

@@ -36,7 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 BIN = Path(sys.executable).parent  # the virtualenv's bin: tonk, gunicorn, python
 #: Ports the services listen on inside their containers.
-CONTAINER_PORTS = {"dashboard": 8000, "bot-random": 50051, "bot-greedy": 50051, "bot-heuristic": 50051}
+CONTAINER_PORTS = {
+    "dashboard": 8000, "gateway": 50061, "bot-random": 50051, "bot-greedy": 50051, "bot-heuristic": 50051,
+}
 #: Services that come from public images; the tests use the local servers instead.
 EXTERNAL = {"redis", "postgres"}
 #: Variables `tonk submit` reads (the SDK's, not the arena's).

@@ -57,6 +57,7 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
             "number": v.number,
             "address": v.address,
             "hosted": v.hosted,
+            "connected": v.connected,
             "info": dict(v.info or {}),
             "created_at": iso(v.created_at),
         }
@@ -71,6 +72,8 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         "status": bot.status,
         "address": bot.address,
         "hosted": bot.hosted,
+        "plays": "connected" if bot.connected else "hosted" if bot.hosted else "dialled",
+        "link": _link(session, bot),
         "created_at": iso(bot.created_at),
         "rank": rated.rank if rated else None,
         "rating": rating_json(rated),
@@ -92,6 +95,17 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         "faults": _faults(session, bot.id),
         "versions": versions,
     }
+
+
+def _link(session: Session, bot: Bot) -> dict[str, Any] | None:
+    """A connected bot's live connections (arena/link), None for others."""
+    if not bot.connected:
+        return None
+    from arena.link.directory import link_status
+
+    status = link_status(session, [bot.id]).get(bot.id)
+    connections, capacity = (status.connections, status.capacity) if status else (0, 0)
+    return {"online": connections > 0, "connections": connections, "capacity": capacity}
 
 
 def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:

@@ -99,6 +99,7 @@ def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
         select(Bot.id, Bot.name, Bot.status, Owner.name).join(Owner, Owner.id == Bot.owner_id)
     ).all()
     by_id = {row[0]: row for row in bots}
+    links = link_flags(session)
     rows: list[dict[str, Any]] = []
     for rated in ratings.rows:
         bot = by_id.get(rated.bot_id)
@@ -111,6 +112,7 @@ def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
             "status": bot[2],
             "rating": rating_json(rated),
             "los_next": None if rated.los_next is None else round(rated.los_next, 3),
+            **links.get(rated.bot_id, NOT_CONNECTED),
             **record(stats.get(rated.bot_id)),
         })
     rated_ids = {r.bot_id for r in ratings.rows}
@@ -118,9 +120,22 @@ def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
         if bot_id not in rated_ids and status == "active":
             rows.append({
                 "rank": None, "bot": name, "owner": owner, "status": status, "rating": None,
-                "los_next": None, **record(stats.get(bot_id)),
+                "los_next": None, **links.get(bot_id, NOT_CONNECTED), **record(stats.get(bot_id)),
             })
     return rows
+
+
+#: A bot that is dialled or hosted: always "online" as far as the leaderboard can tell.
+NOT_CONNECTED: dict[str, Any] = {"connected": False, "online": None}
+
+
+def link_flags(session: Session) -> dict[int, dict[str, Any]]:
+    """For connected bots (arena/link): whether any gateway holds a connection now."""
+    from arena.link.directory import link_status
+
+    ids = list(session.scalars(select(Bot.id).where(Bot.connected.is_(True))))
+    status = link_status(session, ids)
+    return {i: {"connected": True, "online": i in status} for i in ids}
 
 
 def scale(rows: list[dict[str, Any]]) -> tuple[float, float]:

@@ -56,7 +56,19 @@ def index() -> Response:
             "POST /api/v1/tournaments",
             "POST /api/v1/tournaments/<id>/pause|resume|run",
         ],
+        # Where bots that connect out (`tonk serve --connect`) find the gateway.
+        "link": {"address": _link_address(), "protocol": "tonk.v1.BotLinkService"},
     })
+
+
+def _link_address() -> str | None:
+    configured = current_app.config.get("LINK_ADDRESS") or settings().gateway_public
+    if configured:
+        return str(configured)
+    if not settings().gateway_port:
+        return None
+    host = request.host.rsplit(":", 1)[0] if not request.host.endswith("]") else request.host
+    return f"{host}:{settings().gateway_port}"
 
 
 @bp.get("/leaderboard")

@@ -8,6 +8,15 @@
 //
 // Options: --host (default 127.0.0.1; 0.0.0.0 to accept other machines), --port (default
 // 50051). TONK_PROTOS names the folder holding tonk/v1/bot.proto (default: ../../protos).
+//
+// Or connect out, listening on nothing (protos/tonk/v1/link.proto, docs/protocol.md
+// "Connecting out"): the bot opens one stream to the arena's gateway and answers the calls
+// that come over it.
+//
+//   node bot.js --connect --arena http://127.0.0.1:8000 --token TOKEN --name my-node-bot
+//
+// (--capacity: matches at once, default 4; --link HOST:PORT skips asking the arena where its
+// gateway is; TONK_ARENA and TONK_TOKEN work as the options.)
 "use strict";
 
 const path = require("path");
@@ -20,8 +29,12 @@ const protosDir = process.env.TONK_PROTOS || path.join(__dirname, "..", "..", "p
 // keepCase: the fields keep the .proto's snake_case names; oneofs: each oneof gets a field
 // naming its member (action.kind is "drop", "draw", "meld", "layoff" or "discard").
 const definition = protoLoader.loadSync(
-  [path.join(protosDir, "tonk", "v1", "bot.proto"), path.join(__dirname, "health.proto")],
-  { keepCase: true, enums: String, longs: String, defaults: true, oneofs: true },
+  [
+    path.join(protosDir, "tonk", "v1", "bot.proto"),
+    path.join(protosDir, "tonk", "v1", "link.proto"),
+    path.join(__dirname, "health.proto"),
+  ],
+  { keepCase: true, enums: String, longs: String, defaults: true, oneofs: true, includeDirs: [protosDir] },
 );
 const proto = grpc.loadPackageDefinition(definition);
 
@@ -69,17 +82,19 @@ function decide(obs) {
 
 // --- The service --------------------------------------------------------------------------
 
+const INFO = {
+  name: "node-example",
+  version: "0.1.0",
+  author: "Tonk Arena examples",
+  protocol_version: PROTOCOL_VERSION,
+  language: `javascript (node ${process.versions.node})`,
+  // The arena's claim code for this bot's address, to be registered there (docs/protocol.md).
+  claim: process.env.TONK_CLAIM || "",
+};
+
 const botService = {
   GetInfo(call, reply) {
-    reply(null, {
-      name: "node-example",
-      version: "0.1.0",
-      author: "Tonk Arena examples",
-      protocol_version: PROTOCOL_VERSION,
-      language: `javascript (node ${process.versions.node})`,
-      // The arena's claim code for this bot's address, to be registered there (docs/protocol.md).
-      claim: process.env.TONK_CLAIM || "",
-    });
+    reply(null, INFO);
   },
   // Every observation is complete, so this bot keeps no state between calls.
   StartMatch(call, reply) {
@@ -96,6 +111,9 @@ const botService = {
     reply(null, {});
   },
   EndMatch(call, reply) {
+    reply(null, {});
+  },
+  EndDeal(call, reply) {
     reply(null, {});
   },
 };
@@ -142,6 +160,114 @@ function main() {
   process.on("SIGTERM", stop);
 }
 
-if (require.main === module) main();
+// --- Connecting out ------------------------------------------------------------------------
+
+// Refusals that retrying cannot fix (a bad token, a name that is not ours...): stop.
+const FINAL = new Set([
+  grpc.status.UNAUTHENTICATED,
+  grpc.status.PERMISSION_DENIED,
+  grpc.status.FAILED_PRECONDITION,
+  grpc.status.INVALID_ARGUMENT,
+]);
+
+// Each call is one LinkCall with exactly one request; the reply carries the same call_id and
+// the response of the same kind (or an error status).
+function answer(call) {
+  const reply = { call_id: call.call_id };
+  try {
+    switch (call.request) {
+      case "get_info":
+        reply.get_info = INFO;
+        break;
+      case "decide":
+        reply.decide = { action_index: decide(call.decide.observation) };
+        break;
+      case "start_match":
+      case "end_hand":
+      case "end_match":
+      case "end_deal":
+        reply[call.request] = {};
+        break;
+      default: // a call this bot does not know (a newer arena)
+        reply.error = { code: grpc.status.UNIMPLEMENTED, message: `unknown call ${call.request}` };
+    }
+  } catch (err) {
+    delete reply.decide;
+    reply.error = { code: grpc.status.INTERNAL, message: String(err && err.stack ? err.stack : err) };
+  }
+  return reply;
+}
+
+async function gatewayOf(arena) {
+  const response = await fetch(`${arena.replace(/\/+$/, "")}/api/v1/`);
+  const body = await response.json();
+  if (!body.link || !body.link.address) throw new Error(`the arena at ${arena} advertises no gateway`);
+  return body.link.address;
+}
+
+async function connect() {
+  const arena = option("arena", process.env.TONK_ARENA || "");
+  const token = option("token", process.env.TONK_TOKEN || "");
+  const name = option("name", INFO.name);
+  const capacity = Number(option("capacity", "4"));
+  if (!token || (!arena && !option("link", ""))) {
+    console.error("--connect needs --token (or TONK_TOKEN) and --arena (or TONK_ARENA)");
+    process.exit(2);
+  }
+  const address = option("link", "") || (await gatewayOf(arena));
+  let backoff = 500;
+  let stopping = false;
+  let current = null;
+  const stop = () => {
+    stopping = true;
+    if (current) current.cancel();
+    setTimeout(() => process.exit(0), 500).unref();
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+  const open = () => {
+    const client = new proto.tonk.v1.BotLinkService(address, grpc.credentials.createInsecure());
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", `Bearer ${token}`);
+    const stream = client.Connect(metadata); // no deadline: the stream is the whole session
+    current = stream;
+    stream.write({ hello: { bot_name: name, capacity, info: INFO } });
+    stream.on("data", (message) => {
+      if (message.message === "welcome") {
+        backoff = 500;
+        console.log(`${name} connected to ${address} (${message.welcome.connection_id})`);
+      } else if (message.message === "call") {
+        stream.write({ reply: answer(message.call) });
+      } else if (message.message === "notice") {
+        console.warn(`arena notice ${message.notice.kind}: ${message.notice.message}`);
+      }
+    });
+    stream.on("error", (err) => {
+      client.close();
+      if (stopping) return;
+      if (FINAL.has(err.code)) {
+        console.error(`the arena refused ${name}: ${err.details || err.message}`);
+        process.exit(1);
+      }
+      const wait = backoff * (0.5 + Math.random() / 2);
+      console.warn(`link lost (${err.details || err.message}); reconnecting in ${Math.round(wait)} ms`);
+      setTimeout(open, wait);
+      backoff = Math.min(backoff * 2, 30000);
+    });
+    stream.on("end", () => stream.end());
+  };
+  open();
+}
+
+if (require.main === module) {
+  if (process.argv.includes("--connect")) {
+    connect().catch((err) => {
+      console.error(String(err && err.message ? err.message : err));
+      process.exit(1);
+    });
+  } else {
+    main();
+  }
+}
 
 module.exports = { decide, points };

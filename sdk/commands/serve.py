@@ -1,5 +1,9 @@
 """``tonk serve BOT``: serve a bot (``MODULE:CLASS`` or a house bot name) over gRPC until
-interrupted. The arena, ``tonk play HOST:PORT`` and ``tonk check HOST:PORT`` can then call it."""
+interrupted. The arena, ``tonk play HOST:PORT`` and ``tonk check HOST:PORT`` can then call it.
+
+``tonk serve BOT --connect [--arena URL] [--token TOKEN] [--name NAME]`` listens on nothing:
+the bot connects out to the arena's gateway (sdk/link.py) and plays from there; ``TONK_ARENA``
+and ``TONK_TOKEN`` are read as by ``tonk submit``."""
 
 from __future__ import annotations
 
@@ -41,6 +45,15 @@ def register(subparsers: Any) -> None:
         help="the arena's claim code for this bot's address, returned in GetInfo to prove you run "
         "it (default: $TONK_CLAIM; `tonk submit` prints the code)",
     )
+    link = parser.add_argument_group("connecting out (no listening port)")
+    link.add_argument("--connect", action="store_true", help="connect to the arena instead of serving")
+    link.add_argument("--arena", default=None, help="the arena's URL (default: TONK_ARENA)")
+    link.add_argument("--token", default=None, help="your owner token (default: TONK_TOKEN)")
+    link.add_argument("--name", default=None, help="the bot's name in the arena (default: its own)")
+    link.add_argument(
+        "--capacity", type=int, default=4, help="matches this process plays at once (default 4)"
+    )
+    link.add_argument("--link", default=None, help="the gateway's HOST:PORT (default: asked of the arena)")
     parser.set_defaults(func=run_serve)
 
 
@@ -50,6 +63,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except PlayerSpecError as exc:
         print(f"tonk serve: {exc}", file=sys.stderr)
         return 2
+    if args.connect:
+        return _run_connect(args, bot)
     try:
         serve(
             bot,
@@ -61,5 +76,30 @@ def run_serve(args: argparse.Namespace) -> int:
         )
     except OSError as exc:
         print(f"tonk serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_connect(args: argparse.Namespace, bot: Any) -> int:
+    import os
+
+    from sdk.link import ArenaDiscoveryError, LinkRefusedError, connect
+
+    arena = args.arena or os.environ.get("TONK_ARENA", "")
+    token = args.token or os.environ.get("TONK_TOKEN", "")
+    if not token:
+        print("tonk serve --connect: give --token or set TONK_TOKEN (your owner token)", file=sys.stderr)
+        return 2
+    if not arena and not args.link:
+        print("tonk serve --connect: give --arena URL or set TONK_ARENA", file=sys.stderr)
+        return 2
+    if args.capacity < 1:
+        print(f"tonk serve --connect: --capacity must be 1 or more, got {args.capacity}", file=sys.stderr)
+        return 2
+    name = args.name or str(bot.name)
+    try:
+        connect(bot, token=token, name=name, arena=arena, address=args.link or "", capacity=args.capacity)
+    except (ArenaDiscoveryError, LinkRefusedError) as exc:
+        print(f"tonk serve --connect: {exc}", file=sys.stderr)
         return 1
     return 0

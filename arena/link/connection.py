@@ -1,0 +1,169 @@
+"""One connected bot's stream, as the gateway holds it: calls out with increasing ids, replies
+in matched to them, and the checks that end the stream when the bot breaks the protocol
+(an unreadable frame, a second hello, a reply to a call never made, too many stray replies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+import uuid
+from typing import Any, Final
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from arena.link.player import RELAY_MARGIN_S, LinkTransportError
+from sdk.protocol import link_pb2 as lpb
+from sdk.referee import FaultKind
+
+#: Unanswered calls per connection; more is the arena overloading one bot: refused.
+MAX_CALLS_IN_FLIGHT: Final = 256
+#: Replies per minute that answer no waiting call (late, repeated) before the stream ends.
+MAX_STRAY_PER_MINUTE: Final = 60
+
+#: Put in a connection's outbox to end its stream.
+CLOSE: Final = object()
+
+
+class ConnectionClosedError(Exception):
+    """The bot's connection is gone (or going)."""
+
+
+class Connection:
+    """One bot's stream: calls out, replies in, matched by call id."""
+
+    def __init__(self, bot_name: str, owner_id: int, capacity: int, peer: str):
+        self.id = uuid.uuid4().hex[:16]
+        self.bot_name = bot_name
+        self.bot_id = 0
+        self.owner_id = owner_id
+        self.capacity = capacity
+        self.peer = peer
+        self.sessions = 0
+        self.outbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.pending: dict[int, asyncio.Future[bytes]] = {}
+        self.next_id = 1
+        self.closed = False
+        self.error: tuple[grpc.StatusCode, str] | None = None
+        self._strays: collections.deque[float] = collections.deque()
+
+    async def call(self, call: bytes, timeout_s: float) -> bytes:
+        """Send a serialized LinkCall (call_id 0) and wait for the serialized LinkReply."""
+        if self.closed:
+            raise ConnectionClosedError("the bot's connection has closed")
+        if len(self.pending) >= MAX_CALLS_IN_FLIGHT:
+            raise ConnectionClosedError(f"the connection has {MAX_CALLS_IN_FLIGHT} calls unanswered")
+        call_id = self.next_id
+        self.next_id += 1
+        inner = b"\x08" + _varint(call_id) + call
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bytes] = loop.create_future()
+        self.pending[call_id] = future
+        self.outbox.put_nowait(b"\x12" + _varint(len(inner)) + inner)  # ArenaToBot.call
+        # A timer rather than asyncio.wait_for, which makes a task per call.
+        timer = loop.call_later(max(timeout_s, 0.001), _expire, future)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+            self.pending.pop(call_id, None)
+
+    def on_message(self, data: bytes, count: int) -> None:
+        """One message from the bot after its hello; a protocol violation closes the stream."""
+        try:
+            message = lpb.BotToArena.FromString(data)
+        except DecodeError as exc:
+            raise ViolationError(
+                grpc.StatusCode.INVALID_ARGUMENT, f"message {count} is not a BotToArena: {exc}"
+            ) from None
+        kind = message.WhichOneof("message")
+        if kind != "reply":
+            what = "a second hello" if kind == "hello" else "empty (no hello or reply set)"
+            raise ViolationError(
+                grpc.StatusCode.INVALID_ARGUMENT, f"message {count} is {what}; only replies may follow"
+            )
+        call_id = message.reply.call_id
+        future = self.pending.pop(call_id, None)
+        if future is not None:
+            if not future.done():
+                future.set_result(message.reply.SerializeToString())
+            return
+        if call_id == 0 or call_id >= self.next_id:
+            raise ViolationError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"message {count} answers call {call_id}, which was never made",
+            )
+        now = time.monotonic()
+        self._strays.append(now)
+        while self._strays and self._strays[0] < now - 60:
+            self._strays.popleft()
+        if len(self._strays) > MAX_STRAY_PER_MINUTE:
+            raise ViolationError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"more than {MAX_STRAY_PER_MINUTE} replies a minute answer no waiting call "
+                "(late or repeated)",
+            )
+        notice = lpb.LinkNotice(
+            kind="late_reply",
+            message=f"the reply to call {call_id} came after its deadline (or twice) and was not used",
+        )
+        self.outbox.put_nowait(lpb.ArenaToBot(notice=notice).SerializeToString())
+
+    def close(self, error: tuple[grpc.StatusCode, str] | None = None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if error is not None and self.error is None:
+            self.error = error
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(ConnectionClosedError("the bot's connection closed during the call"))
+        self.pending.clear()
+        self.outbox.put_nowait(CLOSE)
+
+
+class ViolationError(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ConnectionTransport:
+    """A LinkPlayer's transport straight over one connection (the admission check runs in a
+    worker thread; the connection lives on the loop)."""
+
+    def __init__(self, connection: Connection, loop: asyncio.AbstractEventLoop):
+        self.connection = connection
+        self.loop = loop
+
+    def call(self, session: str, call: bytes, timeout_s: float, *, last: bool = False) -> bytes:
+        future = asyncio.run_coroutine_threadsafe(self.connection.call(call, timeout_s), self.loop)
+        try:
+            return future.result(timeout_s + RELAY_MARGIN_S)
+        except TimeoutError:
+            raise LinkTransportError(FaultKind.TIMEOUT, "no reply in time") from None
+        except ConnectionClosedError as exc:
+            raise LinkTransportError(FaultKind.UNREACHABLE, str(exc)) from None
+
+    def close(self) -> None:
+        pass
+
+
+def _expire(future: asyncio.Future[bytes]) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError())
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        bits = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(bits | 0x80)
+        else:
+            out.append(bits)
+            return bytes(out)

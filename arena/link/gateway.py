@@ -1,0 +1,478 @@
+"""The gateway: holds connected bots' streams (``BotLinkService.Connect``) and relays match
+workers' calls to them (``GatewayRelayService.Relay``), on two ports.
+
+One asyncio loop (grpc.aio) carries every connection and relay, so a gateway holds many
+bots with a handful of threads; the store is written from worker threads. The bots' port is
+public and strict: a token connects only its owner's bots, messages are at most
+``MAX_MESSAGE_BYTES``, at most ``max_connections_per_owner`` connections per owner, at most
+``MAX_CALLS_IN_FLIGHT`` unanswered calls per connection, and anything wrong on a stream
+(an unreadable frame, a reply to a call never made, a second hello, a flood of stray
+replies) ends that stream with a status saying what, and nothing else. The relay port is
+for workers only: every call carries the gateway's secret. The gateway never dials a bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import hmac
+import logging
+import secrets
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final
+
+import grpc
+from google.protobuf.message import DecodeError
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from arena.config import Settings
+from arena.db import session_scope
+from arena.link import directory
+from arena.link.admission import (
+    KnownBot,
+    LinkRefusedError,
+    check_connected_bot,
+    find_connected_bot,
+    register_connected_bot,
+)
+from arena.link.connection import (
+    CLOSE,
+    MAX_CALLS_IN_FLIGHT,
+    MAX_STRAY_PER_MINUTE,
+    Connection,
+    ConnectionClosedError,
+    ConnectionTransport,
+    ViolationError,
+)
+from arena.link.player import (
+    BOT_ERROR_HEADER,
+    RELAY_MARGIN_S,
+    SECRET_HEADER,
+    LinkPlayer,
+)
+from sdk.protocol import LINK_SERVICE_NAME, RELAY_SERVICE_NAME
+from sdk.protocol import link_pb2 as lpb
+
+log = logging.getLogger("tonk.gateway")
+
+#: The largest message a bot may send (a reply is a few bytes; GetInfo a few hundred).
+MAX_MESSAGE_BYTES: Final = 64 * 1024
+#: The most matches one connection may declare.
+MAX_CAPACITY: Final = 64
+#: Seconds a bot has to say hello after connecting.
+HELLO_TIMEOUT_S: Final = 10.0
+#: A session (a match seat) idle this long is forgotten (its referee went away).
+SESSION_IDLE_S: Final = 900.0
+
+
+@dataclass
+class _Session:
+    connection: Connection
+    used: float
+
+
+class Gateway:
+    """The gateway's state and both services. :meth:`start` binds, :meth:`stop` ends."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        relay_host: str = "127.0.0.1",
+        relay_port: int = 0,
+        advertise: str = "",
+        secret: str = "",
+        max_connections_per_owner: int = 16,
+    ):
+        self.settings = settings
+        self.host, self.port = host, port
+        self.relay_host, self.relay_port = relay_host, relay_port
+        self.advertise = advertise
+        self.configured_secret = secret
+        self.secret = secret or secrets.token_hex(32)
+        self.max_connections_per_owner = max_connections_per_owner
+        self.id = f"{socket.gethostname()[:32]}-{uuid.uuid4().hex[:12]}"
+        self.by_bot: dict[int, list[Connection]] = {}
+        self.sessions: dict[str, _Session] = {}
+        self.admitting: collections.Counter[int] = collections.Counter()
+        #: Bots that have connected since this gateway started.
+        self.seen: set[int] = set()
+        self._servers: list[grpc.aio.Server] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.started = time.monotonic()
+        self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tonk-gateway")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.started = time.monotonic()
+        link = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.so_reuseport", 0),
+                ("grpc.keepalive_time_ms", 20_000),
+                ("grpc.keepalive_timeout_ms", 10_000),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+            ]
+        )
+        link.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    LINK_SERVICE_NAME, {"Connect": grpc.stream_stream_rpc_method_handler(self.connect)}
+                ),
+            )
+        )
+        # Health on the bots' port: what container health checks ask (python -m sdk.health).
+        self._health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, link)
+        relay = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        relay.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    RELAY_SERVICE_NAME,
+                    {
+                        "Relay": grpc.unary_unary_rpc_method_handler(
+                            self.relay,
+                            request_deserializer=lpb.RelayRequest.FromString,
+                            response_serializer=lpb.RelayResponse.SerializeToString,
+                        )
+                    },
+                ),
+            )
+        )
+        self.port = _bind(link, self.host, self.port, "bots")
+        self.relay_port = _bind(relay, self.relay_host, self.relay_port, "relay")
+        self.advertise = self.advertise or f"{_dialable(self.relay_host)}:{self.relay_port}"
+        self._servers = [link, relay]
+        await self._store(self._register)
+        for server in self._servers:
+            await server.start()
+        await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
+        self._tasks.append(asyncio.create_task(self._beat()))
+        log.info(
+            "gateway %s: bots connect to %s:%d, workers relay via %s",
+            self.id,
+            self.host,
+            self.port,
+            self.advertise,
+        )
+
+    async def stop(self, grace: float = 1.0) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for connections in list(self.by_bot.values()):
+            for connection in connections:
+                connection.close((grpc.StatusCode.UNAVAILABLE, "the gateway is shutting down; reconnect"))
+        await asyncio.gather(*(s.stop(grace) for s in self._servers), return_exceptions=True)
+        try:
+            await self._store(lambda s: directory.drop_gateway(s, self.id))
+        except Exception:  # the store gone too: the lease ends our rows
+            log.warning("gateway %s: could not remove its rows from the store", self.id)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _store(self, work: Callable[[Any], Any]) -> Any:
+        def run() -> Any:
+            with session_scope(self.settings.database_url) as session:
+                return work(session)
+
+        assert self.loop is not None
+        return await self.loop.run_in_executor(self.executor, run)
+
+    def _register(self, session: Any) -> None:
+        stored_secret = None if self.configured_secret else self.secret
+        directory.register_gateway(session, self.id, self.advertise, stored_secret)
+        for connections in self.by_bot.values():
+            for c in connections:
+                directory.add_connection(session, c.id, self.id, c.bot_id, c.owner_id, c.capacity, c.peer)
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(directory.HEARTBEAT_S)
+            try:
+                if not await self._store(lambda s: directory.heartbeat(s, self.id)):
+                    await self._store(self._register)  # presumed dead by someone: come back
+            except Exception as exc:
+                log.warning("gateway %s: heartbeat failed: %s", self.id, exc)
+            now = time.monotonic()
+            for key, held in list(self.sessions.items()):
+                if now - held.used > SESSION_IDLE_S:
+                    self._unpin(key)
+
+    # -- bots connecting -----------------------------------------------------------------------
+
+    async def connect(
+        self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[bytes]:
+        peer = context.peer() or ""
+        try:
+            owner_id, hello = await self._hello(requests, context)
+        except LinkRefusedError as exc:
+            log.info("gateway: refused %s: %s", peer, exc.message)
+            await context.abort(getattr(grpc.StatusCode, exc.status), exc.message)
+            return
+        capacity = min(max(hello.capacity, 1), MAX_CAPACITY)
+        connection = Connection(hello.bot_name, owner_id, capacity, peer)
+        reader = asyncio.create_task(self._read(requests, connection))
+        admit = asyncio.create_task(self._admit(connection, hello))
+        try:
+            while True:
+                item = await connection.outbox.get()
+                if item is CLOSE:
+                    break
+                yield item
+        finally:
+            reader.cancel()
+            admit.cancel()
+            connection.close()
+            await self._forget(connection)
+        if connection.error is not None:
+            code, message = connection.error
+            log.info("gateway: closed %s (%s): %s", connection.bot_name, peer, message)
+            await context.abort(code, message)
+
+    async def _hello(
+        self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+    ) -> tuple[int, lpb.LinkHello]:
+        token = ""
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization" and isinstance(value, str):
+                token = value
+        from arena.auth import parse_bearer
+
+        def owner_of(session: Any) -> int:
+            from arena.auth import authenticate
+            from arena.errors import ArenaError
+
+            try:
+                return authenticate(session, parse_bearer(token), self.settings).id
+            except ArenaError as exc:
+                raise LinkRefusedError(
+                    "UNAUTHENTICATED", f"{exc}; send 'authorization: Bearer <token>'"
+                ) from None
+
+        owner_id = int(await self._store(owner_of))
+        try:
+            first = await asyncio.wait_for(requests.__anext__(), HELLO_TIMEOUT_S)
+        except TimeoutError:
+            raise LinkRefusedError("DEADLINE_EXCEEDED", f"no hello within {HELLO_TIMEOUT_S:.0f} s") from None
+        except StopAsyncIteration:
+            raise LinkRefusedError("INVALID_ARGUMENT", "the stream ended before its hello") from None
+        try:
+            message = lpb.BotToArena.FromString(first)
+        except DecodeError as exc:
+            raise LinkRefusedError(
+                "INVALID_ARGUMENT", f"the first message is not a BotToArena: {exc}"
+            ) from None
+        if message.WhichOneof("message") != "hello":
+            raise LinkRefusedError("INVALID_ARGUMENT", "the first message must be a hello (LinkHello)")
+        if message.hello.capacity < 1:
+            raise LinkRefusedError(
+                "INVALID_ARGUMENT", f"capacity must be 1 or more, got {message.hello.capacity}"
+            )
+        here = sum(1 for cs in self.by_bot.values() for c in cs if c.owner_id == owner_id)
+        known = await self._store(lambda s: directory.owner_connections(s, owner_id))
+        if max(here, known) + self.admitting[owner_id] >= self.max_connections_per_owner:
+            raise LinkRefusedError(
+                "RESOURCE_EXHAUSTED",
+                f"the owner already has {self.max_connections_per_owner} connections, the most allowed",
+            )
+        return owner_id, message.hello
+
+    async def _read(self, requests: AsyncIterator[bytes], connection: Connection) -> None:
+        count = 1
+        try:
+            async for data in requests:
+                count += 1
+                connection.on_message(data, count)
+            connection.close()
+        except ViolationError as exc:
+            connection.close((exc.code, exc.message))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the transport failed (too large, reset): this stream only
+            connection.close((grpc.StatusCode.INVALID_ARGUMENT, f"the stream failed: {exc}"[:300]))
+
+    async def _admit(self, connection: Connection, hello: lpb.LinkHello) -> None:
+        self.admitting[connection.owner_id] += 1
+        try:
+
+            def lookup(session: Any) -> KnownBot | None:
+                from arena.models import Owner
+
+                owner = session.get(Owner, connection.owner_id)
+                return find_connected_bot(session, owner, hello.bot_name)
+
+            known = await self._store(lookup)
+            registered = False
+            if known is None:
+                assert self.loop is not None
+                player = LinkPlayer(hello.bot_name, ConnectionTransport(connection, self.loop))
+                info = await self.loop.run_in_executor(
+                    self.executor, check_connected_bot, player, hello.bot_name, self.settings
+                )
+
+                def register(session: Any) -> KnownBot:
+                    from arena.models import Owner
+
+                    owner = session.get(Owner, connection.owner_id)
+                    return register_connected_bot(session, owner, hello.bot_name, info)
+
+                known = await self._store(register)
+                registered = True
+            connection.bot_id = known.bot_id
+            await self._store(
+                lambda s: directory.add_connection(
+                    s,
+                    connection.id,
+                    self.id,
+                    known.bot_id,
+                    connection.owner_id,
+                    connection.capacity,
+                    connection.peer,
+                )
+            )
+        except LinkRefusedError as exc:
+            connection.close((getattr(grpc.StatusCode, exc.status), exc.message))
+            return
+        except Exception as exc:
+            log.exception("gateway: admitting %s failed", hello.bot_name)
+            connection.close((grpc.StatusCode.INTERNAL, f"the arena could not admit the bot: {exc}"[:300]))
+            return
+        finally:
+            self.admitting[connection.owner_id] -= 1
+        if connection.closed:
+            await self._store(lambda s: directory.remove_connection(s, connection.id))
+            return
+        self.by_bot.setdefault(connection.bot_id, []).append(connection)
+        self.seen.add(connection.bot_id)
+        welcome = lpb.LinkWelcome(
+            connection_id=connection.id,
+            bot_name=hello.bot_name,
+            capacity=connection.capacity,
+            registered=registered,
+            limits=lpb.LinkLimits(
+                max_message_bytes=MAX_MESSAGE_BYTES,
+                max_calls_in_flight=MAX_CALLS_IN_FLIGHT,
+                max_stray_replies_per_minute=MAX_STRAY_PER_MINUTE,
+            ),
+        )
+        connection.outbox.put_nowait(lpb.ArenaToBot(welcome=welcome).SerializeToString())
+        log.info(
+            "gateway: %s connected (%s, capacity %d)", hello.bot_name, connection.peer, connection.capacity
+        )
+
+    async def _forget(self, connection: Connection) -> None:
+        held = self.by_bot.get(connection.bot_id)
+        if held and connection in held:
+            held.remove(connection)
+            if not held:
+                del self.by_bot[connection.bot_id]
+        for key, session in list(self.sessions.items()):
+            if session.connection is connection:
+                del self.sessions[key]
+        if connection.bot_id:
+            try:
+                await self._store(lambda s: directory.remove_connection(s, connection.id))
+            except Exception:
+                log.warning("gateway: could not remove connection %s from the store", connection.id)
+
+    # -- workers relaying -------------------------------------------------------------------------
+
+    async def relay(self, request: lpb.RelayRequest, context: grpc.aio.ServicerContext) -> lpb.RelayResponse:
+        given = ""
+        for key, value in context.invocation_metadata() or ():
+            if key == SECRET_HEADER and isinstance(value, str):
+                given = value
+        if not hmac.compare_digest(given.encode(), self.secret.encode()):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong or missing gateway secret")
+        connection = self._pin(request.bot_id, request.session)
+        fresh = time.monotonic() - self.started < directory.LEASE_S
+        if connection is None and fresh and request.bot_id not in self.seen:
+            # Just (re)started and the bot has not reconnected yet: not the bot's fault; the
+            # worker plays the match again later (arena/link/player.GatewayLostError).
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the gateway has just started")
+        if connection is None:
+            context.set_trailing_metadata(((BOT_ERROR_HEADER, "bot"),))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the bot is not connected to the arena")
+            raise AssertionError("unreachable")
+        remaining = context.time_remaining()
+        timeout_s = 60.0 if remaining is None else remaining - RELAY_MARGIN_S
+        try:
+            reply = await connection.call(request.call, timeout_s)
+        except TimeoutError:
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the bot did not reply in time")
+        except ConnectionClosedError as exc:
+            context.set_trailing_metadata(((BOT_ERROR_HEADER, "bot"),))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        finally:
+            if request.last:
+                self._unpin(request.session)
+        return lpb.RelayResponse(reply=reply, connection_id=connection.id)
+
+    def _pin(self, bot_id: int, key: str) -> Connection | None:
+        held = self.sessions.get(key)
+        if held is not None and not held.connection.closed:
+            held.used = time.monotonic()
+            return held.connection
+        if held is not None:
+            self._unpin(key)
+        live = [c for c in self.by_bot.get(bot_id, ()) if not c.closed]
+        if not live:
+            return None
+        connection = min(live, key=lambda c: (c.sessions / c.capacity, len(c.pending)))
+        connection.sessions += 1
+        self.sessions[key] = _Session(connection, time.monotonic())
+        return connection
+
+    def _unpin(self, key: str) -> None:
+        held = self.sessions.pop(key, None)
+        if held is not None:
+            held.connection.sessions -= 1
+
+
+def _bind(server: grpc.aio.Server, host: str, port: int, what: str) -> int:
+    try:
+        bound = int(server.add_insecure_port(f"{host}:{port}"))
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        raise OSError(f"the gateway cannot listen for {what} on {host}:{port} (in use?)")
+    return bound
+
+
+def _dialable(host: str) -> str:
+    return socket.gethostname() if host in ("0.0.0.0", "::", "[::]", "") else host
+
+
+class GatewayThread:
+    """A gateway on its own loop in a daemon thread (``tonk dashboard``, ``tonk demo``,
+    tests): ``start()`` returns once it listens; ``stop()`` ends it."""
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="tonk-gateway", daemon=True)
+
+    def start(self) -> Gateway:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.gateway.start(), self._loop).result(30)
+        return self.gateway
+
+    def stop(self) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self.gateway.stop(), self._loop).result(30)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()

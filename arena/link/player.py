@@ -1,0 +1,360 @@
+"""The referee's side of a connected bot: a :class:`~sdk.referee.Player` whose every call
+goes through the gateway holding the bot's connection.
+
+:class:`LinkPlayer` keeps :class:`~sdk.grpc_player.GrpcPlayer`'s contract exactly (the same
+deadlines, lifecycle timeout, reply size limit and fault kinds), so the referee cannot tell
+which kind of bot it plays. What carries a call is a :class:`LinkTransport`: in a match
+worker, :class:`RelayTransport` (a unary ``GatewayRelayService.Relay`` to the gateway, found
+in the store); in the gateway itself, the connection (its admission check).
+
+Failures map to faults as for a dialled bot: no reply in time is TIMEOUT, a bot that is not
+connected or whose connection dropped is UNREACHABLE, an error answer is CRASH, a reply of
+the wrong kind or unreadable is MALFORMED. One thing is not the bot's fault: the gateway
+itself unreachable (killed, restarting). That raises :class:`GatewayLostError`, which the
+match job turns into "play this match again later" (arena/jobs.py), never into a fault.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from typing import Any, Final, Protocol
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from sdk.actions import Action
+from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
+from sdk.convert import (
+    MalformedReplyError,
+    deal_summary_to_proto,
+    encode_decide_request,
+    hand_result_to_proto,
+    match_info_to_proto,
+    match_summary_to_proto,
+    reply_from_proto,
+)
+from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES
+from sdk.protocol import RELAY_SERVICE_NAME
+from sdk.protocol import bot_pb2 as pb
+from sdk.protocol import link_pb2 as lpb
+from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
+
+_MAX_REASON: Final = 300
+#: Extra seconds a worker waits for the gateway's own verdict beyond the bot's deadline.
+RELAY_MARGIN_S: Final = 1.0
+#: Metadata key of the relay's secret.
+SECRET_HEADER: Final = "x-tonk-gateway-secret"
+#: Trailing metadata the gateway sets on errors about the bot (not about itself).
+BOT_ERROR_HEADER: Final = "x-tonk-link"
+#: Seconds a worker trusts what the store said about where a bot is connected.
+ROUTE_TTL_S: Final = 1.0
+
+# A Decide's LinkCall is built by concatenation: deadline_ms (field 2, varint) and decide
+# (field 12, length-delimited) around the referee's already-encoded DecideRequest.
+_T_DEADLINE: Final = bytes([2 << 3])
+_T_DECIDE: Final = bytes([(12 << 3) | 2])
+
+
+class GatewayLostError(RuntimeError):
+    """The gateway relaying a match's calls cannot be reached: an arena failure, not the bot's."""
+
+
+class GatewayRelayError(RuntimeError):
+    """The gateway refused a worker's relay (a wrong secret, a bug): the match fails, visibly."""
+
+
+class LinkTransportError(Exception):
+    """A call that got no reply: ``kind`` is the fault it is charged as."""
+
+    def __init__(self, kind: FaultKind, reason: str):
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+class LinkTransport(Protocol):
+    """Delivers one serialized LinkCall for a session and returns the serialized LinkReply.
+    Raises LinkTransportError (the bot's fault) or GatewayLostError (the arena's)."""
+
+    def call(self, session: str, call: bytes, timeout_s: float, *, last: bool = False) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        bits = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(bits | 0x80)
+        else:
+            out.append(bits)
+            return bytes(out)
+
+
+def decide_call(request_bytes: bytes, deadline_ms: int) -> bytes:
+    """A serialized LinkCall carrying a serialized DecideRequest (call_id left 0)."""
+    return b"".join(
+        (_T_DEADLINE, _varint(max(deadline_ms, 1)), _T_DECIDE, _varint(len(request_bytes)), request_bytes)
+    )
+
+
+def lifecycle_call(kind: str, message: Any, deadline_ms: int) -> bytes:
+    call = lpb.LinkCall(deadline_ms=deadline_ms)
+    getattr(call, kind).CopyFrom(message)
+    data: bytes = call.SerializeToString()
+    return data
+
+
+class LinkPlayer:
+    """A seat played by connected bot ``name`` through ``transport``. Thread-safe the way
+    the referee uses players (one call at a time per player); many players may share one
+    transport's channels."""
+
+    def __init__(
+        self,
+        name: str,
+        transport: LinkTransport,
+        *,
+        lifecycle_timeout_s: float = DEFAULT_LIFECYCLE_TIMEOUT_S,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    ):
+        self.name = name
+        self.address = f"link:{name}"  # what fault reasons and logs call it
+        self.transport = transport
+        self.lifecycle_timeout_s = lifecycle_timeout_s
+        self.max_reply_bytes = max_reply_bytes
+        self.session = uuid.uuid4().hex
+        self.seat = 0
+        self._info: dict[str, str] | None = None
+
+    def __repr__(self) -> str:
+        return f"LinkPlayer({self.name!r})"
+
+    # -- the Player protocol ------------------------------------------------------------------
+
+    def describe(self) -> dict[str, str]:
+        if self._info is None:
+            try:
+                reply = self._send("get_info", pb.GetInfoRequest(), "GetInfo")
+                info = reply.get_info
+            except (PlayerFaultError, GatewayLostError):
+                return {"name": self.name, "version": "", "author": "", "protocol_version": ""}
+            self._info = {
+                "name": info.name or self.name,
+                "version": info.version,
+                "author": info.author,
+                "protocol_version": info.protocol_version,
+            }
+        return dict(self._info)
+
+    def match_start(self, info: MatchInfo) -> None:
+        self.seat = info.seat
+        self._lifecycle("start_match", match_info_to_proto(info), "StartMatch")
+
+    def act(self, request: DecisionRequest) -> Action | int:
+        deadline_ms = max(request.deadline_ms, 1)
+        call = decide_call(encode_decide_request(request), deadline_ms)
+        data = self._call(call, deadline_ms / 1000, "Decide", deadline_ms)
+        reply = self._parse(data, "Decide")
+        kind = reply.WhichOneof("result")
+        if kind == "error":
+            raise PlayerFaultError(_error_kind(reply.error), _error_text("Decide", reply.error))
+        if kind != "decide":
+            raise PlayerFaultError(FaultKind.MALFORMED, f"Decide: the reply is {kind or 'empty'}, not decide")
+        try:
+            return reply_from_proto(reply.decide)
+        except MalformedReplyError as exc:
+            raise PlayerFaultError(FaultKind.MALFORMED, str(exc)[:_MAX_REASON]) from None
+
+    def hand_end(self, result: HandResult) -> None:
+        self._lifecycle("end_hand", hand_result_to_proto(result, self.seat), "EndHand")
+
+    def match_end(self, summary: MatchSummary) -> None:
+        self._lifecycle("end_match", match_summary_to_proto(summary, self.seat), "EndMatch", last=True)
+
+    def deal_end(self, deal: DealSummary) -> None:
+        """EndDeal: not part of a match (arena/deals.py sends it once a deal is over)."""
+        self._lifecycle("end_deal", deal_summary_to_proto(deal), "EndDeal")
+
+    def close(self) -> None:
+        pass  # the transport's channels are shared; the gateway forgets idle sessions
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _lifecycle(self, kind: str, message: Any, rpc: str, *, last: bool = False) -> None:
+        reply = self._send(kind, message, rpc, last=last)
+        result = reply.WhichOneof("result")
+        if result == "error":
+            if reply.error.code == grpc.StatusCode.UNIMPLEMENTED.value[0]:
+                return  # lifecycle notices are optional for a bot, as for a served one
+            raise PlayerFaultError(_error_kind(reply.error), _error_text(rpc, reply.error))
+        if result != kind:
+            raise PlayerFaultError(
+                FaultKind.MALFORMED, f"{rpc}: the reply is {result or 'empty'}, not {kind}"
+            )
+
+    def _send(self, kind: str, message: Any, rpc: str, *, last: bool = False) -> lpb.LinkReply:
+        deadline_ms = int(self.lifecycle_timeout_s * 1000)
+        call = lifecycle_call(kind, message, deadline_ms)
+        return self._parse(self._call(call, self.lifecycle_timeout_s, rpc, deadline_ms, last=last), rpc)
+
+    def _call(
+        self, call: bytes, timeout_s: float, rpc: str, deadline_ms: int, *, last: bool = False
+    ) -> bytes:
+        try:
+            return self.transport.call(self.session, call, timeout_s, last=last)
+        except LinkTransportError as exc:
+            if exc.kind is FaultKind.TIMEOUT:
+                raise PlayerFaultError(
+                    FaultKind.TIMEOUT, f"{rpc}: no reply within {deadline_ms} ms"
+                ) from None
+            raise PlayerFaultError(exc.kind, f"{rpc}: {exc.reason}"[:_MAX_REASON]) from None
+
+    def _parse(self, data: bytes, rpc: str) -> lpb.LinkReply:
+        if len(data) > self.max_reply_bytes:
+            raise PlayerFaultError(FaultKind.MALFORMED, f"{rpc}: the reply is too large ({len(data)} bytes)")
+        try:
+            return lpb.LinkReply.FromString(data)
+        except DecodeError as exc:
+            raise PlayerFaultError(FaultKind.MALFORMED, f"{rpc}: the reply is unreadable: {exc}") from None
+
+
+def _error_kind(error: lpb.LinkError) -> FaultKind:
+    # As sdk.grpc_player.rpc_fault judges a served bot's status.
+    if error.code == grpc.StatusCode.DEADLINE_EXCEEDED.value[0]:
+        return FaultKind.TIMEOUT
+    if error.code == grpc.StatusCode.UNAVAILABLE.value[0]:
+        return FaultKind.UNREACHABLE
+    return FaultKind.CRASH
+
+
+def _error_text(rpc: str, error: lpb.LinkError) -> str:
+    try:
+        name = grpc.StatusCode(next(c for c in grpc.StatusCode if c.value[0] == error.code)).name
+    except StopIteration:
+        name = f"code {error.code}"
+    return f"{rpc}: the bot answered {name}: {error.message}"[:_MAX_REASON]
+
+
+# -- in a match worker: relaying through the gateway -------------------------------------------
+
+
+class Routes:
+    """Where connected bots are, read from the store and cached for ``ROUTE_TTL_S``, and one
+    channel per gateway address. One per process (:func:`routes_for`); thread-safe."""
+
+    def __init__(self, database_url: str, secret: str = ""):
+        self.database_url = database_url
+        self.secret = secret
+        self._lock = threading.Lock()
+        self._cache: dict[int, tuple[float, list[Any]]] = {}
+        self._channels: dict[str, Any] = {}
+
+    def pick(self, bot_id: int) -> Any | None:
+        """A live route to the bot (weighted by the capacity each gateway holds), or None."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._cache.get(bot_id)
+        if cached is None or cached[0] < now:
+            from arena.db import session_scope
+            from arena.link.directory import routes
+
+            with session_scope(self.database_url) as session:
+                found = routes(session, bot_id)
+            cached = (now + ROUTE_TTL_S, found)
+            with self._lock:
+                self._cache[bot_id] = cached
+        live = cached[1]
+        if not live:
+            return None
+        return random.choices(live, weights=[max(r.capacity, 1) for r in live])[0]
+
+    def forget(self, bot_id: int) -> None:
+        with self._lock:
+            self._cache.pop(bot_id, None)
+
+    def relay(self, address: str) -> Any:
+        """The Relay method callable on the shared channel to ``address``."""
+        with self._lock:
+            method = self._channels.get(address)
+            if method is None:
+                channel = grpc.insecure_channel(
+                    address,
+                    options=[
+                        ("grpc.max_receive_message_length", 4 * DEFAULT_MAX_REPLY_BYTES),
+                        ("grpc.enable_retries", 0),
+                    ],
+                )
+                method = channel.unary_unary(
+                    f"/{RELAY_SERVICE_NAME}/Relay",
+                    request_serializer=lambda m: m.SerializeToString(),
+                    response_deserializer=lpb.RelayResponse.FromString,
+                )
+                self._channels[address] = method
+            return method
+
+
+_routes: dict[str, Routes] = {}
+_routes_lock = threading.Lock()
+
+
+def routes_for(database_url: str) -> Routes:
+    """The process's :class:`Routes` for a store (channels are reused by every match)."""
+    import os
+
+    with _routes_lock:
+        found = _routes.get(database_url)
+        if found is None:
+            found = _routes[database_url] = Routes(database_url, os.environ.get("TONK_GATEWAY_SECRET", ""))
+        return found
+
+
+class RelayTransport:
+    """A match seat's calls to connected bot ``bot_id`` via the gateway holding it. The first
+    call picks a gateway; the match's calls stay with it (the gateway keeps the seat on one
+    connection), and move only when the bot is no longer connected there."""
+
+    def __init__(self, bot_id: int, routes: Routes):
+        self.bot_id = bot_id
+        self.routes = routes
+        self._route: Any | None = None
+
+    def call(self, session: str, call: bytes, timeout_s: float, *, last: bool = False) -> bytes:
+        route = self._route or self.routes.pick(self.bot_id)
+        if route is None:
+            raise LinkTransportError(FaultKind.UNREACHABLE, "the bot is not connected to the arena")
+        self._route = route
+        secret = route.secret or self.routes.secret
+        request = lpb.RelayRequest(bot_id=self.bot_id, session=session, call=call, last=last)
+        try:
+            response = self.routes.relay(route.address)(
+                request, timeout=timeout_s + RELAY_MARGIN_S, metadata=((SECRET_HEADER, secret),)
+            )
+        except grpc.RpcError as exc:
+            raise self._failure(exc) from None
+        data: bytes = response.reply
+        return data
+
+    def _failure(self, exc: grpc.RpcError) -> Exception:
+        code = exc.code() if isinstance(exc, grpc.Call) else None
+        details = (exc.details() if isinstance(exc, grpc.Call) else "") or ""
+        trailers = dict(exc.trailing_metadata() or ()) if isinstance(exc, grpc.Call) else {}
+        where = self._route.address if self._route is not None else "?"
+        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+            return LinkTransportError(FaultKind.TIMEOUT, "no reply in time")
+        self.routes.forget(self.bot_id)
+        if trailers.get(BOT_ERROR_HEADER) == "bot":
+            self._route = None  # not connected there (any more): the next call looks again
+            return LinkTransportError(FaultKind.UNREACHABLE, details[:_MAX_REASON])
+        name = code.name if code is not None else "UNKNOWN"
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+            return GatewayLostError(f"the gateway at {where} is gone: {name}: {details[:_MAX_REASON]}")
+        return GatewayRelayError(f"the gateway at {where} refused the relay: {name}: {details[:_MAX_REASON]}")
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,91 @@
+"""A match whose connected bot is offline waits instead of faulting at once.
+
+When a worker is handed a match with a connected bot that no gateway holds, the match stays
+``pending`` (unclaimed, so other matches play meanwhile) and ``matches.waiting_since``
+records since when. The worker looks again for a few seconds, then hands the match back to
+the driver, which queues it again on its next sweep. Once the tournament's
+``offline_grace_s`` has passed since ``waiting_since`` the match is played anyway, and every
+call to the absent bot faults as UNREACHABLE: the fault policy decides the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Final
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from arena.db import session_scope
+from arena.link.directory import connected_capacity
+from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, utcnow
+
+#: Seconds a worker keeps looking for an offline bot before handing the match back.
+WAIT_IN_JOB_S: Final = 10.0
+POLL_S: Final = 0.5
+
+
+def offline_bots(session: Session, match_id: int) -> list[str]:
+    """Names of the match's connected bots with no live connection."""
+    rows = session.execute(
+        select(Bot.id, Bot.name)
+        .join(MatchSeat, MatchSeat.bot_id == Bot.id)
+        .join(BotVersion, BotVersion.id == MatchSeat.bot_version_id)
+        .where(MatchSeat.match_id == match_id, BotVersion.connected.is_(True))
+    ).all()
+    return [name for bot_id, name in rows if connected_capacity(session, bot_id) == 0]
+
+
+def must_wait(session: Session, match_id: int, default_grace_s: int, now: dt.datetime | None = None) -> bool:
+    """True while the (pending) match should wait for an offline connected bot; starts its
+    grace period the first time. The caller commits."""
+    if not offline_bots(session, match_id):
+        return False
+    row = session.execute(
+        select(Match.status, Match.waiting_since, Tournament.config)
+        .join(Tournament, Tournament.id == Match.tournament_id)
+        .where(Match.id == match_id)
+    ).first()
+    if row is None or row.status != "pending":
+        return False  # the claim decides what happens to it
+    grace = (row.config or {}).get("offline_grace_s", default_grace_s)
+    grace = grace if type(grace) is int and grace >= 0 else default_grace_s
+    now = now or utcnow()
+    since = row.waiting_since
+    if since is None:
+        session.execute(
+            update(Match)
+            .where(Match.id == match_id, Match.waiting_since.is_(None))
+            .values(waiting_since=now)
+            .execution_options(synchronize_session=False)
+        )
+        return grace > 0
+    if since.tzinfo is None:  # SQLite gives naive datetimes, stored in UTC
+        since = since.replace(tzinfo=dt.UTC)
+    return bool((now - since).total_seconds() < grace)
+
+
+def wait_for_bots(database_url: str, match_id: int, default_grace_s: int) -> bool:
+    """Look for the match's connected bots for up to ``WAIT_IN_JOB_S``: False as soon as the
+    match may be played, True if it should be handed back to wait more."""
+    give_up = time.monotonic() + WAIT_IN_JOB_S
+    while True:
+        with session_scope(database_url) as session:
+            if not must_wait(session, match_id, default_grace_s):
+                return False
+        if time.monotonic() >= give_up:
+            return True
+        time.sleep(POLL_S)
+
+
+def release(session: Session, match_id: int, worker: str) -> bool:
+    """Hand a claimed match back (its gateway went away mid-match): pending again, nothing
+    recorded, to be played from its start. The caller commits."""
+    done = session.execute(
+        update(Match)
+        .where(Match.id == match_id, Match.status == "running", Match.worker == worker)
+        .values(status="pending", heartbeat_at=None, worker=None, waiting_since=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(done.rowcount)  # type: ignore[attr-defined]
