@@ -5,8 +5,10 @@ Shape
     size chosen (2..6) every combination of that many entrants is a *table*; tables are
     numbered across sizes, smallest first, combinations in entry order. Each table plays
     ``matches_per_table`` *deals*; a deal is played in duplicate: the same seed once per seat
-    rotation (``n`` matches at an ``n``-seat table, bot ``combo[(s + r) % n]`` in seat ``s``
-    of rotation ``r``), so every bot holds every seat's cards and card luck cancels out.
+    arrangement of arena/seating.py (``n (n - 1)`` matches at an ``n``-seat table, bot
+    ``combo[arrangements(n)[r][s]]`` in seat ``s`` of arrangement ``r``), so every bot holds
+    every seat's cards and sits after every other bot equally often: card and seating luck
+    cancel out. (The ``rotation`` column and the ``r`` of the key number the arrangement.)
 
 Seeds
     Everything derives from the tournament's secret seed: deal ``d`` of table ``t`` is dealt
@@ -33,6 +35,7 @@ from arena.config import Settings
 from arena.errors import ArenaError, ConflictError, NotFoundError
 from arena.match_runner import match_label, rules_to_column
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
+from arena.seating import arrangements
 from arena.store import TournamentNotFoundError
 from sdk.dealing import SEED_LIMIT, derive_seed, new_seed
 from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
@@ -219,8 +222,7 @@ def _add_deals(
     for deal in range(first, first + deals):
         for table in tables:
             seed = deal_seed(tournament.seed, table.index, deal)
-            n = len(table.bot_ids)
-            for rotation in range(n):
+            for rotation, order in enumerate(arrangements(len(table.bot_ids))):
                 key = match_key(table.index, deal, rotation)
                 rows.append(
                     {
@@ -235,7 +237,7 @@ def _add_deals(
                         "label": match_label(tournament.seed, key),
                     }
                 )
-                seats.append((key, [table.bot_ids[(s + rotation) % n] for s in range(n)]))
+                seats.append((key, [table.bot_ids[i] for i in order]))
     tournament.matches_per_table = first + deals
     if not rows:
         return 0
