@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from arena.config import Settings, load_settings
 from arena.db import session_scope
 from arena.errors import ArenaError
 from arena.execution import EmbeddedBackend, make_backend, run_tournament, run_worker
-from arena.leaderboard import current_leaderboard, rating_history
+from arena.leaderboard import LeaderboardRow, current_leaderboard, rating_history
+from arena.rating_terms import legend, los_text, rating_text
 from arena.store import Progress, bot_stats, get_tournament, list_tournaments
 from arena.tournaments import create_tournament, extend_tournament, pause_tournament, resolve_bots
 from sdk.progress import ProgressBar
@@ -169,6 +171,12 @@ def cmd_status(args: argparse.Namespace) -> int:
                 f"  {s.name[:24]:<24} {s.matches:>7} {s.chips:>8} {s.chips_per_100 or 0:>8.1f} "
                 f"{100 * (s.win_rate or 0):>6.1f} {s.faults:>6}"
             )
+    entrants = {e.bot_id for e in t.entries}
+    with session_scope(settings.database_url) as session:
+        rows = [r for r in current_leaderboard(session).rows if r.bot_id in entrants]
+    if rows:
+        print("  ratings over every done match (ranks on the whole leaderboard):")
+        print_ratings(rows)
     return 0
 
 
@@ -282,16 +290,22 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             for row in rating_history(session):
                 mark = "?" if row.provisional else ""
                 print(f"{row.tournament_id:>4} {row.tournament_name[:20]:<20} {row.name[:24]:<24} "
-                      f"{row.elo:7.1f}{mark:<1} [{row.low:7.1f}, {row.high:7.1f}] {row.matches:>6}")
+                      f"{rating_text(row.elo, row.low, row.high) + mark:<22} {row.matches:>6}")
             return 0
         board = current_leaderboard(session)
-    print(f"{'#':>3}  {'bot':<24} {'elo':>7}  {'95% interval':<18} {'matches':>7}  {'LOS':>5}")
-    for r in board.rows:
-        los = f"{r.los_next:5.2f}" if r.los_next is not None else ""
-        mark = "?" if r.provisional else " "
-        print(f"{r.rank:>3}  {r.name[:24]:<24} {r.elo:7.1f}{mark} [{r.low:7.1f}, {r.high:7.1f}] "
-              f"{r.matches:>7}  {los}")
-    if board.rows:
-        print("? provisional: few matches, a wide interval or a one-sided record")
+    print_ratings(board.rows)
     print(f"{board.done_matches} matches rated")
     return 0
+
+
+def print_ratings(rows: Sequence[LeaderboardRow]) -> None:
+    """A rating table and what its numbers mean (arena/rating_terms.py), as every command
+    that prints ratings shows them."""
+    print(f"{'#':>3}  {'bot':<24} {'Elo [95% interval]':<22} {'matches':>7}  {'LOS':>6}")
+    for r in rows:
+        mark = "?" if r.provisional else ""
+        print(f"{r.rank:>3}  {r.name[:24]:<24} {rating_text(r.elo, r.low, r.high) + mark:<22} "
+              f"{r.matches:>7}  {los_text(r.los_next):>6}")
+    if rows:
+        for line in legend():
+            print(line)

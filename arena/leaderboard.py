@@ -30,12 +30,14 @@ class LeaderboardRow:
     rank: int
     bot_id: int
     name: str
-    elo: float
-    low: float
-    high: float
+    elo: float  # a one-sided record: its bound
+    low: float | None  # None: no lower bound (a record without a point)
+    high: float | None  # None: no upper bound (a clean sweep)
     matches: int
     provisional: bool
     los_next: float | None  # likelihood of superiority over the next row
+    basis: str = "pool"  # pool | fitted | one-sided (arena.ratings.Basis)
+    reason: str | None = None  # why provisional (arena.ratings.Reason)
 
 
 @dataclass(frozen=True)
@@ -53,10 +55,12 @@ class SnapshotRow:
     bot_id: int
     name: str
     elo: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
     matches: int
     provisional: bool
+    basis: str = "pool"
+    reason: str | None = None
 
 
 _cache_lock = threading.Lock()
@@ -128,6 +132,8 @@ def _leaderboard(session: Session, table: RatingTable, done: int) -> Leaderboard
             matches=r.matches,
             provisional=r.provisional,
             los_next=table.los[i] if i < len(table.los) else None,
+            basis=r.basis,
+            reason=r.reason,
         )
         for i, r in enumerate(table.ratings)
     ]
@@ -148,6 +154,8 @@ def write_snapshot(session: Session, tournament_id: int) -> int:
             "high": r.high,
             "matches": r.matches,
             "provisional": r.provisional,
+            "basis": r.basis,
+            "reason": r.reason,
         }
         for r in table.ratings
     ]
@@ -168,7 +176,7 @@ def rating_history(session: Session, *, bot_id: int | None = None) -> list[Snaps
         query = query.where(RatingSnapshot.bot_id == bot_id)
     return [
         SnapshotRow(s.tournament_id, t_name, finished, s.bot_id, name, s.elo, s.low, s.high, s.matches,
-                    s.provisional)
+                    s.provisional, s.basis, s.reason)
         for s, t_name, finished, name in session.execute(query)
     ]
 

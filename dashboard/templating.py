@@ -6,6 +6,8 @@ import datetime as dt
 
 from flask import Flask
 
+from arena.rating_terms import legend
+
 DASH = "\u2013"  # shown for "no value"
 MINUS = "\u2212"  # a real minus sign lines up with "+" in tables
 
@@ -45,5 +47,7 @@ def when(value: str | None) -> str:
 
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(signed=signed, pct=pct, num=num, when=when, ms=ms)
+    # What the rating numbers mean, worded once (arena/rating_terms.py) for every page.
+    app.jinja_env.globals["rating_legend"] = legend()
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True
