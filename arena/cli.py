@@ -1,6 +1,8 @@
 """The arena's ``tonk`` commands (the operator's tools; they talk to the store directly):
 
     tonk tournament create --name N --bots a,b,c --tables 2,3 --deals K --hands H [--seed S]
+    tonk tournament create --name N --gauntlet BOT --vs a,b,c --tables 2,3 --deals K --hands H
+    tonk sprt V2 V1 --elo0 0 --elo1 20 [--alpha 0.05 --beta 0.05] --hands H [--batch 8]
     tonk tournament list | status ID | run ID | pause ID | resume ID | extend ID --deals K
     tonk worker [--burst] [--fork]
     tonk leaderboard [--history]
@@ -24,8 +26,15 @@ from arena.errors import ArenaError
 from arena.execution import EmbeddedBackend, make_backend, run_tournament, run_worker
 from arena.leaderboard import LeaderboardRow, current_leaderboard, rating_history
 from arena.rating_terms import legend, los_text, rating_text
+from arena.sprt import sprt_params, sprt_state
 from arena.store import Progress, bot_stats, get_tournament, list_tournaments
-from arena.tournaments import create_tournament, extend_tournament, pause_tournament, resolve_bots
+from arena.tournaments import (
+    create_tournament,
+    extend_tournament,
+    get_tournament_row,
+    pause_tournament,
+    resolve_bots,
+)
 from sdk.progress import ProgressBar
 
 
@@ -35,7 +44,9 @@ def register(subparsers: Any) -> None:
 
     create = sub.add_parser("create", help="create a round-robin in duplicate among registered bots")
     create.add_argument("--name", required=True)
-    create.add_argument("--bots", required=True, type=_names, help="bot names, comma separated")
+    create.add_argument("--bots", type=_names, help="bot names, comma separated (a round robin)")
+    create.add_argument("--gauntlet", metavar="BOT", help="a gauntlet: every table holds BOT (with --vs)")
+    create.add_argument("--vs", type=_names, help="the gauntlet's opponents, comma separated")
     create.add_argument("--tables", required=True, type=_ints, help="table sizes, e.g. 2,3")
     create.add_argument("--deals", required=True, type=int, help="deals per table (each played in duplicate)")
     create.add_argument("--hands", required=True, type=int, help="hands per match")
@@ -70,6 +81,24 @@ def register(subparsers: Any) -> None:
     extend.add_argument("id", type=int)
     extend.add_argument("--deals", required=True, type=int)
     extend.set_defaults(func=cmd_extend)
+
+    sprt = subparsers.add_parser(
+        "sprt", help="is V2 better than V1? play duplicate pairs until a sequential test decides"
+    )
+    sprt.add_argument("new", metavar="V2", help="the bot under test")
+    sprt.add_argument("old", metavar="V1", help="the bot it must beat")
+    sprt.add_argument("--elo0", type=float, default=0.0, help="H0: V2 is no more than this better")
+    sprt.add_argument("--elo1", type=float, default=20.0, help="H1: V2 is at least this better")
+    sprt.add_argument("--alpha", type=float, default=0.05, help="chance of accepting H1 wrongly")
+    sprt.add_argument("--beta", type=float, default=0.05, help="chance of accepting H0 wrongly")
+    sprt.add_argument("--hands", type=int, default=20, help="hands per match")
+    sprt.add_argument("--batch", type=int, default=8, help="pairs added at a time")
+    sprt.add_argument("--max-pairs", type=int, default=2000, help="stop undecided after this many pairs")
+    sprt.add_argument("--name", default=None, help="tournament name (default: 'V2 vs V1')")
+    sprt.add_argument("--seed", type=int, default=None, help="tournament seed (default: random, secret)")
+    sprt.add_argument("--no-wait", action="store_true", help="with RQ: create, enqueue and return")
+    sprt.add_argument("--quiet", action="store_true", help="no progress bar")
+    sprt.set_defaults(func=cmd_sprt)
 
     worker = subparsers.add_parser("worker", help="run an RQ worker for match jobs (needs TONK_REDIS_URL)")
     worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
@@ -112,12 +141,18 @@ def cmd_create(args: argparse.Namespace) -> int:
         )
         if value is not None
     }
+    if (args.bots is None) == (args.gauntlet is None) or (args.gauntlet is None) != (args.vs is None):
+        print("tonk tournament create: give --bots for a round robin, or --gauntlet BOT with --vs",
+              file=sys.stderr)
+        return 2
+    names = args.bots if args.gauntlet is None else [args.gauntlet, *args.vs]
     try:
         with session_scope(settings.database_url) as session:
             tournament = create_tournament(
                 session,
                 name=args.name,
-                bot_ids=resolve_bots(session, args.bots),
+                bot_ids=resolve_bots(session, names),
+                kind="round-robin" if args.gauntlet is None else "gauntlet",
                 table_sizes=args.tables,
                 matches_per_table=args.deals,
                 hands_per_match=args.hands,
@@ -131,6 +166,49 @@ def cmd_create(args: argparse.Namespace) -> int:
         return _fail("tournament create", exc)
     print(f"tournament {tid} created: {total} matches; play it with: tonk tournament run {tid}")
     return 0
+
+
+def cmd_sprt(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        params = sprt_params(args.elo0, args.elo1, args.alpha, args.beta, args.batch, args.max_pairs)
+        with session_scope(settings.database_url) as session:
+            tournament = create_tournament(
+                session,
+                name=args.name or f"{args.new} vs {args.old}",
+                bot_ids=resolve_bots(session, [args.new, args.old]),
+                table_sizes=[2],
+                matches_per_table=args.batch,
+                hands_per_match=args.hands,
+                seed=args.seed,
+                settings=settings,
+                kind="sprt",
+                sprt=params,
+            )
+            tid = tournament.id
+        print(f"tournament {tid}: sequential test of {args.new} against {args.old}, "
+              f"H0 elo <= {args.elo0:g}, H1 elo >= {args.elo1:g}, alpha {args.alpha:g}, beta {args.beta:g}")
+        code = drive(settings, tid, wait=not args.no_wait, quiet=args.quiet)
+    except ArenaError as exc:
+        return _fail("sprt", exc)
+    if args.no_wait:
+        return code
+    with session_scope(settings.database_url) as session:
+        print(sprt_line(session, get_tournament_row(session, tid)))
+    return code
+
+
+def sprt_line(session: Any, tournament: Any) -> str:
+    """The test's state in one line: pairs, LLR against its bounds, the verdict."""
+    state = sprt_state(session, tournament)
+    verdict = {
+        "H1": f"accepted H1: better by at least {state.params['elo1']:g} Elo",
+        "H0": f"accepted H0: no more than {state.params['elo0']:g} Elo better",
+        "inconclusive": "inconclusive: max pairs reached",
+        None: "undecided",
+    }[state.verdict]
+    return (f"  {state.pairs} pairs, LLR {state.llr:.2f} in [{state.lower:.2f}, {state.upper:.2f}]: "
+            f"{verdict}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -164,6 +242,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     if t.seed is not None:
         print(f"  seed: {t.seed}")
+    with session_scope(settings.database_url) as session:
+        row = get_tournament_row(session, args.id)
+        if row.kind == "sprt":
+            print(sprt_line(session, row))
+        elif row.kind == "gauntlet":
+            print(f"  gauntlet: every table holds bot {(row.params or {}).get('challenger')}")
     if stats:
         print(f"  {'bot':<24} {'matches':>7} {'chips':>8} {'per 100':>8} {'win %':>6} {'faults':>6}")
         for s in sorted(stats, key=lambda s: -(s.chips_per_100 or 0)):

@@ -120,6 +120,9 @@ class Tournament(Base):
     hands_per_match: Mapped[int] = mapped_column(Integer)
     rules: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # Rules.to_json() as an object
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # deadline, time bank, max faults
+    #: round-robin | gauntlet (every table holds params["challenger"]) | sprt (arena/sprt.py)
+    kind: Mapped[str] = mapped_column(String(16), default="round-robin", server_default="round-robin")
+    params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 

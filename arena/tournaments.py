@@ -90,9 +90,15 @@ def deal_seed(tournament_seed: int, table: int, deal: int) -> int:
     return derive_seed(tournament_seed, f"table{table}/deal{deal}")
 
 
-def tables_of(bot_ids: Sequence[int], sizes: Iterable[int]) -> list[Table]:
-    """Every combination of the entrants at every table size, numbered smallest size first."""
-    combos = [c for n in sorted(set(sizes)) for c in itertools.combinations(bot_ids, n)]
+def tables_of(bot_ids: Sequence[int], sizes: Iterable[int], challenger: int | None = None) -> list[Table]:
+    """Every combination of the entrants at every table size, numbered smallest size first;
+    in a gauntlet only those holding the ``challenger``."""
+    combos = [
+        c
+        for n in sorted(set(sizes))
+        for c in itertools.combinations(bot_ids, n)
+        if challenger is None or challenger in c
+    ]
     return [Table(i, combo) for i, combo in enumerate(combos)]
 
 
@@ -129,8 +135,15 @@ def create_tournament(
     rules: Rules = STANDARD,
     settings: Settings | None = None,
     config: dict[str, int] | None = None,
+    kind: str = "round-robin",
+    sprt: dict[str, Any] | None = None,
 ) -> Tournament:
     """Create the tournament, its entries (each bot's current version) and every match.
+
+    ``kind="gauntlet"``: ``bot_ids[0]`` is the challenger and every table holds it.
+    ``kind="sprt"``: a sequential test of ``bot_ids[0]`` against ``bot_ids[1]`` heads-up,
+    ``sprt`` its parameters (arena.sprt.sprt_params); ``matches_per_table`` is ignored, the
+    first batch of pairs is created and the test adds more until it decides.
 
     ``config`` overrides the referee settings (``decision_deadline_ms``, ``time_bank_ms``,
     ``max_faults``) taken from ``settings``; they are fixed here so that a worker's
@@ -150,6 +163,22 @@ def create_tournament(
         raise InvalidTournamentError(
             f"a table of {sizes[-1]} needs at least {sizes[-1]} bots, got {len(ids)}: {ids!r}"
         )
+    params: dict[str, Any] | None = None
+    if kind == "gauntlet":
+        if len(ids) < 2:
+            raise InvalidTournamentError(f"a gauntlet needs a challenger and an opponent, got {ids!r}")
+        params = {"challenger": ids[0]}
+    elif kind == "sprt":
+        if len(ids) != 2 or sizes != [2]:
+            raise InvalidTournamentError(
+                f"a sequential test is two bots at 2-seat tables, got bots {ids!r} at tables {sizes!r}"
+            )
+        if sprt is None:
+            raise InvalidTournamentError("a sequential test needs its parameters (elo0, elo1, alpha, beta)")
+        params = {**sprt, "challenger": ids[0]}
+        matches_per_table = int(sprt["batch"])
+    elif kind != "round-robin":
+        raise InvalidTournamentError(f"kind {kind!r} is not round-robin, gauntlet or sprt")
     _check_count("matches_per_table", matches_per_table, MAX_DEALS)
     _check_count("hands_per_match", hands_per_match, MAX_HANDS)
     if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
@@ -181,6 +210,8 @@ def create_tournament(
         hands_per_match=hands_per_match,
         rules=rules_to_column(rules),
         config=referee,
+        kind=kind,
+        params=params,
     )
     session.add(tournament)
     session.flush()
@@ -215,7 +246,8 @@ def _add_deals(
     session: Session, tournament: Tournament, ids: list[int], versions: dict[int, int], deals: int
 ) -> int:
     first = tournament.matches_per_table
-    tables = tables_of(ids, tournament.table_sizes)
+    challenger = (tournament.params or {}).get("challenger") if tournament.kind != "round-robin" else None
+    tables = tables_of(ids, tournament.table_sizes, challenger)
     rows: list[dict[str, Any]] = []
     seats: list[tuple[str, list[int]]] = []
     # Deal-major order: a tournament stopped half-way has played every table about equally.
@@ -288,6 +320,16 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     ).scalar_one()
     if remaining:
         return False
+    kind = session.execute(select(Tournament.kind).where(Tournament.id == tournament_id)).scalar_one()
+    if kind == "sprt":
+        from arena.sprt import advance
+
+        tournament = _locked(session, tournament_id)
+        again = session.execute(  # under the lock: one caller decides or extends
+            select(func.count(Match.id)).where(Match.tournament_id == tournament_id, Match.status != "done")
+        ).scalar_one()
+        if again or tournament.status != "running" or not advance(session, tournament):
+            return False
     finished = session.execute(
         update(Tournament)
         .where(Tournament.id == tournament_id, Tournament.status == "running")

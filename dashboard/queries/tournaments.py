@@ -13,8 +13,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena import store
-from arena.models import Bot, Match, MatchSeat, TournamentEntry
+from arena.models import Bot, Match, MatchSeat, Tournament, TournamentEntry
 from arena.rating_terms import PAIRWISE
+from arena.sprt import sprt_state
 from dashboard.params import Paging
 from dashboard.queries import iso
 from dashboard.queries.cache import cached
@@ -107,8 +108,23 @@ def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[st
         "config": t.config,
         "seed": t.seed,  # None until the tournament is finished (the store sees to it)
         "entries": [{"bot": e.bot_name, "version": e.version} for e in t.entries],
+        **_kind(session, tournament_id),
         **results,
     }
+
+
+def _kind(session: Session, tournament_id: int) -> dict[str, Any]:
+    """The tournament's kind; a gauntlet's challenger; a sequential test's LLR, bounds and
+    verdict (arena/sprt.py)."""
+    row = session.get(Tournament, tournament_id)
+    if row is None or row.kind == "round-robin":
+        return {"kind": "round-robin"}
+    params = row.params or {}
+    challenger = session.get(Bot, params.get("challenger"))
+    out: dict[str, Any] = {"kind": row.kind, "challenger": challenger.name if challenger else None}
+    if row.kind == "sprt":
+        out["sprt"] = sprt_state(session, row).to_json()
+    return out
 
 
 def _results(session: Session, tournament_id: int) -> dict[str, Any]:
