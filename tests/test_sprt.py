@@ -150,3 +150,32 @@ def test_the_cli_creates_a_gauntlet_and_runs_a_sequential_test(
     assert "elo1 (20.0) must be greater than elo0 (30.0)" in capsys.readouterr().err
     dispose_engines()
 
+
+
+def test_on_rq_workers_the_test_goes_on_with_nobody_driving_it(
+    pg_url: str, redis_url: str, redis_prefix: str
+) -> None:
+    from redis import Redis
+    from rq import Queue, SimpleWorker
+
+    from arena.execution import RqBackend
+
+    greedy, twin = hosted_bots(pg_url, ["greedy", "test_sprt:Twin"])
+    tid = sprt(pg_url, [twin, greedy], batch=1)
+    queue = f"{redis_prefix}-matches"
+    backend = RqBackend(pg_url, redis_url, queue)
+    run_tournament(pg_url, tid, backend, wait=False)  # queues the first pair, returns
+    backend.close()
+    connection = Redis.from_url(redis_url)
+    try:  # a worker plays the queue dry: each batch's last job queues the next one
+        SimpleWorker([Queue(queue, connection=connection)], connection=connection,
+                     name=f"{queue}-w").work(burst=True, logging_level="WARNING")
+    finally:
+        for key in ("rq:queues", "rq:workers"):
+            members = [m for m in connection.smembers(key) if redis_prefix.encode() in m]
+            if members:
+                connection.srem(key, *members)
+    status, state, matches = state_of(pg_url, tid)
+    assert status == "finished" and state["verdict"] == "H0" and state["pairs"] >= 2, state
+    assert matches == 2 * state["pairs"]  # type: ignore[operator]
+    dispose_engines()
