@@ -417,4 +417,5 @@ def test_an_update_between_full_fits_follows_the_full_fit() -> None:
     full = by_bot(fit([*simulate(np.random.default_rng(32), true, 2000), *later]))
     for bot, r in full.items():
         assert quick[bot].elo == pytest.approx(r.elo, abs=0.01)
-        assert quick[bot].high - quick[bot].low == pytest.approx(r.high - r.low, rel=0.01)  # type: ignore[operator]
+        # The bread is the last full fit's: off by about the share of new matches (1% here).
+        assert quick[bot].high - quick[bot].low == pytest.approx(r.high - r.low, rel=0.02)  # type: ignore[operator]
