@@ -104,13 +104,14 @@ class RatingData:
             self.blocks.append(block)
             self.total += len(idx)
             return block
-        p_up = np.zeros(cap * cap)
-        w_up = np.zeros(cap * cap)
+        # One integer count per (cell, result): cheaper than weighted sums, and exact.
+        counts = np.zeros(3 * cap * cap, dtype=np.int64)
         for col in range(len(u)):
-            cells = idx[:, u[col]] * cap + idx[:, v[col]]
-            p_up += np.bincount(cells, 0.5 * w * results[:, col], minlength=cap * cap)
-            w_up += np.bincount(cells, minlength=cap * cap) * w
-        p2, w2 = p_up.reshape(cap, cap), w_up.reshape(cap, cap)
+            cells = (idx[:, u[col]] * cap + idx[:, v[col]]) * 3 + results[:, col]
+            counts += np.bincount(cells, minlength=3 * cap * cap)
+        by_result = counts.reshape(cap, cap, 3)
+        p2 = w * (0.5 * by_result[:, :, 1] + by_result[:, :, 2])
+        w2 = w * by_result.sum(axis=2).astype(np.float64)
         # A pair's cell holds one orientation; the other side gets weight minus points.
         self.points += p2 + (w2 - p2).T
         self.weights += w2 + w2.T
