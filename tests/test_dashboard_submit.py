@@ -334,3 +334,12 @@ def test_operator_creates_a_sequential_test_and_its_page_shows_the_llr(
     assert test["pairs"] >= 2 and test["lower"] < 0 < test["upper"] and test["elo1"] == 20
     html = client.get(f"/tournaments/{tid}").get_data(as_text=True)
     assert "Sequential test" in html and "<meter" in html and f"LLR <strong>{test['llr']:.2f}" in html
+    assert client.get(f"/api/v1/tournaments/{tid}/progress").get_json()["progress"]["sprt"] == test
+    gauntlet = {"name": "g", "bots": ["lowball", "random"], "table_sizes": [2], "matches_per_table": 1,
+                "hands_per_match": 2, "kind": "gauntlet"}
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, gauntlet)
+    assert status == 201 and body["tournament"]["matches"]["total"] == 2, body
+    detail = client.get(f"/api/v1/tournaments/{body['tournament']['id']}").get_json()["tournament"]
+    assert (detail["kind"], detail["challenger"]) == ("gauntlet", "lowball")
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, {**gauntlet, "kind": "ladder"})
+    assert status == 400 and "kind 'ladder' is not round-robin, gauntlet or sprt" in body["error"]["message"]

@@ -143,7 +143,7 @@ def test_the_cli_creates_a_gauntlet_and_runs_a_sequential_test(
                  "--deals", "1", "--hands", "2"]) == 2
     assert "--gauntlet BOT with --vs" in capsys.readouterr().err
     assert tonk(["sprt", "heuristic", "random", "--elo0", "0", "--elo1", "20", "--hands", "6",
-                 "--batch", "6", "--quiet"]) == 0
+                 "--batch", "6", "--seed", "777", "--quiet"]) == 0  # the seed of the test above
     out = capsys.readouterr().out
     assert "accepted H1: better by at least 20 Elo" in out and "6 pairs" in out, out
     assert tonk(["sprt", "heuristic", "random", "--elo0", "30", "--elo1", "20"]) == 2
@@ -178,4 +178,28 @@ def test_on_rq_workers_the_test_goes_on_with_nobody_driving_it(
     status, state, matches = state_of(pg_url, tid)
     assert status == "finished" and state["verdict"] == "H0" and state["pairs"] >= 2, state
     assert matches == 2 * state["pairs"]  # type: ignore[operator]
+    dispose_engines()
+
+
+def test_a_test_interrupted_before_deciding_decides_on_resume(sqlite_url: str) -> None:
+    from arena.jobs import claim_match, play_claimed, record_result
+    from arena.match_runner import load_plan
+    from arena.tournaments import start_tournament
+
+    heuristic, random = hosted_bots(sqlite_url, ["heuristic", "random"])
+    tid = sprt(sqlite_url, [heuristic, random], batch=6)
+    with session_scope(sqlite_url) as session:
+        start_tournament(session, tid)
+        ids = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
+    for match_id in ids:  # the job's steps, but the worker dies before the finishing step
+        with session_scope(sqlite_url) as session:
+            assert claim_match(session, match_id, "w:1") is None
+            plan = load_plan(session, match_id)
+        result, ms = play_claimed(sqlite_url, plan, "w:1")
+        assert record_result(sqlite_url, plan, result, ms, "w:1")
+    status, state, matches = state_of(sqlite_url, tid)
+    assert (status, state["verdict"], state["pairs"], matches) == ("running", None, 6, 12)
+    run_tournament(sqlite_url, tid, InlineBackend(sqlite_url))  # what `resume` does
+    status, state, matches = state_of(sqlite_url, tid)
+    assert (status, state["verdict"], matches) == ("finished", "H1", 12)
     dispose_engines()

@@ -87,7 +87,11 @@ def tournament_list(session: Session, status: str | None, page: Paging) -> dict[
 
 def progress(session: Session, tournament_id: int) -> dict[str, Any]:
     t = store.get_tournament(session, tournament_id)
-    return {"id": t.id, **progress_json(t.progress, t.status, _hands(session, [t.id]).get(t.id, (0, 0)))}
+    out = {"id": t.id, **progress_json(t.progress, t.status, _hands(session, [t.id]).get(t.id, (0, 0)))}
+    test = _kind(session, tournament_id).get("sprt")
+    if test is not None:  # a sequential test: its LLR as it plays, for the live page
+        out["sprt"] = test
+    return out
 
 
 def _token(session: Session, tournament_id: int) -> Hashable:
