@@ -15,6 +15,7 @@ from arena.db import dispose_engines, session_scope
 from arena.execution import run_tournament
 from arena.jobs import play_match_job
 from arena.models import Match, MatchSeat, Tournament
+from arena.rating_terms import legend
 from arena.sprt import InvalidSprtError, bounds, llr, sprt_params, sprt_state
 from arena.tournaments import InvalidTournamentError, create_tournament
 from bots.greedy import GreedyBot
@@ -146,6 +147,10 @@ def test_the_cli_creates_a_gauntlet_and_runs_a_sequential_test(
                  "--batch", "6", "--seed", "777", "--quiet"]) == 0  # the seed of the test above
     out = capsys.readouterr().out
     assert "accepted H1: better by at least 20 Elo" in out and "6 pairs" in out, out
+    assert tonk(["tournament", "status", "2"]) == 0
+    status = capsys.readouterr().out
+    assert "6 pairs, LLR" in status and "Elo [95% interval]" in status
+    assert all(line in status for line in legend())  # the same words as every rating table
     assert tonk(["sprt", "heuristic", "random", "--elo0", "30", "--elo1", "20"]) == 2
     assert "elo1 (20.0) must be greater than elo0 (30.0)" in capsys.readouterr().err
     dispose_engines()
