@@ -1,6 +1,8 @@
 """The arena's ``tonk`` commands (the operator's tools; they talk to the store directly):
 
     tonk tournament create --name N --bots a,b,c --tables 2,3 --deals K --hands H [--seed S]
+    tonk tournament create --name N --gauntlet BOT --vs a,b,c --tables 2,3 --deals K --hands H
+    tonk sprt V2 V1 --elo0 0 --elo1 20 [--alpha 0.05 --beta 0.05] --hands H [--batch 8]
     tonk tournament list | status ID | run ID | pause ID | resume ID | extend ID --deals K
     tonk worker [--burst] [--fork]
     tonk leaderboard [--history]
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from arena.config import Settings, describe_store, load_settings
@@ -25,6 +28,7 @@ from arena.errors import ArenaError
 from sdk.progress import ProgressBar
 
 if TYPE_CHECKING:
+    from arena.leaderboard import LeaderboardRow
     from arena.store import Progress
 
 
@@ -34,7 +38,9 @@ def register(subparsers: Any) -> None:
 
     create = sub.add_parser("create", help="create a round-robin in duplicate among registered bots")
     create.add_argument("--name", required=True, help="shown on the dashboard")
-    create.add_argument("--bots", required=True, type=_names, help="bot names, comma separated")
+    create.add_argument("--bots", type=_names, help="bot names, comma separated (a round robin)")
+    create.add_argument("--gauntlet", metavar="BOT", help="a gauntlet: every table holds BOT (with --vs)")
+    create.add_argument("--vs", type=_names, help="the gauntlet's opponents, comma separated")
     create.add_argument("--tables", required=True, type=_ints, help="table sizes, e.g. 2,3")
     create.add_argument("--deals", required=True, type=int, help="deals per table (each played in duplicate)")
     create.add_argument("--hands", required=True, type=int, help="hands per match")
@@ -84,6 +90,24 @@ def register(subparsers: Any) -> None:
     extend.add_argument("id", type=int, help="tournament id (tonk tournament list)")
     extend.add_argument("--deals", required=True, type=int, help="deals to add at every table")
     extend.set_defaults(func=cmd_extend)
+
+    sprt = subparsers.add_parser(
+        "sprt", help="is V2 better than V1? play duplicate pairs until a sequential test decides"
+    )
+    sprt.add_argument("new", metavar="V2", help="the bot under test")
+    sprt.add_argument("old", metavar="V1", help="the bot it must beat")
+    sprt.add_argument("--elo0", type=float, default=0.0, help="H0: V2 is no more than this better")
+    sprt.add_argument("--elo1", type=float, default=20.0, help="H1: V2 is at least this better")
+    sprt.add_argument("--alpha", type=float, default=0.05, help="chance of accepting H1 wrongly")
+    sprt.add_argument("--beta", type=float, default=0.05, help="chance of accepting H0 wrongly")
+    sprt.add_argument("--hands", type=int, default=20, help="hands per match")
+    sprt.add_argument("--batch", type=int, default=8, help="pairs added at a time")
+    sprt.add_argument("--max-pairs", type=int, default=2000, help="stop undecided after this many pairs")
+    sprt.add_argument("--name", default=None, help="tournament name (default: 'V2 vs V1')")
+    sprt.add_argument("--seed", type=int, default=None, help="tournament seed (default: random, secret)")
+    sprt.add_argument("--no-wait", action="store_true", help="with RQ: create, enqueue and return")
+    sprt.add_argument("--quiet", action="store_true", help="no progress bar")
+    sprt.set_defaults(func=cmd_sprt)
 
     worker = subparsers.add_parser("worker", help="run an RQ worker for match jobs (needs TONK_REDIS_URL)")
     worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
@@ -139,12 +163,18 @@ def cmd_create(args: argparse.Namespace) -> int:
         )
         if value is not None
     }
+    if (args.bots is None) == (args.gauntlet is None) or (args.gauntlet is None) != (args.vs is None):
+        print("tonk tournament create: give --bots for a round robin, or --gauntlet BOT with --vs",
+              file=sys.stderr)
+        return 2
+    names = args.bots if args.gauntlet is None else [args.gauntlet, *args.vs]
     try:
         with session_scope(settings.database_url) as session:
             tournament = create_tournament(
                 session,
                 name=args.name,
-                bot_ids=resolve_bots(session, args.bots),
+                bot_ids=resolve_bots(session, names),
+                kind="round-robin" if args.gauntlet is None else "gauntlet",
                 table_sizes=args.tables,
                 matches_per_table=args.deals,
                 hands_per_match=args.hands,
@@ -159,6 +189,55 @@ def cmd_create(args: argparse.Namespace) -> int:
         return _fail("tournament create", exc)
     print(f"tournament {tid} created: {total} matches; play it with: tonk tournament run {tid}")
     return 0
+
+
+def cmd_sprt(args: argparse.Namespace) -> int:
+    from arena.db import session_scope
+    from arena.sprt import sprt_params
+    from arena.tournaments import create_tournament, get_tournament_row, resolve_bots
+
+    settings = _settings()
+    try:
+        params = sprt_params(args.elo0, args.elo1, args.alpha, args.beta, args.batch, args.max_pairs)
+        with session_scope(settings.database_url) as session:
+            tournament = create_tournament(
+                session,
+                name=args.name or f"{args.new} vs {args.old}",
+                bot_ids=resolve_bots(session, [args.new, args.old]),
+                table_sizes=[2],
+                matches_per_table=args.batch,
+                hands_per_match=args.hands,
+                seed=args.seed,
+                settings=settings,
+                kind="sprt",
+                sprt=params,
+            )
+            tid = tournament.id
+        print(f"tournament {tid}: sequential test of {args.new} against {args.old}, "
+              f"H0 elo <= {args.elo0:g}, H1 elo >= {args.elo1:g}, alpha {args.alpha:g}, beta {args.beta:g}")
+        code = drive(settings, tid, wait=not args.no_wait, quiet=args.quiet)
+    except ArenaError as exc:
+        return _fail("sprt", exc)
+    if args.no_wait:
+        return code
+    with session_scope(settings.database_url) as session:
+        print(sprt_line(session, get_tournament_row(session, tid)))
+    return code
+
+
+def sprt_line(session: Any, tournament: Any) -> str:
+    """The test's state in one line: pairs, LLR against its bounds, the verdict."""
+    from arena.sprt import sprt_state
+
+    state = sprt_state(session, tournament)
+    verdict = {
+        "H1": f"accepted H1: better by at least {state.params['elo1']:g} Elo",
+        "H0": f"accepted H0: no more than {state.params['elo0']:g} Elo better",
+        "inconclusive": "inconclusive: max pairs reached",
+        None: "undecided",
+    }[state.verdict]
+    return (f"  {state.pairs} pairs, LLR {state.llr:.2f} in [{state.lower:.2f}, {state.upper:.2f}]: "
+            f"{verdict}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -177,7 +256,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from arena.db import session_scope
+    from arena.leaderboard import current_leaderboard
     from arena.store import bot_stats, get_tournament
+    from arena.tournaments import get_tournament_row
 
     settings = _settings()
     try:
@@ -198,6 +279,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     if t.seed is not None:
         print(f"  seed: {t.seed}")
+    with session_scope(settings.database_url) as session:
+        row = get_tournament_row(session, args.id)
+        if row.kind == "sprt":
+            print(sprt_line(session, row))
+        elif row.kind == "gauntlet":
+            print(f"  gauntlet: every table holds bot {(row.params or {}).get('challenger')}")
     if stats:
         print(f"  {'bot':<24} {'matches':>7} {'chips':>8} {'per 100':>8} {'win %':>6} {'faults':>6}")
         for s in sorted(stats, key=lambda s: -(s.chips_per_100 or 0)):
@@ -205,6 +292,12 @@ def cmd_status(args: argparse.Namespace) -> int:
                 f"  {s.name[:24]:<24} {s.matches:>7} {s.chips:>8} {s.chips_per_100 or 0:>8.1f} "
                 f"{100 * (s.win_rate or 0):>6.1f} {s.faults:>6}"
             )
+    entrants = {e.bot_id for e in t.entries}
+    with session_scope(settings.database_url) as session:
+        rows = [r for r in current_leaderboard(session).rows if r.bot_id in entrants]
+    if rows:
+        print("  ratings over every done match (ranks on the whole leaderboard):")
+        print_ratings(rows)
     return 0
 
 
@@ -329,6 +422,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from arena.db import session_scope
     from arena.leaderboard import current_leaderboard, rating_history
+    from arena.rating_terms import rating_text
 
     settings = _settings()
     with session_scope(settings.database_url) as session:
@@ -336,16 +430,24 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             for row in rating_history(session):
                 mark = "?" if row.provisional else ""
                 print(f"{row.tournament_id:>4} {row.tournament_name[:20]:<20} {row.name[:24]:<24} "
-                      f"{row.elo:7.1f}{mark:<1} [{row.low:7.1f}, {row.high:7.1f}] {row.matches:>6}")
+                      f"{rating_text(row.elo, row.low, row.high) + mark:<22} {row.matches:>6}")
             return 0
         board = current_leaderboard(session)
-    print(f"{'#':>3}  {'bot':<24} {'elo':>7}  {'95% interval':<18} {'matches':>7}  {'LOS':>5}")
-    for r in board.rows:
-        los = f"{r.los_next:5.2f}" if r.los_next is not None else ""
-        mark = "?" if r.provisional else " "
-        print(f"{r.rank:>3}  {r.name[:24]:<24} {r.elo:7.1f}{mark} [{r.low:7.1f}, {r.high:7.1f}] "
-              f"{r.matches:>7}  {los}")
-    if board.rows:
-        print("? provisional: few matches, a wide interval or a one-sided record")
+    print_ratings(board.rows)
     print(f"{board.done_matches} matches rated")
     return 0
+
+
+def print_ratings(rows: Sequence[LeaderboardRow]) -> None:
+    """A rating table and what its numbers mean (arena/rating_terms.py), as every command
+    that prints ratings shows them."""
+    from arena.rating_terms import legend, los_text, rating_text
+
+    print(f"{'#':>3}  {'bot':<24} {'Elo [95% interval]':<22} {'matches':>7}  {'LOS':>6}")
+    for r in rows:
+        mark = "?" if r.provisional else ""
+        print(f"{r.rank:>3}  {r.name[:24]:<24} {rating_text(r.elo, r.low, r.high) + mark:<22} "
+              f"{r.matches:>7}  {los_text(r.los_next):>6}")
+    if rows:
+        for line in legend():
+            print(line)

@@ -333,7 +333,13 @@ def run_tournament(
         if on_progress is not None:
             on_progress(progress)
         if progress.unfinished == 0 or status != "running":
-            break
+            with session_scope(database_url) as session:  # a sequential test may add pairs here
+                finish_if_complete(session, tournament_id)
+                progress = tournament_progress(session, tournament_id)
+                status = get_tournament_row(session, tournament_id).status
+            if progress.unfinished == 0 or status != "running":
+                break
+            backend.submit(unfinished_matches(database_url, tournament_id))  # its next batch
         now = time.monotonic()
         if now - swept >= RECOVER_S:
             swept = now

@@ -108,7 +108,30 @@ def play_match_job(
     with session_scope(database_url) as session:
         finish_if_complete(session, plan.tournament_id)
     reveal_if_complete(database_url, plan, hosted_addresses)  # EndDeal, once the deal is done
+    _queue_next_batch(database_url, plan.tournament_id, hosted_addresses)
     return DONE
+
+
+def _queue_next_batch(database_url: str, tournament_id: int, hosted: dict[str, str] | None) -> None:
+    """On an RQ worker, queue the pairs a sequential test just added (arena/sprt.py), so it
+    goes on with nobody driving it; a driver, if any, would queue them too (job ids dedupe)."""
+    try:
+        from rq import get_current_job
+    except ImportError:  # not on RQ: the embedded pool's driver queues them
+        return
+    job = get_current_job()
+    if job is None:
+        return
+    with session_scope(database_url) as session:
+        kind, status = session.execute(
+            select(Tournament.kind, Tournament.status).where(Tournament.id == tournament_id)
+        ).one()
+        if kind != "sprt" or status != "running":
+            return
+    from arena.execution import RqBackend, unfinished_matches  # execution imports this module
+
+    backend = RqBackend(database_url, "", job.origin, connection=job.connection, hosted_addresses=hosted)
+    backend.submit(unfinished_matches(database_url, tournament_id))
 
 
 def worker_id() -> str:

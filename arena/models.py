@@ -126,6 +126,9 @@ class Tournament(Base):
     #: "duplicate" (every seat order of a deal dealt from one seed) or "independent" (a seed
     #: per match): arena/tournaments.py.
     deal_mode: Mapped[str] = mapped_column(String(16), default="duplicate", server_default="duplicate")
+    #: round-robin | gauntlet (every table holds params["challenger"]) | sprt (arena/sprt.py)
+    kind: Mapped[str] = mapped_column(String(16), default="round-robin", server_default="round-robin")
+    params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
@@ -254,11 +257,14 @@ class RatingSnapshot(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
-    elo: Mapped[float] = mapped_column(Float)
-    low: Mapped[float] = mapped_column(Float)
-    high: Mapped[float] = mapped_column(Float)
+    elo: Mapped[float] = mapped_column(Float)  # a one-sided record: the bound
+    low: Mapped[float | None] = mapped_column(Float, nullable=True)  # None: no lower bound
+    high: Mapped[float | None] = mapped_column(Float, nullable=True)  # None: no upper bound
     matches: Mapped[int] = mapped_column(Integer)
     provisional: Mapped[bool] = mapped_column(Boolean, default=False)
+    # pool | fitted | one-sided (arena.ratings.Basis)
+    basis: Mapped[str] = mapped_column(String(16), default="pool", server_default="pool")
+    reason: Mapped[str | None] = mapped_column(String(16), nullable=True)  # why provisional
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -1,39 +1,43 @@
-"""The official Tonk Arena rating: a batch Bradley-Terry fit on the Elo scale.
+"""The official Tonk Arena rating: a Bradley-Terry fit on the Elo scale, anchored on the
+established pool so that a newcomer or a one-sided record cannot move anyone else.
 
 Model
     ``P(i beats j) = 1 / (1 + 10 ** ((R_j - R_i) / 400))``. A match becomes pairwise results
     by final score: every pair of seats scores 1, ½ or 0 by comparing the two final match
     scores (equal scores are a draw), and each pair is weighted ``1/(n-1)`` at an ``n``-seat
-    table, so every seat carries the same total weight, 1, whatever the table size. The
-    ratings maximise the weighted log-likelihood of all rated matches at once, so they do not
-    depend on the order the matches finished in (only on floating-point summation order).
+    table, so every seat carries the same total weight, 1, whatever the table size. Matches
+    reduce to pairwise sums (arena/rating_data.py), so the fit does not depend on the order the
+    matches finished in (only on floating-point summation order).
 
-Prior
-    Every bot plays ``prior_games`` (default 2) virtual draws against a virtual player rated
-    ``anchor``. That is a weak prior (about ±250 Elo, one standard deviation, for the default)
-    that keeps an unbeaten bot, a bot that lost everything and groups of bots that never met
-    each other finite and identified. It weighs as much as two even games, so a bot's own
-    matches soon outweigh it.
+The established pool, and the scale
+    The *pool* is the largest group of bots that each played at least ``min_matches`` rated
+    matches and whose results are two-sided within the group: every member both scored
+    against and conceded to the others, directly or round a chain (a strongly connected
+    group, which is exactly when the maximum-likelihood fit is finite without a prior). The
+    pool is fitted by plain maximum likelihood on the pairs among its members, and its mean is
+    ``anchor`` (1500): **1500 is the average of the established pool**. If no two bots qualify,
+    the largest two-sided group of any bots is the pool (or, failing that, the bot with the
+    most matches alone).
 
-Anchoring
-    After the fit the ratings are shifted so that their mean over the bots in the fit is
-    exactly ``anchor`` (default 1500). Only differences are estimated; the intervals are those
-    of ``R_i - mean(R)``, and adding a bot can move everybody's level but not their gaps.
+Everyone else
+    Each bot outside the pool is fitted alone against the pool, on its pairs with pool members,
+    the pool's ratings held fixed: so it moves nobody. If that record is one-sided (it won, or
+    lost, every comparison) it has no finite estimate; it gets a one-sided bound instead: the
+    rating at which a record as one-sided would happen with probability ``1 - level``
+    (``low`` only, "above", for a clean sweep; ``high`` only, "below", for no points). Its
+    ``elo`` is that bound, for sorting. A bot with no pairs against the pool is not rated.
 
 Intervals
-    Clustered by match. ``method="sandwich"`` (default) is the cluster-robust sandwich
-    ``H⁻¹ (Σ_m U_m U_mᵀ + P) H⁻¹``, with ``U_m`` a match's contribution to the score, ``H`` the
-    observed information including the prior's and ``P`` the prior's own information, which
-    stands in as pseudo-data so that directions the matches cannot pin down (the offset
-    between groups that never met) get the prior's width instead of none. ``method=
-    "bootstrap"`` resamples whole matches (percentile intervals, LOS as the fraction of
-    replicates in which the higher bot stays ahead). LOS is the probability that a bot is
-    stronger than the next one down the table.
+    A cluster-robust sandwich (clustered by match) over the stacked estimating equations: the
+    pool's and each outsider's, so an outsider's interval includes the pool's own uncertainty.
+    The pool's intervals are those of ``R_i - mean(pool)``. LOS is the probability that a bot
+    is stronger than the next one down the table (normal approximation, covariances
+    included); it is None next to a one-sided bound.
 
 Provisional
-    A bot is provisional if it played fewer than ``min_matches`` rated matches, if its interval
-    is wider than ``max_width`` Elo, or if it won (or lost) every comparison it had: then its
-    rating is set by the prior alone and a resampling interval cannot tell how far it is out.
+    A bot is provisional, with the first reason that applies: ``"one-sided"`` (its record
+    against the pool is all wins or all losses), ``"few-matches"`` (fewer than
+    ``min_matches``), ``"wide-interval"`` (wider than ``max_width`` Elo).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Literal
@@ -49,23 +53,24 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from arena.rating_data import BoolArray, FloatArray, IntArray, RatingData, meat, sigmoid
+
 __all__ = [
     "ELO_SCALE",
+    "Basis",
     "ConvergenceError",
     "DuplicateMatchError",
     "MatchResult",
     "MatchResultError",
-    "Method",
     "OptionError",
     "Rating",
+    "RatingModel",
     "RatingTable",
     "RatingsError",
+    "Reason",
     "fit",
     "history",
 ]
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 #: Natural-log units per Elo point: P = 1 / (1 + exp(-ELO_SCALE * (R_i - R_j))).
 ELO_SCALE = math.log(10.0) / 400.0
@@ -74,7 +79,10 @@ _MAX_NEWTON = 200
 # at rounding level, so the result no longer depends on where the iteration started.
 _NEWTON_TOL = 1e-10
 
-Method = Literal["sandwich", "bootstrap"]
+#: How a rating was obtained: a pool member, fitted against the pool, or a one-sided bound.
+Basis = Literal["pool", "fitted", "one-sided"]
+#: Why a rating is provisional.
+Reason = Literal["one-sided", "few-matches", "wide-interval"]
 
 
 class RatingsError(ValueError):
@@ -91,7 +99,7 @@ class DuplicateMatchError(RatingsError):
 
 
 class OptionError(RatingsError):
-    """A fit option out of range, such as an unknown ``method`` or ``prior_games <= 0``."""
+    """A fit option out of range, such as ``level=1`` or a negative ``min_matches``."""
 
 
 class ConvergenceError(RuntimeError):
@@ -156,354 +164,455 @@ def _is_finite_real(value: object) -> bool:
 
 @dataclass(frozen=True)
 class Rating:
-    """One bot's rating with its interval (at the fit's ``level``, 95% by default)."""
+    """One bot's rating with its interval (at the fit's ``level``, 95% by default).
+
+    ``low``/``high`` are None on the open side of a one-sided bound (``basis="one-sided"``):
+    ``low`` only means "at least low", ``high`` only "at most high"; ``elo`` is then the bound."""
 
     bot: str
     elo: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
     #: Rated matches the bot played.
     matches: int
     provisional: bool
+    basis: Basis = "pool"
+    reason: Reason | None = None
 
 
 @dataclass(frozen=True)
 class RatingTable:
     """The result of a fit.
 
-    ``ratings`` is sorted best first (ratings within 1e-6 Elo by bot id). ``los[i]`` is the likelihood of
-    superiority of ``ratings[i]`` over ``ratings[i + 1]``. ``pairwise[(a, b)]`` is
-    ``(points of a against b, weight)``: the weighted pairwise score and the weighted number
-    of comparisons (``points / weight`` is a's score rate), for every ordered pair that met.
+    ``ratings`` is sorted best first (ratings within 1e-6 Elo by bot id), the one-sided bounds
+    after every estimate (by bound). ``los[i]`` is the
+    likelihood of superiority of ``ratings[i]`` over ``ratings[i + 1]`` (None next to a
+    one-sided bound). ``pairwise[(a, b)]`` is ``(points of a against b, weight)``: the model's
+    weighted pairwise score and weighted number of comparisons (``points / weight`` is a's
+    score rate), for every ordered pair that met. ``pool`` lists the established pool (whose
+    mean is the anchor); ``unrated`` the bots with no result against it.
     """
 
     ratings: list[Rating] = field(default_factory=list)
-    los: list[float] = field(default_factory=list)
+    los: list[float | None] = field(default_factory=list)
     pairwise: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    pool: list[str] = field(default_factory=list)
+    unrated: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class _Options:
-    method: Method
     anchor: float
-    prior_games: float
     level: float
-    samples: int
-    seed: int
     min_matches: int
     max_width: float
 
 
-def _options(
-    method: str,
-    anchor: float,
-    prior_games: float,
-    level: float,
-    samples: int,
-    seed: int,
-    min_matches: int,
-    max_width: float,
-) -> _Options:
-    if method not in ("sandwich", "bootstrap"):
-        raise OptionError(f"method {method!r} is not 'sandwich' or 'bootstrap'")
-    if not math.isfinite(anchor):
+def _options(anchor: float, level: float, min_matches: int, max_width: float) -> _Options:
+    if not (isinstance(anchor, numbers.Real) and math.isfinite(anchor)):
         raise OptionError(f"anchor {anchor!r} is not a finite number")
-    if not (math.isfinite(prior_games) and prior_games > 0):
-        # Without the prior an unbeaten bot has no finite maximum.
-        raise OptionError(f"prior_games {prior_games!r} must be a positive number")
-    if not 0 < level < 1:
+    if not (isinstance(level, numbers.Real) and 0 < level < 1):
         raise OptionError(f"level {level!r} must be between 0 and 1")
-    if method == "bootstrap" and samples < 2:
-        raise OptionError(f"samples {samples!r} must be at least 2 for the bootstrap")
-    if min_matches < 0:
-        raise OptionError(f"min_matches {min_matches!r} must not be negative")
-    if not max_width > 0:
+    if type(min_matches) is not int or min_matches < 0:
+        raise OptionError(f"min_matches {min_matches!r} must be a non-negative integer")
+    if not (isinstance(max_width, numbers.Real) and max_width > 0):
         raise OptionError(f"max_width {max_width!r} must be positive")
-    return _Options(
-        "bootstrap" if method == "bootstrap" else "sandwich",
-        float(anchor),
-        float(prior_games),
-        float(level),
-        int(samples),
-        int(seed),
-        int(min_matches),
-        float(max_width),
-    )
+    return _Options(float(anchor), float(level), min_matches, float(max_width))
 
 
-# --- Parsing ----------------------------------------------------------------------------------
+# --- The pool ---------------------------------------------------------------------------------
 
 
-@dataclass
-class _Group:
-    """All matches at one table size ``n``, with their pairwise comparisons."""
-
-    idx: IntArray  # (m, n) bot index per seat
-    rows: IntArray  # (m,) match number, in input order
-    pa: IntArray  # (m, n(n-1)/2) first bot of each seat pair
-    pb: IntArray  # (m, n(n-1)/2) second bot
-    ps: FloatArray  # (m, n(n-1)/2) pa's result against pb: 1, 0.5 or 0
-    cells: IntArray  # pa * k + pb, flat: where each pair lands in a k*k matrix
-    weight: float  # 1/(n-1)
-    incidence: FloatArray  # (pairs, n): +1 at a pair's first seat, -1 at its second
+def _reach(scored: BoolArray, start: int, members: BoolArray) -> BoolArray:
+    """Bots in ``members`` reachable from ``start`` along ``scored[a, b]`` (a scored against b)."""
+    seen = np.zeros(len(members), dtype=bool)
+    seen[start] = True
+    frontier = seen.copy()
+    while frontier.any():
+        nxt = scored[frontier].any(axis=0) & members & ~seen
+        seen |= nxt
+        frontier = nxt
+    return seen
 
 
-@dataclass
-class _Data:
-    names: list[str]  # bot ids, sorted; a bot's index is its position
-    groups: list[_Group]
-    match_ids: list[str | int]
-    matches: IntArray  # rated matches per bot
+def _largest_two_sided(
+    scored: BoolArray, members: BoolArray, matches: IntArray, names: list[str]
+) -> BoolArray:
+    """The largest strongly connected group of ``members`` (ties: more matches, then the
+    first bot id), found by peeling components off in order of matches played."""
+    left = members.copy()
+    best = np.zeros(len(members), dtype=bool)
+    best_key: tuple[int, int, str] | None = None
+    order = sorted(np.flatnonzero(members).tolist(), key=lambda i: (-int(matches[i]), names[i]))
+    for root in order:
+        if not left[root]:
+            continue
+        if best_key is not None and int(left.sum()) < best_key[0]:
+            break
+        group = _reach(scored, root, left) & _reach(scored.T, root, left)
+        key = (int(group.sum()), int(matches[group].sum()), names[root])
+        if best_key is None or (key[0], key[1]) > (best_key[0], best_key[1]):
+            best, best_key = group, key
+        left &= ~group
+    return best
 
 
-class _Accumulator:
-    """Matches parsed so far, so ``history`` parses each match once however many fits."""
-
-    def __init__(self) -> None:
-        self._codes: dict[str, int] = {}  # first-appearance code per bot
-        self._ids: list[str | int] = []
-        self._seen: set[str | int] = set()
-        self._blocks: dict[int, list[tuple[IntArray, FloatArray, IntArray]]] = {}
-
-    def add(self, results: Iterable[MatchResult]) -> None:
-        sizes: list[int] = []
-        bots: list[str] = []
-        scores: list[float] = []
-        start = len(self._ids)
-        ids: list[str | int] = []
-        for result in results:
-            if not isinstance(result, MatchResult):
-                raise MatchResultError(f"expected a MatchResult, got {result!r}")
-            ids.append(result.match_id)
-            sizes.append(len(result.bots))
-            bots.extend(result.bots)
-            scores.extend(result.scores)
-        self._check_ids(ids)
-        if not ids:
-            return
-        codes = self._codes
-        for bot in dict.fromkeys(bots):  # C-speed dedupe, then code only the new bots
-            if bot not in codes:
-                codes[bot] = len(codes)
-        code = np.fromiter(map(codes.__getitem__, bots), dtype=np.int64, count=len(bots))
-        score = np.asarray(scores, dtype=np.float64)
-        size = np.asarray(sizes, dtype=np.int64)
-        offset = np.concatenate(([0], np.cumsum(size)[:-1]))
-        for n in np.unique(size).tolist():
-            rows = np.flatnonzero(size == n)
-            seats = offset[rows, None] + np.arange(n)
-            self._blocks.setdefault(n, []).append((code[seats], score[seats], rows + start))
-
-    def _check_ids(self, ids: list[str | int]) -> None:
-        batch = set(ids)
-        if len(batch) != len(ids) or not self._seen.isdisjoint(batch):
-            seen = set(self._seen)
-            for match_id in ids:  # slow path, only to name the culprit
-                if match_id in seen:
-                    raise DuplicateMatchError(f"match id {match_id!r} is given more than once")
-                seen.add(match_id)
-        self._seen |= batch
-        self._ids.extend(ids)
-
-    def data(self) -> _Data:
-        names = sorted(self._codes)
-        # Relabel to sorted bot ids so the result does not depend on who appeared first.
-        relabel = np.empty(len(names), dtype=np.int64)
-        relabel[[self._codes[name] for name in names]] = np.arange(len(names))
-        groups = []
-        matches = np.zeros(len(names), dtype=np.int64)
-        for n in sorted(self._blocks):
-            blocks = self._blocks[n]
-            idx = relabel[np.concatenate([b[0] for b in blocks])]
-            score = np.concatenate([b[1] for b in blocks])
-            rows = np.concatenate([b[2] for b in blocks])
-            u, v = np.triu_indices(n, 1)
-            incidence = np.zeros((len(u), n))
-            incidence[np.arange(len(u)), u] = 1.0
-            incidence[np.arange(len(u)), v] = -1.0
-            # C order throughout: the hot loops ravel these, and a copy there costs a lot.
-            pa = np.ascontiguousarray(idx[:, u])
-            pb = np.ascontiguousarray(idx[:, v])
-            ps = np.ascontiguousarray(0.5 * (1.0 + np.sign(score[:, u] - score[:, v])))
-            cells = (pa * len(names) + pb).ravel()
-            groups.append(_Group(idx, rows, pa, pb, ps, cells, 1.0 / (n - 1), incidence))
-            matches += np.bincount(idx.ravel(), minlength=len(names))
-        return _Data(names, groups, list(self._ids), matches)
+def _pool(data: RatingData, min_matches: int) -> BoolArray:
+    k = data.k
+    points, weights = data.points[:k, :k], data.weights[:k, :k]
+    scored = points > 0  # draws count both ways: points are half the weight then
+    matches = data.matches[:k]
+    pool = _largest_two_sided(scored, matches >= min_matches, matches, data.names)
+    if pool.sum() < 2:
+        pool = _largest_two_sided(scored, weights.sum(axis=1) > 0, matches, data.names)
+    return pool
 
 
 # --- Fitting ----------------------------------------------------------------------------------
 
 
-def _aggregate(data: _Data, counts: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
-    """Points ``P[a, b]`` of a against b and weights ``W[a, b]`` (symmetric), optionally with
-    each match counted ``counts[match]`` times (the bootstrap)."""
-    k = len(data.names)
-    p_up = np.zeros(k * k)
-    w_up = np.zeros(k * k)
-    for g in data.groups:
-        w: FloatArray
-        if counts is None:
-            w = np.full(g.cells.shape, g.weight)
-        else:
-            w = np.repeat(counts[g.rows] * g.weight, g.pa.shape[1])
-        p_up += np.bincount(g.cells, w * g.ps.ravel(), minlength=k * k)
-        w_up += np.bincount(g.cells, w, minlength=k * k)
-    p_up2, w_up2 = p_up.reshape(k, k), w_up.reshape(k, k)
-    # A pair's cell only holds one orientation; the other side gets weight minus points.
-    return p_up2 + (w_up2 - p_up2).T, w_up2 + w_up2.T
+def _pool_objective(points: FloatArray, x: FloatArray) -> float:
+    return float(np.sum(points * -np.logaddexp(0.0, -(x[:, None] - x[None, :]))))
 
 
-def _log_sigmoid(z: FloatArray) -> FloatArray:
-    return -np.logaddexp(0.0, -z)
-
-
-def _sigmoid(z: FloatArray) -> FloatArray:
-    return np.exp(_log_sigmoid(z))
-
-
-def _objective(points: FloatArray, prior: float, x: FloatArray) -> float:
-    diff = x[:, None] - x[None, :]
-    data = float(np.sum(points * _log_sigmoid(diff)))
-    return data + prior * 0.5 * float(np.sum(_log_sigmoid(x) + _log_sigmoid(-x)))
-
-
-def _information(weights: FloatArray, prior: float, x: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Expected-win matrix ``W * p`` and the information (minus the Hessian) at ``x``."""
-    p = _sigmoid(x[:, None] - x[None, :])
-    curv = weights * p * (1.0 - p)
-    s = _sigmoid(x)
-    info = -curv
-    info[np.diag_indices_from(info)] = curv.sum(axis=1) + prior * s * (1.0 - s)
-    return weights * p, info
-
-
-def _solve(points: FloatArray, weights: FloatArray, prior: float, x0: FloatArray) -> FloatArray:
-    """Maximise the penalised log-likelihood by damped Newton (natural-log units, virtual
-    player at 0). The objective is strictly concave, so this finds the unique maximum."""
-    x = x0.copy()
-    f = _objective(points, prior, x)
+def _fit_pool(points: FloatArray, weights: FloatArray, x0: FloatArray) -> FloatArray:
+    """Maximum likelihood over the pool's pairs, mean 0 (natural units), by damped Newton. The
+    pool is strongly connected, so the maximum is finite and unique up to the mean."""
+    k = len(x0)
+    x = x0 - x0.mean() if k else x0
+    if k < 2:
+        return np.zeros(k)
+    f = _pool_objective(points, x)
     for _ in range(_MAX_NEWTON):
-        expected, info = _information(weights, prior, x)
-        s = _sigmoid(x)
-        grad = (points - expected).sum(axis=1) + prior * (0.5 - s)
-        step = np.linalg.solve(info, grad)
-        size = float(np.max(np.abs(step))) if len(step) else 0.0
+        p = sigmoid(x[:, None] - x[None, :])
+        grad = (points - weights * p).sum(axis=1)
+        lap = _laplacian(weights * p * (1.0 - p))
+        step = np.linalg.solve(lap + 1.0 / k, grad)  # + 1/k: fixes the free mean
+        size = float(np.max(np.abs(step)))
         if size < 1e-6:
-            # Near the maximum the full step is safe, and comparing objectives that differ
-            # by less than rounding would only stall the line search.
             x = x + step
             if size < _NEWTON_TOL:
-                return x
-            f = _objective(points, prior, x)
+                centred: FloatArray = x - x.mean()
+                return centred
+            f = _pool_objective(points, x)
             continue
         t = 1.0
         while True:
             trial = x + t * step
-            f_trial = _objective(points, prior, trial)
+            f_trial = _pool_objective(points, trial)
             if f_trial >= f or t < 1e-10:
                 break
             t *= 0.5
         x, f = trial, f_trial
-    raise ConvergenceError(f"Newton did not converge in {_MAX_NEWTON} iterations ({len(x)} bots)")
+    raise ConvergenceError(f"Newton did not converge in {_MAX_NEWTON} iterations ({k} bots in the pool)")
 
 
-def _sandwich(data: _Data, weights: FloatArray, prior: float, x: FloatArray) -> FloatArray:
-    """Cluster-robust covariance of ``x`` (natural units), clustered by match."""
+def _laplacian(curv: FloatArray) -> FloatArray:
+    lap = -curv
+    lap[np.diag_indices_from(lap)] = curv.sum(axis=1) - np.diag(curv)
+    return lap
+
+
+def _fit_outsiders(points: FloatArray, weights: FloatArray, pool_x: FloatArray) -> FloatArray:
+    """Each outsider's own maximum likelihood against the fixed pool (rows: outsiders with a
+    two-sided record against the pool; columns: pool members)."""
+    x = np.zeros(len(points))
+    for _ in range(_MAX_NEWTON):
+        p = sigmoid(x[:, None] - pool_x[None, :])
+        grad = (points - weights * p).sum(axis=1)
+        info = (weights * p * (1.0 - p)).sum(axis=1)
+        step = np.clip(grad / info, -2.0, 2.0)  # one-dimensional and concave: clipping is enough
+        x = x + step
+        if len(step) == 0 or float(np.max(np.abs(step))) < _NEWTON_TOL:
+            fitted: FloatArray = x
+            return fitted
+    raise ConvergenceError(f"Newton did not converge for {len(x)} bots fitted against the pool")
+
+
+def _one_sided_bound(weights: FloatArray, pool_x: FloatArray, won: bool, alpha: float) -> float:
+    """The rating at which a record this one-sided has probability ``alpha`` (natural units):
+    a lower bound for a clean sweep, an upper one for a record without a point."""
+    sign = 1.0 if won else -1.0
+
+    def log_prob(x: float) -> float:  # log P(every comparison goes the record's way)
+        return float(np.sum(weights * -np.logaddexp(0.0, -sign * (x - pool_x))))
+
+    lo, hi = float(pool_x.min()) - 50.0, float(pool_x.max()) + 50.0
+    target = math.log(alpha)
+    for _ in range(200):  # log_prob is monotone: bisection
+        mid = 0.5 * (lo + hi)
+        if (log_prob(mid) < target) == won:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+@dataclass
+class _Fit:
+    """What a full fit leaves for incremental updates between full fits."""
+
+    pool: BoolArray  # over bot codes
+    x: FloatArray  # natural units, 0 for bots without a finite estimate
+    finite: BoolArray  # pool members and outsiders with a two-sided record
+    meat: FloatArray  # over np.flatnonzero(finite), at the x of the last full fit
+    blocks: int  # blocks already in ``meat``
+    bread: FloatArray  # the stacked equations' inverse information at the last full fit
+
+
+class RatingModel:
+    """Matches added over time and the ratings fitted from them.
+
+    :meth:`fit` is the full fit. :meth:`update` is the cheap one between full fits: the new
+    matches' pairwise sums are in, the pool's membership and the old matches' share of the
+    interval's meat and its bread (the inverse information) are kept from the last full fit,
+    and the ratings take one Newton step with that inverse. The ratings match a full fit to
+    a small fraction of an Elo point; the intervals are off by about the share of matches
+    added since the last full fit (1% after 1% more matches).
+    """
+
+    def __init__(
+        self,
+        *,
+        anchor: float = 1500.0,
+        level: float = 0.95,
+        min_matches: int = 20,
+        max_width: float = 200.0,
+    ) -> None:
+        self.opts = _options(anchor, level, min_matches, max_width)
+        self.data = RatingData()
+        self._ids: set[str | int] = set()
+        self._last: _Fit | None = None
+
+    @property
+    def total(self) -> int:
+        """Matches added."""
+        return self.data.total
+
+    def __contains__(self, match_id: object) -> bool:
+        """Whether a match with this id was added (by :meth:`add`)."""
+        return match_id in self._ids
+
+    def add(self, results: Iterable[MatchResult]) -> None:
+        """Add matches; raises MatchResultError or DuplicateMatchError (adding none of them)."""
+        by_size: dict[int, tuple[list[str], list[float]]] = {}
+        ids: list[str | int] = []
+        for result in results:
+            if not isinstance(result, MatchResult):
+                raise MatchResultError(f"expected a MatchResult, got {result!r}")
+            ids.append(result.match_id)
+            bots, scores = by_size.setdefault(len(result.bots), ([], []))
+            bots.extend(result.bots)
+            scores.extend(float(s) for s in result.scores)
+        self._check_ids(ids)
+        for n in sorted(by_size):
+            bots, scores = by_size[n]
+            idx = self.data.code_of(bots).reshape(-1, n)
+            self.data.add(n, idx, np.asarray(scores, dtype=np.float64).reshape(-1, n))
+
+    def add_table(self, bots: Sequence[str], seats: npt.ArrayLike, scores: npt.ArrayLike) -> None:
+        """Add matches given as arrays (no match ids, so no duplicate check): ``seats[m, s]``
+        indexes ``bots`` for seat ``s`` of match ``m``, ``scores[m, s]`` is that seat's score."""
+        seat_arr = np.asarray(seats)
+        score_arr = np.asarray(scores, dtype=np.float64)
+        if seat_arr.ndim != 2 or seat_arr.shape != score_arr.shape or not 2 <= seat_arr.shape[1] <= 64:
+            raise MatchResultError(
+                f"seats {seat_arr.shape} and scores {score_arr.shape} must be equal (matches, seats) arrays"
+            )
+        if not np.issubdtype(seat_arr.dtype, np.integer) or (
+            seat_arr.size and (seat_arr.min() < 0 or seat_arr.max() >= len(bots))
+        ):
+            raise MatchResultError(f"seats must index the {len(bots)} bots given")
+        if not np.isfinite(score_arr).all():
+            raise MatchResultError("scores must be finite numbers")
+        ordered = np.sort(seat_arr, axis=1)
+        if (ordered[:, 1:] == ordered[:, :-1]).any():
+            raise MatchResultError("a match seats the same bot twice")
+        codes = self.data.code_of(list(bots))
+        self.data.add(seat_arr.shape[1], codes[seat_arr], score_arr)
+
+    def _check_ids(self, ids: list[str | int]) -> None:
+        batch = set(ids)
+        if len(batch) != len(ids) or not self._ids.isdisjoint(batch):
+            seen = set(self._ids)
+            for match_id in ids:  # slow path, only to name the culprit
+                if match_id in seen:
+                    raise DuplicateMatchError(f"match id {match_id!r} is given more than once")
+                seen.add(match_id)
+        self._ids |= batch
+
+    def fit(self, *, pairwise: bool = True) -> RatingTable:
+        """The full fit (``pairwise=False`` skips the pairwise table: a million entries at
+        1,000 bots)."""
+        data = self.data
+        k = data.k
+        if k == 0:
+            return RatingTable()
+        pool = _pool(data, self.opts.min_matches)
+        last = self._last
+        # Warm start from the last fit when the pool is the same (the maximum is unique).
+        same = last is not None and len(last.pool) == k and np.array_equal(last.pool, pool)
+        x0 = last.x[pool] if same and last is not None else np.zeros(int(pool.sum()))
+        x, finite = self._estimate(pool, x0)
+        position = np.where(finite, np.cumsum(finite) - 1, -1)
+        m = meat(data.blocks, x, position, pool, int(finite.sum()))
+        bread = _bread(data.weights[:k, :k], pool, finite, x)
+        self._last = _Fit(pool, x, finite, m, len(data.blocks), bread)
+        return self._report(pairwise)
+
+    def update(self, *, pairwise: bool = True) -> RatingTable:
+        """The cheap refit after adding matches (a full fit if there was none, or if bots that
+        need a place in the interval's matrices arrived)."""
+        last = self._last
+        if last is None:
+            return self.fit(pairwise=pairwise)
+        k = self.data.k
+        pool = np.zeros(k, dtype=bool)
+        pool[: len(last.pool)] = last.pool[:k]
+        # One Newton step with the last full fit's inverse information: the few matches
+        # since then barely change it, and it saves solving a bots x bots system.
+        in_pool = last.pool[last.finite]
+        pool_inv = last.bread[np.ix_(in_pool, in_pool)]
+        x, finite = self._estimate(pool, last.x[last.pool], pool_inv=pool_inv)
+        old_finite = np.zeros(k, dtype=bool)
+        old_finite[: len(last.finite)] = last.finite[:k]
+        if not np.array_equal(finite, old_finite):
+            return self.fit(pairwise=pairwise)
+        position = np.where(finite, np.cumsum(finite) - 1, -1)
+        new = self.data.blocks[last.blocks :]
+        m = last.meat + meat(new, x, position, pool, int(finite.sum()))
+        self._last = _Fit(pool, x, finite, m, len(self.data.blocks), last.bread)
+        return self._report(pairwise)
+
+    def _estimate(
+        self, pool: BoolArray, x0: FloatArray, pool_inv: FloatArray | None = None
+    ) -> tuple[FloatArray, BoolArray]:
+        data = self.data
+        k = data.k
+        points, weights = data.points[:k, :k], data.weights[:k, :k]
+        members = np.flatnonzero(pool)
+        pp, pw = points[np.ix_(members, members)], weights[np.ix_(members, members)]
+        pool_x = _fit_pool(pp, pw, x0) if pool_inv is None else _newton_step(pp, pw, x0, pool_inv)
+        x = np.zeros(k)
+        x[members] = pool_x
+        outside = np.flatnonzero(~pool)
+        op, ow = points[np.ix_(outside, members)], weights[np.ix_(outside, members)]
+        scored, played = op.sum(axis=1), ow.sum(axis=1)
+        two_sided = (played > 0) & (scored > 0) & (scored < played)
+        x[outside[two_sided]] = _fit_outsiders(op[two_sided], ow[two_sided], pool_x)
+        finite = pool.copy()
+        finite[outside[two_sided]] = True
+        return x, finite
+
+    def _report(self, pairwise: bool) -> RatingTable:
+        assert self._last is not None
+        data, opts, last = self.data, self.opts, self._last
+        k = data.k
+        points, weights = data.points[:k, :k], data.weights[:k, :k]
+        pool, x, finite = last.pool, last.x, last.finite
+        # Only the variances and the neighbours' covariances are needed: (B M) row by B row,
+        # one bots x bots product instead of the full B M B^T.
+        scale = data.total / (data.total - 1) if data.total > 1 else 1.0  # small-sample correction
+        bm = last.bread @ (last.meat * (scale / ELO_SCALE**2))
+
+        def cov(a: int, b: int) -> float:
+            return float(bm[a] @ last.bread[b])
+
+        z = NormalDist().inv_cdf(0.5 + opts.level / 2)
+        members = np.flatnonzero(pool)
+        rated = np.flatnonzero(finite)
+        sd = np.zeros(k)
+        sd[rated] = np.sqrt(np.maximum(np.einsum("ij,ij->i", bm, last.bread), 0.0))
+        elo = opts.anchor + x / ELO_SCALE
+        low: list[float | None] = (elo - z * sd).tolist()
+        high: list[float | None] = (elo + z * sd).tolist()
+        basis: list[Basis] = ["pool" if pool[i] else "fitted" for i in range(k)]
+        unrated: list[str] = []
+        shown = set(rated.tolist())
+        for i in np.flatnonzero(~finite).tolist():
+            w = weights[i, members]
+            played, scored = float(w.sum()), float(points[i, members].sum())
+            if played == 0:
+                unrated.append(data.names[i])
+                continue
+            won = scored >= played
+            bound = opts.anchor + _one_sided_bound(w, x[members], won, 1.0 - opts.level) / ELO_SCALE
+            elo[i] = bound
+            low[i], high[i] = (bound, None) if won else (None, bound)
+            basis[i] = "one-sided"
+            shown.add(i)
+        # One-sided bounds come after every estimate: a bound is not a rating to rank by.
+        order = sorted(shown, key=lambda i: (not finite[i], -round(float(elo[i]), 6), data.names[i]))
+        ratings = []
+        for i in order:
+            lo, hi = low[i], high[i]
+            reason: Reason | None = None
+            if basis[i] == "one-sided":
+                reason = "one-sided"
+            elif int(data.matches[i]) < opts.min_matches:
+                reason = "few-matches"
+            elif lo is not None and hi is not None and hi - lo > opts.max_width:
+                reason = "wide-interval"
+            ratings.append(
+                Rating(data.names[i], float(elo[i]), lo, hi, int(data.matches[i]), reason is not None,
+                       basis[i], reason)
+            )
+        row = np.cumsum(finite) - 1
+        los: list[float | None] = []
+        for i, j in itertools.pairwise(order):
+            if not (finite[i] and finite[j]):
+                los.append(None)
+                continue
+            a, b = row[i], row[j]
+            spread = math.sqrt(max(cov(a, a) + cov(b, b) - cov(a, b) - cov(b, a), 0.0))
+            diff = float(elo[i] - elo[j])
+            los.append(NormalDist().cdf(diff / spread) if spread > 0 else 0.5 if diff == 0 else 1.0)
+        pairs: dict[tuple[str, str], tuple[float, float]] = {}
+        if pairwise:
+            a_idx, b_idx = np.nonzero(weights)
+            pairs = {
+                (data.names[a], data.names[b]): (float(points[a, b]), float(weights[a, b]))
+                for a, b in zip(a_idx.tolist(), b_idx.tolist(), strict=True)
+            }
+        pool_names = sorted(data.names[i] for i in members.tolist())
+        return RatingTable(ratings, los, pairs, pool_names, sorted(unrated))
+
+
+def _newton_step(points: FloatArray, weights: FloatArray, x: FloatArray, pool_inv: FloatArray) -> FloatArray:
+    """One undamped Newton step from ``x`` (near the maximum already: an update's start),
+    with ``pool_inv`` the (pseudo-)inverse information from a fit nearby."""
     k = len(x)
-    meat = np.zeros(k * k)
-    n_matches = 0
-    for g in data.groups:
-        # Per-pair residual, then each seat's share of its match's score vector.
-        resid = g.weight * (g.ps - _sigmoid(x[g.pa] - x[g.pb]))
-        seat = resid @ g.incidence
-        cells = (g.idx[:, :, None] * k + g.idx[:, None, :]).ravel()
-        meat += np.bincount(cells, (seat[:, :, None] * seat[:, None, :]).ravel(), minlength=k * k)
-        n_matches += len(g.rows)
-    meat2 = meat.reshape(k, k)
-    if n_matches > 1:
-        meat2 *= n_matches / (n_matches - 1)  # the usual small-sample correction
-    s = _sigmoid(x)
-    meat2[np.diag_indices(k)] += prior * s * (1.0 - s)
-    _, info = _information(weights, prior, x)
-    bread = np.linalg.inv(info)
-    cov = bread @ meat2 @ bread
-    return 0.5 * (cov + cov.T)
-
-
-def _centre(x: FloatArray) -> FloatArray:
-    centred: FloatArray = x - x.mean(axis=-1, keepdims=True)
+    if k < 2:
+        return np.zeros(k)
+    p = sigmoid(x[:, None] - x[None, :])
+    grad = (points - weights * p).sum(axis=1)
+    step = pool_inv @ grad
+    out: FloatArray = x + step
+    centred: FloatArray = out - out.mean()
     return centred
 
 
-def _fit_data(data: _Data, opts: _Options) -> RatingTable:
-    k = len(data.names)
-    if k == 0:
-        return RatingTable()
-    points, weights = _aggregate(data)
-    x = _solve(points, weights, opts.prior_games, np.zeros(k))
-    elo = opts.anchor + _centre(x) / ELO_SCALE
-
-    if opts.method == "sandwich":
-        cov = _sandwich(data, weights, opts.prior_games, x) / ELO_SCALE**2
-        centring = np.eye(k) - 1.0 / k
-        var = np.maximum(np.diag(centring @ cov @ centring), 0.0)
-        z = NormalDist().inv_cdf(0.5 + opts.level / 2)
-        low, high = elo - z * np.sqrt(var), elo + z * np.sqrt(var)
-        replicates = None
-    else:
-        replicates = _bootstrap(data, opts, x)
-        tail = (1.0 - opts.level) / 2
-        low, high = np.quantile(replicates, [tail, 1.0 - tail], axis=0)
-        cov = np.zeros((k, k))
-
-    # Ratings equal but for rounding (identical records) rank by bot id, not by rounding noise.
-    order = sorted(range(k), key=lambda i: (-round(float(elo[i]), 6), data.names[i]))
-    scored = points.sum(axis=1)
-    played = weights.sum(axis=1)
-    ratings = []
-    for i in order:
-        one_sided = bool(scored[i] == 0.0 or scored[i] == played[i])
-        provisional = (
-            int(data.matches[i]) < opts.min_matches or float(high[i] - low[i]) > opts.max_width or one_sided
-        )
-        ratings.append(
-            Rating(
-                data.names[i], float(elo[i]), float(low[i]), float(high[i]), int(data.matches[i]), provisional
-            )
-        )
-
-    los = []
-    for i, j in itertools.pairwise(order):
-        if replicates is not None:
-            gap = replicates[:, i] - replicates[:, j]
-            los.append(float(np.mean(gap > 0) + 0.5 * np.mean(gap == 0)))
-        else:
-            sd = math.sqrt(max(cov[i, i] + cov[j, j] - 2.0 * cov[i, j], 0.0))
-            diff = float(elo[i] - elo[j])
-            los.append(NormalDist().cdf(diff / sd) if sd > 0 else 0.5 if diff == 0 else 1.0)
-
-    a, b = np.nonzero(weights)
-    pairwise = {
-        (data.names[i], data.names[j]): (float(points[i, j]), float(weights[i, j]))
-        for i, j in zip(a.tolist(), b.tolist(), strict=True)
-    }
-    return RatingTable(ratings, los, pairwise)
-
-
-def _bootstrap(data: _Data, opts: _Options, x: FloatArray) -> FloatArray:
-    """Anchored Elo of each bot in each of ``opts.samples`` resamplings of whole matches."""
-    n = len(data.match_ids)
-    # Draw in match-id order, so which match gets which count does not depend on input order.
-    keys = [(type(i).__name__, i) for i in data.match_ids]  # ints and strs sort apart
-    by_id = np.array(sorted(range(n), key=keys.__getitem__), dtype=np.int64)
-    rng = np.random.default_rng(opts.seed)
-    out = np.empty((opts.samples, len(x)))
-    counts = np.empty(n)
-    for r in range(opts.samples):
-        counts[by_id] = np.bincount(rng.integers(0, n, size=n), minlength=n)
-        points, weights = _aggregate(data, counts)
-        out[r] = _solve(points, weights, opts.prior_games, x)
-    return opts.anchor + _centre(out) / ELO_SCALE
+def _bread(weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray) -> FloatArray:
+    """The sandwich's bread (natural units) for the finite estimates, in code order: the
+    stacked equations' inverse information ``L^-1``. ``L`` is block lower triangular (the
+    pool's equations do not involve outsiders), so ``L^-1`` is explicit; the covariance is
+    ``L^-1 M L^-T`` around the meat ``M``."""
+    rated = np.flatnonzero(finite)
+    in_pool = pool[rated]
+    members, outsiders = rated[in_pool], rated[~in_pool]
+    p_mm = sigmoid(x[members][:, None] - x[members][None, :])
+    lap = _laplacian(weights[np.ix_(members, members)] * p_mm * (1.0 - p_mm))
+    km = len(members)
+    pool_inv = np.linalg.inv(lap + 1.0 / km) - 1.0 / km if km else np.zeros((0, 0))  # pseudo-inverse
+    p_om = sigmoid(x[outsiders][:, None] - x[members][None, :])
+    curv = weights[np.ix_(outsiders, members)] * p_om * (1.0 - p_om)
+    own = curv.sum(axis=1)
+    inv = np.zeros((len(rated), len(rated)))
+    mi, oi = np.flatnonzero(in_pool), np.flatnonzero(~in_pool)
+    inv[np.ix_(mi, mi)] = pool_inv
+    inv[np.ix_(oi, mi)] = (curv @ pool_inv) / own[:, None]
+    inv[oi, oi] = 1.0 / own
+    return inv
 
 
 # --- Public API -------------------------------------------------------------------------------
@@ -512,50 +621,38 @@ def _bootstrap(data: _Data, opts: _Options, x: FloatArray) -> FloatArray:
 def fit(
     results: Iterable[MatchResult],
     *,
-    method: Method = "sandwich",
     anchor: float = 1500.0,
-    prior_games: float = 2.0,
     level: float = 0.95,
-    samples: int = 200,
-    seed: int = 0,
     min_matches: int = 20,
     max_width: float = 200.0,
 ) -> RatingTable:
     """Fit the ratings of every bot in ``results``.
 
-    ``method`` picks the interval: the cluster-robust ``"sandwich"`` or a ``"bootstrap"`` over
-    matches with ``samples`` replicates drawn from ``seed``. ``anchor`` is the mean rating,
-    ``prior_games`` the number of virtual draws each bot plays against a virtual ``anchor``
-    player, ``level`` the interval's coverage. A bot is provisional with fewer than
-    ``min_matches`` matches, an interval wider than ``max_width`` Elo, or a one-sided record.
+    ``anchor`` is the established pool's mean rating, ``level`` the coverage of intervals and
+    one-sided bounds, ``min_matches`` both the pool's entry bar and the provisional bar,
+    ``max_width`` the widest interval that is not provisional.
 
     Raises :class:`MatchResultError`, :class:`DuplicateMatchError` or :class:`OptionError`.
     """
-    opts = _options(method, anchor, prior_games, level, samples, seed, min_matches, max_width)
-    acc = _Accumulator()
-    acc.add(results)
-    return _fit_data(acc.data(), opts)
+    model = RatingModel(anchor=anchor, level=level, min_matches=min_matches, max_width=max_width)
+    model.add(results)
+    return model.fit()
 
 
 def history(
     tournaments: Iterable[tuple[str, Iterable[MatchResult]]],
     *,
-    method: Method = "sandwich",
     anchor: float = 1500.0,
-    prior_games: float = 2.0,
     level: float = 0.95,
-    samples: int = 200,
-    seed: int = 0,
     min_matches: int = 20,
     max_width: float = 200.0,
 ) -> list[tuple[str, RatingTable]]:
     """The ratings after each tournament, in the order given: entry ``t`` is ``fit`` over the
     matches of tournaments ``0..t`` (options as for :func:`fit`). Match ids must be unique
     across tournaments."""
-    opts = _options(method, anchor, prior_games, level, samples, seed, min_matches, max_width)
-    acc = _Accumulator()
+    model = RatingModel(anchor=anchor, level=level, min_matches=min_matches, max_width=max_width)
     out: list[tuple[str, RatingTable]] = []
     for name, results in tournaments:
-        acc.add(results)
-        out.append((name, _fit_data(acc.data(), opts)))
+        model.add(results)
+        out.append((name, model.fit()))
     return out

@@ -5,8 +5,10 @@ Shape
     size chosen (2..6) every combination of that many entrants is a *table*; tables are
     numbered across sizes, smallest first, combinations in entry order. Each table plays
     ``matches_per_table`` *deals*; a deal is played in duplicate: the same seed once per seat
-    rotation (``n`` matches at an ``n``-seat table, bot ``combo[(s + r) % n]`` in seat ``s``
-    of rotation ``r``), so every bot holds every seat's cards and card luck cancels out.
+    arrangement of arena/seating.py (``n (n - 1)`` matches at an ``n``-seat table, bot
+    ``combo[arrangements(n)[r][s]]`` in seat ``s`` of arrangement ``r``), so every bot holds
+    every seat's cards and sits after every other bot equally often: card and seating luck
+    cancel out. (The ``rotation`` column and the ``r`` of the key number the arrangement.)
 
 Seeds
     Everything derives from the tournament's secret seed: deal ``d`` of table ``t`` is dealt
@@ -36,6 +38,7 @@ from arena.config import Settings
 from arena.errors import ArenaError, ConflictError, NotFoundError
 from arena.match_runner import match_label, rules_to_column
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
+from arena.seating import arrangements
 from arena.store import TournamentNotFoundError
 from arena.text import clean_text
 from sdk.dealing import SEED_LIMIT, derive_seed, new_seed
@@ -100,9 +103,15 @@ def match_seed(tournament_seed: int, deal_mode: str, table: int, deal: int, key:
     return deal_seed(tournament_seed, table, deal)
 
 
-def tables_of(bot_ids: Sequence[int], sizes: Iterable[int]) -> list[Table]:
-    """Every combination of the entrants at every table size, numbered smallest size first."""
-    combos = [c for n in sorted(set(sizes)) for c in itertools.combinations(bot_ids, n)]
+def tables_of(bot_ids: Sequence[int], sizes: Iterable[int], challenger: int | None = None) -> list[Table]:
+    """Every combination of the entrants at every table size, numbered smallest size first;
+    in a gauntlet only those holding the ``challenger``."""
+    combos = [
+        c
+        for n in sorted(set(sizes))
+        for c in itertools.combinations(bot_ids, n)
+        if challenger is None or challenger in c
+    ]
     return [Table(i, combo) for i, combo in enumerate(combos)]
 
 
@@ -148,8 +157,15 @@ def create_tournament(
     settings: Settings | None = None,
     config: dict[str, int] | None = None,
     deal_mode: str = "duplicate",
+    kind: str = "round-robin",
+    sprt: dict[str, Any] | None = None,
 ) -> Tournament:
     """Create the tournament, its entries (each bot's current version) and every match.
+
+    ``kind="gauntlet"``: ``bot_ids[0]`` is the challenger and every table holds it.
+    ``kind="sprt"``: a sequential test of ``bot_ids[0]`` against ``bot_ids[1]`` heads-up,
+    ``sprt`` its parameters (arena.sprt.sprt_params); ``matches_per_table`` is ignored, the
+    first batch of pairs is created and the test adds more until it decides.
 
     ``config`` overrides the referee settings (``decision_deadline_ms``, ``time_bank_ms``,
     ``max_faults``) taken from ``settings``; they are fixed here so that a worker's
@@ -175,6 +191,22 @@ def create_tournament(
         )
     if deal_mode not in DEAL_MODES:
         raise InvalidTournamentError(f"deal mode {deal_mode!r:.80} is not one of {', '.join(DEAL_MODES)}")
+    params: dict[str, Any] | None = None
+    if kind == "gauntlet":
+        if len(ids) < 2:
+            raise InvalidTournamentError(f"a gauntlet needs a challenger and an opponent, got {ids!r}")
+        params = {"challenger": ids[0]}
+    elif kind == "sprt":
+        if len(ids) != 2 or sizes != [2]:
+            raise InvalidTournamentError(
+                f"a sequential test is two bots at 2-seat tables, got bots {ids!r} at tables {sizes!r}"
+            )
+        if sprt is None:
+            raise InvalidTournamentError("a sequential test needs its parameters (elo0, elo1, alpha, beta)")
+        params = {**sprt, "challenger": ids[0]}
+        matches_per_table = int(sprt["batch"])
+    elif kind != "round-robin":
+        raise InvalidTournamentError(f"kind {kind!r} is not round-robin, gauntlet or sprt")
     _check_count("matches_per_table", matches_per_table, MAX_DEALS)
     _check_count("hands_per_match", hands_per_match, MAX_HANDS)
     if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
@@ -209,6 +241,8 @@ def create_tournament(
         rules=rules_to_column(rules),
         config=referee,
         deal_mode=deal_mode,
+        kind=kind,
+        params=params,
     )
     session.add(tournament)
     session.flush()
@@ -243,14 +277,14 @@ def _add_deals(
     session: Session, tournament: Tournament, ids: list[int], versions: dict[int, int], deals: int
 ) -> int:
     first = tournament.matches_per_table
-    tables = tables_of(ids, tournament.table_sizes)
+    challenger = (tournament.params or {}).get("challenger") if tournament.kind != "round-robin" else None
+    tables = tables_of(ids, tournament.table_sizes, challenger)
     rows: list[dict[str, Any]] = []
     seats: list[tuple[str, list[int]]] = []
     # Deal-major order: a tournament stopped half-way has played every table about equally.
     for deal in range(first, first + deals):
         for table in tables:
-            n = len(table.bot_ids)
-            for rotation in range(n):
+            for rotation, order in enumerate(arrangements(len(table.bot_ids))):
                 key = match_key(table.index, deal, rotation)
                 rows.append(
                     {
@@ -265,7 +299,7 @@ def _add_deals(
                         "label": match_label(tournament.seed, key),
                     }
                 )
-                seats.append((key, [table.bot_ids[(s + rotation) % n] for s in range(n)]))
+                seats.append((key, [table.bot_ids[i] for i in order]))
     tournament.matches_per_table = first + deals
     if not rows:
         return 0
@@ -316,6 +350,16 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     ).scalar_one()
     if remaining:
         return False
+    kind = session.execute(select(Tournament.kind).where(Tournament.id == tournament_id)).scalar_one()
+    if kind == "sprt":
+        from arena.sprt import advance
+
+        tournament = _locked(session, tournament_id)
+        again = session.execute(  # under the lock: one caller decides or extends
+            select(func.count(Match.id)).where(Match.tournament_id == tournament_id, Match.status != "done")
+        ).scalar_one()
+        if again or tournament.status != "running" or not advance(session, tournament):
+            return False
     finished = session.execute(
         update(Tournament)
         .where(Tournament.id == tournament_id, Tournament.status == "running")

@@ -1,7 +1,7 @@
 """Arena throughput: matches per second on RQ (1 and 2 workers) and on the embedded pool,
 and what the queue costs a match.
 
-    .venv/bin/python bench/arena.py [--deals 4] [--hands 300] [--trials 3] [--remote-ms MS]
+    .venv/bin/python bench/arena.py [--deals 2] [--hands 300] [--trials 3] [--remote-ms MS]
                                     [--database-url URL]
 
 Every run plays the same tournament (same seed, deterministic house bots hosted in the
@@ -128,7 +128,7 @@ class Bench:
         self.redis_url = redis_url
         self.deals = deals
         self.hands = hands
-        self.matches = deals * 3
+        self.matches = deals * 6  # a 3-seat deal is played in all 6 seat orders
         self.connection = Redis.from_url(redis_url)
         self.queues: list[str] = []
         self.last = 0  # the tournament of the latest run
@@ -288,7 +288,7 @@ def print_sweep_cost(redis_url: str, pending: int = 5000) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--deals", type=int, default=4, help="deals (x3 rotations = matches)")
+    parser.add_argument("--deals", type=int, default=2, help="deals (x6 seat orders = matches)")
     parser.add_argument("--hands", type=int, default=300, help="hands per match")
     parser.add_argument("--trials", type=int, default=3, help="rounds; the median is reported")
     parser.add_argument("--remote-ms", type=float, default=0.0,

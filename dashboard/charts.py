@@ -33,6 +33,15 @@ def _ticks(lo: float, hi: float) -> list[float]:
     return out
 
 
+def _low(r: dict[str, Any]) -> float:
+    """The bar's lower end: a bound's open side ends at the bound (arena/rating_terms.py)."""
+    return float(r["elo"] if r["low"] is None else r["low"])
+
+
+def _high(r: dict[str, Any]) -> float:
+    return float(r["elo"] if r["high"] is None else r["high"])
+
+
 def interval_chart(rows: Sequence[dict[str, Any]]) -> Markup:
     """Each rated bot's Elo (dot) and 95% interval (bar), best first."""
     rated = [r for r in rows if r.get("rating")]
@@ -61,13 +70,13 @@ def interval_chart(rows: Sequence[dict[str, Any]]) -> Markup:
         klass = "provisional" if r["provisional"] else "settled"
         name = escape(row["bot"])
         tip = escape(
-            f"{row['bot']}: {r['elo']:.0f} (95% interval {r['low']:.0f} to {r['high']:.0f})"
+            f"{row['bot']}: {r['text']}"
             + (", provisional" if r["provisional"] else "")
         )
         parts.append(f'<g class="bot {klass}"><title>{tip}</title>')
         parts.append(f'<text class="label" x="{left - 10}" y="{cy + 4:.1f}" text-anchor="end">{name}</text>')
-        parts.append(_line("interval", x(r["low"]), cy, x(r["high"]), cy))
-        for end in (r["low"], r["high"]):
+        parts.append(_line("interval", x(_low(r)), cy, x(_high(r)), cy))
+        for end in (_low(r), _high(r)):
             parts.append(_line("whisker", x(end), cy - 6, x(end), cy + 6))
         parts.append(f'<circle class="point" cx="{x(r["elo"]):.1f}" cy="{cy:.1f}" r="5"/></g>')
     parts.append("</svg>")
@@ -81,8 +90,8 @@ def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
             '<p class="empty">No rating history yet: it is recorded after each finished tournament.</p>'
         )
     width, height, left, right, top, bottom = 1100, 300, 56, 30, 16, 46
-    lo = float(min(h["low"] for h in history))
-    hi = float(max(h["high"] for h in history))
+    lo = float(min(_low(h) for h in history))
+    hi = float(max(_high(h) for h in history))
     lo, hi = 50.0 * ((lo - 10) // 50), 50.0 * -(-(hi + 10) // 50)
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(history)
@@ -101,18 +110,18 @@ def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
     for tick in _ticks(lo, hi):
         parts.append(_line("grid", left, y(tick), width - right, y(tick)))
         parts.append(_text("tick", left - 6, y(tick) + 4, "end", f"{tick:.0f}"))
-    band = [f"{x(i):.1f},{y(h['high']):.1f}" for i, h in enumerate(history)]
-    band += [f"{x(i):.1f},{y(h['low']):.1f}" for i, h in reversed(list(enumerate(history)))]
+    band = [f"{x(i):.1f},{y(_high(h)):.1f}" for i, h in enumerate(history)]
+    band += [f"{x(i):.1f},{y(_low(h)):.1f}" for i, h in reversed(list(enumerate(history)))]
     if n > 1:
         parts.append(f'<polygon class="band" points="{" ".join(band)}"/>')
         line = " ".join(f"{x(i):.1f},{y(h['elo']):.1f}" for i, h in enumerate(history))
         parts.append(f'<polyline class="line" points="{line}"/>')
     step = max(1, n // 8)
     for i, h in enumerate(history):
-        tip = escape(f"after {h['tournament']['name']}: {h['elo']:.0f} ({h['low']:.0f} to {h['high']:.0f})")
+        tip = escape(f"after {h['tournament']['name']}: {h['text']}")
         parts.append(f'<g><title>{tip}</title>')
         if n == 1:
-            parts.append(_line("interval", x(i), y(h["low"]), x(i), y(h["high"])))
+            parts.append(_line("interval", x(i), y(_low(h)), x(i), y(_high(h))))
         parts.append(f'<circle class="point" cx="{x(i):.1f}" cy="{y(h["elo"]):.1f}" r="4"/></g>')
         if i % step == 0 or i == n - 1:
             label = str(h["tournament"]["name"])[:24]

@@ -203,16 +203,9 @@ def _gateway(settings: Settings) -> Any:
 
 
 def print_leaderboard(board: Any) -> None:
-    print(f"{'rank':>4}  {'bot':<12} {'Elo':>6}  {'95% interval':<15} {'matches':>7}  LOS next")
-    for row in board.rows:
-        mark = "?" if row.provisional else " "
-        los = "" if row.los_next is None else f"{row.los_next:6.1%}"
-        print(
-            f"{row.rank:>4}  {row.name:<12} {row.elo:6.0f}{mark} [{row.low:5.0f}, {row.high:5.0f}]  "
-            f"{row.matches:>7}  {los}"
-        )
-    if any(row.provisional for row in board.rows):
-        print("? provisional: few matches or a wide interval")
+    from arena.cli import print_ratings  # the same table and words as `tonk leaderboard`
+
+    print_ratings(board.rows)
 
 
 def _serve(host: str, port: int, settings: Settings, *, demo: bool = False) -> int:

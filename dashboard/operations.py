@@ -16,16 +16,18 @@ from sqlalchemy.orm import Session
 from arena import tournaments
 from arena.config import Settings
 from arena.execution import Backend, make_backend, run_tournament
+from arena.sprt import sprt_params
 from arena.store import get_tournament
 from dashboard.errors import InvalidParameterError
 from sdk.errors import RulesError
 from sdk.rules import Rules
 
 _backend_lock = threading.Lock()
+SPRT_FIELDS = frozenset(("elo0", "elo1", "alpha", "beta", "batch", "max_pairs"))
 CREATE_FIELDS = frozenset(
     (
         "name", "bots", "table_sizes", "matches_per_table", "hands_per_match", "seed", "rules", "config",
-        "deal_mode",
+        "deal_mode", "kind", "sprt",
     )
 )
 
@@ -62,7 +64,10 @@ def _field(body: dict[str, Any], key: str, kind: type, *, required: bool = True)
 
 def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """``{name, bots: [names], table_sizes: [n...], matches_per_table, hands_per_match,
-    seed?, rules?, config?, deal_mode?}`` -> the new tournament (created, not started)."""
+    seed?, rules?, config?, deal_mode?, kind?, sprt?}`` -> the new tournament (created, not
+    started). ``deal_mode``: ``duplicate`` (default) or ``independent``. ``kind``:
+    ``round-robin`` (default), ``gauntlet`` (``bots[0]`` at every table) or ``sprt`` (``bots``
+    = [V2, V1], ``table_sizes`` [2], ``sprt`` = {elo0, elo1, alpha?, beta?, batch?, max_pairs?})."""
     unknown = sorted(set(body) - CREATE_FIELDS)
     if unknown:
         raise InvalidParameterError(
@@ -77,6 +82,19 @@ def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[s
     except RulesError as exc:
         raise InvalidParameterError(f"'rules': {exc}") from None
     config = _field(body, "config", dict, required=False)
+    kind = _field(body, "kind", str, required=False) or "round-robin"
+    test = _field(body, "sprt", dict, required=False)
+    sprt = None
+    if kind == "sprt":
+        fields = test or {}
+        unknown = sorted(set(fields) - SPRT_FIELDS)
+        if unknown:
+            known = ", ".join(sorted(SPRT_FIELDS))
+            raise InvalidParameterError(f"unknown sprt field {unknown[0]!r}; known: {known}")
+        missing = sorted({"elo0", "elo1"} - set(fields))
+        if missing:
+            raise InvalidParameterError(f"'sprt' needs {' and '.join(missing)}, got {fields!r:.80}")
+        sprt = sprt_params(**fields)
     tournament = tournaments.create_tournament(
         session,
         name=_field(body, "name", str),
@@ -89,6 +107,8 @@ def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[s
         settings=settings,
         config=config,
         deal_mode=_field(body, "deal_mode", str, required=False) or "duplicate",
+        kind=kind,
+        sprt=sprt,
     )
     return summary(session, tournament.id)
 

@@ -120,7 +120,7 @@ def seed_arena(url: str) -> Seeded:
         )
         winter = create_tournament(
             session, name="Winter Classic", bot_ids=[ids["random"], ids["lowball"], ids["flaky"]],
-            table_sizes=[3], matches_per_table=2, hands_per_match=5, seed=20261201, settings=settings,
+            table_sizes=[3], matches_per_table=1, hands_per_match=5, seed=20261201, settings=settings,
         )
         summer = create_tournament(
             session, name="Summer Cup", bot_ids=[ids["random"], ids["lowball"], ids["croaker"]],

@@ -95,14 +95,14 @@ def test_rq_with_grpc_bots_equals_embedded(
             run_tournament(url, tid, backend, wait=False)
             assert backend.submit([1, 2]) == 0  # already queued: the job ids dedupe
             burst(redis_url, queue)
-            assert run_tournament(url, tid, backend).done == 9  # nothing left but finishing
+            assert run_tournament(url, tid, backend).done == 12  # nothing left but finishing
             backend.close()
         else:
             pool = EmbeddedBackend(url, 2)
             seen: list[int] = []
             progress = run_tournament(url, tid, pool, on_progress=lambda p, seen=seen: seen.append(p.done))
             pool.close()
-            assert progress.done == 9 and seen == sorted(seen)
+            assert progress.done == 12 and seen == sorted(seen)
         with session_scope(url) as session:
             view = get_tournament(session, tid)
             assert view.status == "finished" and view.seed == seed
@@ -110,7 +110,7 @@ def test_rq_with_grpc_bots_equals_embedded(
         counted_once(url, tid)
         results[url] = scores_by_key(url, tid)
     assert results[pg_url] == results[sqlite_url]
-    assert len(results[pg_url]) == 9
+    assert len(results[pg_url]) == 12
     dispose_engines()
 
 

@@ -98,7 +98,7 @@ def test_tournament_list_paging_and_status_filter(client: FlaskClient, seeded: S
 def test_tournament_detail_hides_the_seed_until_finished(client: FlaskClient, seeded: Seeded) -> None:
     spring = get_json(client, f"/api/v1/tournaments/{seeded.tournaments['spring']}")["tournament"]
     assert spring["status"] == "finished" and spring["seed"] == 20260401
-    assert spring["progress"]["matches"] == {"pending": 0, "running": 0, "done": 9, "failed": 0, "total": 9}
+    assert spring["progress"]["matches"] == {"pending": 0, "running": 0, "done": 12, "failed": 0, "total": 12}
     assert {e["bot"] for e in spring["entries"]} == {"random", "lowball", "flaky"}
     summer = get_json(client, f"/api/v1/tournaments/{seeded.tournaments['summer']}")["tournament"]
     assert summer["status"] == "running" and summer["seed"] is None
@@ -119,9 +119,9 @@ def test_pairwise_matrix_and_tables(client: FlaskClient, seeded: Seeded) -> None
             assert ab["score"] + ba["score"] == pytest.approx(1.0)
             assert ab["matches"] == ba["matches"] and ab["chips"] == -ba["chips"]
             assert 0 <= ab["p"] <= 1 and ab["level"] in ("strong", "significant", "none")
-    # Three 2-seat tables (2 rotations each) and one 3-seat table (3 rotations).
+    # Three 2-seat tables (both orders each) and one 3-seat table (all 6 orders).
     tables = spring["tables"]
-    assert [t["matches"]["total"] for t in tables] == [2, 2, 2, 3]
+    assert [t["matches"]["total"] for t in tables] == [2, 2, 2, 6]
     assert all(len(t["results"]) == 2 for t in tables[:3]) and len(tables[3]["results"]) == 3
     assert sum(s["chips"] for s in spring["standings"]) == 0
 
@@ -137,7 +137,7 @@ def test_progress_endpoint(client: FlaskClient, seeded: Seeded) -> None:
 
 def test_match_list_filters_and_paging(client: FlaskClient, seeded: Seeded) -> None:
     everything = get_json(client, "/api/v1/matches?per_page=100")
-    assert everything["total"] == 9 + 6 + 6
+    assert everything["total"] == 12 + 6 + 6  # spring (3 x 2 + 6), winter (6), summer (3 x 2)
     ids = [m["id"] for m in everything["matches"]]
     assert ids == sorted(ids, reverse=True)
     mine = get_json(client, "/api/v1/matches?bot=croaker&per_page=100")["matches"]
@@ -151,7 +151,7 @@ def test_match_list_filters_and_paging(client: FlaskClient, seeded: Seeded) -> N
     assert first["pages"] == 6 and len(second["matches"]) == 4
     assert not {m["id"] for m in first["matches"]} & {m["id"] for m in second["matches"]}
     beyond = get_json(client, "/api/v1/matches?page=99")
-    assert beyond["matches"] == [] and beyond["total"] == 21
+    assert beyond["matches"] == [] and beyond["total"] == 24
 
 
 def test_match_detail_hides_seed_and_scores_until_done(client: FlaskClient, seeded: Seeded) -> None:

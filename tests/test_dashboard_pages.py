@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from markupsafe import escape
+
+from arena.rating_terms import PAIRWISE, legend
 
 if TYPE_CHECKING:
     from dashboard_fixtures import Seeded
@@ -131,3 +134,12 @@ def test_nothing_is_loaded_from_elsewhere() -> None:
         text = path.read_text(encoding="utf-8")
         assert not pattern.search(text), path
         assert "@import" not in text and "url(http" not in text, path
+
+
+def test_rating_pages_say_what_the_numbers_mean(client: FlaskClient, seeded: Seeded) -> None:
+    for path in ("/", "/bots/lowball"):
+        html = page(client, path)
+        for line in legend():  # worded once, in arena/rating_terms.py, as the CLI prints it
+            assert str(escape(line)) in html, (path, line)
+    spring = page(client, f"/tournaments/{seeded.tournaments['spring']}")
+    assert str(escape(PAIRWISE)) in spring  # the matrix says what it shows

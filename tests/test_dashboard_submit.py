@@ -312,3 +312,36 @@ def test_a_bot_check_lease_of_a_dead_dashboard_process_lapses(
     assert status == 201, body
     with session_scope(store["url"]) as db:
         assert db.scalars(select(CheckLease)).all() == []
+
+
+def test_operator_creates_a_sequential_test_and_its_page_shows_the_llr(
+    api: Flask, store: dict[str, Any]
+) -> None:
+    client = api.test_client()
+    spec = {"name": "v2?", "bots": ["lowball", "random"], "table_sizes": [2], "matches_per_table": 1,
+            "hands_per_match": 3, "kind": "sprt", "sprt": {"elo0": 0}}
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, spec)
+    assert status == 400 and "'sprt' needs elo1" in body["error"]["message"]
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN,
+                        {**spec, "sprt": {"elo0": 0, "elo1": 20, "alpha": 0.7}})
+    assert status == 400 and "alpha must be between 0 and 0.5, got 0.7" in body["error"]["message"]
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN,
+                        {**spec, "sprt": {"elo0": 0, "elo1": 20, "batch": 2}})
+    assert status == 201 and body["tournament"]["matches"]["total"] == 4, body  # the first 2 pairs
+    tid = body["tournament"]["id"]
+    assert call(client, "POST", f"/api/v1/tournaments/{tid}/run", OPERATOR_TOKEN)[0] == 200
+    detail = client.get(f"/api/v1/tournaments/{tid}").get_json()["tournament"]
+    assert detail["kind"] == "sprt" and detail["challenger"] == "lowball"
+    test = detail["sprt"]
+    assert test["pairs"] >= 2 and test["lower"] < 0 < test["upper"] and test["elo1"] == 20
+    html = client.get(f"/tournaments/{tid}").get_data(as_text=True)
+    assert "Sequential test" in html and "<meter" in html and f"LLR <strong>{test['llr']:.2f}" in html
+    assert client.get(f"/api/v1/tournaments/{tid}/progress").get_json()["progress"]["sprt"] == test
+    gauntlet = {"name": "g", "bots": ["lowball", "random"], "table_sizes": [2], "matches_per_table": 1,
+                "hands_per_match": 2, "kind": "gauntlet"}
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, gauntlet)
+    assert status == 201 and body["tournament"]["matches"]["total"] == 2, body
+    detail = client.get(f"/api/v1/tournaments/{body['tournament']['id']}").get_json()["tournament"]
+    assert (detail["kind"], detail["challenger"]) == ("gauntlet", "lowball")
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, {**gauntlet, "kind": "ladder"})
+    assert status == 400 and "kind 'ladder' is not round-robin, gauntlet or sprt" in body["error"]["message"]

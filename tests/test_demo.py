@@ -19,6 +19,7 @@ from arena.db import dispose_engines, session_scope
 from arena.migrate import VERSION_TABLE, migrate
 from arena.migrations import HEAD
 from arena.models import Match, Tournament
+from arena.rating_terms import legend
 from bots.random_bot import RandomBot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +47,9 @@ def test_tonk_demo_plays_a_round_robin_on_a_store_an_older_version_left(tmp_path
     assert migrate(url, "0001") == "0001"  # as an earlier demo, before revision 0002, left it
     done = run_demo(tmp_path, url, "--bots", "random,greedy", "--deals", "2", "--hands", "3")
     assert "4 matches played, 0 failed" in done.stdout, done.stdout
-    board = done.stdout.split("LOS next", 1)[1].splitlines()
+    board = done.stdout.split("Elo [95% interval]", 1)[1].splitlines()
+    for line in legend():  # the same words as the leaderboard page and `tonk leaderboard`
+        assert line in done.stdout
     ranks = [line.split()[:2] for line in board if line.strip()[:1].isdigit()]
     assert sorted(name for _rank, name in ranks) == ["greedy", "random"], done.stdout
     with session_scope(url) as session:

@@ -50,7 +50,7 @@ SHAPE: dict[str, Any] = {
     # Ample deadlines: these tests are about the arena's machinery, not about late bots.
     "config": {"decision_deadline_ms": 5000, "time_bank_ms": 0, "max_faults": 3},
 }
-MATCHES = (3 * 2 + 1 * 3) * 2  # three 2-seat tables and one 3-seat table, in duplicate, 2 deals
+MATCHES = (3 * 2 + 1 * 6) * 2  # three 2-seat tables and one 3-seat table (all 6 orders), 2 deals
 
 
 # -- the bots and the undisturbed run ---------------------------------------------------------

@@ -70,9 +70,9 @@ def run(
 
 def expected_matches(bots: int, sizes: list[int], deals: int) -> tuple[int, int]:
     """(matches in the tournament, matches each bot plays): every table of each size, each
-    deal played once per seat rotation (duplicate)."""
-    total = sum(math.comb(bots, k) * k * deals for k in sizes)
-    each = sum(math.comb(bots - 1, k - 1) * k * deals for k in sizes)
+    deal played once per balanced seat order (duplicate: k (k - 1) matches at k seats)."""
+    total = sum(math.comb(bots, k) * k * (k - 1) * deals for k in sizes)
+    each = sum(math.comb(bots - 1, k - 1) * k * (k - 1) * deals for k in sizes)
     return total, each
 
 

@@ -14,7 +14,7 @@ from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
 from arena.registry import BotNotFoundError
 from arena.store import bot_stats
 from dashboard.queries import iso
-from dashboard.queries.leaderboard import rating_json, ratings_by_bot, record, stats_by_bot
+from dashboard.queries.leaderboard import rating_fields, rating_json, ratings_by_bot, record, stats_by_bot
 
 
 def bot_list(session: Session, url: str) -> list[dict[str, Any]]:
@@ -81,11 +81,8 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         "history": [
             {
                 "tournament": {"id": h.tournament_id, "name": h.tournament_name},
-                "elo": round(h.elo, 1),
-                "low": round(h.low, 1),
-                "high": round(h.high, 1),
+                **rating_fields(h.elo, h.low, h.high, h.provisional, h.basis, h.reason),
                 "matches": h.matches,
-                "provisional": h.provisional,
                 "at": iso(h.finished_at),
             }
             for h in rating_history(session, bot_id=bot.id)

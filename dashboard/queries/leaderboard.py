@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from arena.db import session_scope
 from arena.leaderboard import Leaderboard, LeaderboardRow, current_leaderboard
 from arena.models import Bot, Match, Owner
+from arena.rating_terms import rating_text, reason_text
 from arena.store import BotStats, bot_stats
 from dashboard.queries.cache import revalidated, throttled
 
@@ -78,12 +79,25 @@ def record(stats: BotStats | None) -> dict[str, Any]:
 def rating_json(row: LeaderboardRow | None) -> dict[str, Any] | None:
     if row is None:
         return None
-    return {
-        "elo": round(row.elo, 1),
-        "low": round(row.low, 1),
-        "high": round(row.high, 1),
-        "provisional": row.provisional,
+    return rating_fields(row.elo, row.low, row.high, row.provisional, row.basis, row.reason) | {
         "matches": row.matches,
+    }
+
+
+def rating_fields(
+    elo: float, low: float | None, high: float | None, provisional: bool, basis: str, reason: str | None
+) -> dict[str, Any]:
+    """A rating as the API gives it: the numbers (``low``/``high`` None on a bound's open
+    side), how it was obtained, and the words of arena/rating_terms.py."""
+    return {
+        "elo": round(elo, 1),
+        "low": None if low is None else round(low, 1),
+        "high": None if high is None else round(high, 1),
+        "provisional": provisional,
+        "basis": basis,
+        "reason": reason,
+        "why_provisional": reason_text(reason),
+        "text": rating_text(elo, low, high),
     }
 
 
@@ -143,7 +157,7 @@ def scale(rows: list[dict[str, Any]]) -> tuple[float, float]:
     rated = [r["rating"] for r in rows if r["rating"]]
     if not rated:
         return 1300.0, 1700.0
-    lo = min(r["low"] for r in rated)
-    hi = max(r["high"] for r in rated)
+    lo = min(r["elo"] if r["low"] is None else r["low"] for r in rated)
+    hi = max(r["elo"] if r["high"] is None else r["high"] for r in rated)
     lo, hi = 50 * ((lo - 10) // 50), 50 * (-(-(hi + 10) // 50))
     return float(lo), float(max(hi, lo + 100))

@@ -13,7 +13,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena import store
-from arena.models import Bot, Match, MatchSeat, TournamentEntry
+from arena.models import Bot, Match, MatchSeat, Tournament, TournamentEntry
+from arena.rating_terms import PAIRWISE
+from arena.sprt import sprt_state
 from dashboard.params import Paging
 from dashboard.queries import iso
 from dashboard.queries.cache import cached
@@ -85,7 +87,11 @@ def tournament_list(session: Session, status: str | None, page: Paging) -> dict[
 
 def progress(session: Session, tournament_id: int) -> dict[str, Any]:
     t = store.get_tournament(session, tournament_id)
-    return {"id": t.id, **progress_json(t.progress, t.status, _hands(session, [t.id]).get(t.id, (0, 0)))}
+    out = {"id": t.id, **progress_json(t.progress, t.status, _hands(session, [t.id]).get(t.id, (0, 0)))}
+    test = _kind(session, tournament_id).get("sprt")
+    if test is not None:  # a sequential test: its LLR as it plays, for the live page
+        out["sprt"] = test
+    return out
 
 
 def _token(session: Session, tournament_id: int) -> Hashable:
@@ -107,8 +113,23 @@ def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[st
         "deal_mode": t.deal_mode,
         "seed": t.seed,  # None until the tournament is finished (the store sees to it)
         "entries": [{"bot": e.bot_name, "version": e.version} for e in t.entries],
+        **_kind(session, tournament_id),
         **results,
     }
+
+
+def _kind(session: Session, tournament_id: int) -> dict[str, Any]:
+    """The tournament's kind; a gauntlet's challenger; a sequential test's LLR, bounds and
+    verdict (arena/sprt.py)."""
+    row = session.get(Tournament, tournament_id)
+    if row is None or row.kind == "round-robin":
+        return {"kind": "round-robin"}
+    params = row.params or {}
+    challenger = session.get(Bot, params.get("challenger"))
+    out: dict[str, Any] = {"kind": row.kind, "challenger": challenger.name if challenger else None}
+    if row.kind == "sprt":
+        out["sprt"] = sprt_state(session, row).to_json()
+    return out
 
 
 def _results(session: Session, tournament_id: int) -> dict[str, Any]:
@@ -138,26 +159,30 @@ def _results(session: Session, tournament_id: int) -> dict[str, Any]:
 
 
 def _matrix(matches: dict[int, list[tuple[str, int]]]) -> dict[str, Any]:
-    """Pairwise score of each bot against each other one, as in the rating model: per match
-    and pair 1 / ½ / 0 by final score. ``p`` tests "no better than an even score" with a
-    normal approximation over the matches (two-sided)."""
-    results: dict[tuple[str, str], list[float]] = defaultdict(list)
+    """Pairwise score of each bot against each other one, as the rating model counts it: per
+    match and pair 1 / ½ / 0 by final score, weighted 1/(seats - 1) (arena/rating_terms.py
+    PAIRWISE). ``p`` tests "no better than an even score" with a normal approximation over
+    the matches (two-sided, on the weighted mean's effective number of matches)."""
+    results: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     chips: dict[tuple[str, str], int] = defaultdict(int)
     names: set[str] = set()
     for seats in matches.values():
+        weight = 1.0 / max(len(seats) - 1, 1)
         for a, sa in seats:
             names.add(a)
             for b, sb in seats:
                 if a != b:
-                    results[(a, b)].append(1.0 if sa > sb else 0.5 if sa == sb else 0.0)
+                    results[(a, b)].append((1.0 if sa > sb else 0.5 if sa == sb else 0.0, weight))
                     chips[(a, b)] += sa - sb
     order = sorted(names)
     cells: dict[str, dict[str, Any]] = {}
     for (a, b), xs in results.items():
         n = len(xs)
-        mean = sum(xs) / n
-        var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
-        se = math.sqrt(var / n) if n > 1 else 0.0
+        total = sum(w for _, w in xs)
+        mean = sum(x * w for x, w in xs) / total
+        n_eff = total**2 / sum(w * w for _, w in xs)
+        var = sum(w * (x - mean) ** 2 for x, w in xs) / total * n_eff / (n_eff - 1) if n_eff > 1 else 0.0
+        se = math.sqrt(var / n_eff) if n_eff > 1 else 0.0
         if se > 0:
             p = 2 * (1 - NormalDist().cdf(abs(mean - 0.5) / se))
         else:
@@ -166,12 +191,13 @@ def _matrix(matches: dict[int, list[tuple[str, int]]]) -> dict[str, Any]:
         cells.setdefault(a, {})[b] = {
             "score": round(mean, 4),
             "matches": n,
+            "weight": round(total, 4),
             "chips": chips[(a, b)],
             "p": round(p, 4),
             "level": level,
             "better": mean > 0.5,
         }
-    return {"bots": order, "cells": cells}
+    return {"bots": order, "cells": cells, "shows": PAIRWISE}
 
 
 def _tables(session: Session, tournament_id: int, done: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:

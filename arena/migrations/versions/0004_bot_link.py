@@ -2,7 +2,7 @@
 gateways and their live connections, and when a match began waiting for an offline bot.
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0003
 Create Date: 2026-12-01
 """
 
