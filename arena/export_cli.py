@@ -2,8 +2,8 @@
 (arena/export.py), from the store at ``TONK_DATABASE_URL`` (or ``--database-url``)::
 
     tonk export --tournament 3 > spring.jsonl
-    tonk export --bot lowball --output lowball.jsonl
-    tonk record verify lowball.jsonl
+    tonk export --bot greedy --output greedy.jsonl
+    tonk record verify greedy.jsonl
 
 Only hands of finished deals are written (see arena/export.py).
 """
@@ -15,9 +15,9 @@ import sys
 from typing import Any, TextIO
 
 from arena.config import load_settings
-from arena.db import session_scope
-from arena.errors import ArenaError
-from arena.export import hand_lines, resolve
+
+# The store (SQLAlchemy) is imported when the command runs: `tonk` imports this module only to
+# list its commands, and `tonk --help` must not pay for the database stack.
 
 
 def register(subparsers: Any) -> None:
@@ -35,6 +35,10 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from arena.db import session_scope
+    from arena.errors import ArenaError
+    from arena.export import hand_lines, resolve
+
     url = args.database_url or load_settings().database_url
     try:
         with session_scope(url) as session:

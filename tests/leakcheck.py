@@ -6,7 +6,9 @@ orphaned, when its parent is 1). Two checks:
 
 - after each test, a process of the session that was not there before the test, and is still
   running a few seconds later, fails the test (an error at its teardown naming the processes),
-  and is killed, so the next test starts clean and is not blamed;
+  and is killed, so the next test starts clean and is not blamed. A process started meanwhile
+  by one that was already there (a browser of a session fixture starting a helper process) is
+  that fixture's, not the test's: the session's last look still covers it;
 - at the end of the session, any process of the session left running fails the run.
 
 The resource tracker multiprocessing starts for this process is not a test's: it serves the
@@ -57,6 +59,18 @@ def still_running(pids: set[int], grace_s: float = GRACE_S) -> dict[int, Process
         time.sleep(0.05)
 
 
+def _started_by(pid: int, older: set[int], table: dict[int, ProcessInfo]) -> bool:
+    """Whether ``pid`` descends from one of the ``older`` processes (below this pytest)."""
+    seen: set[int] = set()
+    parent = table[pid].ppid
+    while parent in table and parent not in seen:
+        if parent in older:
+            return True
+        seen.add(parent)
+        parent = table[parent].ppid
+    return parent in older
+
+
 def describe(processes: dict[int, ProcessInfo]) -> str:
     return "\n".join(f"  pid {p.pid} (parent {p.ppid}): {p.command()[:200]}" for p in processes.values())
 
@@ -72,7 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def _no_process_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     before = set(session_processes())
     yield
-    new = set(session_processes()) - before
+    now = session_processes()
+    new = {pid for pid in set(now) - before if not _started_by(pid, before, now)}
     if not new:
         return
     left = still_running(new)

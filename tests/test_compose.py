@@ -370,11 +370,14 @@ VARIABLES = {"TONK_OPERATOR_TOKEN": "operator-token-for-tests-0123456789", "TONK
 
 def stack_environment(pg_url: str, redis_url: str, redis_prefix: str) -> dict[str, str]:
     """What replaces the compose network's names: the test's database and its own queue."""
+    relay = free_port()  # the gateway's relay port is not published, so no compose name maps it
     return {
         "TONK_DATABASE_URL": pg_url,
         "TONK_REDIS_URL": redis_url,
         "TONK_QUEUE": f"{redis_prefix}-matches",
         "TONK_ALLOWED_BOT_HOSTS": "127.0.0.1",
+        "TONK_GATEWAY_RELAY_PORT": str(relay),
+        "TONK_GATEWAY_ADVERTISE": f"127.0.0.1:{relay}",
     }
 
 

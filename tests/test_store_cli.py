@@ -59,7 +59,11 @@ def test_tonk_dashboard_names_its_store(tmp_path: Path) -> None:
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
         assert server.stdout is not None
-        line = server.stdout.readline()
+        line = ""
+        while "dashboard at" not in line:  # after the in-process gateway's line
+            line = server.stdout.readline()
+            if not line:
+                break
     finally:
         server.terminate()
         server.wait(30)
