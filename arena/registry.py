@@ -287,6 +287,8 @@ def check_bot(address: str, settings: Settings) -> dict[str, Any]:
         for field in ("name", "version", "author", "protocol_version", "language")
     }
     _check_info(info, where)
+    # The matches it plays at once (0: unset); arena.capacity reads it from the version's info.
+    info["max_concurrent_matches"] = max(0, int(reply.max_concurrent_matches))
     from sdk.grpc_player import GrpcPlayer
 
     player = GrpcPlayer(address)
@@ -476,6 +478,7 @@ def _class_info(bot_class: type[Any]) -> dict[str, Any]:
         "author": str(bot_class.author),
         "protocol_version": PROTOCOL_VERSION,
         "language": "python",
+        "max_concurrent_matches": max(0, int(getattr(bot_class, "max_concurrent_matches", 0))),
     }
 
 

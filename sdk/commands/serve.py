@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from sdk.players import PlayerSpecError, load_bot_class
-from sdk.server import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_WORKERS, DEFAULT_PORT, serve
+from sdk.server import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_WORKERS, DEFAULT_PORT, MAX_DECLARED_MATCHES, serve
 
 
 def register(subparsers: Any) -> None:
@@ -34,7 +34,25 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_IDLE_TIMEOUT_S,
         help="seconds after which a match that never ended is forgotten",
     )
+    parser.add_argument(
+        "--max-matches",
+        type=_capacity,
+        default=None,
+        metavar="N",
+        help="matches the bot plays at once at most, declared to the arena in GetInfo "
+        "(default: the class's max_concurrent_matches; 0 leaves it to the arena)",
+    )
     parser.set_defaults(func=run_serve)
+
+
+def _capacity(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_DECLARED_MATCHES:
+        raise argparse.ArgumentTypeError(f"--max-matches is 0 to {MAX_DECLARED_MATCHES}, got {text!r}")
+    return value
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -50,6 +68,7 @@ def run_serve(args: argparse.Namespace) -> int:
             host=args.host,
             max_workers=args.max_workers,
             idle_timeout_s=args.idle_timeout,
+            max_matches=args.max_matches,
         )
     except OSError as exc:
         print(f"tonk serve: {exc}", file=sys.stderr)
