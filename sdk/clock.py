@@ -33,8 +33,8 @@ SAMPLE_S: Final = 0.002
 _SAMPLE_NS: Final = int(SAMPLE_S * 1e9)
 #: Lateness below this is the OS timer's slack, not a busy process.
 _SLACK_NS: Final = 200_000
-#: Wake-ups remembered (a call longer than this many samples uses the ones it has).
-_KEPT: Final = 8192
+#: Wake-ups remembered: about 2 s of them (a longer call's start is judged without them).
+_KEPT: Final = 1024
 
 
 class LagSampler:
@@ -66,7 +66,9 @@ class LagSampler:
         due = self._asleep_since + _SAMPLE_NS
         if end_ns - due > _SLACK_NS:
             spells.append((due, end_ns))  # late for a wake-up right now
-        for woke, late in reversed(self._samples):
+        # list() copies in one step under the GIL; iterating the deque itself would race
+        # with the sampler's appends (RuntimeError: deque mutated during iteration).
+        for woke, late in reversed(list(self._samples)):
             if woke < start_ns:
                 break
             if late > _SLACK_NS:

@@ -94,3 +94,31 @@ def test_the_sampler_sees_the_lag_of_a_saturated_process(saturated: None) -> Non
         charged.append(charged_ns(start, end))
     assert max(walls) > 30_000_000  # the lag is real here (else the test proves nothing)
     assert max(charged) < 25_000_000, charged
+
+
+def test_measuring_races_nothing_with_the_sampler() -> None:
+    """Many threads measuring at once while the sampler appends (a worker's match threads):
+    no error, and an idle process is charged its whole wall time."""
+    errors: list[BaseException] = []
+    sampler()
+    time.sleep(2.1)  # a full history
+
+    def measure() -> None:
+        try:
+            for _ in range(300):
+                end = time.perf_counter_ns()
+                start = end - 2_000_000_000  # a long call: every sample kept is looked at
+                assert 0 <= charged_ns(start, end) <= end - start
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=measure) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    start = time.perf_counter_ns()
+    time.sleep(0.02)
+    end = time.perf_counter_ns()
+    assert charged_ns(start, end) == end - start
