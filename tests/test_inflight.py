@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from redis import Redis
+from rq import Queue, Worker
+from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from sqlalchemy import select
 from test_arena_helpers import SETTINGS, counted_once, hosted_bots, new_tournament, scores_by_key
 
@@ -20,7 +22,7 @@ from arena import capacity
 from arena.auth import get_or_create_operator
 from arena.db import dispose_engines, session_scope
 from arena.execution import EmbeddedBackend, RqBackend, run_tournament
-from arena.models import BotVersion, FaultRecord
+from arena.models import BotVersion, FaultRecord, Match
 from arena.registry import register_bot
 from arena.scheduling import matches_to_start, pending_window
 from bots.random_bot import RandomBot
@@ -80,6 +82,11 @@ def register_checked(url: str, servers: list[tuple[RunningServer, Gauge]]) -> li
         ]
 
 
+def match_ids(url: str, tid: int) -> list[int]:
+    with session_scope(url) as session:
+        return list(session.scalars(select(Match.id).where(Match.tournament_id == tid)))
+
+
 def worker_env(url: str, redis_url: str, queue: str, slots: int) -> dict[str, str]:
     return {
         **os.environ,
@@ -124,6 +131,17 @@ def test_capacity_holds_across_two_rq_workers(
         for worker in workers:
             _, err = worker.communicate(timeout=240)
             assert worker.returncode == 0, err.decode()[-2000:]
+        # RQ's own bookkeeping stayed right with 8 jobs at once per worker: every job is
+        # finished (those whose bots were busy went back to the queue first), none is left
+        # started or failed, and the workers deregistered.
+        rq_queue = Queue(queue, connection=backend.connection)
+        assert rq_queue.count == 0
+        assert StartedJobRegistry(queue=rq_queue).count == 0
+        assert FailedJobRegistry(queue=rq_queue).count == 0
+        assert sorted(FinishedJobRegistry(queue=rq_queue).get_job_ids()) == sorted(
+            backend.job_id(m) for m in match_ids(url, tid)
+        )
+        assert Worker.all(queue=rq_queue) == []
         progress = run_tournament(url, tid, backend)  # anything a worker left (none expected)
     finally:
         for worker in workers:
