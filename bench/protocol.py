@@ -21,8 +21,8 @@ options), so client and server do not share a GIL, as in the arena. For each con
 
 The callers are C processes (``--clients processes``), one match each, or C threads of this
 one process, sharing its GIL (``--clients threads``), as an arena worker process now plays
-many matches in threads (bench/throughput.py measures that end to end); the default runs both. Echo and referee
-always get the same kind of caller.
+many matches in threads (bench/throughput.py measures that end to end); the default runs
+both. Echo and referee always get the same kind of caller.
 """
 
 from __future__ import annotations
