@@ -158,6 +158,9 @@ class EmbeddedBackend:
                 with contextlib.suppress(Exception):
                     process.kill()
         else:
+            with contextlib.suppress(queue.Empty):  # matches not started stay pending
+                while True:
+                    self._tasks.get(timeout=0.05)
             for _ in self._processes:
                 self._tasks.put(None)  # each process stops after its matches in play
         for process in self._processes:

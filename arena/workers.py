@@ -13,11 +13,13 @@ threads each play one match through the same synchronous referee. Two kinds of p
   still runs the same job, one at a time.
 * :func:`pool_process`, the body of each embedded pool process (arena.execution's
   EmbeddedBackend): it takes a match id from the shared task queue only when a thread is
-  free, so the processes share the work, and reports each finished job on the done queue.
+  free, so the processes share the work, and reports each finished job on the done queue;
+  a match whose bots are busy goes back to the end of the task queue, as on RQ.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 import traceback
@@ -31,7 +33,7 @@ from rq.queue import Queue
 from rq.timeouts import TimerDeathPenalty
 from rq.worker import WorkerStatus
 
-from arena.jobs import play_match_job
+from arena.jobs import WAITING, WAITING_PAUSE_S, play_match_job
 
 #: Seconds between the worker's heartbeats while all its threads are busy.
 _BUSY_BEAT_S: Final = 5.0
@@ -109,7 +111,12 @@ def pool_process(
     def play(match_id: int) -> None:
         error: str | None = None
         try:
-            play_match_job(match_id, database_url, hosted_addresses)
+            if play_match_job(match_id, database_url, hosted_addresses) == WAITING:
+                # Its bots are busy (nobody paced the submissions, e.g. the dashboard's):
+                # back to the end of the queue after a pause, still submitted for the parent.
+                time.sleep(WAITING_PAUSE_S * (0.5 + random.random()))
+                tasks.put(match_id)
+                return
         except Exception as exc:  # the store has it (the match is failed); the parent logs it
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:2000]
         finally:

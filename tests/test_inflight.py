@@ -16,9 +16,9 @@ from redis import Redis
 from rq import Queue, Worker
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from sqlalchemy import select
-from test_arena_helpers import SETTINGS, counted_once, hosted_bots, new_tournament, scores_by_key
+from test_arena_helpers import SETTINGS, counted_once, hosted_bots, new_tournament, scores_by_key, wait_for
 
-from arena import capacity
+from arena import capacity, store
 from arena.auth import get_or_create_operator
 from arena.db import dispose_engines, session_scope
 from arena.execution import EmbeddedBackend, RqBackend, run_tournament
@@ -248,3 +248,30 @@ def test_results_do_not_depend_on_matches_in_flight(sqlite_url: str, tmp_path: P
     finally:
         for server in servers:
             server.stop(0)
+
+
+def test_matches_submitted_at_once_without_a_driver_all_get_played(sqlite_url: str) -> None:
+    """The dashboard submits every match to the embedded pool and does not drive: those
+    whose bots are busy go back to the pool's queue until a slot frees, none is dropped."""
+    url = sqlite_url
+    ids = hosted_bots(url, ["random", "greedy"])
+    with session_scope(url) as session:
+        version = session.scalars(select(BotVersion).where(BotVersion.bot_id == ids[0])).one()
+        version.info = {**version.info, "max_concurrent_matches": 1}
+    tid = new_tournament(url, ids, matches_per_table=3, hands_per_match=3)  # 6 matches
+    pool = EmbeddedBackend(url, 1, slots=4)
+    try:
+        run_tournament(url, tid, pool, wait=False)
+        most = 0
+
+        def all_done() -> bool:
+            nonlocal most
+            with session_scope(url) as session:
+                most = max(most, capacity.in_flight(session, ids).get(ids[0], 0))
+                return store.tournament_progress(session, tid).done == 6
+
+        wait_for(all_done, timeout=90, step=0.02)
+    finally:
+        pool.close()
+    assert most == 1
+    counted_once(url, tid)
