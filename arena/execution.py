@@ -95,6 +95,7 @@ class EmbeddedBackend:
         self._processes: list[Any] = []
         #: Matches handed to the pool and not reported done yet.
         self._submitted: set[int] = set()
+        self._errors: list[str] = []
         self._start_processes()
 
     def _start_processes(self) -> None:
@@ -134,16 +135,24 @@ class EmbeddedBackend:
 
     def errors(self) -> list[str]:
         """Errors of finished jobs (their matches are marked failed in the store)."""
-        out = []
         while True:
             try:
-                match_id, error = self._done.get_nowait()
+                self._finished(*self._done.get_nowait())
             except queue.Empty:
                 break
-            self._submitted.discard(match_id)
-            if error is not None:
-                out.append(error)
+        out, self._errors = self._errors, []
         return out
+
+    def pause(self, seconds: float) -> None:
+        """Wait up to ``seconds``, less if a match finishes: the driver then fills its bots'
+        slots at once rather than at its next poll."""
+        with contextlib.suppress(queue.Empty):
+            self._finished(*self._done.get(timeout=seconds))
+
+    def _finished(self, match_id: int, error: str | None) -> None:
+        self._submitted.discard(match_id)
+        if error is not None:
+            self._errors.append(error)
 
     def process_ids(self) -> list[int]:
         """The pool's worker processes now, so that a tool that must never leave processes
@@ -366,7 +375,11 @@ def run_tournament(
             with session_scope(database_url) as session:
                 dead.update(recover_matches(session, tournament_id))
         _schedule(database_url, tournament_id, backend, dead)
-        time.sleep(poll_s)
+        pause = getattr(backend, "pause", None)  # a backend that can tell when a match ends
+        if pause is not None:
+            pause(poll_s)
+        else:
+            time.sleep(poll_s)
     with session_scope(database_url) as session:
         finish_if_complete(session, tournament_id)
     return _progress(database_url, tournament_id)
