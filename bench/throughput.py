@@ -271,7 +271,7 @@ def main() -> int:
         for think in args.think_ms:
             # Enough matches that the end of the tournament (fewer matches left than slots)
             # is a small part of it: 15 tables x deals x 2 seatings.
-            deals, hands = (4, 6) if think <= 50 else (8, 2)
+            deals, hands = (4, 6) if think <= 50 else (12, 2)
             if args.quick:
                 deals = max(1, deals // 2)
             for mode in args.modes:
