@@ -66,9 +66,22 @@ class LagSampler:
         due = self._asleep_since + _SAMPLE_NS
         if end_ns - due > _SLACK_NS:
             spells.append((due, end_ns))  # late for a wake-up right now
-        # list() copies in one step under the GIL; iterating the deque itself would race
-        # with the sampler's appends (RuntimeError: deque mutated during iteration).
-        for woke, late in reversed(list(self._samples)):
+        # Newest first, one index at a time: each read is one step under the GIL, while
+        # iterating the deque would race with the sampler's appends (RuntimeError: deque
+        # mutated during iteration) and copying it costs more than a decision's worth.
+        # An append meanwhile shifts the indexes by one: a sample read twice is skipped.
+        samples = self._samples
+        newest_seen = 1 << 63  # later than any perf_counter_ns
+        k = 1
+        while True:
+            try:
+                woke, late = samples[-k]
+            except IndexError:
+                break
+            k += 1
+            if woke >= newest_seen:
+                continue
+            newest_seen = woke
             if woke < start_ns:
                 break
             if late > _SLACK_NS:
