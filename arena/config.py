@@ -50,6 +50,10 @@ class Settings:
     queue_name: str = "tonk-matches"
     #: Processes of the embedded pool (0: one per core).
     embedded_workers: int = 0
+    #: Matches one worker process (embedded pool process or `tonk worker`) plays at once.
+    matches_per_worker: int = 32
+    #: Matches at once for a bot that declares no capacity (GetInfo max_concurrent_matches).
+    bot_capacity: int = 4
     #: Operator token accepted in addition to operator owners' tokens (empty: none).
     operator_token: str = ""
     #: Hosts bots may be registered at besides public addresses, comma separated
@@ -113,6 +117,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         redis_url=get("TONK_REDIS_URL", ""),
         queue_name=get("TONK_QUEUE", "tonk-matches"),
         embedded_workers=_int(env, "TONK_EMBEDDED_WORKERS", 0),
+        matches_per_worker=max(1, _int(env, "TONK_MATCHES_PER_WORKER", 32)),
+        bot_capacity=max(1, _int(env, "TONK_BOT_CAPACITY", 4)),
         operator_token=get("TONK_OPERATOR_TOKEN", ""),
         allowed_bot_hosts=hosts,
         claim_allowed_hosts=get("TONK_CLAIM_ALLOWED_HOSTS", "0").lower() in ("1", "true", "yes"),

@@ -18,22 +18,22 @@ import contextlib
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import queue
 import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any, ClassVar, Final, Protocol
 
 from sqlalchemy import select
 
-from arena.config import Settings
+from arena.config import Settings, load_settings
 from arena.db import session_scope
-from arena.jobs import play_match_job, recover_matches
+from arena.jobs import recover_matches
 from arena.models import Match
-from arena.processes import descendants, exit_with
+from arena.processes import descendants
+from arena.scheduling import matches_to_start, pending_window
 from arena.store import Progress, tournament_progress
 from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
 
@@ -64,11 +64,16 @@ class Backend(Protocol):
         whose current job is known dead (it is replaced). Returns how many were queued."""
         ...
 
+    def waiting(self, match_ids: Collection[int]) -> set[int]:
+        """Of ``match_ids``, those submitted and not yet claimed or finished."""
+        ...
+
     def close(self, *, cancel: bool = False) -> None: ...
 
 
 class EmbeddedBackend:
-    """A local process pool. Processes come from a fork server (a clean process that
+    """A local pool of processes, each playing up to ``slots`` matches at once in threads
+    (arena.workers.pool_process). Processes come from a fork server (a clean process that
     imported the arena once), so nothing of the caller's state, such as open database
     connections or gRPC threads, leaks into them.
 
@@ -82,71 +87,112 @@ class EmbeddedBackend:
     _open_lock = threading.Lock()
 
     def __init__(
-        self, database_url: str, workers: int = 0, *, hosted_addresses: Mapping[str, str] | None = None
+        self,
+        database_url: str,
+        workers: int = 0,
+        *,
+        hosted_addresses: Mapping[str, str] | None = None,
+        slots: int = 0,
     ):
         self.database_url = database_url
         self.hosted = dict(hosted_addresses) if hosted_addresses else None
         self.workers = workers or os.cpu_count() or 1
         with self._open_lock:
             self._open.add(self)
-        self._pool = self._new_pool()
-        self._futures: dict[int, Future[str]] = {}
-
-    def _new_pool(self) -> ProcessPoolExecutor:
-        context = multiprocessing.get_context("forkserver")
+        self.slots = slots or load_settings().matches_per_worker
+        self._context = multiprocessing.get_context("forkserver")
         # The server imports these once; each pool process is then a cheap fork of it
         # ("__main__" too, or every process would re-run the main script).
-        context.set_forkserver_preload(["__main__", "arena.jobs", "arena.execution"])
-        # A kill -9 of this process must not leave its pool behind (arena/processes.py).
-        return ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=context, initializer=exit_with, initargs=(os.getpid(),)
-        )
+        self._context.set_forkserver_preload(["__main__", "arena.jobs", "arena.workers", "arena.execution"])
+        self._tasks: Any = self._context.Queue()
+        self._done: Any = self._context.Queue()
+        self._processes: list[Any] = []
+        #: Matches handed to the pool and not reported done yet.
+        self._submitted: set[int] = set()
+        self._errors: list[str] = []
+        self._start_processes()
+
+    def _start_processes(self) -> None:
+        from arena.workers import pool_process
+
+        alive = [p for p in self._processes if p.is_alive()]
+        if len(alive) < len(self._processes):
+            # A process died (killed, or a hosted bot crashed it): the ids it had taken are
+            # unknown, so forget every submission; the sweep finds its matches abandoned and
+            # submits them again (a match is claimed once, so a duplicate is harmless).
+            self._submitted.clear()
+        self._processes = alive
+        while len(self._processes) < self.workers:
+            process = self._context.Process(
+                target=pool_process,
+                # os.getpid(): the process ends with this one, however it ends (arena/processes.py).
+                args=(self._tasks, self._done, self.database_url, self.hosted, self.slots, os.getpid()),
+                daemon=True,
+            )
+            process.start()
+            self._processes.append(process)
 
     def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+        self._start_processes()
         queued = 0
         for match_id in match_ids:
-            future = self._futures.get(match_id)
-            if future is not None and not future.done():
+            if match_id in self._submitted and match_id not in replace:
                 continue
-            try:
-                self._futures[match_id] = self._pool.submit(
-                    play_match_job, match_id, self.database_url, self.hosted
-                )
-            except BrokenProcessPool:
-                # A pool process died (killed, or a hosted bot crashed it): start a new pool.
-                # Its matches are left running with a dead worker, which the sweep replays.
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._new_pool()
-                self._futures = {}
-                self._futures[match_id] = self._pool.submit(
-                    play_match_job, match_id, self.database_url, self.hosted
-                )
+            self._submitted.add(match_id)
+            self._tasks.put(match_id)
             queued += 1
         return queued
 
-    def errors(self) -> list[BaseException]:
-        """Exceptions of finished jobs (their matches are marked failed in the store)."""
-        out = []
-        for match_id, future in list(self._futures.items()):
-            if future.done():
-                del self._futures[match_id]
-                exc = future.exception()
-                if exc is not None:
-                    out.append(exc)
+    def waiting(self, match_ids: Collection[int]) -> set[int]:
+        """Of ``match_ids``, those handed to the pool and not finished."""
+        self.errors()
+        return self._submitted & set(match_ids)
+
+    def errors(self) -> list[str]:
+        """Errors of finished jobs (their matches are marked failed in the store)."""
+        while True:
+            try:
+                self._finished(*self._done.get_nowait())
+            except queue.Empty:
+                break
+        out, self._errors = self._errors, []
         return out
 
-    def _processes(self) -> list[Any]:
-        # ProcessPoolExecutor keeps its workers in a private dict; there is no public way.
-        return list(getattr(self._pool, "_processes", {}).values())
+    def pause(self, seconds: float) -> None:
+        """Wait up to ``seconds``, less if a match finishes: the driver then fills its bots'
+        slots at once rather than at its next poll."""
+        with contextlib.suppress(queue.Empty):
+            self._finished(*self._done.get(timeout=seconds))
+
+    def _finished(self, match_id: int, error: str | None) -> None:
+        self._submitted.discard(match_id)
+        if error is not None:
+            self._errors.append(error)
+
+    def process_ids(self) -> list[int]:
+        """The pool's worker processes now, so that a tool that must never leave processes
+        behind (``bench/load.py --watchdog``) can kill them."""
+        return [p.pid for p in self._processes if p.pid is not None]
 
     def close(self, *, cancel: bool = False) -> None:
         if cancel:
             # Matches being played are abandoned: their processes go, and a resume sees
             # their workers dead and plays them again.
-            for process in self._processes():
+            for process in self._processes:
                 with contextlib.suppress(Exception):
                     process.kill()
-        self._pool.shutdown(wait=not cancel, cancel_futures=True)
+        else:
+            with contextlib.suppress(queue.Empty):  # matches not started stay pending
+                while True:
+                    self._tasks.get(timeout=0.05)
+            for _ in self._processes:
+                self._tasks.put(None)  # each process stops after its matches in play
+        for process in self._processes:
+            process.join()
+        self._processes = []
+        for q in (self._tasks, self._done):
+            q.close()
+            q.join_thread()
         with self._open_lock:
             self._open.discard(self)
             if not self._open:
@@ -223,7 +269,8 @@ class RqBackend:
             if status is not None:
                 stale.append(self.job_id(match_id))
             todo.append(match_id)
-        self._unclaimed = unclaimed
+        asked = set(match_ids)
+        self._unclaimed = {m: t for m, t in self._unclaimed.items() if m not in asked} | unclaimed
         if stale:
             with self.connection.pipeline() as pipe:
                 for job in Job.fetch_many(stale, connection=self.connection):
@@ -246,6 +293,24 @@ class RqBackend:
                 ]
             )
         return len(todo)
+
+    def waiting(self, match_ids: Collection[int]) -> set[int]:
+        """Of ``match_ids``, those whose job is queued, or started and not yet unclaimed
+        for ``UNCLAIMED_S`` (the driver passes pending matches only)."""
+        ids = list(match_ids)
+        if not ids:
+            return set()
+        now = time.monotonic()
+        out = set()
+        for match_id, status in zip(ids, self._statuses([self.job_id(m) for m in ids]), strict=True):
+            if status == "started":
+                if now - self._unclaimed.setdefault(match_id, now) < UNCLAIMED_S:
+                    out.add(match_id)
+                continue
+            self._unclaimed.pop(match_id, None)
+            if status in _WAITING:
+                out.add(match_id)
+        return out
 
     def _statuses(self, job_ids: Sequence[str]) -> list[str | None]:
         from rq.job import Job
@@ -282,7 +347,9 @@ def make_backend(
     url = database_url or settings.database_url
     if settings.redis_url:
         return RqBackend(url, settings.redis_url, settings.queue_name, hosted_addresses=hosted_addresses)
-    return EmbeddedBackend(url, settings.embedded_workers, hosted_addresses=hosted_addresses)
+    return EmbeddedBackend(
+        url, settings.embedded_workers, hosted_addresses=hosted_addresses, slots=settings.matches_per_worker
+    )
 
 
 def unfinished_matches(database_url: str, tournament_id: int) -> list[int]:
@@ -306,17 +373,25 @@ def run_tournament(
     on_progress: Callable[[Progress], None] | None = None,
     poll_s: float = 0.25,
 ) -> Progress:
-    """Start (or resume) the tournament and submit every match not done, retrying failed
-    and abandoned ones (a finished tournament is left as it is). With ``wait``, keep going
-    until no match is pending or running (or the tournament is paused), calling
-    ``on_progress`` with the counts from the store, and sweep for abandoned matches every
-    ``RECOVER_S``. Returns the last progress."""
+    """Start (or resume) the tournament and play every match not done, retrying failed and
+    abandoned ones (a finished tournament is left as it is).
+
+    Without ``wait`` every pending match is submitted at once (nobody stays to pace them: a
+    match whose bots are busy goes back to the queue, arena.jobs). With ``wait``, keep going
+    until no match is pending or running (or the tournament is paused): at each poll submit
+    the matches whose bots have free capacity (arena.scheduling), call ``on_progress`` with
+    the counts from the store, and sweep for abandoned matches every ``RECOVER_S``. Returns
+    the last progress."""
     with session_scope(database_url) as session:
         if get_tournament_row(session, tournament_id).status == "finished":
             return tournament_progress(session, tournament_id)  # nothing to do: not an error
         start_tournament(session, tournament_id)
         reset = recover_matches(session, tournament_id, retry_failed=True)
-    backend.submit(unfinished_matches(database_url, tournament_id), replace=reset)
+    if not wait:
+        backend.submit(unfinished_matches(database_url, tournament_id), replace=reset)
+    else:
+        dead = set(reset)  # their jobs are known dead: replace them when submitted
+        _schedule(database_url, tournament_id, backend, dead)
     with session_scope(database_url) as session:
         # Paused after its last match was done: nothing to play, but it must still finish.
         finish_if_complete(session, tournament_id)
@@ -325,8 +400,6 @@ def run_tournament(
         return progress
     swept = time.monotonic()
     while True:
-        if isinstance(backend, EmbeddedBackend):
-            backend.errors()  # the store has them (failed matches); just drop the futures
         with session_scope(database_url) as session:
             progress = tournament_progress(session, tournament_id)
             status = get_tournament_row(session, tournament_id).status
@@ -344,14 +417,30 @@ def run_tournament(
         if now - swept >= RECOVER_S:
             swept = now
             with session_scope(database_url) as session:
-                reset = recover_matches(session, tournament_id)
-            # Every pending match, not only the ones just reset: the backend skips those
-            # with a job waiting, and queues again any whose job is gone or ended unclaimed.
-            backend.submit(unfinished_matches(database_url, tournament_id), replace=reset)
-        time.sleep(poll_s)
+                dead.update(recover_matches(session, tournament_id))
+        _schedule(database_url, tournament_id, backend, dead)
+        pause = getattr(backend, "pause", None)  # a backend that can tell when a match ends
+        if pause is not None:
+            pause(poll_s)
+        else:
+            time.sleep(poll_s)
     with session_scope(database_url) as session:
         finish_if_complete(session, tournament_id)
     return _progress(database_url, tournament_id)
+
+
+def _schedule(database_url: str, tournament_id: int, backend: Backend, dead: set[int]) -> int:
+    """Submit the pending matches whose bots have room now; returns how many."""
+    with session_scope(database_url) as session:
+        pending = pending_window(session, tournament_id)
+    # A backend that cannot tell (one that plays a match as it is submitted) has none waiting.
+    ask = getattr(backend, "waiting", None)
+    waiting = ask([m for m in pending if m not in dead]) if ask is not None else set()
+    with session_scope(database_url) as session:
+        chosen = matches_to_start(session, pending, waiting)
+    replace = dead.intersection(chosen)
+    dead.difference_update(chosen)
+    return backend.submit(chosen, replace=replace)
 
 
 def _progress(database_url: str, tournament_id: int) -> Progress:
@@ -371,16 +460,23 @@ def worker_name(queue_name: str) -> str:
 
 
 def run_worker(
-    settings: Settings, *, burst: bool = False, fork: bool = False, name: str | None = None
+    settings: Settings,
+    *,
+    burst: bool = False,
+    fork: bool = False,
+    name: str | None = None,
+    slots: int | None = None,
 ) -> bool:
     """Run an RQ worker on ``settings.queue_name`` until stopped (or, with ``burst``, until
-    the queue is empty). Matches run in the worker process itself unless ``fork`` (RQ's
-    fork-per-job, which isolates a crashing hosted bot at a few ms per match). Returns
-    whether any job ran."""
+    the queue is empty and its matches are played). Matches run in threads of the worker
+    process, ``slots`` (default ``settings.matches_per_worker``) at once, unless ``fork``
+    (RQ's fork-per-job, one match at a time, which isolates a crashing hosted bot).
+    Returns whether any job ran."""
     from redis import Redis
-    from rq import Queue, SimpleWorker, Worker
+    from rq import Queue, Worker
 
     import arena.jobs  # noqa: F401 - imported once here rather than in every job
+    from arena.workers import ThreadedWorker
 
     if not settings.redis_url:
         raise QueueNotConfiguredError(
@@ -388,10 +484,13 @@ def run_worker(
             "in the embedded pool"
         )
     connection = Redis.from_url(settings.redis_url)
-    worker_class = Worker if fork else SimpleWorker
-    worker = worker_class(
-        [Queue(settings.queue_name, connection=connection)],
-        connection=connection,
-        name=name or worker_name(settings.queue_name),
-    )
+    queues = [Queue(settings.queue_name, connection=connection)]
+    worker_name_ = name or worker_name(settings.queue_name)
+    worker: Worker | ThreadedWorker
+    if fork:
+        worker = Worker(queues, connection=connection, name=worker_name_)
+    else:
+        worker = ThreadedWorker(
+            queues, connection=connection, name=worker_name_, slots=slots or settings.matches_per_worker
+        )
     return bool(worker.work(burst=burst, logging_level="WARNING"))

@@ -7,8 +7,10 @@ times: on an RQ worker, in the embedded process pool, twice at once, or again af
    period (arena/link/waiting.py): the match stays pending and the job returns ``waiting``.
 
 1. **Claim** with one conditional UPDATE: ``pending -> running`` (or take over a ``running``
-   match whose heartbeat went stale), only while the tournament is running. A match that is
-   done, or held by a live worker, is left alone: the job is a no-op.
+   match whose heartbeat went stale), only while the tournament is running, and in the same
+   transaction a capacity slot of each of its bots (arena.capacity). A match that is done,
+   or held by a live worker, is left alone: the job is a no-op; one whose bots are all busy
+   stays pending (``waiting``) for the driver to submit again.
 2. **Play** it under the referee, while a heartbeat thread stamps ``heartbeat_at`` (and the
    hands played so far) every few seconds. If the match is taken from us (we were presumed
    dead), the heartbeat notices and the play stops early.
@@ -29,16 +31,18 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import random
 import socket
 import threading
 import time
 import traceback
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.orm import Session
 
+from arena import capacity
 from arena.addresses import redact_addresses
 from arena.config import load_settings
 from arena.db import dispose_engines, session_scope
@@ -57,6 +61,9 @@ from sdk.referee import Fault, HandLog, MatchResult
 HEARTBEAT_S: Final = 3.0
 #: A running match whose heartbeat is older than this is presumed abandoned.
 LEASE_S: Final = 30.0
+#: A queued match whose bots are busy waits about this long before it goes back to the queue.
+WAITING_PAUSE_S: Final = 0.5
+WAITING_RETRIES: Final = 1_000_000
 
 #: FaultRecord.kind of a slow lifecycle notice (sdk.referee.SlowNotice): recorded, not charged.
 SLOW: Final = "slow"
@@ -64,7 +71,7 @@ SLOW_DECISION: Final = {"StartMatch": -1, "EndHand": -2, "EndMatch": -3}
 
 # What play_match_job returns (RQ keeps it as the job's result).
 DONE, ALREADY_DONE, BUSY, NOT_RUNNING, LOST = "done", "already-done", "busy", "not-running", "lost"
-#: The match waits for a connected bot that is offline, or for its gateway (arena/link).
+#: The match waits: a bot of it has no free capacity, or a connected bot is offline (arena/link).
 WAITING = "waiting"
 
 
@@ -74,10 +81,27 @@ class MatchTakenError(RuntimeError):
 
 def play_match_job(
     match_id: int, database_url: str, hosted_addresses: dict[str, str] | None = None
-) -> str:
+) -> Any:
     """Play match ``match_id`` of the store at ``database_url`` unless it is done or being
-    played; returns one of ``done``, ``already-done``, ``busy``, ``not-running``, ``lost``.
-    ``hosted_addresses`` (bot name -> HOST:PORT) reaches hosted bots served over gRPC."""
+    played; returns one of ``done``, ``already-done``, ``busy``, ``not-running``, ``lost``,
+    ``waiting``.
+    ``hosted_addresses`` (bot name -> HOST:PORT) reaches hosted bots served over gRPC.
+
+    On RQ, a ``waiting`` match goes back to the end of the queue (an rq ``Retry``) after a
+    short pause, so that nothing is lost when nobody drives the tournament (``--no-wait``,
+    the dashboard); a driver (arena.execution.run_tournament) submits only matches whose
+    bots have room, so this is rare."""
+    outcome = _play(match_id, database_url, hosted_addresses)
+    if outcome == WAITING:
+        from rq import Retry, get_current_job
+
+        if get_current_job() is not None:
+            time.sleep(WAITING_PAUSE_S * (0.5 + random.random()))
+            return Retry(max=WAITING_RETRIES)
+    return outcome
+
+
+def _play(match_id: int, database_url: str, hosted_addresses: dict[str, str] | None) -> str:
     _forget_inherited_engines()
     worker = worker_id()
     if wait_for_bots(database_url, match_id, load_settings().offline_grace_s):
@@ -87,13 +111,18 @@ def play_match_job(
         if refused is not None:
             return refused
         plan = load_plan(session, match_id, hosted_addresses)
+        if not capacity.acquire(session, match_id, [seat.bot_id for seat in plan.seats], worker):
+            session.rollback()  # the claim too: the match stays pending
+            return WAITING
     try:
         result, duration_ms = play_claimed(database_url, plan, worker)
     except MatchTakenError:
+        _release(database_url, match_id, worker)
         return LOST
     except GatewayLostError:  # the arena's failure, not a bot's: play it again from its start
         with session_scope(database_url) as session:
             release(session, match_id, worker)
+            capacity.release(session, match_id, worker)
         return WAITING
     except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it
         mark_failed(database_url, match_id, worker, exc)
@@ -268,6 +297,7 @@ def record_result(
         if rows:
             session.execute(insert(FaultRecord), rows)
         session.execute(insert(Replay).values(match_id=plan.match_id, format=FORMAT, data=blob))
+        capacity.release(session, plan.match_id)
     return True
 
 
@@ -303,6 +333,7 @@ def mark_failed(database_url: str, match_id: int, worker: str, exc: BaseExceptio
                 .values(status="failed", error=text, heartbeat_at=None)
                 .execution_options(synchronize_session=False)
             )
+            capacity.release(session, match_id, worker)
     except Exception:  # the original error matters more; the lease recovers the match
         pass
 
@@ -336,7 +367,17 @@ def recover_matches(
         )
         if changed.rowcount == 1:  # type: ignore[attr-defined]
             reset.append(match_id)
+            if status == "running":  # its worker is gone: its bots' slots are free at once
+                capacity.release(session, match_id, worker)
     return reset
+
+
+def _release(database_url: str, match_id: int, worker: str) -> None:
+    try:
+        with session_scope(database_url) as session:
+            capacity.release(session, match_id, worker)
+    except Exception:  # the leases expire on their own
+        pass
 
 
 def is_alive(worker: str | None, heartbeat_at: dt.datetime | None, now: dt.datetime) -> bool:
@@ -418,6 +459,7 @@ class _Heartbeat:
                             .values(score=score)
                             .execution_options(synchronize_session=False)
                         )
+                    capacity.renew(session, self.match_id, self.worker)
             except Exception:  # a missed beat is survivable; the lease is long
                 continue
 

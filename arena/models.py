@@ -309,3 +309,20 @@ class LinkConnection(Base):
     capacity: Mapped[int] = mapped_column(Integer)
     peer: Mapped[str] = mapped_column(String(128), default="")
     connected_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class BotLease(Base):
+    """A match in flight holding one of its bot's capacity slots (arena.capacity): one row per
+    (bot, slot), ``slot`` numbered from 0 below the bot's capacity, so two workers taking the
+    same free slot collide on the key and a bot never has more matches in flight than slots.
+    The match's heartbeat renews ``expires_at``; a row whose worker died frees itself when it
+    passes (or at once when the recovery sweep resets the match)."""
+
+    __tablename__ = "bot_leases"
+    __table_args__ = (Index("ix_bot_leases_match", "match_id"),)
+
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), primary_key=True, autoincrement=False)
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"))
+    holder: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))

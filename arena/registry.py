@@ -317,6 +317,8 @@ def check_bot(
         raise _refusal(exc) from None
     info: dict[str, Any] = {field: clean_text(reply[field], NAME_LIMIT) for field in admission.INFO_FIELDS}
     check_claim(reply.get("claim", ""), claim, address, where)
+    # The matches it plays at once (0: unset); arena.capacity reads it from the version's info.
+    info["max_concurrent_matches"] = max(0, int(reply.get("max_concurrent_matches", "0")))
     player = GrpcPlayer(target.target, authority=target.authority)
     match = admission.MatchCheck(settings.decision_deadline_ms, settings.time_bank_ms, hands=CHECK_HANDS)
     try:
@@ -504,6 +506,7 @@ def _class_info(bot_class: type[Any]) -> dict[str, Any]:
         "author": clean_text(bot_class.author, NAME_LIMIT),
         "protocol_version": PROTOCOL_VERSION,
         "language": "python",
+        "max_concurrent_matches": max(0, int(getattr(bot_class, "max_concurrent_matches", 0))),
     }
 
 

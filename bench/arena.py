@@ -26,9 +26,10 @@ queued matches against loading the same jobs with ``Job.fetch_many`` (the baseli
 same run).
 
 Targets: the queue adds under 5% to a match's time (rq-1 per match vs inline per match), and
-2 workers give at least 1.7x the matches per second of one (each plays one match at a time,
-so this needs two idle cores). The store is a fresh database on the local PostgreSQL (a
-temporary SQLite file if it is not reachable); Redis is local.
+2 workers give at least 1.7x the matches per second of one (with instant in-process bots
+the referee's CPU is the bound, so this needs two idle cores). The store is a fresh
+database on the local PostgreSQL (a temporary SQLite file if it is not reachable); Redis is
+local.
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ options), so client and server do not share a GIL, as in the arena. For each con
 * referee, full matches: C callers running ``play_match``, which adds StartMatch, EndHand
   (with the hand's record) and EndMatch calls per seat; shown as decisions/s and RPCs/s.
 
-The callers are C processes (``--clients processes``), as in the arena, where every worker
-process (embedded pool or RQ worker) plays one match at a time, or C threads of this one
-process, sharing its GIL (``--clients threads``); the default runs both. Echo and referee
-always get the same kind of caller.
+The callers are C processes (``--clients processes``), one match each, or C threads of this
+one process, sharing its GIL (``--clients threads``), as an arena worker process now plays
+many matches in threads (bench/throughput.py measures that end to end); the default runs
+both. Echo and referee always get the same kind of caller.
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ class GreedyBot(Bot):
     name = "greedy"
     version = "1.0.0"
     author = "Tonk Arena house bots"
+    max_concurrent_matches = 64  # a few microseconds a decision
 
     #: Go down at the start of a turn when the hand totals this or less.
     drop_at: ClassVar[int] = 9

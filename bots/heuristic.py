@@ -111,6 +111,7 @@ class HeuristicBot(Bot):
     name = "heuristic"
     version = "1.0.0"
     author = "Tonk Arena house bots"
+    max_concurrent_matches = 32  # well under a millisecond a decision
 
     #: How many of my draws a partial meld can expect before the hand ends.
     horizon: ClassVar[float] = 3.0

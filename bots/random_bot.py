@@ -16,6 +16,7 @@ class RandomBot(Bot):
     name = "random"
     version = "1.0.0"
     author = "Tonk Arena house bots"
+    max_concurrent_matches = 64  # a few microseconds a decision
 
     def act(self, obs: Observation) -> Action | int:
         return self.rng.randrange(len(obs.legal_actions))

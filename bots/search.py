@@ -457,6 +457,7 @@ class SearchBot(Bot):
     name = "search"
     version = "1.0.0"
     author = "Tonk Arena house bots"
+    max_concurrent_matches = 4  # it searches for its whole budget, on one core
 
     #: Wall-time budget per decision in ms; 0 means no time limit (then set ``iterations``).
     #: ``TONK_SEARCH_BUDGET_MS`` overrides it for bots built without an explicit budget.

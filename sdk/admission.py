@@ -100,8 +100,9 @@ def check_health(
 def fetch_info(
     address: str, timeout_s: float = RPC_TIMEOUT_S, *, dial: str | None = None, authority: str | None = None
 ) -> dict[str, str]:
-    """Step 2: the bot's GetInfo answer, checked; raises AdmissionError. Holds the INFO_FIELDS
-    and, when the bot returned one, its ``claim`` code (docs/protocol.md, claiming an address)."""
+    """Step 2: the bot's GetInfo answer, checked; raises AdmissionError. Holds the INFO_FIELDS,
+    the ``max_concurrent_matches`` it declares (as text, "0" when unset) and, when the bot
+    returned one, its ``claim`` code (docs/protocol.md, claiming an address)."""
     import grpc
 
     from sdk.protocol import bot_pb2, bot_pb2_grpc
@@ -117,6 +118,7 @@ def fetch_info(
     check_info(info, address)
     if reply.claim:
         info["claim"] = reply.claim[:INFO_FIELD_CHARS]
+    info["max_concurrent_matches"] = str(max(0, reply.max_concurrent_matches))
     return info
 
 

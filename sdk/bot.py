@@ -107,6 +107,9 @@ class Bot:
     name: ClassVar[str] = "bot"
     version: ClassVar[str] = "0.1.0"
     author: ClassVar[str] = ""
+    #: Matches this bot plays at once at most (GetInfo ``max_concurrent_matches``); 0 leaves
+    #: it to the arena's default. ``tonk serve --max-matches`` overrides it.
+    max_concurrent_matches: ClassVar[int] = 0
 
     def __init__(self) -> None:
         self.rng = random.Random(0)

@@ -20,12 +20,14 @@ An index out of range or an illegal action is returned as is: the referee's
 
 from __future__ import annotations
 
+import time
 from typing import Any, Final
 
 import grpc
 
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
+from sdk.clock import charged_ns, sampler
 from sdk.convert import (
     MalformedReplyError,
     deal_summary_to_proto,
@@ -41,6 +43,9 @@ from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
 
 DEFAULT_LIFECYCLE_TIMEOUT_S: Final = 2.0
 DEFAULT_MAX_REPLY_BYTES: Final = 64 * 1024
+#: Added to a decision's gRPC deadline: the referee, not the transport, judges lateness, so
+#: a worker slow to send (a busy process) does not cut an honest bot off.
+TRANSPORT_SLACK_S: Final = 0.5
 _MAX_REASON: Final = 300  # fault reasons end up in match logs: keep a chatty bot's error short
 
 _UNREACHABLE_CODES: Final = frozenset({grpc.StatusCode.UNAVAILABLE})
@@ -71,6 +76,10 @@ class GrpcPlayer:
         self.lifecycle_timeout_s = lifecycle_timeout_s
         self.max_reply_bytes = max_reply_bytes
         self.seat = 0
+        #: What the last Decide is charged, in µs: send to reply, without this process's own
+        #: lag (sdk.clock); the referee charges this rather than its own wall time.
+        self.last_charged_us: int | None = None
+        sampler()  # measuring from before the first call
         self._info: dict[str, str] | None = None
         options: list[tuple[str, Any]] = [
             ("grpc.max_receive_message_length", max_reply_bytes),
@@ -120,12 +129,19 @@ class GrpcPlayer:
     def act(self, request: DecisionRequest) -> Action | int:
         data = encode_decide_request(request)
         deadline_ms = request.deadline_ms
+        self.last_charged_us = None
+        # The transport's cut-off has slack for the worker's own lag before the request goes
+        # out; the referee judges the deadline by what the call is charged (sdk.clock).
+        timeout_s = max(deadline_ms, 1) / 1000 + TRANSPORT_SLACK_S
+        started = time.perf_counter_ns()
         try:
-            reply = self._decide(data, timeout=max(deadline_ms, 1) / 1000)
+            reply = self._decide(data, timeout=timeout_s)
         except grpc.RpcError as exc:
             raise rpc_fault(exc, "Decide", self.address, deadline_ms) from None
         except ValueError as exc:  # e.g. the channel was closed under us
             raise PlayerFaultError(FaultKind.UNREACHABLE, f"Decide: {exc}") from None
+        finally:
+            self.last_charged_us = charged_ns(started, time.perf_counter_ns()) // 1000
         try:
             return decode_reply(reply)
         except MalformedReplyError as exc:

@@ -76,7 +76,12 @@ class DecisionRequest:
 
 
 class Player(Protocol):
-    """A seat's connection to a bot (in-process, or over gRPC)."""
+    """A seat's connection to a bot (in-process, or over gRPC).
+
+    A player that talks to a remote bot may set an attribute ``last_charged_us`` (int µs,
+    or None) in :meth:`act`: the time from sending the request to receiving the reply,
+    without its own process's lag (sdk.clock.charged_ns). The referee charges that, when
+    smaller than its own measure, to the seat's deadline and time bank."""
 
     def describe(self) -> dict[str, str]: ...
     def match_start(self, info: MatchInfo) -> None: ...
@@ -247,7 +252,7 @@ def play_match(
             fault: Fault | None = None
             try:
                 reply = players[seat].act(request)
-                elapsed_us = (time.perf_counter_ns() - started) // 1000
+                elapsed_us = _charged(players[seat], started)
                 over_us = elapsed_us - cfg.decision_deadline_ms * 1000
                 if over_us > 0:
                     bank_us[seat] -= over_us
@@ -255,8 +260,8 @@ def play_match(
                         bank_us[seat] = 0
                         raise PlayerFaultError(
                             FaultKind.TIMEOUT,
-                            f"took {elapsed_us / 1000:.1f} ms; the deadline is "
-                            f"{cfg.decision_deadline_ms} ms and the time bank is spent",
+                            f"no reply within {cfg.decision_deadline_ms} ms and the time bank is "
+                            f"spent (took {elapsed_us / 1000:.1f} ms)",
                         )
                 action = resolve_reply(obs, reply, state)
                 state.apply(action, seat)
@@ -264,7 +269,7 @@ def play_match(
             except PlayerFaultError as exc:
                 # A call that failed late (a transport timeout waits out deadline + bank) spends
                 # the bank too; otherwise a hanging bot would get its whole bank back every call.
-                over_us = (time.perf_counter_ns() - started) // 1000 - cfg.decision_deadline_ms * 1000
+                over_us = _charged(players[seat], started) - cfg.decision_deadline_ms * 1000
                 if over_us > 0:
                     bank_us[seat] = max(0, bank_us[seat] - over_us)
                 fault = Fault(seat, hand_index, decision, exc.kind, exc.reason)
@@ -397,3 +402,11 @@ class _Notices:
         if cut_off or 2 * elapsed_ms > self.deadline_ms:
             self.slow.append(SlowNotice(seat, hand_index, rpc, int(elapsed_ms), cut_off))
             self.off[seat] = self.off[seat] or cut_off
+
+
+def _charged(player: Player, started_ns: int) -> int:
+    """µs charged for the call that began at ``started_ns``: the player's own measure of
+    the bot's time when it has one (it excludes this process's lag), else the wall time."""
+    wall_us = (time.perf_counter_ns() - started_ns) // 1000
+    own = getattr(player, "last_charged_us", None)
+    return min(wall_us, own) if type(own) is int and own >= 0 else wall_us

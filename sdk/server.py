@@ -53,6 +53,8 @@ logger = logging.getLogger("tonk.server")
 DEFAULT_PORT: Final = 50051
 DEFAULT_MAX_WORKERS: Final = 16
 DEFAULT_IDLE_TIMEOUT_S: Final = 900.0
+#: The most matches at once a bot may declare (GetInfo max_concurrent_matches).
+MAX_DECLARED_MATCHES: Final = 256
 _MAX_DETAILS: Final = 1000  # an error message longer than this is cut (statuses travel in headers)
 # A lifecycle notice for a seat whose abandoned Decide is still running is dropped after this
 # wait (the seat is misbehaving; the referee must not wait out its lifecycle deadline).
@@ -78,7 +80,11 @@ class BotServicer:
     """
 
     def __init__(
-        self, factory: BotFactory, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, claim: str | None = None
+        self,
+        factory: BotFactory,
+        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+        claim: str | None = None,
+        max_matches: int | None = None,
     ):
         self.factory = factory
         self.idle_timeout_s = idle_timeout_s
@@ -94,6 +100,7 @@ class BotServicer:
             language="python",
             # An arena's claim code proves the bot's owner runs it (docs/protocol.md).
             claim=(os.environ.get("TONK_CLAIM", "") if claim is None else claim).strip(),
+            max_concurrent_matches=probe.max_concurrent_matches if max_matches is None else max_matches,
         )
 
     # -- bookkeeping ------------------------------------------------------------------------
@@ -298,13 +305,15 @@ def start_server(
     *,
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     claim: str | None = None,
+    max_matches: int | None = None,
 ) -> RunningServer:
     """Start serving ``bot`` (a Bot subclass or a zero-argument factory) without blocking.
 
     ``port=0`` binds a free port; the bound one is ``RunningServer.port``. ``claim``: the
-    arena claim code(s) GetInfo returns (default ``$TONK_CLAIM``).
+    arena claim code(s) GetInfo returns (default ``$TONK_CLAIM``). ``max_matches`` is the
+    capacity declared in GetInfo (default: the class's ``max_concurrent_matches``).
     """
-    servicer = BotServicer(_factory(bot), idle_timeout_s, claim)
+    servicer = BotServicer(_factory(bot), idle_timeout_s, claim, max_matches)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tonk-bot"),
         # Without this, a second server on a busy port would silently share it (SO_REUSEPORT).
@@ -339,11 +348,14 @@ def serve(
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     grace_s: float = 5.0,
     claim: str | None = None,
+    max_matches: int | None = None,
 ) -> None:
     """Serve ``bot`` until interrupted (Ctrl-C or SIGTERM), then stop gracefully."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    running = start_server(bot, port, host, max_workers, idle_timeout_s=idle_timeout_s, claim=claim)
+    running = start_server(
+        bot, port, host, max_workers, idle_timeout_s=idle_timeout_s, claim=claim, max_matches=max_matches
+    )
     info = running.servicer.info
     logger.info("serving %s %s (%s) on %s:%d", info.name, info.version, PROTOCOL_VERSION, host, running.port)
     stopped = threading.Event()

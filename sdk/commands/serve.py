@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from sdk.players import PlayerSpecError, load_bot_class
-from sdk.server import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_WORKERS, DEFAULT_PORT, serve
+from sdk.server import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_WORKERS, DEFAULT_PORT, MAX_DECLARED_MATCHES, serve
 
 
 def register(subparsers: Any) -> None:
@@ -39,6 +39,16 @@ def register(subparsers: Any) -> None:
         help="seconds after which a match that never ended is forgotten",
     )
     parser.add_argument(
+        "--max-matches",
+        "--capacity",
+        type=_capacity,
+        default=None,
+        metavar="N",
+        help="matches the bot plays at once at most, declared to the arena in GetInfo, or with "
+        "--connect the capacity of this connection (default: the class's max_concurrent_matches; "
+        "0 leaves it to the arena, 4 with --connect)",
+    )
+    parser.add_argument(
         "--claim",
         default=None,
         metavar="CODE",
@@ -50,11 +60,18 @@ def register(subparsers: Any) -> None:
     link.add_argument("--arena", default=None, help="the arena's URL (default: TONK_ARENA)")
     link.add_argument("--token", default=None, help="your owner token (default: TONK_TOKEN)")
     link.add_argument("--name", default=None, help="the bot's name in the arena (default: its own)")
-    link.add_argument(
-        "--capacity", type=int, default=4, help="matches this process plays at once (default 4)"
-    )
     link.add_argument("--link", default=None, help="the gateway's HOST:PORT (default: asked of the arena)")
     parser.set_defaults(func=run_serve)
+
+
+def _capacity(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_DECLARED_MATCHES:
+        raise argparse.ArgumentTypeError(f"--max-matches is 0 to {MAX_DECLARED_MATCHES}, got {text!r}")
+    return value
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -73,6 +90,7 @@ def run_serve(args: argparse.Namespace) -> int:
             max_workers=args.max_workers,
             idle_timeout_s=args.idle_timeout,
             claim=args.claim,
+            max_matches=args.max_matches,
         )
     except OSError as exc:
         print(f"tonk serve: {exc}", file=sys.stderr)
@@ -93,12 +111,11 @@ def _run_connect(args: argparse.Namespace, bot: Any) -> int:
     if not arena and not args.link:
         print("tonk serve --connect: give --arena URL or set TONK_ARENA", file=sys.stderr)
         return 2
-    if args.capacity < 1:
-        print(f"tonk serve --connect: --capacity must be 1 or more, got {args.capacity}", file=sys.stderr)
-        return 2
+    # A connection's capacity is what the bot declares, as for a served bot; 4 when it says nothing.
+    capacity = args.max_matches or int(getattr(bot, "max_concurrent_matches", 0) or 0) or 4
     name = args.name or str(bot.name)
     try:
-        connect(bot, token=token, name=name, arena=arena, address=args.link or "", capacity=args.capacity)
+        connect(bot, token=token, name=name, arena=arena, address=args.link or "", capacity=capacity)
     except (ArenaDiscoveryError, LinkRefusedError) as exc:
         print(f"tonk serve --connect: {exc}", file=sys.stderr)
         return 1

@@ -150,6 +150,7 @@ class GetInfoResponse(_message.Message):
     PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
     LANGUAGE_FIELD_NUMBER: _builtins.int
     CLAIM_FIELD_NUMBER: _builtins.int
+    MAX_CONCURRENT_MATCHES_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Short display name of the bot, e.g. "random"."""
     version: _builtins.str
@@ -166,6 +167,11 @@ class GetInfoResponse(_message.Message):
     Empty when not asked for. Several codes (one per arena) may be separated by spaces.
     The Python SDK serves $TONK_CLAIM here (`tonk serve ... --claim CODE`). docs/protocol.md.
     """
+    max_concurrent_matches: _builtins.int
+    """How many matches the bot plays at once, at most. The arena never has more of this
+    bot's matches in flight, across all its workers. 0 (unset) means the arena's default
+    (TONK_BOT_CAPACITY, 4 unless its operator changed it); larger values are capped at 256.
+    """
     def __init__(
         self,
         *,
@@ -175,10 +181,11 @@ class GetInfoResponse(_message.Message):
         protocol_version: _builtins.str = ...,
         language: _builtins.str = ...,
         claim: _builtins.str = ...,
+        max_concurrent_matches: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "claim", b"claim", "language", b"language", "name", b"name", "protocol_version", b"protocol_version", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "claim", b"claim", "language", b"language", "max_concurrent_matches", b"max_concurrent_matches", "name", b"name", "protocol_version", b"protocol_version", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,124 @@
+"""Fair clocks under load: a bot is charged the time from request to reply, never the
+referee process's own lag. A referee process saturated by CPU-burning threads (as a worker
+holding many matches can be) plays an honest bot that answers in 5 ms, with a 100 ms
+deadline and no time bank: no TIMEOUT, and no decision charged anywhere near the deadline.
+(Before sdk.clock the referee charged its own wall time: up to 300 ms here.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from bots.random_bot import RandomBot
+from sdk.clock import charged_ns, sampler
+from sdk.grpc_player import GrpcPlayer
+from sdk.observation import Observation
+from sdk.referee import FaultKind, LocalPlayer, RefereeConfig, play_match
+from sdk.server import start_server
+
+
+class Quick(RandomBot):
+    """Thinks 5 ms a decision (time.sleep: in the bot's process, not the referee's)."""
+
+    def act(self, obs: Observation) -> object:  # type: ignore[override]
+        time.sleep(0.005)
+        return super().act(obs)
+
+
+@pytest.fixture
+def saturated() -> Iterator[None]:
+    """Four threads burning CPU in pure Python (on a 2-core machine): every other thread
+    of this process waits for the GIL (5 ms a turn, each) whenever it comes back from C."""
+    stop = threading.Event()
+
+    def burn() -> None:
+        x = 0
+        while not stop.is_set():
+            for i in range(2000):
+                x ^= i * i
+
+    burners = [threading.Thread(target=burn, daemon=True) for _ in range(4)]
+    for thread in burners:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in burners:
+            thread.join()
+
+
+def play(bot_address: str) -> tuple[list[object], list[int]]:
+    player = GrpcPlayer(bot_address)
+    try:
+        result = play_match(
+            [player, LocalPlayer(RandomBot)],
+            seed=4242,
+            hands=4,
+            config=RefereeConfig(decision_deadline_ms=100, time_bank_ms=0, max_faults=100),
+        )
+    finally:
+        player.close()
+    latencies = [us for log in result.hands for (seat, _), us in zip(log.record.actions, log.latencies_us,
+                                                                       strict=True) if seat == 0]
+    return [f for f in result.faults if f.seat == 0], latencies
+
+
+def test_a_saturated_referee_does_not_charge_its_lag_to_an_honest_bot(saturated: None) -> None:
+    server = start_server(Quick)
+    try:
+        faults, latencies = play(server.address)
+    finally:
+        server.stop(0)
+    assert latencies, "the bot made no decision"
+    assert [f for f in faults if f.kind is FaultKind.TIMEOUT] == []
+    assert faults == []
+    # Charged: the bot's 5 ms and the network, not the worker's wait for the GIL.
+    assert max(latencies) < 60_000, sorted(latencies)[-5:]
+
+
+def test_the_sampler_sees_the_lag_of_a_saturated_process(saturated: None) -> None:
+    """The measure itself: a 5 ms wait in C (time.sleep releases the GIL) while the process
+    is saturated takes far longer by the wall clock; charged, it is about 5 ms again."""
+    sampler()
+    time.sleep(0.1)
+    walls, charged = [], []
+    for _ in range(20):
+        start = time.perf_counter_ns()
+        time.sleep(0.005)
+        end = time.perf_counter_ns()
+        walls.append(end - start)
+        charged.append(charged_ns(start, end))
+    assert max(walls) > 30_000_000  # the lag is real here (else the test proves nothing)
+    assert max(charged) < 25_000_000, charged
+
+
+def test_measuring_races_nothing_with_the_sampler() -> None:
+    """Many threads measuring at once while the sampler appends (a worker's match threads):
+    no error, and an idle process is charged its whole wall time."""
+    errors: list[BaseException] = []
+    sampler()
+    time.sleep(2.1)  # a full history
+
+    def measure() -> None:
+        try:
+            for _ in range(300):
+                end = time.perf_counter_ns()
+                start = end - 2_000_000_000  # a long call: every sample kept is looked at
+                assert 0 <= charged_ns(start, end) <= end - start
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=measure) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    start = time.perf_counter_ns()
+    time.sleep(0.02)
+    end = time.perf_counter_ns()
+    assert charged_ns(start, end) == end - start
