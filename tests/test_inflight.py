@@ -240,7 +240,7 @@ def test_results_do_not_depend_on_matches_in_flight(sqlite_url: str, tmp_path: P
                 progress = run_tournament(url, tid, backend, poll_s=0.05)
             finally:
                 backend.close()
-            assert progress.done == progress.total == 2 * (6 * 2 + 4 * 3)
+            assert progress.done == progress.total == 2 * (6 * 2 + 4 * 6)  # n (n - 1) seat orders a deal
             counted_once(url, tid)
             results.append(scores_by_key(url, tid))
             dispose_engines()
