@@ -118,7 +118,15 @@ def test_measuring_races_nothing_with_the_sampler() -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    start = time.perf_counter_ns()
-    time.sleep(0.02)
-    end = time.perf_counter_ns()
-    assert charged_ns(start, end) == end - start
+    # A call during which this process did not lag is charged in full. Whether the machine
+    # descheduled this process meanwhile is not ours to decide (CI shares its cores), so the
+    # quiet case is looked for over a few calls; any call is charged at most its wall time.
+    exact = 0
+    for _ in range(10):
+        start = time.perf_counter_ns()
+        time.sleep(0.02)
+        end = time.perf_counter_ns()
+        charged = charged_ns(start, end)
+        assert 0 <= charged <= end - start
+        exact += charged == end - start
+    assert exact >= 1
