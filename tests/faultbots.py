@@ -212,6 +212,30 @@ class SleepyBot(Bot):
         return self.rng.randrange(len(obs.legal_actions))
 
 
+class _Tag:
+    """An object hashed by identity, as any class without ``__hash__`` is."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+_TAGS: Final = [_Tag(i) for i in range(64)]
+
+
+class IdentitySetBot(Bot):
+    """Legal, and the same every time within one process: it picks the legal action whose tag
+    comes first in a set of tags hashed by identity. Another process, with its objects at
+    other addresses, iterates that set in another order and plays differently."""
+
+    name = "identity-set"
+
+    def act(self, obs: Any) -> int:
+        tags = {_TAGS[i] for i in range(len(obs.legal_actions))}
+        return next(iter(tags)).index
+
+
 class LifecycleFaultBot(Bot):
     """Plays randomly but crashes in every EndHand: lifecycle notices are a courtesy, so
     this must cost it nothing."""

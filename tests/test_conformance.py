@@ -110,6 +110,21 @@ def test_nondeterminism_is_caught() -> None:
     assert not report.passed and "NONDETERMINISTIC" in report.render()
 
 
+def test_a_set_iterated_in_identity_hash_order_is_caught_by_a_fresh_process() -> None:
+    # Same process, same order: only the replay from a new process of the bot can see it.
+    report = check_bot("faultbots:IdentitySetBot", QUICK)
+    assert not report.faults, report.render()
+    assert report.determinism_fresh_process
+    assert report.nondeterminism and "a new process" in report.nondeterminism[0], report.render()
+    assert not report.passed and "NONDETERMINISTIC" in report.render()
+
+
+def test_a_served_bot_is_replayed_by_a_fresh_process_too() -> None:
+    report = check_bot("greedy", QUICK)
+    assert report.passed and report.determinism_fresh_process, report.render()
+    assert "and in a new process" in report.render()
+
+
 def test_garbage_replies_are_malformed() -> None:
     with raw_server({"Decide": lambda data, ctx: b"\xff\xff\xff"}) as address:
         report = check_bot(address, CheckConfig(hands=2, max_faults=3))
