@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from arena.addresses import (
     AddressNotAllowedError,
@@ -54,8 +54,6 @@ from arena.text import NAME_LIMIT, REASON_LIMIT, clean_text
 
 #: Hands of the conformance match a bot plays before it is accepted.
 CHECK_HANDS = 4  # sdk.admission.MATCH_HANDS
-
-RegistryError = ArenaError  # the name the dashboard's brief uses for the common base
 
 #: ``checker(address, settings) -> info``: raises BotCheckFailedError (or a subclass) to refuse.
 BotChecker = Callable[[str, Settings], dict[str, Any]]
@@ -246,16 +244,6 @@ def get_bot(session: Session, name: str) -> Bot:
     if bot is None:
         raise BotNotFoundError(f"no bot named {name!r:.80}")
     return bot
-
-
-def list_bots(session: Session, *, owner: Owner | None = None, include_retired: bool = False) -> list[Bot]:
-    """Bots by name, optionally only ``owner``'s; retired ones only when asked for."""
-    query = select(Bot).options(selectinload(Bot.versions), selectinload(Bot.owner)).order_by(Bot.name)
-    if owner is not None:
-        query = query.where(Bot.owner_id == owner.id)
-    if not include_retired:
-        query = query.where(Bot.status == "active")
-    return list(session.scalars(query))
 
 
 def latest_version(bot: Bot) -> BotVersion | None:
@@ -535,7 +523,6 @@ __all__ = [
     "InvalidHostedBotError",
     "NameTakenError",
     "NotOwnerError",
-    "RegistryError",
     "bot_to_json",
     "check_bot",
     "check_bot_class",
@@ -543,7 +530,6 @@ __all__ = [
     "get_bot",
     "host_bot",
     "latest_version",
-    "list_bots",
     "register_bot",
     "retire_bot",
     "update_bot",

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, Select, exists, func, select
+from sqlalchemy import ColumnElement, exists, func, select
 from sqlalchemy.orm import Session, aliased
 
 from arena import replays
@@ -284,37 +284,6 @@ def deal_done(session: Session, match: Match) -> bool:
         .limit(1)
     ).first()
     return unfinished is None
-
-
-def list_matches(
-    session: Session,
-    *,
-    tournament_id: int | None = None,
-    bot_id: int | None = None,
-    status: str | None = None,
-    limit: int = 50,
-    offset: int = 0,
-    newest_first: bool = True,
-) -> Page[MatchRow]:
-    """Matches filtered by tournament, bot (any seat) and status, a page at a time."""
-    _check_paging(limit, offset)
-    if status is not None and status not in MATCH_STATUSES:
-        raise InvalidQueryError(f"status {status!r} is not one of {', '.join(MATCH_STATUSES)}")
-
-    def filtered(query: Select[Any]) -> Select[Any]:
-        if tournament_id is not None:
-            query = query.where(Match.tournament_id == tournament_id)
-        if status is not None:
-            query = query.where(Match.status == status)
-        if bot_id is not None:  # ix_match_seats_bot answers this from the index alone
-            query = query.where(Match.id.in_(select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)))
-        return query
-
-    total = session.execute(filtered(select(func.count(Match.id)))).scalar_one()
-    order = Match.id.desc() if newest_first else Match.id.asc()
-    matches = list(session.scalars(filtered(select(Match)).order_by(order).limit(limit).offset(offset)))
-    seats = _seats_of(session, matches)
-    return Page([_match_row(m, seats[m.id]) for m in matches], total, limit, offset)
 
 
 def get_match(session: Session, match_id: int) -> MatchView:

@@ -274,11 +274,6 @@ class Sampler:
         return state
 
 
-def determinize(obs: Observation, rng: random.Random) -> HandState:
-    """One world consistent with ``obs``, its unseen cards dealt uniformly (see :class:`Sampler`)."""
-    return Sampler(obs).sample(rng)
-
-
 _LastTurn = tuple[int, int | None, list[int], list[int], list[int]]
 
 
