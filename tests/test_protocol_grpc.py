@@ -288,20 +288,12 @@ def test_a_raising_hook_does_not_spoil_the_match() -> None:
 # -- the same match in-process and over gRPC -------------------------------------------------------
 
 
-def _house_bots() -> list[str]:
-    names = []
-    for name in ("random", "greedy", "heuristic"):
-        try:
-            load_bot_class(name)
-        except Exception:  # not written yet
-            continue
-        names.append(name)
-    return names
+HOUSE = ("random", "greedy", "heuristic")  # a house bot that does not load fails the tests
 
 
 @pytest.fixture(scope="module")
 def house_servers() -> Iterator[dict[str, RunningServer]]:
-    running = {name: start_server(load_bot_class(name)) for name in _house_bots()}
+    running = {name: start_server(load_bot_class(name)) for name in HOUSE}
     yield running
     for server in running.values():
         server.stop(0)
@@ -330,8 +322,6 @@ def _same_results(local: MatchResult, remote: MatchResult) -> None:
 def test_grpc_match_equals_in_process_match(
     house_servers: dict[str, RunningServer], seats: list[str], rules: Rules
 ) -> None:
-    if not set(seats) <= set(house_servers):
-        pytest.skip(f"house bots not written yet: {set(seats) - set(house_servers)}")
     names = [f"{i}:{s}" for i, s in enumerate(seats)]
     config = RefereeConfig(decision_deadline_ms=5000)
     local = play_match(
