@@ -36,7 +36,7 @@ from typing import Any, Final
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, Action, Discard, Drop, Layoff, Meld
 from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
 from sdk.cards import DECK, Card
-from sdk.convert import decision_to_json
+from sdk.decision_file import decision_to_json
 from sdk.engine import HandState
 from sdk.melds import make_meld
 from sdk.observation import Observation, observe

@@ -38,10 +38,10 @@ import grpc
 from sdk.actions import Discard
 from sdk.bot import Bot, HandResult
 from sdk.cards import DECK
-from sdk.convert import decode_decide_request, encode_reply
 from sdk.protocol import bot_pb2 as pb
 from sdk.referee import FaultKind
 from sdk.server import BotServicer, _bot_error
+from sdk.wire import decode_decide_request, encode_reply
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 

@@ -20,8 +20,8 @@ from test_protocol_grpc import IllegalBot, serving
 
 from sdk import cli
 from sdk.commands.new import ProjectNameError, create_project, names_for
-from sdk.convert import decision_to_json
 from sdk.dealing import deck_order
+from sdk.decision_file import decision_to_json
 from sdk.engine import HandState
 from sdk.observation import observe
 from sdk.protocol import SERVICE_NAME

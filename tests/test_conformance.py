@@ -35,7 +35,7 @@ from sdk.conformance import (
     position_state,
     situations_of,
 )
-from sdk.convert import decision_from_json
+from sdk.decision_file import decision_from_json
 from sdk.observation import observe
 from sdk.protocol import bot_pb2 as pb
 from sdk.referee import FaultKind, LocalPlayer, play_match

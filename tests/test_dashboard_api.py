@@ -14,9 +14,10 @@ if TYPE_CHECKING:
 from flask.testing import FlaskClient
 from google.protobuf import json_format
 
-from sdk.convert import decision_from_proto, decision_to_proto, encode_decide_request
+from sdk.messages import decision_from_proto, decision_to_proto
 from sdk.protocol import bot_pb2 as pb
 from sdk.record import HandRecord
+from sdk.wire import encode_decide_request
 
 pytest_plugins = ["dashboard_fixtures"]
 
@@ -257,8 +258,7 @@ def test_both_decision_formats_replay_with_tonk_replay_decision(
     client: FlaskClient, seeded: Seeded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from sdk.cli import main
-    from sdk.convert import SDK_DECISION_FORMAT, decision_to_json
-    from sdk.decision_file import read_decision
+    from sdk.decision_file import SDK_DECISION_FORMAT, decision_to_json, read_decision
 
     downloaded = client.get(f"/api/v1/matches/{seeded.done_match}/hands/0/decisions/0").get_json()
     request, kind = read_decision(downloaded)

@@ -22,19 +22,15 @@ from strategies import rules_st
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Event, Layoff, Meld
 from sdk.bot import HandResult, MatchInfo, MatchSummary
 from sdk.cards import Card
-from sdk.convert import (
+from sdk.dealing import deck_order
+from sdk.decision_file import decision_from_json, decision_to_json
+from sdk.engine import HandState
+from sdk.messages import (
     MalformedReplyError,
     ProtocolError,
     action_from_proto,
     action_to_proto,
-    decision_from_json,
-    decision_to_json,
     decision_to_proto,
-    decode_decide_request,
-    decode_reply,
-    encode_decide_request,
-    encode_observation,
-    encode_reply,
     hand_result_from_proto,
     hand_result_to_proto,
     match_info_from_proto,
@@ -49,14 +45,19 @@ from sdk.convert import (
     rules_from_proto,
     rules_to_proto,
 )
-from sdk.dealing import deck_order
-from sdk.engine import HandState
 from sdk.observation import Observation, observe
 from sdk.protocol import PROTOCOL_VERSION, SERVICE_NAME
 from sdk.protocol import bot_pb2 as pb
 from sdk.record import HandRecord
 from sdk.referee import DecisionRequest, LocalPlayer, play_match
 from sdk.rules import STANDARD, Rules
+from sdk.wire import (
+    decode_decide_request,
+    decode_reply,
+    encode_decide_request,
+    encode_observation,
+    encode_reply,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO = ROOT / "protos" / "tonk" / "v1" / "bot.proto"
@@ -598,9 +599,9 @@ def test_decoding_a_whole_match_in_play_order() -> None:
     ids=["hidden-draw", "pickup", "meld", "layoff-onto-200", "discard", "lenient-card", "seat-300"],
 )
 def test_event_decoder_agrees_with_the_protobuf_runtime(event: pb.Event) -> None:
-    from sdk import convert
+    from sdk import wire
 
     raw = event.SerializeToString()
-    convert._event_by_bytes.clear()
-    convert._action_by_bytes.clear()
-    assert convert._decode_event(raw) == convert._decode_event_slowly(raw)
+    wire._event_by_bytes.clear()
+    wire._action_by_bytes.clear()
+    assert wire._decode_event(raw) == wire._decode_event_slowly(raw)

@@ -225,7 +225,7 @@ def test_a_bot_exception_is_an_internal_status_and_the_server_lives_on() -> None
 
 
 def _wire(request: DecisionRequest) -> bytes:
-    from sdk.convert import encode_decide_request
+    from sdk.wire import encode_decide_request
 
     return encode_decide_request(request)
 

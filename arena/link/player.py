@@ -27,20 +27,20 @@ from google.protobuf.message import DecodeError
 
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
-from sdk.convert import (
+from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES
+from sdk.messages import (
     MalformedReplyError,
     deal_summary_to_proto,
-    encode_decide_request,
     hand_result_to_proto,
     match_info_to_proto,
     match_summary_to_proto,
     reply_from_proto,
 )
-from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES
 from sdk.protocol import RELAY_SERVICE_NAME
 from sdk.protocol import bot_pb2 as pb
 from sdk.protocol import link_pb2 as lpb
 from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
+from sdk.wire import encode_decide_request
 
 _MAX_REASON: Final = 300
 #: Extra seconds a worker waits for the gateway's own verdict beyond the bot's deadline.
