@@ -3,12 +3,8 @@ store, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from helpers.arena import hosted_bots, new_tournament
 from sqlalchemy import select
-from test_arena_helpers import (
-    db_url,  # noqa: F401 - the parametrized store fixture
-    hosted_bots,
-    new_tournament,
-)
 
 from arena import leaderboard, store
 from arena.db import session_scope
@@ -29,8 +25,8 @@ def play_all(url: str, tid: int) -> None:
         assert play_match_job(match_id, url) == "done"
 
 
-def test_queries_stats_and_ratings(db_url: str) -> None:  # noqa: F811
-    random_id, greedy_id, crash_id = hosted_bots(db_url, ["random", "greedy", "test_arena_helpers:CrashBot"])
+def test_queries_stats_and_ratings(db_url: str) -> None:
+    random_id, greedy_id, crash_id = hosted_bots(db_url, ["random", "greedy", "helpers.arena:CrashBot"])
     tid = new_tournament(db_url, [random_id, greedy_id, crash_id], hands_per_match=10,
                          config={"max_faults": 100})
     # The live match list (the dashboard's); its bad status and paging are 400s, tested in

@@ -5,13 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from helpers.arena import SETTINGS, hosted_bots, new_tournament
 from sqlalchemy import select
-from test_arena_helpers import (
-    SETTINGS,
-    db_url,  # noqa: F401 - the parametrized store fixture
-    hosted_bots,
-    new_tournament,
-)
 
 from arena import store
 from arena.db import session_scope
@@ -49,8 +44,8 @@ def seats_by_key(url: str, tid: int) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def test_round_robin_in_duplicate(db_url: str) -> None:  # noqa: F811
-    ids = hosted_bots(db_url, ["random", "greedy", "heuristic", "test_arena_helpers:CrashBot"])
+def test_round_robin_in_duplicate(db_url: str) -> None:
+    ids = hosted_bots(db_url, ["random", "greedy", "heuristic", "helpers.arena:CrashBot"])
     seed = 2**64 - 1  # the largest seed: stored in a signed column and read back unsigned
     tid = new_tournament(db_url, ids, table_sizes=[3, 2], matches_per_table=2, hands_per_match=7, seed=seed)
     tables = [c for n in (2, 3) for c in itertools.combinations(ids, n)]
@@ -85,7 +80,7 @@ def test_round_robin_in_duplicate(db_url: str) -> None:  # noqa: F811
         assert view.config == {"decision_deadline_ms": 2000, "time_bank_ms": 5000, "max_faults": 3}
 
 
-def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:  # noqa: F811
+def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:
     ids = hosted_bots(db_url)
     tid = new_tournament(db_url, ids, matches_per_table=1, hands_per_match=3)
     with session_scope(db_url) as session:
@@ -108,7 +103,7 @@ def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:  # noqa:
         assert store.get_tournament(session, tid).seed is None  # secret again until finished
 
 
-def test_pause_stops_new_matches_and_resume_continues(db_url: str) -> None:  # noqa: F811
+def test_pause_stops_new_matches_and_resume_continues(db_url: str) -> None:
     ids = hosted_bots(db_url)
     tid = new_tournament(db_url, ids, matches_per_table=2, hands_per_match=3)
     with session_scope(db_url) as session:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from case_files import CASES
+from helpers.case_files import CASES
 
 from bots.random_bot import RandomBot
 from sdk.actions import Action, Discard, Drop, Layoff, Meld

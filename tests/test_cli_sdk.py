@@ -16,7 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from test_protocol_grpc import IllegalBot, serving
+from helpers.grpc_bots import IllegalBot, serving
 
 from sdk import cli
 from sdk.commands.new import ProjectNameError, create_project, names_for

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import grpc
 import pytest
-from test_protocol_grpc import (
+from helpers.grpc_bots import (
     CrashBot,
     HangBot,
     IllegalBot,
     MalformedBot,
     NondeterministicBot,
     OutOfRangeBot,
-    free_port,
     raw_server,
     serving,
 )
+from helpers.net import free_port
 
 from bots.random_bot import RandomBot
 from sdk import cli
@@ -112,7 +112,7 @@ def test_nondeterminism_is_caught() -> None:
 
 def test_a_set_iterated_in_identity_hash_order_is_caught_by_a_fresh_process() -> None:
     # Same process, same order: only the replay from a new process of the bot can see it.
-    report = check_bot("faultbots:IdentitySetBot", QUICK)
+    report = check_bot("helpers.faultbots:IdentitySetBot", QUICK)
     assert not report.faults, report.render()
     assert report.determinism_fresh_process
     assert report.nondeterminism and "a new process" in report.nondeterminism[0], report.render()

@@ -7,7 +7,7 @@ import random
 from itertools import combinations
 
 import pytest
-from test_engine_support import cards, play, position, snapshot
+from helpers.positions import cards, play, position, snapshot
 
 from sdk.actions import (
     DRAW_DISCARD,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from case_files import CASES
+from helpers.case_files import CASES
 
 from sdk.actions import Action, Drop, Event, Meld
 from sdk.cards import DECK, Card, hand_value

@@ -1,7 +1,7 @@
 """Fault bots over real gRPC against house bots: the referee charges each fault correctly and
 never crashes or hangs, and the seats that behave are scored exactly as the rules say.
 
-Every bot here listens on 127.0.0.1; the fault bots are in tests/faultbots.py.
+Every bot here listens on 127.0.0.1; the fault bots are in tests/helpers/faultbots.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 import pytest
-from faultbots import (
+from helpers.faultbots import (
     FAULTS,
     LIFECYCLE_FAULTS,
     FaultSpec,

@@ -27,7 +27,7 @@ from sqlalchemy import func, select
 from arena.db import dispose_engines, session_scope
 from arena.models import Base
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 EXAMPLES = int(os.environ.get("TONK_API_FUZZ_EXAMPLES", "150"))
 
@@ -67,7 +67,7 @@ class Store:
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """A fresh arena of each kind, seeded like the dashboard tests' (played tournaments, one
     under way, owners alice and bob), that this module alone may write to."""
-    import dashboard_fixtures as fx  # the registered plugin (imported after pytest rewrote it)
+    from helpers import dashboard_fixtures as fx  # the registered plugin (imported after pytest rewrote it)
 
     import arena.addresses
 
@@ -383,7 +383,7 @@ CUP |= {"matches_per_table": 1, "hands_per_match": 1}
 def fresh_app(url: str) -> Flask:
     """An app on a new store holding just two house bots (the fuzzers may have retired any
     bot of theirs)."""
-    import dashboard_fixtures as fx
+    from helpers import dashboard_fixtures as fx
 
     from arena.auth import get_or_create_operator
     from arena.registry import host_bot

@@ -21,53 +21,28 @@ taken from a live WAL database and holds its last commit.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_compose import BIN, free_port
+from helpers.compose import BIN
+from helpers.guides import (
+    AUTHOR_GUIDE,
+    OPERATOR_GUIDE,
+    PROLOGUE,
+    ROOT,
+    Block,
+    base_env,
+    run_script,
+    sh_blocks,
+)
+from helpers.net import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
-AUTHOR_GUIDE = ROOT / "docs" / "bot-author-guide.md"
-OPERATOR_GUIDE = ROOT / "docs" / "operator-guide.md"
 SCALE_OUT = ROOT / "docs" / "scale-out.md"
 DIRECTIVES = {"skip", "node"}
-
-PROLOGUE = r"""set -euo pipefail
-PS4='+ guide$ '
-set -x
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
-wait_serving() {  # HOST:PORT: wait for what the last command started in the background
-  local host=${1%:*} port=${1##*:}
-  for _ in $(seq 300); do
-    if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null && python -m sdk.health "$1" >/dev/null; then
-      return 0
-    fi
-    sleep 0.2
-  done
-  echo "nothing serves at $1" >&2
-  return 1
-}
-"""
-
-
-@dataclass(frozen=True)
-class Block:
-    code: str
-    directive: str | None  # the first word of <!-- guide: ... --> just before the block
-    line: int
-
-
-def sh_blocks(path: Path) -> list[Block]:
-    text = path.read_text()
-    pattern = re.compile(r"(?:<!-- guide: (\w+)[^>]*-->\n)?```sh\n(.*?)```", re.S)
-    return [Block(m.group(2), m.group(1), text.count("\n", 0, m.start()) + 1) for m in pattern.finditer(text)]
 
 
 def script(blocks: list[Block]) -> tuple[str, dict[int, int]]:
@@ -85,37 +60,6 @@ def script(blocks: list[Block]) -> tuple[str, dict[int, int]]:
         if background:
             lines.append(f"wait_serving 127.0.0.1:{background.group(1)}")
     return PROLOGUE + "\n".join(lines) + "\n", ports
-
-
-def base_env(home: Path) -> dict[str, str]:
-    return {
-        "PATH": f"{BIN}{os.pathsep}/usr/local/bin{os.pathsep}/usr/bin{os.pathsep}/bin",
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def run_script(
-    text: str, cwd: Path, env: dict[str, str], timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    cwd.mkdir(parents=True, exist_ok=True)
-    process = subprocess.Popen(
-        ["bash", "-c", text], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, err = process.communicate(timeout=timeout)
-    finally:
-        # Whatever the script left running (a server it sent to the background) goes too.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
-    assert result.returncode == 0, f"the guide's commands failed ({result.returncode}):\n{out}\n{err[-6000:]}"
-    return result
 
 
 def play_faults(output: str) -> list[int]:

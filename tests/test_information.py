@@ -24,8 +24,8 @@ from typing import Any
 
 import grpc
 import pytest
-from faultbots import start_fault_server
 from google.protobuf.message import Message
+from helpers.faultbots import start_fault_server
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -51,7 +51,7 @@ from sdk.rules import STANDARD, Rules
 from sdk.server import BotServicer
 from sdk.wire import encode_decide_request
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 MIN_DECISIONS = 10_000
 MATCHES = 64

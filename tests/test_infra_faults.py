@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultbots import ROOT, serve_fault, start_worker, stop_process, worker_env
+from helpers.faultbots import ROOT, serve_fault, start_worker, stop_process, worker_env
 
 import arena.execution
 import arena.jobs
@@ -71,7 +71,7 @@ def bots() -> Iterator[dict[str, str]]:
 
 
 def register(url: str, addresses: dict[str, str]) -> list[int]:
-    from faultbots import register_bots
+    from helpers.faultbots import register_bots
 
     return list(register_bots(url, addresses, owner_name="infra").values())
 

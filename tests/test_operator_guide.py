@@ -14,8 +14,8 @@ import secrets
 from pathlib import Path
 
 import pytest
-from test_compose import free_port
-from test_guides import OPERATOR_GUIDE, PROLOGUE, base_env, run_script, sh_blocks
+from helpers.guides import OPERATOR_GUIDE, PROLOGUE, base_env, run_script, sh_blocks
+from helpers.net import free_port
 
 WAIT_HTTP = r"""
 wait_http() {  # URL: wait until it answers 200

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from case_files import CASES
 from google.protobuf import descriptor_pb2
+from helpers.case_files import CASES
+from helpers.strategies import rules_st
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import rules_st
 
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Event, Layoff, Meld
 from sdk.bot import HandResult, MatchInfo, MatchSummary

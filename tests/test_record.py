@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from case_files import CASES
+from helpers.case_files import CASES
 
 from sdk.actions import Discard, Draw
 from sdk.cards import Card

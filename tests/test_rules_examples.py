@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from case_files import CASES as CASES_DIR
-from test_engine_support import cards, deck_dealing, play
+from helpers.case_files import CASES as CASES_DIR
+from helpers.positions import cards, deck_dealing, play
 
 from sdk.cards import Card, hand_value
 from sdk.engine import HandState

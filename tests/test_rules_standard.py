@@ -7,7 +7,7 @@ test_rules_examples.py.
 from __future__ import annotations
 
 import pytest
-from test_engine_support import cards, deck_dealing, pass_turn, play, position
+from helpers.positions import cards, deck_dealing, pass_turn, play, position
 
 from bots.random_bot import RandomBot
 from sdk.actions import Action, Discard, Draw, Drop, Layoff, Meld

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from test_engine_support import cards, pass_turn, play, position
+from helpers.positions import cards, pass_turn, play, position
 
 from sdk.actions import Action, Discard, Drop, Layoff, Meld
 from sdk.cards import DECK, Card

@@ -8,8 +8,8 @@ import math
 from collections.abc import Collection, Sequence
 
 import pytest
+from helpers.arena import SETTINGS, hosted_bots
 from sqlalchemy import select
-from test_arena_helpers import SETTINGS, hosted_bots
 
 from arena.db import dispose_engines, session_scope
 from arena.execution import run_tournament

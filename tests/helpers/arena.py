@@ -4,15 +4,14 @@ bots registered through arena.registry, and a few deliberately odd bots."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from sqlalchemy import func, select
 
 from arena.auth import get_or_create_operator
 from arena.config import Settings
-from arena.db import dispose_engines, session_scope
+from arena.db import session_scope
 from arena.models import FaultRecord, Match, MatchSeat, Replay
 from arena.registry import host_bot, register_bot
 from arena.tournaments import create_tournament
@@ -24,14 +23,6 @@ from sdk.observation import Observation
 SETTINGS = Settings(
     allowed_bot_hosts=("127.0.0.1", "localhost"), decision_deadline_ms=2000, time_bank_ms=5000
 )
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The same test on SQLite and on the real local PostgreSQL."""
-    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-    yield url
-    dispose_engines()
 
 
 def hosted_bots(url: str, names: Sequence[str] = ("random", "greedy")) -> list[int]:

@@ -12,7 +12,7 @@ bot answer with raw bytes that the SDK's codecs would never produce.
 ``die`` runs in a subprocess that SIGKILLs itself in the middle of a Decide call: the
 connection drops with the request in flight, and every later call finds nobody listening.
 
-``python tests/faultbots.py KIND [--after N] [--delay S]`` serves one fault bot and prints
+``python tests/helpers/faultbots.py KIND [--after N] [--delay S]`` serves one fault bot and prints
 ``PORT <n>`` (what the subprocess mode and the arena tests run).
 """
 
@@ -43,7 +43,7 @@ from sdk.referee import FaultKind
 from sdk.server import BotServicer, _bot_error
 from sdk.wire import decode_decide_request, encode_reply
 
-ROOT: Final = Path(__file__).resolve().parent.parent
+ROOT: Final = Path(__file__).resolve().parents[2]
 
 # Bytes that are not a DecideResponse: a length-delimited field 2 announcing 16 bytes and
 # carrying 3, a varint that never ends, and a field number 0 (reserved, always invalid).
