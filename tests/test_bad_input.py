@@ -98,6 +98,12 @@ def test_unknown_card_in_an_action() -> None:
     raises(RecordError, "action 1: unknown card 'Xz'", lambda: HandRecord.from_json(data))
 
 
+def test_an_unknown_card_in_a_record_says_how_to_write_one() -> None:
+    data = mutated(lambda d: d["stock"].__setitem__(4, "Xz"))
+    raises(RecordError, r"^'stock': unknown card 'Xz': write a rank \(A 2-10 J Q K, or T\) then a suit",
+           lambda: HandRecord.from_json(data))
+
+
 def test_a_list_of_cards_that_is_a_string() -> None:
     raises(NotationError, "expected a list of cards", lambda: parse_cards("Ah Kh Qh"))
 
@@ -111,6 +117,9 @@ def test_duplicated_card() -> None:
     raises(DeckError, "card Ac appears twice", lambda: HandState.deal(deck, 3))
     data = mutated(lambda d: d["hands"][0].__setitem__(0, "8d"))  # Croaker: 8d 8d 8h 5s 4c
     raises(DeckError, r"card 8d appears twice: in hands\[0\] and in hands\[0\]",
+           lambda: HandRecord.from_json(data))
+    data = mutated(lambda d: d["stock"].__setitem__(0, "8d"))
+    raises(DeckError, r"^card 8d appears twice: in hands\[0\] and in stock$",
            lambda: HandRecord.from_json(data))
     data = mutated(lambda d: d["stock"].append("Ah"))  # Ah is in Goblin's hand
     raises(DeckError, r"card Ah appears twice: in hands\[1\] and in stock",
@@ -127,6 +136,8 @@ def test_missing_card() -> None:
 def test_wrong_deck_size_51() -> None:
     raises(DeckError, "a deck has 52 cards, these parts hold 51; missing: Ks$",
            lambda: HandState.deal(list(DECK[:51]), 2))
+    raises(DeckError, "^a deck has 52 cards, these parts hold 40; missing: ",
+           lambda: HandState.deal(list(DECK[:40]), 2))
 
 
 def test_wrong_deck_size_53() -> None:
@@ -149,6 +160,12 @@ def test_malformed_json(text: str | bytes) -> None:
     raises(RecordError, "^not valid JSON: ", lambda: HandRecord.from_text(text))
 
 
+def test_json_too_deeply_nested_or_cut_short() -> None:
+    raises(RecordError, "^not valid JSON: nested too deeply", lambda: HandRecord.from_text("[" * 100_000))
+    raises(RecordError, "^not valid JSON: Expecting",
+           lambda: HandRecord.from_text('{"format": "tonk-hand/1",'))
+
+
 @pytest.mark.parametrize(
     ("text", "kind"), [("[]", "list"), ("42", "int"), ("null", "NoneType"), ('"x"', "str")]
 )
@@ -167,6 +184,62 @@ def test_wrong_format_tag(tag: object, shown: str) -> None:
 def test_missing_field() -> None:
     data = mutated(lambda d: d.pop("stock"))
     raises(RecordError, "missing field 'stock'", lambda: HandRecord.from_json(data))
+
+
+@pytest.mark.parametrize(
+    ("change", "pattern"),
+    [
+        (lambda d: d.update(start="middle"), "^'start' must be 'deal' or 'position', got 'middle'"),
+        (lambda d: d.update(to_act=-1), "^'to_act' must be a seat from 0 to 2, got -1"),
+        (lambda d: d["hands"][0].pop(), "^a record that starts from a deal has 5 cards in each hand$"),
+        (lambda d: d["hands"].pop(), r"^'hands' must hold one list of cards per player \(3\)"),
+        (lambda d: d["hands"].__setitem__(0, {"10s": 1}), r"^'hands\[0\]': expected a list of cards"),
+        (
+            lambda d: d["discard"].append(d["stock"].pop()),
+            "^a record that starts from a deal has one card in 'discard'",
+        ),
+        (
+            lambda d: d["actions"][0].update(draw="deck"),
+            "^action 0: draw is 'stock' or 'discard', got 'deck'",
+        ),
+        (lambda d: d["actions"][0].update(discard="5c"), "^action 0: an action names exactly one of"),
+        (lambda d: d["actions"][0].update(card="6s"), "^action 0: unexpected field 'card'"),
+        (
+            lambda d: d["outcome"].update(end="win"),
+            "^outcome 'end' must be tonk, drop, out, stock, cap or fault",
+        ),
+        (
+            lambda d: d["outcome"].update(payoffs=[1, -1]),
+            r"^outcome 'payoffs' needs one entry per player \(3\)",
+        ),
+        (lambda d: d.update(note=5), "^'note' must be text, got 5"),
+        (lambda d: d.update(players="abc"), "^'players' must be a list of names"),
+    ],
+)
+def test_a_malformed_record_gets_a_record_error_naming_the_problem(
+    change: Callable[[dict[str, Any]], object], pattern: str
+) -> None:
+    raises(RecordError, pattern, lambda: HandRecord.from_json(mutated(change)))
+
+
+def test_a_deal_record_has_no_table() -> None:
+    data = mutated(lambda d: d.update(table=[]))
+    HandRecord.from_json(data)  # an empty table is fine
+    record = HandRecord.from_json(json.loads((CASES / "seed-example-2.json").read_text()))
+    data = mutated(
+        lambda d: (
+            d["stock"].remove("Qs"),
+            d["stock"].remove("Ks"),
+            d["stock"].remove("Js"),
+            d.update(table=[{"owner": 0, "cards": ["Js", "Qs", "Ks"]}]),
+        ),
+    )
+    raises(
+        RecordError,
+        "^a record that starts from a deal has no melds on the table$",
+        lambda: HandRecord.from_json(data),
+    )
+    assert record.table is None
 
 
 # -- rules ------------------------------------------------------------------------------------
@@ -257,6 +330,9 @@ def test_meld_index_that_does_not_exist() -> None:
                    r"^action 8 \(layoff 6s 7, seat 0\): there is no meld 7 on the table \(it holds 1",
                    lambda: HandRecord.from_json(data).verify())
     assert isinstance(error, IllegalActionError) and error.action_index == 8
+    data = mutated(lambda d: d["actions"].__setitem__(8, {"seat": 0, "layoff": "6s", "onto": -1}))
+    raises(RecordError, "^action 8: layoff needs 'onto', a meld index >= 0, got -1",
+           lambda: HandRecord.from_json(data))
 
 
 @pytest.mark.parametrize(
