@@ -15,9 +15,7 @@ import sys
 from typing import Any, TextIO
 
 from arena.config import load_settings
-from arena.db import session_scope
 from arena.errors import ArenaError
-from arena.export import hand_lines, resolve
 
 
 def register(subparsers: Any) -> None:
@@ -35,6 +33,10 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    # Here, not at the top: `tonk --help` loads this module and must not load the store.
+    from arena.db import session_scope
+    from arena.export import hand_lines, resolve
+
     url = args.database_url or load_settings().database_url
     try:
         with session_scope(url) as session:

@@ -484,7 +484,7 @@ def _run_checks(
 
 
 def _class_info(bot_class: type[Any]) -> dict[str, Any]:
-    from sdk.bot import PROTOCOL_VERSION
+    from sdk.protocol import PROTOCOL_VERSION
 
     return {
         "name": clean_text(bot_class.name, NAME_LIMIT),
