@@ -49,7 +49,9 @@ from sdk.rules import STANDARD, Rules
 _CACHE_LIMIT: Final = 50_000  # per cache; entries are tiny, but a long-lived server must not grow forever
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
+    """A protobuf varint (negative int32/int64 values as ten bytes, two's complement); the one
+    varint encoder of the project (the link and the stored replays use it too)."""
     if 0 <= value < 0x80:
         return _SMALL[value]
     if 0 <= value < 0x4000:  # most lengths and counts past 127: two bytes
@@ -67,21 +69,21 @@ _SMALL: Final = tuple(bytes([i]) for i in range(0x80))
 
 
 def _tag(field: int, wire_type: int) -> bytes:
-    return _varint((field << 3) | wire_type)
+    return encode_varint((field << 3) | wire_type)
 
 
 def _len_field(tag: bytes, payload: bytes) -> bytes:
-    return tag + _varint(len(payload)) + payload
+    return tag + encode_varint(len(payload)) + payload
 
 
 def _int_field(tag: bytes, value: int) -> bytes:
-    return tag + _varint(value) if value else b""  # proto3 leaves zeros out
+    return tag + encode_varint(value) if value else b""  # proto3 leaves zeros out
 
 
 def _packed(tag: bytes, values: tuple[int, ...]) -> bytes:
     if not values:
         return b""
-    return _len_field(tag, b"".join(map(_varint, values)))
+    return _len_field(tag, b"".join(map(encode_varint, values)))
 
 
 # Field tags of the messages encoded by hand (field numbers from bot.proto).
@@ -586,7 +588,7 @@ def decode_decide_request(data: bytes) -> DecisionRequest:
 
 
 # Index 0 is written out too: the oneof must say an index was chosen.
-_REPLY_INDEX: Final = tuple(b"\x08" + _varint(i) for i in range(256))
+_REPLY_INDEX: Final = tuple(b"\x08" + encode_varint(i) for i in range(256))
 
 
 def encode_reply(reply: object) -> bytes:

@@ -57,6 +57,7 @@ from sdk.wire import (
     encode_decide_request,
     encode_observation,
     encode_reply,
+    encode_varint,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -341,22 +342,12 @@ def test_decoder_accepts_unpacked_repeated_ints() -> None:
     message = decision_to_proto(request)
     del message.observation.scores[:]
     obs_bytes = message.observation.SerializeToString() + b"".join(
-        b"\x88\x01" + _varint(v) for v in request.observation.scores
+        b"\x88\x01" + encode_varint(v) for v in request.observation.scores
     )
     outer = pb.DecideRequest(match_id="m", hand_index=2, decision_id="m/2/1", deadline_ms=900)
-    rebuilt = outer.SerializeToString() + b"\x2a" + _varint(len(obs_bytes)) + obs_bytes
+    rebuilt = outer.SerializeToString() + b"\x2a" + encode_varint(len(obs_bytes)) + obs_bytes
     assert pb.DecideRequest.FromString(rebuilt) == pb.DecideRequest.FromString(data)
     assert decode_decide_request(rebuilt) == request
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 @pytest.mark.parametrize(
