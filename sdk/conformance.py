@@ -28,7 +28,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -38,7 +38,7 @@ from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
 from sdk.cards import DECK, Card
 from sdk.decision_file import decision_to_json
 from sdk.engine import HandState
-from sdk.melds import make_meld
+from sdk.melds import completes_meld, make_meld
 from sdk.observation import Observation, observe
 from sdk.players import is_address, load_bot_class
 from sdk.protocol import PROTOCOL_VERSION
@@ -83,7 +83,7 @@ class SparringBot(Bot):
             if obs.can_drop() and obs.hand_value <= 5:
                 return 0
             top = obs.top_discard
-            if top is not None and DRAW_DISCARD in legal and _makes_meld(obs.hand, top, obs.rules):
+            if top is not None and DRAW_DISCARD in legal and completes_meld(top, obs.hand, obs.rules):
                 return legal.index(DRAW_DISCARD)
             return legal.index(DRAW_STOCK) if DRAW_STOCK in legal else len(legal) - 1
         for i, action in enumerate(legal):
@@ -102,12 +102,6 @@ class WildBot(Bot):
 
     def act(self, obs: Observation) -> Action | int:
         return self.rng.randrange(len(obs.legal_actions))
-
-
-def _makes_meld(hand: Sequence[Card], card: Card, rules: Rules) -> bool:
-    from sdk.melds import hand_melds
-
-    return any(card in meld for meld in hand_melds([*hand, card], rules))
 
 
 # -- what the bot was asked, and what it answered ------------------------------------------------
