@@ -50,6 +50,7 @@ from arena.errors import (
     UnprocessableError,
 )
 from arena.models import Bot, BotVersion, Owner
+from arena.statuses import BotStatus
 from arena.text import NAME_LIMIT, REASON_LIMIT, clean_text
 
 #: Hands of the conformance match a bot plays before it is accepted.
@@ -128,7 +129,7 @@ def register_bot(
     ensure_address_free(session, owner, address)
     claim = required_claim(owner, address, target, settings)
     info = _run_checks(address, target, settings, check, checker, claim)
-    bot = Bot(name=name, owner=owner, address=address, hosted=None, status="active")
+    bot = Bot(name=name, owner=owner, address=address, hosted=None, status=BotStatus.ACTIVE)
     bot.versions.append(BotVersion(number=1, address=address, hosted=None, info=info))
     _add(session, bot, name)
     return bot
@@ -165,7 +166,7 @@ def update_bot(
     claim = None if owner.is_operator else required_claim(bot.owner, address, target, settings)
     info = _run_checks(address, target, settings, check, checker, claim)
     bot.address = address
-    bot.status = "active"
+    bot.status = BotStatus.ACTIVE
     bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))
     session.flush()
     return bot
@@ -177,8 +178,8 @@ def retire_bot(session: Session, owner: Owner, name: str) -> Bot:
     Owner or operator only (NotOwnerError, 403); retiring a retired bot changes nothing."""
     bot = get_bot(session, name)
     _ensure_may_change(owner, bot)
-    if bot.status != "retired":
-        bot.status = "retired"
+    if bot.status != BotStatus.RETIRED:
+        bot.status = BotStatus.RETIRED
         session.flush()
     return bot
 
@@ -215,19 +216,19 @@ def host_bot(
         if existing.hosted is None or existing.owner_id != operator.id:
             raise NameTakenError(f"bot name {name!r} is already taken")
         if existing.hosted == bot_class_path:
-            existing.status = "active"
+            existing.status = BotStatus.ACTIVE
             session.flush()
             return existing
     info = check_bot_class(bot_class, settings or Settings()) if check else _class_info(bot_class)
     if existing is not None:
         existing.hosted = bot_class_path
-        existing.status = "active"
+        existing.status = BotStatus.ACTIVE
         existing.versions.append(
             BotVersion(number=_next_number(existing), address=None, hosted=bot_class_path, info=info)
         )
         session.flush()
         return existing
-    bot = Bot(name=name, owner=operator, address=None, hosted=bot_class_path, status="active")
+    bot = Bot(name=name, owner=operator, address=None, hosted=bot_class_path, status=BotStatus.ACTIVE)
     bot.versions.append(BotVersion(number=1, address=None, hosted=bot_class_path, info=info))
     _add(session, bot, name)
     return bot
@@ -458,7 +459,7 @@ def _ensure_name_free(session: Session, name: str, owner: Owner | None = None) -
             details={"yours": True},
         )
     retired = ""
-    if bot.status == "retired":
+    if bot.status == BotStatus.RETIRED:
         retired = " (by a retired bot; its owner can bring it back with an update)"
     raise NameTakenError(f"bot name {name!r} is already taken{retired}")
 

@@ -23,10 +23,10 @@ from sqlalchemy.orm import Session, aliased
 from arena import replays
 from arena.errors import ArenaError, NotFoundError
 from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Replay, Tournament, TournamentEntry
+from arena.statuses import MATCH_STATUSES, MatchStatus, TournamentStatus
 
 T = TypeVar("T")
 
-MATCH_STATUSES = ("pending", "running", "done", "failed")
 MAX_PAGE = 500
 
 
@@ -244,7 +244,7 @@ def get_tournament(session: Session, tournament_id: int) -> TournamentView:
         entries=entries,
         rules=dict(tournament.rules or {}),
         config=dict(tournament.config or {}),
-        seed=tournament.seed if tournament.status == "finished" else None,
+        seed=tournament.seed if tournament.status == TournamentStatus.FINISHED else None,
         deal_mode=tournament.deal_mode,
     )
 
@@ -270,17 +270,23 @@ def deal_done_clause() -> ColumnElement[bool]:
     """SQL: every match dealt from this ``Match`` row's seed in its tournament is done."""
     sibling = aliased(Match)
     return ~exists().where(
-        sibling.tournament_id == Match.tournament_id, sibling.seed == Match.seed, sibling.status != "done"
+        sibling.tournament_id == Match.tournament_id,
+        sibling.seed == Match.seed,
+        sibling.status != MatchStatus.DONE,
     )
 
 
 def deal_done(session: Session, match: Match) -> bool:
     """Whether ``match`` and every other match of its deal are done (ix_matches_deal)."""
-    if match.status != "done":
+    if match.status != MatchStatus.DONE:
         return False
     unfinished = session.execute(
         select(Match.id)
-        .where(Match.tournament_id == match.tournament_id, Match.seed == match.seed, Match.status != "done")
+        .where(
+            Match.tournament_id == match.tournament_id,
+            Match.seed == match.seed,
+            Match.status != MatchStatus.DONE,
+        )
         .limit(1)
     ).first()
     return unfinished is None
@@ -290,7 +296,7 @@ def get_match(session: Session, match_id: int) -> MatchView:
     match = session.get(Match, match_id)
     if match is None:
         raise MatchNotFoundError(f"there is no match {match_id!r}")
-    done = match.status == "done"
+    done = match.status == MatchStatus.DONE
     revealed = deal_done(session, match)
     faults = []
     if done:
@@ -311,7 +317,7 @@ def get_match(session: Session, match_id: int) -> MatchView:
         decisions=match.decisions,
         forfeited_seat=match.forfeited_seat,
         attempts=match.attempts,
-        error=match.error if match.status == "failed" else None,
+        error=match.error if match.status == MatchStatus.FAILED else None,
         fault_records=faults,
         has_replay=has_replay,
     )
@@ -333,7 +339,7 @@ def _seats_of(session: Session, matches: Sequence[Match]) -> dict[int, list[Seat
     out: dict[int, list[SeatRow]] = {m.id: [] for m in matches}
     if not matches:
         return out
-    done = {m.id for m in matches if m.status == "done"}
+    done = {m.id for m in matches if m.status == MatchStatus.DONE}
     rows = session.execute(
         select(MatchSeat, Bot.name)
         .join(Bot, Bot.id == MatchSeat.bot_id)
@@ -401,7 +407,7 @@ def bot_stats(
         )
         .join(Match, Match.id == MatchSeat.match_id)
         .join(Bot, Bot.id == MatchSeat.bot_id)
-        .where(Match.status == "done")
+        .where(Match.status == MatchStatus.DONE)
         .group_by(MatchSeat.bot_id, Bot.name)
         .order_by(Bot.name)
     )
