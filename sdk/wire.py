@@ -118,18 +118,23 @@ def _action_key(action: Action) -> object:
     return action.cards if type(action) is Meld else action
 
 
-def _remember_bytes(cache: dict[Any, bytes], key: Any, data: bytes) -> bytes:
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
+    """Cache ``value`` (the encoders' bytes by value, the decoders' values by bytes), bounded."""
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
-    cache[key] = data
-    return data
+    cache[key] = value
+    return value
 
 
 def _encode_action(action: Action) -> bytes:
     key = _action_key(action)
     data = _action_bytes.get(key)
     if data is None:
-        data = _remember_bytes(_action_bytes, key, action_to_proto(action).SerializeToString())
+        data = _remember(_action_bytes, key, action_to_proto(action).SerializeToString())
     return data
 
 
@@ -139,7 +144,7 @@ def _encode_legal(action: Action) -> bytes:
     key = _action_key(action)
     data = _legal_field.get(key)
     if data is None:
-        data = _remember_bytes(_legal_field, key, _len_field(_OBS_LEGAL, _encode_action(action)))
+        data = _remember(_legal_field, key, _len_field(_OBS_LEGAL, _encode_action(action)))
     return data
 
 
@@ -199,7 +204,7 @@ def _encode_packed(tag: bytes, values: tuple[int, ...]) -> bytes:
     key = (tag, values)
     data = _packed_field.get(key)
     if data is None:
-        data = _remember_bytes(_packed_field, key, _packed(tag, values))
+        data = _remember(_packed_field, key, _packed(tag, values))
     return data
 
 
@@ -267,7 +272,7 @@ def encode_decide_request(request: DecisionRequest) -> bytes:
     match_field = _match_id_field.get(request.match_id)
     if match_field is None:
         match_field = _str_field(_T_STR1, request.match_id)
-        _remember_bytes(_match_id_field, request.match_id, match_field)
+        _remember(_match_id_field, request.match_id, match_field)
     return b"".join(
         (
             match_field,
@@ -327,18 +332,10 @@ def _read_packed(data: bytes, pos: int, end: int, out: list[int]) -> None:
         raise _SlowPathError("packed field overruns")
 
 
-_V = TypeVar("_V")
 _event_by_bytes: dict[bytes, Event] = {}
 _action_by_bytes: dict[bytes, Action] = {}
 _meld_by_bytes: dict[bytes, TableMeld] = {}
 _rules_by_bytes: dict[bytes, Rules] = {}
-
-
-def _remember(cache: dict[bytes, _V], key: bytes, value: _V) -> _V:
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
-    cache[key] = value
-    return value
 
 
 def _decode_event(raw: bytes) -> Event:

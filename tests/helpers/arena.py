@@ -1,10 +1,11 @@
-"""Shared pieces of the arena tests (no tests here): a store on SQLite and PostgreSQL, house
-bots registered through arena.registry, and a few deliberately odd bots."""
+"""Shared pieces of the arena tests: house bots registered through arena.registry, tournaments
+made and played in-process (InlineBackend), and a few deliberately odd bots. The store on
+SQLite and PostgreSQL is conftest.py's ``db_url``."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import func, select
@@ -12,6 +13,7 @@ from sqlalchemy import func, select
 from arena.auth import get_or_create_operator
 from arena.config import Settings
 from arena.db import session_scope
+from arena.jobs import play_match_job
 from arena.models import FaultRecord, Match, MatchSeat, Replay
 from arena.registry import host_bot, register_bot
 from arena.tournaments import create_tournament
@@ -158,3 +160,19 @@ class ReversedMelder(GreedyBot):
         if isinstance(action, Meld):
             return Meld(tuple(reversed(action.cards)))
         return action
+
+
+class InlineBackend:
+    """A tournament backend that plays each submitted match at once, in this process (what a
+    worker does): the undisturbed reference."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+        for match_id in match_ids:
+            play_match_job(match_id, self.url)
+        return len(match_ids)
+
+    def close(self, *, cancel: bool = False) -> None:
+        pass
