@@ -3,14 +3,9 @@ and verification. Bad input (records included) is tests/test_bad_input.py."""
 
 from __future__ import annotations
 
-import copy
 import json
-import re
-from collections.abc import Callable
-from typing import Any
 
-import pytest
-from helpers.case_files import CASES
+from helpers.records import EXAMPLE_1, EXAMPLE_2, changed, raises
 
 from sdk.actions import Discard, Draw
 from sdk.cards import Card
@@ -23,23 +18,6 @@ from sdk.errors import (
 )
 from sdk.record import HandRecord
 from sdk.rules import Rules
-
-EXAMPLE_1: dict[str, Any] = json.loads((CASES / "seed-example-1.json").read_text())
-EXAMPLE_2: dict[str, Any] = json.loads((CASES / "seed-example-2.json").read_text())
-
-
-def changed(data: dict[str, Any], change: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
-    data = copy.deepcopy(data)
-    change(data)
-    return data
-
-
-def raises(kind: type[Exception], pattern: str, call: Callable[[], object]) -> Exception:
-    with pytest.raises(kind) as info:
-        call()
-    assert re.search(pattern, str(info.value)), str(info.value)
-    return info.value
-
 
 # -- reading and writing ----------------------------------------------------------------------
 
