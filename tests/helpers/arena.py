@@ -62,19 +62,25 @@ def new_tournament(url: str, bot_ids: Sequence[int], **options: Any) -> int:
         return create_tournament(session, bot_ids=bot_ids, **fields).id
 
 
-def scores_by_key(url: str, tournament_id: int) -> dict[str, list[int | None]]:
-    """Each match's seat scores, by match key (comparable across tournaments of one seed)."""
+def seats_by_key(url: str, tournament_id: int, column: Any = MatchSeat.score) -> dict[str, list[Any]]:
+    """Each match's seats' ``column`` (default the score), in seat order, by match key
+    (comparable across tournaments of one seed)."""
     with session_scope(url) as session:
         rows = session.execute(
-            select(Match.key, MatchSeat.seat, MatchSeat.score)
+            select(Match.key, column)
             .join(MatchSeat, MatchSeat.match_id == Match.id)
             .where(Match.tournament_id == tournament_id)
             .order_by(Match.key, MatchSeat.seat)
         ).all()
-    out: dict[str, list[int | None]] = {}
-    for key, _seat, score in rows:
-        out.setdefault(key, []).append(score)
+    out: dict[str, list[Any]] = {}
+    for key, value in rows:
+        out.setdefault(key, []).append(value)
     return out
+
+
+def scores_by_key(url: str, tournament_id: int) -> dict[str, list[int | None]]:
+    """Each match's seat scores, by match key."""
+    return seats_by_key(url, tournament_id)
 
 
 def counted_once(url: str, tournament_id: int) -> None:
