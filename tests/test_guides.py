@@ -36,30 +36,18 @@ from helpers.guides import (
     ROOT,
     Block,
     base_env,
+    localized,
     run_script,
     sh_blocks,
 )
-from helpers.net import free_port
 
 SCALE_OUT = ROOT / "docs" / "scale-out.md"
 DIRECTIVES = {"skip", "node"}
 
 
-def script(blocks: list[Block]) -> tuple[str, dict[int, int]]:
-    """The blocks as one bash script, with the rewrites in the module docstring; also the
-    guide's ports -> the free ports used."""
-    body = "\n".join(b.code for b in blocks)
-    ports = {int(p): free_port() for p in re.findall(r"--port (\d+)", body)}
-    lines = []
-    for line in body.splitlines():
-        line = line.replace("0.0.0.0", "127.0.0.1")
-        for old, new in ports.items():
-            line = re.sub(rf"\b{old}\b", str(new), line)
-        lines.append(line)
-        background = re.search(r"--port (\d+).*&\s*$", line)
-        if background:
-            lines.append(f"wait_serving 127.0.0.1:{background.group(1)}")
-    return PROLOGUE + "\n".join(lines) + "\n", ports
+def script(blocks: list[Block]) -> str:
+    """The blocks as one bash script, with the rewrites in the module docstring."""
+    return PROLOGUE + "\n".join(localized("\n".join(b.code for b in blocks))) + "\n"
 
 
 def play_faults(output: str) -> list[int]:
@@ -119,7 +107,7 @@ def test_the_bot_author_guide_runs_as_written(tmp_path: Path) -> None:
     from arena.models import Bot
 
     blocks = [b for b in sh_blocks(AUTHOR_GUIDE) if b.directive is None]
-    text, _ports = script(blocks)
+    text = script(blocks)
     with local_arena(tmp_path) as (arena, token, db):
         env = base_env(tmp_path) | {"TONK_ARENA": arena, "TONK_TOKEN": token, "BOT_HOST": "127.0.0.1"}
         result = run_script(text, tmp_path / "work", env)
@@ -147,7 +135,7 @@ def test_the_node_example_from_the_guide_plays_without_faults(tmp_path: Path) ->
                     ignore=shutil.ignore_patterns("node_modules"))  # fmt: skip
     shutil.copytree(ROOT / "protos", checkout / "protos")
     (block,) = [b for b in sh_blocks(AUTHOR_GUIDE) if b.directive == "node"]
-    text, _ports = script([block])
+    text = script([block])
     env = base_env(tmp_path)
     # npm's download cache is the machine's (no fresh download each run when it has them).
     env["npm_config_cache"] = str(Path.home() / ".npm")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helpers.compose import BIN
+from helpers.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,3 +108,26 @@ def stop(demo: subprocess.Popen[str]) -> list[str]:
         os.killpg(demo.pid, signal.SIGKILL)
     demo.wait()
     return left
+
+
+def localized(body: str) -> list[str]:
+    """A guide's commands made to run here: its ports (``--port N``, ``--bind HOST:N``) moved to
+    free ones, 0.0.0.0 made loopback, and after each server started in the background a wait
+    until it answers (``wait_serving`` for a bot, ``wait_http`` for a web server: the script's
+    prologue defines them)."""
+    found = re.findall(r"--port (\d+)", body) + re.findall(r"--bind [\d.]+:(\d+)", body)
+    ports = {int(p): free_port() for p in found}
+    lines = []
+    for line in body.splitlines():
+        line = line.replace("0.0.0.0", "127.0.0.1")
+        for old, new in ports.items():
+            line = re.sub(rf"\b{old}\b", str(new), line)
+        lines.append(line)
+        if line.rstrip().endswith("&"):
+            served = re.search(r"--port (\d+)", line)
+            bound = re.search(r"--bind ([\d.]+:\d+)", line)
+            if served:
+                lines.append(f"wait_serving 127.0.0.1:{served.group(1)}")
+            elif bound:
+                lines.append(f"wait_http http://{bound.group(1)}/healthz")
+    return lines
