@@ -83,3 +83,13 @@ def test_queries_stats_and_ratings(db_url: str) -> None:
         tournaments = store.list_tournaments(session)
         assert tournaments.total == 1 and tournaments.items[0].progress.done == 12
         assert store.list_tournaments(session, status="running").total == 0
+
+
+def test_statuses_are_the_stored_strings() -> None:
+    # The database and the API hold these strings: an enum value may never change.
+    from arena.statuses import BOT_STATUSES, MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus
+
+    assert MATCH_STATUSES == ("pending", "running", "done", "failed")
+    assert TOURNAMENT_STATUSES == ("created", "running", "paused", "finished")
+    assert BOT_STATUSES == ("active", "retired")
+    assert MatchStatus.DONE == "done" and f"{MatchStatus.DONE}" == "done"
