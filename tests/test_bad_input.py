@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from helpers.case_files import CASES
-from helpers.positions import cards
+from helpers.positions import cards, position
 from helpers.records import EXAMPLE_1, changed, raises
 
 from bots.random_bot import RandomBot
@@ -29,20 +29,15 @@ from sdk.errors import (
     RulesError,
     TonkError,
 )
-from sdk.melds import make_meld
 from sdk.observation import observe
 from sdk.record import HandRecord
 from sdk.referee import LocalPlayer, play_match
-from sdk.rules import STANDARD, Rules
+from sdk.rules import Rules
 
 
 def midgame() -> HandState:
-    """Seat 0 to act, with a book and a spread on the table, and the discard pile not empty."""
-    hands = [cards("5h 6h 7h 10h 2c Kd"), cards("Qs Js 3d 4d"), cards("9c 9d 9h 2s")]
-    table = [make_meld(1, cards("5s 6s 7s"), STANDARD)]
-    used = {c for h in hands for c in h} | {c for m in table for c in m.cards} | {Card.parse("Qd")}
-    stock = [c for c in DECK if c not in used]
-    return HandState.from_position(hands, cards("Qd"), stock, table, dealer=2)
+    """Seat 0 to act, with a spread on the table, and the discard pile not empty."""
+    return position(["5h 6h 7h 10h 2c Kd", "Qs Js 3d 4d", "9c 9d 9h 2s"], "Qd", table=[(1, "5s 6s 7s")])
 
 
 # -- cards ------------------------------------------------------------------------------------
