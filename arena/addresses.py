@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from arena.errors import ArenaError, UnprocessableError
+from sdk.bot import BOT_NAME_RE
 
-BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{1,31}$")
 _LABEL_RE = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 # IPv6 forms that carry an IPv4 address in their last 32 bits: IPv4-compatible (deprecated),
 # IPv4-mapped, IPv4-translated (SIIT) and the well-known NAT64 prefix. Connecting to one of

@@ -29,6 +29,7 @@ from arena.addresses import DialTarget, check_address
 from arena.config import Settings
 from arena.errors import ConflictError, UnprocessableError
 from arena.models import Bot, Owner
+from arena.statuses import BotStatus
 
 CLAIM_PREFIX: Final = "tonk-claim-"
 
@@ -81,7 +82,9 @@ def check_claim(presented: str, expected: str | None, address: str, where: str) 
 def ensure_address_free(session: Session, owner: Owner, address: str, bot_id: int | None = None) -> None:
     """Refuse (AddressTakenError, 409) ``address`` when an active bot of another owner than
     ``owner`` is registered at it (``bot_id``: the bot being updated, which does not count)."""
-    query = select(Bot.name).where(Bot.address == address, Bot.status == "active", Bot.owner_id != owner.id)
+    query = select(Bot.name).where(
+        Bot.address == address, Bot.status == BotStatus.ACTIVE, Bot.owner_id != owner.id
+    )
     if bot_id is not None:
         query = query.where(Bot.id != bot_id)
     if session.scalars(query).first() is not None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.config import Settings, describe_store, load_settings
 from arena.errors import ArenaError
+from arena.statuses import TournamentStatus
 from sdk.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -329,13 +330,13 @@ def cmd_extend(args: argparse.Namespace) -> int:
             status = get_tournament(session, args.id).status
     except ArenaError as exc:
         return _fail("tournament extend", exc)
-    if status == "running" and settings.redis_url:
+    if status == TournamentStatus.RUNNING and settings.redis_url:
         # Nobody may be watching a queued tournament: queue the new matches now.
         backend = make_backend(settings)
         run_tournament(settings.database_url, args.id, backend, wait=False)
         backend.close()
         hint = "; queued for the RQ workers"
-    elif status == "running":
+    elif status == TournamentStatus.RUNNING:
         hint = "; the run in progress picks them up"
     else:
         hint = f"; play them with: tonk tournament resume {args.id}"

@@ -31,6 +31,7 @@ from arena.db import session_scope
 from arena.match_runner import MatchPlan, SeatPlan, load_plan, make_seat_player, match_label
 from arena.models import Bot, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import decode
+from arena.statuses import MatchStatus
 from sdk.bot import DealMatch, DealSummary
 from sdk.grpc_player import GrpcPlayer
 
@@ -49,7 +50,7 @@ def claim_reveal(session: Session, tournament_id: int, seed: int) -> bool:
     for the one caller that did (the caller commits)."""
     sibling = aliased(Match)
     unfinished = exists().where(
-        sibling.tournament_id == tournament_id, sibling.seed == seed, sibling.status != "done"
+        sibling.tournament_id == tournament_id, sibling.seed == seed, sibling.status != MatchStatus.DONE
     )
     # Read first: most matches are not their deal's last, and an UPDATE, even of no row, would
     # take SQLite's write lock.

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from arena.errors import NotFoundError
 from arena.models import Bot, Match, MatchSeat, Replay, Tournament
 from arena.replays import decode
+from arena.statuses import MatchStatus
 from arena.store import deal_done_clause
 
 #: Referee measurements in a hand log that are not part of tonk-hand/1.
@@ -35,7 +36,7 @@ class ExportNotFoundError(NotFoundError):
 def deal_finished() -> ColumnElement[bool]:
     """SQL: the match (``Match``) is done and so is every other match of its deal (the same
     rule that gates replays: :func:`arena.store.deal_done_clause`)."""
-    return and_(Match.status == "done", deal_done_clause())
+    return and_(Match.status == MatchStatus.DONE, deal_done_clause())
 
 
 def finished_deal_matches(

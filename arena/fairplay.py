@@ -32,6 +32,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.models import Match, MatchSeat
+from arena.statuses import MatchStatus
 
 #: Flag a bot when its one-sided p-value is below this.
 ALPHA: Final = 0.001
@@ -105,7 +106,7 @@ def bot_differences(session: Session, bot_id: int, tournament_id: int | None = N
         select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.hands, MatchSeat.score,
                MatchSeat.faults)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
-        .where(MatchSeat.bot_id == bot_id, Match.status == "done")
+        .where(MatchSeat.bot_id == bot_id, Match.status == MatchStatus.DONE)
     )
     seating_query = select(MatchSeat.match_id, MatchSeat.seat, MatchSeat.bot_id).where(
         MatchSeat.match_id.in_(mine)

@@ -2,14 +2,15 @@
 
 The house bots (``random``, ``greedy``, ``heuristic``, and ``search`` when it is installed)
 are registered as *hosted* bots of the operator owner ``house``: ``Bot.hosted`` names their
-class and they have no address. A worker may play them in-process (:func:`player_for` gives
-an :class:`~sdk.referee.LocalPlayer`) or, like ``tonk demo``, serve them over real gRPC on
-loopback ports with :class:`HostedBots` so that every seat goes through the protocol::
+class and they have no address. A worker plays them in-process (a seat's player comes from
+:func:`arena.match_runner.make_seat_player`, the one factory of seat players) or, like
+``tonk demo``, serves them over real gRPC on loopback ports with :class:`HostedBots` so that
+every seat goes through the protocol::
 
     with session_scope(url) as session:
         ensure_house_bots(session, settings)
     with HostedBots() as addresses:          # {"random": "127.0.0.1:41234", ...}
-        player = player_for(bot, addresses)
+        ...
 
 HostedBots runs each bot as a ``tonk serve`` subprocess (the realistic setting: the bot
 process is separate, and a crash or hang stays in it) or, with ``mode="thread"``, as an
@@ -70,22 +71,6 @@ def ensure_house_bots(
         host_bot(session, house, name, path, settings=settings, check=check)
         for name, path in sorted(wanted.items())
     ]
-
-
-def player_for(bot: Bot, addresses: Mapping[str, str] | None = None) -> Any:
-    """The referee's :class:`~sdk.referee.Player` for ``bot``: over gRPC at its address (or
-    at ``addresses[bot.name]`` for a hosted bot being served), else in-process."""
-    address = (addresses or {}).get(bot.name) if bot.hosted else bot.address
-    if address:
-        from sdk.grpc_player import GrpcPlayer
-
-        return GrpcPlayer(address)
-    if not bot.hosted:
-        raise ValueError(f"bot {bot.name!r} has neither an address nor a hosted class")
-    from sdk.players import load_bot_class
-    from sdk.referee import LocalPlayer
-
-    return LocalPlayer(load_bot_class(bot.hosted))
 
 
 class HostedBots:
@@ -261,4 +246,4 @@ def _wait_serving(address: str, process: subprocess.Popen[bytes], timeout_s: flo
     return False
 
 
-__all__ = ["HOUSE_OWNER", "HostedBots", "HostingError", "ensure_house_bots", "house_bots", "player_for"]
+__all__ = ["HOUSE_OWNER", "HostedBots", "HostingError", "ensure_house_bots", "house_bots"]

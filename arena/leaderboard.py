@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
 from arena.ratings import MatchResult, RatingModel, RatingTable, fit
+from arena.statuses import MatchStatus, TournamentStatus
 
 
 @dataclass(frozen=True)
@@ -98,14 +99,14 @@ def match_results(
     query = (
         select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.score)
         .join(Match, Match.id == MatchSeat.match_id)
-        .where(Match.status == "done", MatchSeat.score.is_not(None))
+        .where(Match.status == MatchStatus.DONE, MatchSeat.score.is_not(None))
         .order_by(MatchSeat.match_id, MatchSeat.seat)
     )
     if finished_since is not None:
         query = query.where(Match.finished_at >= finished_since)
     if finished_only:
         query = query.join(Tournament, Tournament.id == Match.tournament_id).where(
-            Tournament.status == "finished"
+            Tournament.status == TournamentStatus.FINISHED
         )
     results: list[MatchResult] = []
     current: int | None = None
@@ -126,7 +127,7 @@ def match_results(
 def done_token(session: Session) -> tuple[int, int | None]:
     """Changes whenever another match is done: the count and the largest id of done matches."""
     count, largest = session.execute(
-        select(func.count(Match.id), func.max(Match.id)).where(Match.status == "done")
+        select(func.count(Match.id), func.max(Match.id)).where(Match.status == MatchStatus.DONE)
     ).one()
     return (int(count), None if largest is None else int(largest))
 
@@ -173,7 +174,7 @@ def _full(session: Session, key: str, token: tuple[int, int | None]) -> Leaderbo
 
 def _latest_finish(session: Session) -> dt.datetime | None:
     latest: dt.datetime | None = session.execute(
-        select(func.max(Match.finished_at)).where(Match.status == "done")
+        select(func.max(Match.finished_at)).where(Match.status == MatchStatus.DONE)
     ).scalar_one()
     return latest
 

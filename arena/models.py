@@ -32,6 +32,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from arena.statuses import BotStatus, MatchStatus, TournamentStatus
+
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
@@ -84,7 +86,7 @@ class Bot(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
     address: Mapped[str | None] = mapped_column(String(255), nullable=True)
     hosted: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default="active")  # active | retired
+    status: Mapped[str] = mapped_column(String(16), default=BotStatus.ACTIVE.value)  # BotStatus
     #: The bot connects out to a gateway (protos/tonk/v1/link.proto) instead of being dialled.
     connected: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -117,7 +119,7 @@ class Tournament(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128))
     seed: Mapped[int] = mapped_column(Seed())  # secret until over
-    status: Mapped[str] = mapped_column(String(16), default="created")  # created|running|paused|finished
+    status: Mapped[str] = mapped_column(String(16), default=TournamentStatus.CREATED.value)
     table_sizes: Mapped[list[Any]] = mapped_column(JSON)  # e.g. [2, 3]
     matches_per_table: Mapped[int] = mapped_column(Integer)  # deals per table, each played in duplicate
     hands_per_match: Mapped[int] = mapped_column(Integer)
@@ -170,7 +172,7 @@ class Match(Base):
     rotation: Mapped[int] = mapped_column(Integer)  # duplicate: seats rotated this many places
     seed: Mapped[int] = mapped_column(Seed())  # secret until done
     hands: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|running|done|failed
+    status: Mapped[str] = mapped_column(String(16), default=MatchStatus.PENDING.value)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker: Mapped[str | None] = mapped_column(String(128), nullable=True)
     #: The match id the referee gives the bots (decision ids are "{label}/{hand}/{decision}").

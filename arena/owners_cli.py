@@ -22,6 +22,7 @@ from typing import Any
 
 from arena.config import describe_store, load_settings
 from arena.errors import ArenaError
+from arena.statuses import BotStatus
 
 # The store (SQLAlchemy) is imported by each command when it runs: `tonk` imports this module
 # only to list its commands.
@@ -103,7 +104,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from arena.models import Bot, Owner
 
     with session_scope(load_settings().database_url) as session:
-        bots = func.count(Bot.id).filter(Bot.status == "active")
+        bots = func.count(Bot.id).filter(Bot.status == BotStatus.ACTIVE)
         rows = session.execute(
             select(Owner.name, Owner.is_operator, Owner.created_at, bots)
             .outerjoin(Bot, Bot.owner_id == Owner.id)

@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from arena.addresses import (
     AddressNotAllowedError,
@@ -50,12 +50,11 @@ from arena.errors import (
     UnprocessableError,
 )
 from arena.models import Bot, BotVersion, Owner
+from arena.statuses import BotStatus
 from arena.text import NAME_LIMIT, REASON_LIMIT, clean_text
 
 #: Hands of the conformance match a bot plays before it is accepted.
 CHECK_HANDS = 4  # sdk.admission.MATCH_HANDS
-
-RegistryError = ArenaError  # the name the dashboard's brief uses for the common base
 
 #: ``checker(address, settings) -> info``: raises BotCheckFailedError (or a subclass) to refuse.
 BotChecker = Callable[[str, Settings], dict[str, Any]]
@@ -130,7 +129,7 @@ def register_bot(
     ensure_address_free(session, owner, address)
     claim = required_claim(owner, address, target, settings)
     info = _run_checks(address, target, settings, check, checker, claim)
-    bot = Bot(name=name, owner=owner, address=address, hosted=None, status="active")
+    bot = Bot(name=name, owner=owner, address=address, hosted=None, status=BotStatus.ACTIVE)
     bot.versions.append(BotVersion(number=1, address=address, hosted=None, info=info))
     _add(session, bot, name)
     return bot
@@ -167,7 +166,7 @@ def update_bot(
     claim = None if owner.is_operator else required_claim(bot.owner, address, target, settings)
     info = _run_checks(address, target, settings, check, checker, claim)
     bot.address = address
-    bot.status = "active"
+    bot.status = BotStatus.ACTIVE
     bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))
     session.flush()
     return bot
@@ -179,8 +178,8 @@ def retire_bot(session: Session, owner: Owner, name: str) -> Bot:
     Owner or operator only (NotOwnerError, 403); retiring a retired bot changes nothing."""
     bot = get_bot(session, name)
     _ensure_may_change(owner, bot)
-    if bot.status != "retired":
-        bot.status = "retired"
+    if bot.status != BotStatus.RETIRED:
+        bot.status = BotStatus.RETIRED
         session.flush()
     return bot
 
@@ -217,19 +216,19 @@ def host_bot(
         if existing.hosted is None or existing.owner_id != operator.id:
             raise NameTakenError(f"bot name {name!r} is already taken")
         if existing.hosted == bot_class_path:
-            existing.status = "active"
+            existing.status = BotStatus.ACTIVE
             session.flush()
             return existing
     info = check_bot_class(bot_class, settings or Settings()) if check else _class_info(bot_class)
     if existing is not None:
         existing.hosted = bot_class_path
-        existing.status = "active"
+        existing.status = BotStatus.ACTIVE
         existing.versions.append(
             BotVersion(number=_next_number(existing), address=None, hosted=bot_class_path, info=info)
         )
         session.flush()
         return existing
-    bot = Bot(name=name, owner=operator, address=None, hosted=bot_class_path, status="active")
+    bot = Bot(name=name, owner=operator, address=None, hosted=bot_class_path, status=BotStatus.ACTIVE)
     bot.versions.append(BotVersion(number=1, address=None, hosted=bot_class_path, info=info))
     _add(session, bot, name)
     return bot
@@ -246,16 +245,6 @@ def get_bot(session: Session, name: str) -> Bot:
     if bot is None:
         raise BotNotFoundError(f"no bot named {name!r:.80}")
     return bot
-
-
-def list_bots(session: Session, *, owner: Owner | None = None, include_retired: bool = False) -> list[Bot]:
-    """Bots by name, optionally only ``owner``'s; retired ones only when asked for."""
-    query = select(Bot).options(selectinload(Bot.versions), selectinload(Bot.owner)).order_by(Bot.name)
-    if owner is not None:
-        query = query.where(Bot.owner_id == owner.id)
-    if not include_retired:
-        query = query.where(Bot.status == "active")
-    return list(session.scalars(query))
 
 
 def latest_version(bot: Bot) -> BotVersion | None:
@@ -472,7 +461,7 @@ def _ensure_name_free(session: Session, name: str, owner: Owner | None = None) -
             details={"yours": True},
         )
     retired = ""
-    if bot.status == "retired":
+    if bot.status == BotStatus.RETIRED:
         retired = " (by a retired bot; its owner can bring it back with an update)"
     raise NameTakenError(f"bot name {name!r} is already taken{retired}")
 
@@ -498,7 +487,7 @@ def _run_checks(
 
 
 def _class_info(bot_class: type[Any]) -> dict[str, Any]:
-    from sdk.bot import PROTOCOL_VERSION
+    from sdk.protocol import PROTOCOL_VERSION
 
     return {
         "name": clean_text(bot_class.name, NAME_LIMIT),
@@ -538,7 +527,6 @@ __all__ = [
     "InvalidHostedBotError",
     "NameTakenError",
     "NotOwnerError",
-    "RegistryError",
     "bot_to_json",
     "check_bot",
     "check_bot_class",
@@ -546,7 +534,6 @@ __all__ = [
     "get_bot",
     "host_bot",
     "latest_version",
-    "list_bots",
     "register_bot",
     "retire_bot",
     "update_bot",

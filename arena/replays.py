@@ -39,6 +39,7 @@ from sdk.errors import TonkError
 from sdk.record import HandRecord
 from sdk.referee import Fault, FaultKind, HandLog
 from sdk.rules import STANDARD, Rules
+from sdk.wire import encode_varint
 
 FORMAT: Final = "tonk-replay/1"
 _VERSION: Final = 1
@@ -106,7 +107,7 @@ def encode_logs(logs: Sequence[HandLog], *, seed: int, players: Sequence[str], r
 def _finish(header: dict[str, Any], parts: Iterable[bytes]) -> bytes:
     head = json.dumps(header, separators=(",", ":")).encode()
     out = bytearray([_VERSION])
-    _varint(out, len(head))
+    out += encode_varint(len(head))
     out += head
     for part in parts:
         out += part
@@ -165,22 +166,22 @@ def _compact(
     else:
         out += bytes((_DECK, record.dealer))
         out += bytes(card.index for card in deck)
-    _varint(out, len(record.actions))
+    out += encode_varint(len(record.actions))
     for _seat, action in record.actions:
         _action(out, action)
     for latency in latencies:
         if latency < 0:
             return None
-        _varint(out, latency)
-    _varint(out, len(faults))
+        out += encode_varint(latency)
+    out += encode_varint(len(faults))
     for fault in faults:
         if fault.decision != len(record.actions) or not 0 <= fault.seat < n:
             return None  # a fault ends its hand: it is always the last decision
         reason = fault.reason.encode()
         out.append(fault.seat)
-        _varint(out, fault.decision)
+        out += encode_varint(fault.decision)
         out.append(_KINDS.index(fault.kind))
-        _varint(out, len(reason))
+        out += encode_varint(len(reason))
         out += reason
     return bytes(out)
 
@@ -206,7 +207,7 @@ def _action(out: bytearray, action: Action) -> None:
         out.append(_DISCARD0 + action.card.index)
     elif isinstance(action, Layoff):
         out.append(_LAYOFF0 + action.card.index)
-        _varint(out, action.onto)
+        out += encode_varint(action.onto)
     elif isinstance(action, Meld) and 3 <= len(action.cards) <= _MAX_MELD:
         out.append(_MELD0 + len(action.cards) - 3)
         out += bytes(card.index for card in action.cards)  # as played: a record keeps the order
@@ -217,20 +218,13 @@ def _action(out: bytearray, action: Action) -> None:
 def _raw(hand: Mapping[str, Any]) -> bytes:
     body = json.dumps(hand, separators=(",", ":")).encode()
     out = bytearray([_RAW])
-    _varint(out, len(body))
+    out += encode_varint(len(body))
     return bytes(out + body)
 
 
 def _players_of(hand: Mapping[str, Any]) -> list[str]:
     players = hand.get("players")
     return [str(p) for p in players] if isinstance(players, list) else []
-
-
-def _varint(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 # -- decoding ---------------------------------------------------------------------------------

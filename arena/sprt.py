@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from arena.errors import ArenaError
 from arena.models import Match, MatchSeat, Tournament
+from arena.statuses import MatchStatus
 
 __all__ = ["InvalidSprtError", "SprtState", "advance", "bounds", "llr", "sprt_params", "sprt_state"]
 
@@ -120,7 +121,7 @@ def sprt_state(session: Session, tournament: Tournament) -> SprtState:
     rows = session.execute(
         select(Match.deal_index, MatchSeat.bot_id, MatchSeat.score, MatchSeat.seat, Match.id)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
-        .where(Match.tournament_id == tournament.id, Match.status == "done")
+        .where(Match.tournament_id == tournament.id, Match.status == MatchStatus.DONE)
     ).all()
     by_match: dict[int, dict[int, int]] = defaultdict(dict)
     deal_of: dict[int, int] = {}

@@ -17,16 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, Select, exists, func, select
+from sqlalchemy import ColumnElement, exists, func, select
 from sqlalchemy.orm import Session, aliased
 
 from arena import replays
 from arena.errors import ArenaError, NotFoundError
 from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Replay, Tournament, TournamentEntry
+from arena.statuses import MATCH_STATUSES, MatchStatus, TournamentStatus
 
 T = TypeVar("T")
 
-MATCH_STATUSES = ("pending", "running", "done", "failed")
 MAX_PAGE = 500
 
 
@@ -244,7 +244,7 @@ def get_tournament(session: Session, tournament_id: int) -> TournamentView:
         entries=entries,
         rules=dict(tournament.rules or {}),
         config=dict(tournament.config or {}),
-        seed=tournament.seed if tournament.status == "finished" else None,
+        seed=tournament.seed if tournament.status == TournamentStatus.FINISHED else None,
         deal_mode=tournament.deal_mode,
     )
 
@@ -270,58 +270,33 @@ def deal_done_clause() -> ColumnElement[bool]:
     """SQL: every match dealt from this ``Match`` row's seed in its tournament is done."""
     sibling = aliased(Match)
     return ~exists().where(
-        sibling.tournament_id == Match.tournament_id, sibling.seed == Match.seed, sibling.status != "done"
+        sibling.tournament_id == Match.tournament_id,
+        sibling.seed == Match.seed,
+        sibling.status != MatchStatus.DONE,
     )
 
 
 def deal_done(session: Session, match: Match) -> bool:
     """Whether ``match`` and every other match of its deal are done (ix_matches_deal)."""
-    if match.status != "done":
+    if match.status != MatchStatus.DONE:
         return False
     unfinished = session.execute(
         select(Match.id)
-        .where(Match.tournament_id == match.tournament_id, Match.seed == match.seed, Match.status != "done")
+        .where(
+            Match.tournament_id == match.tournament_id,
+            Match.seed == match.seed,
+            Match.status != MatchStatus.DONE,
+        )
         .limit(1)
     ).first()
     return unfinished is None
-
-
-def list_matches(
-    session: Session,
-    *,
-    tournament_id: int | None = None,
-    bot_id: int | None = None,
-    status: str | None = None,
-    limit: int = 50,
-    offset: int = 0,
-    newest_first: bool = True,
-) -> Page[MatchRow]:
-    """Matches filtered by tournament, bot (any seat) and status, a page at a time."""
-    _check_paging(limit, offset)
-    if status is not None and status not in MATCH_STATUSES:
-        raise InvalidQueryError(f"status {status!r} is not one of {', '.join(MATCH_STATUSES)}")
-
-    def filtered(query: Select[Any]) -> Select[Any]:
-        if tournament_id is not None:
-            query = query.where(Match.tournament_id == tournament_id)
-        if status is not None:
-            query = query.where(Match.status == status)
-        if bot_id is not None:  # ix_match_seats_bot answers this from the index alone
-            query = query.where(Match.id.in_(select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)))
-        return query
-
-    total = session.execute(filtered(select(func.count(Match.id)))).scalar_one()
-    order = Match.id.desc() if newest_first else Match.id.asc()
-    matches = list(session.scalars(filtered(select(Match)).order_by(order).limit(limit).offset(offset)))
-    seats = _seats_of(session, matches)
-    return Page([_match_row(m, seats[m.id]) for m in matches], total, limit, offset)
 
 
 def get_match(session: Session, match_id: int) -> MatchView:
     match = session.get(Match, match_id)
     if match is None:
         raise MatchNotFoundError(f"there is no match {match_id!r}")
-    done = match.status == "done"
+    done = match.status == MatchStatus.DONE
     revealed = deal_done(session, match)
     faults = []
     if done:
@@ -342,7 +317,7 @@ def get_match(session: Session, match_id: int) -> MatchView:
         decisions=match.decisions,
         forfeited_seat=match.forfeited_seat,
         attempts=match.attempts,
-        error=match.error if match.status == "failed" else None,
+        error=match.error if match.status == MatchStatus.FAILED else None,
         fault_records=faults,
         has_replay=has_replay,
     )
@@ -364,7 +339,7 @@ def _seats_of(session: Session, matches: Sequence[Match]) -> dict[int, list[Seat
     out: dict[int, list[SeatRow]] = {m.id: [] for m in matches}
     if not matches:
         return out
-    done = {m.id for m in matches if m.status == "done"}
+    done = {m.id for m in matches if m.status == MatchStatus.DONE}
     rows = session.execute(
         select(MatchSeat, Bot.name)
         .join(Bot, Bot.id == MatchSeat.bot_id)
@@ -432,7 +407,7 @@ def bot_stats(
         )
         .join(Match, Match.id == MatchSeat.match_id)
         .join(Bot, Bot.id == MatchSeat.bot_id)
-        .where(Match.status == "done")
+        .where(Match.status == MatchStatus.DONE)
         .group_by(MatchSeat.bot_id, Bot.name)
         .order_by(Bot.name)
     )

@@ -39,6 +39,7 @@ from arena.errors import ArenaError, ConflictError, NotFoundError
 from arena.match_runner import match_label, rules_to_column
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
 from arena.seating import arrangements
+from arena.statuses import BotStatus, MatchStatus, TournamentStatus
 from arena.store import TournamentNotFoundError
 from arena.text import clean_text
 from sdk.dealing import SEED_LIMIT, derive_seed, new_seed
@@ -138,7 +139,7 @@ def resolve_bots(session: Session, names: Sequence[str]) -> list[int]:
     if missing:
         from sdk.players import did_you_mean
 
-        known = list(session.scalars(select(Bot.name).where(Bot.status == "active")))
+        known = list(session.scalars(select(Bot.name).where(Bot.status == BotStatus.ACTIVE)))
         hint = did_you_mean(missing[0], known) if known else "; no bot is registered yet"
         raise UnknownBotError(f"no bot named {', '.join(repr(n) for n in missing)}{hint}")
     return [found[n] for n in names]
@@ -267,8 +268,8 @@ def extend_tournament(session: Session, tournament_id: int, deals: int) -> int:
     ids = [bot for bot, _ in entries]
     versions = {bot: version for bot, version in entries}
     added = _add_deals(session, tournament, ids, versions, deals)
-    if tournament.status == "finished":
-        tournament.status = "paused"
+    if tournament.status == TournamentStatus.FINISHED:
+        tournament.status = TournamentStatus.PAUSED
         tournament.finished_at = None
     return added
 
@@ -324,9 +325,9 @@ def _add_deals(
 def start_tournament(session: Session, tournament_id: int) -> Tournament:
     """``created``/``paused``/``running`` -> ``running``."""
     tournament = _locked(session, tournament_id)
-    if tournament.status == "finished":
+    if tournament.status == TournamentStatus.FINISHED:
         raise TournamentStateError(f"tournament {tournament_id} is finished; extend it to play more")
-    tournament.status = "running"
+    tournament.status = TournamentStatus.RUNNING
     session.flush()
     return tournament
 
@@ -334,9 +335,9 @@ def start_tournament(session: Session, tournament_id: int) -> Tournament:
 def pause_tournament(session: Session, tournament_id: int) -> Tournament:
     """Stop starting matches (those being played finish and count). ``finished`` stays."""
     tournament = _locked(session, tournament_id)
-    if tournament.status == "finished":
+    if tournament.status == TournamentStatus.FINISHED:
         raise TournamentStateError(f"tournament {tournament_id} is finished; there is nothing to pause")
-    tournament.status = "paused"
+    tournament.status = TournamentStatus.PAUSED
     session.flush()
     return tournament
 
@@ -346,7 +347,9 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     rating snapshot in the same transaction. True only for the one caller that finished it
     (the UPDATE is conditional, so racing workers cannot both do it)."""
     remaining = session.execute(
-        select(func.count(Match.id)).where(Match.tournament_id == tournament_id, Match.status != "done")
+        select(func.count(Match.id)).where(
+            Match.tournament_id == tournament_id, Match.status != MatchStatus.DONE
+        )
     ).scalar_one()
     if remaining:
         return False
@@ -356,13 +359,15 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
 
         tournament = _locked(session, tournament_id)
         again = session.execute(  # under the lock: one caller decides or extends
-            select(func.count(Match.id)).where(Match.tournament_id == tournament_id, Match.status != "done")
+            select(func.count(Match.id)).where(
+                Match.tournament_id == tournament_id, Match.status != MatchStatus.DONE
+            )
         ).scalar_one()
-        if again or tournament.status != "running" or not advance(session, tournament):
+        if again or tournament.status != TournamentStatus.RUNNING or not advance(session, tournament):
             return False
     finished = session.execute(
         update(Tournament)
-        .where(Tournament.id == tournament_id, Tournament.status == "running")
+        .where(Tournament.id == tournament_id, Tournament.status == TournamentStatus.RUNNING)
         .values(status="finished", finished_at=utcnow())
         .execution_options(synchronize_session=False)
     )
@@ -397,7 +402,7 @@ def _current_versions(session: Session, ids: list[int]) -> dict[int, int]:
     missing = [i for i in ids if i not in bots]
     if missing:
         raise UnknownBotError(f"no bot with id {', '.join(repr(i) for i in missing)}")
-    retired = [bots[i].name for i in ids if bots[i].status != "active"]
+    retired = [bots[i].name for i in ids if bots[i].status != BotStatus.ACTIVE]
     if retired:
         raise InvalidTournamentError(f"retired bots cannot enter: {', '.join(repr(n) for n in retired)}")
     latest = dict(
@@ -421,7 +426,7 @@ def _check_seed_free(session: Session, seed: int) -> None:
     # once would have one bot server see two matches under one id. Re-running a seed is fine
     # once the first run is over.
     other = session.scalars(
-        select(Tournament.id).where(Tournament.seed == seed, Tournament.status != "finished")
+        select(Tournament.id).where(Tournament.seed == seed, Tournament.status != TournamentStatus.FINISHED)
     ).first()
     if other is not None:
         raise InvalidTournamentError(

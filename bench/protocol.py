@@ -46,7 +46,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import grpc
 
 from sdk.actions import Action
-from sdk.convert import encode_decide_request, encode_reply
 from sdk.dealing import deck_order
 from sdk.engine import HandState
 from sdk.grpc_player import DEFAULT_MAX_REPLY_BYTES, GrpcPlayer
@@ -55,6 +54,7 @@ from sdk.players import load_bot_class
 from sdk.protocol import SERVICE_NAME
 from sdk.referee import DecisionRequest, LocalPlayer, play_match, resolve_reply
 from sdk.server import DEFAULT_MAX_WORKERS, start_server
+from sdk.wire import encode_decide_request, encode_reply
 
 ECHO_METHOD = "/bench.Echo/Echo"
 NULL_REPLY = encode_reply(0)  # DecideResponse{action_index: 0}

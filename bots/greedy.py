@@ -22,19 +22,8 @@ from typing import ClassVar
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Layoff, Meld
 from sdk.bot import Bot
 from sdk.cards import Card, hand_value
-from sdk.melds import TableMeld, hand_melds
+from sdk.melds import completes_meld, fits_table
 from sdk.observation import Observation
-from sdk.rules import Rules
-
-
-def completes_meld(card: Card, hand: tuple[Card, ...] | list[Card], rules: Rules) -> bool:
-    """Whether ``card`` and cards already in ``hand`` make a book or a spread."""
-    return any(card in meld for meld in hand_melds([*hand, card], rules))
-
-
-def fits_table(card: Card, table: tuple[TableMeld, ...] | list[TableMeld], rules: Rules) -> bool:
-    """Whether ``card`` could be laid off on some meld on the table."""
-    return any(meld.accepts(card, rules) for meld in table)
 
 
 def card_order(card: Card) -> tuple[int, int, int]:

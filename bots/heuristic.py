@@ -30,11 +30,11 @@ from collections.abc import Iterable, Sequence
 from itertools import combinations
 from typing import ClassVar
 
-from bots.greedy import card_order, fits_table
+from bots.greedy import card_order
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Layoff
 from sdk.bot import Bot
 from sdk.cards import Card, hand_value
-from sdk.melds import hand_melds
+from sdk.melds import fits_table, hand_melds
 from sdk.observation import Observation
 
 WIN = -100.0  # evaluation of an emptied hand: better than any residual value

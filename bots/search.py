@@ -62,9 +62,8 @@ from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Layoff,
 from sdk.bot import Bot
 from sdk.cards import DECK, Card
 from sdk.engine import HandState, Phase
-from sdk.melds import TableMeld, hand_melds
+from sdk.melds import completes_meld, fits_table, hand_melds
 from sdk.observation import Observation
-from sdk.rules import Rules
 
 BUDGET_ENV = "TONK_SEARCH_BUDGET_MS"
 _SQRT_HALF = math.sqrt(0.5)
@@ -274,11 +273,6 @@ class Sampler:
         return state
 
 
-def determinize(obs: Observation, rng: random.Random) -> HandState:
-    """One world consistent with ``obs``, its unseen cards dealt uniformly (see :class:`Sampler`)."""
-    return Sampler(obs).sample(rng)
-
-
 _LastTurn = tuple[int, int | None, list[int], list[int], list[int]]
 
 
@@ -356,7 +350,7 @@ class RolloutPolicy:
             top = state.discard[-1]
             if top.value <= self.take_at and top.value < max([c.value for c in hand]):
                 return DRAW_DISCARD
-            if _fits(top, state.table, state.rules) or _completes(top, hand, state.rules):
+            if fits_table(top, state.table, state.rules) or completes_meld(top, hand, state.rules):
                 return DRAW_DISCARD
         return DRAW_STOCK
 
@@ -414,18 +408,6 @@ def _may_meld(hand: Sequence[Card]) -> bool:
     ranks = [c.rank for c in hand]
     suits = [c.suit_index for c in hand]
     return any(ranks.count(r) >= 3 for r in ranks) or any(suits.count(s) >= 3 for s in suits)
-
-
-def _completes(card: Card, hand: Sequence[Card], rules: Rules) -> bool:
-    """Whether ``card`` makes a meld with cards of ``hand``."""
-    partners = [c for c in hand if c.rank == card.rank or c.suit_index == card.suit_index]
-    if len(partners) < 2:
-        return False
-    return any(card in m for m in hand_melds([*partners, card], rules))
-
-
-def _fits(card: Card, table: Sequence[TableMeld], rules: Rules) -> bool:
-    return any(m.accepts(card, rules) for m in table)
 
 
 def _showdown(state: HandState, seat: int) -> float:

@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from arena.config import Settings, load_settings
+from arena.statuses import TournamentStatus
 
 
 def register(subparsers: Any) -> None:
@@ -126,7 +127,10 @@ def _earlier_demo(url: str) -> tuple[int, str] | None:
     with session_scope(url) as session:
         row = session.execute(
             select(Tournament.id, Tournament.name)
-            .where(Tournament.name.startswith(DEMO_TOURNAMENT_PREFIX), Tournament.status == "finished")
+            .where(
+                Tournament.name.startswith(DEMO_TOURNAMENT_PREFIX),
+                Tournament.status == TournamentStatus.FINISHED,
+            )
             .order_by(Tournament.id.desc())
             .limit(1)
         ).first()

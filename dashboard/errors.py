@@ -21,7 +21,6 @@ __all__ = [
     "MalformedJSONError",
     "NotFinishedError",
     "NotFoundError",
-    "UnavailableError",
     "init_app",
 ]
 
@@ -42,11 +41,6 @@ class NotFinishedError(ConflictError):
     """Replays and seeds stay secret until the match (or tournament) is over."""
 
     code = "not_finished"
-
-
-class UnavailableError(ArenaError):
-    status = 503
-    code = "unavailable"
 
 
 _HTTP_CODES = {

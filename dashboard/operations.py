@@ -17,6 +17,7 @@ from arena import tournaments
 from arena.config import Settings
 from arena.execution import Backend, make_backend, run_tournament
 from arena.sprt import sprt_params
+from arena.statuses import TournamentStatus
 from arena.store import get_tournament
 from dashboard.errors import InvalidParameterError
 from sdk.errors import RulesError
@@ -128,11 +129,11 @@ def run(
 ) -> dict[str, Any]:
     """Start (or resume) the tournament and queue its unfinished matches; returns at once."""
     t = tournaments.get_tournament_row(session, tournament_id)
-    if resume and t.status != "paused":
+    if resume and t.status != TournamentStatus.PAUSED:
         raise tournaments.TournamentStateError(
             f"tournament {tournament_id} is {t.status}, not paused; there is nothing to resume"
         )
-    if t.status == "finished":
+    if t.status == TournamentStatus.FINISHED:
         raise tournaments.TournamentStateError(
             f"tournament {tournament_id} is finished; extend it to play more"
         )

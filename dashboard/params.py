@@ -16,13 +16,13 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
 from dashboard.errors import InvalidParameterError
+from sdk.bot import BOT_NAME_RE
 
 #: Largest id a row can have (the id columns are 32-bit integers).
 MAX_ID = 2**31 - 1
 MAX_PAGE = 1_000_000
 DEFAULT_PER_PAGE = 25
 MAX_PER_PAGE = 100
-BOT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 #: A whole number as a query parameter: an optional minus sign, then ASCII digits only.
 WHOLE_NUMBER_RE = re.compile(r"-?[0-9]{1,12}")
 

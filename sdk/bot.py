@@ -18,15 +18,20 @@ A fresh instance is made for every match, so a bot may keep per-match state on `
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from sdk.actions import Action
 from sdk.cards import Card
 from sdk.observation import Observation
 from sdk.rules import Rules
 
-PROTOCOL_VERSION = "tonk.v1"
+#: A bot's name in an arena: 2 to 32 of a-z, 0-9, '_' and '-', starting with a letter or digit.
+#: The registry refuses any other (arena.addresses.validate_bot_name), and every page and API
+#: path that names a bot uses the same rule.
+BOT_NAME_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{1,31}$")
+
 
 
 @dataclass(frozen=True, slots=True)

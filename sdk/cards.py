@@ -3,13 +3,15 @@
 A card is written rank then suit, as the rules text writes them: ``10s``, ``Qh``, ``Ac``.
 Parsing is lenient (``T`` for ten, any letter case); output is always canonical.
 
-There are exactly 52 :class:`Card` objects. They are interned, so identity, equality and
-hashing are all the cheap object defaults, and the engine can use them as dict keys freely.
+There are exactly 52 :class:`Card` objects. They are interned, so identity is equality (the
+cheap object default). The hash is the card's index, not the default identity hash: a set of
+cards then iterates in the same order in every process, so a bot that loops over one plays the
+same match the same way wherever it runs (``tonk check`` replays in a fresh process to see it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Final
 
 from sdk.errors import NotationError
@@ -78,6 +80,9 @@ class Card:
     def __str__(self) -> str:
         return self.text
 
+    def __hash__(self) -> int:
+        return self.index
+
     def __reduce__(self) -> tuple[object, tuple[int]]:
         # Unpickled and deep-copied cards must be the interned objects.
         return (Card.from_index, (self.index,))
@@ -96,6 +101,9 @@ DECK: Final[tuple[Card, ...]] = tuple(Card._make(i) for i in range(52))
 """The 52 cards in index order: clubs A..K, diamonds, hearts, spades."""
 
 DECK_SET: Final[frozenset[Card]] = frozenset(DECK)
+# The interned cards' identities: checking a deck by them hashes ints in C, where hashing the
+# cards themselves calls Card.__hash__ 52 times (a deal's check was most of its hashing).
+_DECK_IDS: Final[frozenset[int]] = frozenset(map(id, DECK))
 
 _CANONICAL: Final[dict[str, Card]] = {card.text: card for card in DECK}
 _BY_TEXT: Final[dict[str, Card]] = {}
@@ -103,6 +111,11 @@ for _card in DECK:
     _BY_TEXT[_card.text.upper()] = _card
     if _card.rank == 10:
         _BY_TEXT["T" + _card.suit.upper()] = _card
+
+
+def is_whole_deck(cards: Sequence[object]) -> bool:
+    """Whether ``cards`` are the 52 cards, each once, in any order."""
+    return len(cards) == 52 and frozenset(map(id, cards)) == _DECK_IDS
 
 
 def parse_cards(texts: Iterable[str]) -> list[Card]:

@@ -11,7 +11,9 @@ served on a loopback port) and runs three kinds of test under the real referee:
   pickup that is the last card, book lay-offs, ace-high spreads...), one decision each, judged
   by the referee's own :func:`~sdk.referee.resolve_reply`;
 * **determinism**: one match played twice with the same seed and match id must get the same
-  actions from the bot (seed your randomness from ``Bot.rng``).
+  actions from the bot (seed your randomness from ``Bot.rng``); a bot the check serves itself
+  (``MODULE:CLASS``, a house bot) plays it a third time from a new process
+  (:mod:`sdk.fresh_process`), which is how a set iterated in an identity-hash order shows.
 
 It reports every fault (illegal or malformed replies, timeouts, crashes, unreachable),
 latency percentiles, the situations reached, and passes only when there is no fault and no
@@ -26,7 +28,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -34,9 +36,9 @@ from typing import Any, Final
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, Action, Discard, Drop, Layoff, Meld
 from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
 from sdk.cards import DECK, Card
-from sdk.convert import decision_to_json
+from sdk.decision_file import decision_to_json
 from sdk.engine import HandState
-from sdk.melds import make_meld
+from sdk.melds import completes_meld, make_meld
 from sdk.observation import Observation, observe
 from sdk.players import is_address, load_bot_class
 from sdk.protocol import PROTOCOL_VERSION
@@ -81,7 +83,7 @@ class SparringBot(Bot):
             if obs.can_drop() and obs.hand_value <= 5:
                 return 0
             top = obs.top_discard
-            if top is not None and DRAW_DISCARD in legal and _makes_meld(obs.hand, top, obs.rules):
+            if top is not None and DRAW_DISCARD in legal and completes_meld(top, obs.hand, obs.rules):
                 return legal.index(DRAW_DISCARD)
             return legal.index(DRAW_STOCK) if DRAW_STOCK in legal else len(legal) - 1
         for i, action in enumerate(legal):
@@ -100,12 +102,6 @@ class WildBot(Bot):
 
     def act(self, obs: Observation) -> Action | int:
         return self.rng.randrange(len(obs.legal_actions))
-
-
-def _makes_meld(hand: Sequence[Card], card: Card, rules: Rules) -> bool:
-    from sdk.melds import hand_melds
-
-    return any(card in meld for meld in hand_melds([*hand, card], rules))
 
 
 # -- what the bot was asked, and what it answered ------------------------------------------------
@@ -327,6 +323,7 @@ class CheckReport:
     position_rows: list[tuple[str, str]] = field(default_factory=list)  # name, outcome
     nondeterminism: list[str] = field(default_factory=list)
     determinism_compared: int = 0
+    determinism_fresh_process: bool = False  # also replayed by a new process of the bot
     problems: list[str] = field(default_factory=list)  # other failures (lifecycle)
     #: The arena's admission checks (sdk.admission): step -> None (passed) or (code, message).
     admission: dict[str, tuple[str, str] | None] = field(default_factory=dict)
@@ -383,6 +380,7 @@ class CheckReport:
                 if d.fault is not None
             ],
             "nondeterminism": self.nondeterminism,
+            "determinism_fresh_process": self.determinism_fresh_process,
             "problems": self.problems,
             "admission": {
                 step: None if r is None else {"code": r[0], "message": r[1]}
@@ -433,7 +431,10 @@ class CheckReport:
         if self.determinism_compared:
             verdict = "identical" if not self.nondeterminism else "DIFFERENT"
             compared = self.determinism_compared
-            lines.append(f"determinism (same seed, same match twice): {verdict} ({compared} decisions)")
+            where = ", and in a new process" if self.determinism_fresh_process else ""
+            lines.append(
+                f"determinism (same seed, same match twice{where}): {verdict} ({compared} decisions)"
+            )
         lines.extend(f"NONDETERMINISTIC: {line}" for line in self.nondeterminism)
         faults = self.faults
         if faults:
@@ -544,7 +545,7 @@ def check_bot(
             _check_admission(address, player, cfg, report, progress)
         else:
             _check_info(player, report)
-        _run_all(player, cfg, report, progress)
+        _run_all(player, cfg, report, progress, fresh_target=target if running is not None else "")
     except _StopCheckError:
         report.stopped_early = True
     finally:
@@ -583,13 +584,17 @@ class _StopCheckError(Exception):
 
 
 def _run_all(
-    player: Any, cfg: CheckConfig, report: CheckReport, progress: Callable[[str], None] | None
+    player: Any,
+    cfg: CheckConfig,
+    report: CheckReport,
+    progress: Callable[[str], None] | None,
+    fresh_target: str = "",
 ) -> None:
     probe = Probe(player, report.decisions)
     steps: list[tuple[str, Callable[[], object]]] = [
         *((m.name, lambda m=m: _run_match(probe, m, cfg, report)) for m in MATCHES),
         *((p.name, lambda p=p: _run_position(probe, p, cfg, report)) for p in POSITIONS),
-        ("determinism", lambda: _check_determinism(player, cfg, report)),
+        ("determinism", lambda: _check_determinism(player, cfg, report, fresh_target)),
     ]
     for name, step in steps:
         if progress:
@@ -730,32 +735,63 @@ def _run_position(probe: Probe, position: Position, cfg: CheckConfig, report: Ch
         probe.match_end(MatchSummary(match_id, (0,) * state.players, None))
 
 
-def _check_determinism(player: Any, cfg: CheckConfig, report: CheckReport) -> None:
-    """Play one match twice (same seed, same match id) and compare the bot's actions."""
-    scenario = MATCHES[1]
-    runs: list[list[Decision]] = []
-    for _ in range(2):
-        log: list[Decision] = []
-        probe = Probe(player, log)
-        scratch = CheckReport(report.target, decisions=log)
-        _run_match(probe, scenario, cfg, scratch, match_id="check/determinism")
-        runs.append(log)
-    first, second = runs
+def _check_determinism(player: Any, cfg: CheckConfig, report: CheckReport, fresh_target: str = "") -> None:
+    """Play one match twice (same seed, same match id) and compare the bot's actions; then,
+    for a bot this check serves itself (``fresh_target``), a third time from a new process."""
+    first = _determinism_run(player, cfg, report)
+    second = _determinism_run(player, cfg, report)
     if any(d.fault for d in first + second):
         report.warnings.append("determinism not compared: the bot faulted in the repeated match")
         return
     report.determinism_compared = len(first)
-    for a, b in zip(first, second, strict=False):
+    hint = "use Bot.rng, seeded per match and seat, for any randomness"
+    if _compare_runs(first, second, "second run", hint, report) or not fresh_target:
+        return
+    from sdk.fresh_process import FreshProcessError, serve_in_fresh_process
+    from sdk.grpc_player import GrpcPlayer
+
+    try:
+        with serve_in_fresh_process(fresh_target) as address:
+            fresh = GrpcPlayer(address, lifecycle_timeout_s=cfg.lifecycle_timeout_s)
+            try:
+                third = _determinism_run(fresh, cfg, report)
+            finally:
+                fresh.close()
+    except FreshProcessError as exc:
+        report.warnings.append(f"determinism compared in one process only: {exc}")
+        return
+    if any(d.fault for d in third):
+        report.warnings.append("determinism not compared across processes: the bot faulted in a new one")
+        return
+    report.determinism_fresh_process = True
+    hint = ("iterate no set or dict whose order depends on the process: objects hashed by identity, "
+            "or strings under hash randomisation")  # fmt: skip
+    _compare_runs(first, third, "a new process", hint, report)
+
+
+def _determinism_run(player: Any, cfg: CheckConfig, report: CheckReport) -> list[Decision]:
+    log: list[Decision] = []
+    scratch = CheckReport(report.target, decisions=log)
+    _run_match(Probe(player, log), MATCHES[1], cfg, scratch, match_id="check/determinism")
+    return log
+
+
+def _compare_runs(
+    first: list[Decision], other: list[Decision], which: str, hint: str, report: CheckReport
+) -> bool:
+    """Report the first decision where ``other`` differs from ``first``; whether there is one."""
+    for a, b in zip(first, other, strict=False):
         if a.request.observation != b.request.observation:
             break  # the games diverged after an earlier difference: already reported
         if a.action != b.action:
             report.nondeterminism.append(
-                f"decision {a.request.decision_id}: first run {a.action}, second run {b.action} "
-                "(use Bot.rng, seeded per match and seat, for any randomness)"
+                f"decision {a.request.decision_id}: first run {a.action}, {which} {b.action} ({hint})"
             )
-            break
+            return True
     else:
-        if len(first) != len(second):
+        if len(first) != len(other):
             report.nondeterminism.append(
-                f"the repeated match took {len(second)} decisions instead of {len(first)}"
+                f"the repeated match took {len(other)} decisions instead of {len(first)} in {which}"
             )
+            return True
+    return False

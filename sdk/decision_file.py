@@ -15,10 +15,47 @@ Two formats, both read by :func:`read_decision`:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
-from sdk.convert import SDK_DECISION_FORMAT, ProtocolError, decision_from_json, decision_from_proto
+from sdk.errors import TonkError
+from sdk.messages import ProtocolError, decision_from_proto, decision_to_proto
+from sdk.observation import Observation
 from sdk.referee import DecisionRequest
+
+#: The name of the SDK's own decision JSON.
+SDK_DECISION_FORMAT: Final = "tonk-sdk-decision/1"
+
+
+def decision_to_json(request: DecisionRequest) -> dict[str, Any]:
+    """The SDK's JSON form of a decision: ids, deadline and ``Observation.to_json()``."""
+    return {
+        "format": SDK_DECISION_FORMAT,
+        "match_id": request.match_id,
+        "hand_index": request.hand_index,
+        "decision_id": request.decision_id,
+        "deadline_ms": request.deadline_ms,
+        "observation": request.observation.to_json(),
+    }
+
+
+def decision_from_json(data: Any) -> DecisionRequest:
+    """Read :func:`decision_to_json`'s form; a bare observation object is accepted too."""
+    if not isinstance(data, dict):
+        raise ProtocolError(f"a decision is a JSON object, got {type(data).__name__}")
+    obs_data = data.get("observation", data)
+    try:
+        obs = Observation.from_json(obs_data)
+    except TonkError as exc:
+        raise ProtocolError(f"observation: {exc}") from None
+    hand_index = data.get("hand_index", obs.hand_index)
+    match_id = str(data.get("match_id", "replay"))
+    return DecisionRequest(
+        match_id=match_id,
+        hand_index=int(hand_index),
+        decision_id=str(data.get("decision_id", f"{match_id}/{hand_index}/0")),
+        observation=obs,
+        deadline_ms=int(data.get("deadline_ms", 1000)),
+    )
 
 
 def decision_to_proto_dict(request: DecisionRequest) -> dict[str, Any]:
@@ -26,16 +63,12 @@ def decision_to_proto_dict(request: DecisionRequest) -> dict[str, Any]:
     ``json.dumps`` of it is what ``MessageToJson`` writes."""
     from google.protobuf import json_format
 
-    from sdk.convert import decision_to_proto
-
     return dict(json_format.MessageToDict(decision_to_proto(request)))
 
 
 def decision_to_proto_json(request: DecisionRequest) -> str:
     """The proto3 JSON of the DecideRequest a bot receives for ``request``."""
     from google.protobuf import json_format
-
-    from sdk.convert import decision_to_proto
 
     return str(json_format.MessageToJson(decision_to_proto(request), indent=1))
 
@@ -75,4 +108,11 @@ def _from_proto_json(data: dict[str, Any]) -> DecisionRequest | None:
         raise ProtocolError(f"DecideRequest: {exc}") from None
 
 
-__all__ = ["decision_to_proto_dict", "decision_to_proto_json", "read_decision"]
+__all__ = [
+    "SDK_DECISION_FORMAT",
+    "decision_from_json",
+    "decision_to_json",
+    "decision_to_proto_dict",
+    "decision_to_proto_json",
+    "read_decision",
+]

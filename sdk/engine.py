@@ -29,7 +29,7 @@ from sdk.actions import (
     Layoff,
     Meld,
 )
-from sdk.cards import DECK, DECK_SET, Card
+from sdk.cards import DECK, Card, is_whole_deck
 from sdk.errors import DeckError, IllegalActionError, RecordError
 from sdk.melds import TableMeld, hand_melds, make_meld
 from sdk.rules import HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
@@ -134,7 +134,7 @@ def _check_cards(
     cards += stock
     for meld in table:
         cards += meld.cards
-    if len(cards) == 52 and DECK_SET.issuperset(cards) and len(set(cards)) == 52:
+    if is_whole_deck(cards):
         return  # the usual case, checked in C
     parts = [(f"hands[{i}]", h) for i, h in enumerate(hands)]
     parts += [("discard", discard), ("stock", stock)]
@@ -196,7 +196,7 @@ class HandState:
     def deal(cls, deck: Sequence[Card], players: int, dealer: int = 0, rules: Rules = STANDARD) -> HandState:
         """A fresh hand dealt from ``deck`` (top first); TONK is checked at once."""
         _check_players(players, dealer)
-        if len(deck) != 52 or len(set(deck)) != 52 or not DECK_SET.issuperset(deck):
+        if not is_whole_deck(deck):
             check_deck([("the deck", deck)])
         hands, turned, stock = deal_from_deck(deck, players, dealer)
         to_act = dealer + 1 if dealer + 1 < players else 0

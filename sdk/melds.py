@@ -150,6 +150,21 @@ def hand_melds(hand: Iterable[Card], rules: Rules) -> list[tuple[Card, ...]]:
     return found
 
 
+def completes_meld(card: Card, hand: Sequence[Card], rules: Rules) -> bool:
+    """Whether ``card`` and cards of ``hand`` make a book or a spread: the one test the house
+    bots, the search bot's rollouts and ``tonk check``'s sparring partners share. Only cards of
+    its rank or suit can meld with it, so the rest are not searched."""
+    partners = [c for c in hand if c.rank == card.rank or c.suit_index == card.suit_index]
+    if len(partners) < 2:
+        return False
+    return any(card in meld for meld in hand_melds([*partners, card], rules))
+
+
+def fits_table(card: Card, table: Sequence[TableMeld], rules: Rules) -> bool:
+    """Whether ``card`` could be laid off on some meld on the table."""
+    return any(meld.accepts(card, rules) for meld in table)
+
+
 def _hand_melds_general(hand: Iterable[Card], rules: Rules) -> list[tuple[Card, ...]]:
     """:func:`hand_melds` for any rules (the reference the fast path is tested against)."""
     by_rank: dict[int, list[Card]] = {}

@@ -35,11 +35,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from sdk.bot import Bot, MatchInfo
-from sdk.convert import (
+from sdk.messages import (
     ProtocolError,
     deal_summary_from_proto,
-    decode_decide_request,
-    encode_reply,
     hand_result_from_proto,
     match_info_from_proto,
     match_summary_from_proto,
@@ -47,6 +45,7 @@ from sdk.convert import (
 from sdk.protocol import PROTOCOL_VERSION, SERVICE_NAME
 from sdk.protocol import bot_pb2 as pb
 from sdk.referee import DecisionRequest
+from sdk.wire import decode_decide_request, encode_reply
 
 logger = logging.getLogger("tonk.server")
 
@@ -76,7 +75,7 @@ class BotServicer:
     """The ``tonk.v1.BotService`` implementation around a bot class.
 
     Registered through a generic handler rather than the generated base class so that Decide
-    reads and writes raw bytes through :mod:`sdk.convert`'s fast codecs.
+    reads and writes raw bytes through :mod:`sdk.wire`'s fast codecs.
     """
 
     def __init__(
@@ -233,7 +232,7 @@ class BotServicer:
             {
                 "GetInfo": unary(self.get_info, pb.GetInfoRequest, pb.GetInfoResponse),
                 "StartMatch": unary(self.start_match, pb.StartMatchRequest, pb.StartMatchResponse),
-                # bytes in, bytes out: the codecs in sdk.convert do the work
+                # bytes in, bytes out: the codecs in sdk.wire do the work
                 "Decide": grpc.unary_unary_rpc_method_handler(self.decide),
                 "EndHand": unary(self.end_hand, pb.EndHandRequest, pb.EndHandResponse),
                 "EndMatch": unary(self.end_match, pb.EndMatchRequest, pb.EndMatchResponse),

@@ -23,7 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from leakcheck import _no_process_left_behind, pytest_configure, pytest_sessionfinish  # noqa: F401
+
+# The shared helpers' asserts explain themselves as a test's do.
+pytest.register_assert_rewrite("helpers")
+
+from leakcheck import _no_process_left_behind, pytest_configure, pytest_sessionfinish  # noqa: E402, F401
 
 # The default store lives in the user's data folder (arena/config.py): no test, nor any
 # command a test starts, may write there.
@@ -86,3 +90,13 @@ def redis_url(redis_prefix: str) -> Iterator[str]:
             for key in client.scan_iter(match=pattern, count=500):
                 client.delete(key)
         client.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The same test on SQLite and on the real local PostgreSQL."""
+    from arena.db import dispose_engines
+
+    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+    yield url
+    dispose_engines()

@@ -13,17 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.arena import counted_once, grpc_bots, hosted_bots, new_tournament, scores_by_key, wait_for
 from redis import Redis
 from rq import Queue, SimpleWorker
 from sqlalchemy import select
-from test_arena_helpers import (
-    counted_once,
-    grpc_bots,
-    hosted_bots,
-    new_tournament,
-    scores_by_key,
-    wait_for,
-)
 
 from arena import capacity
 from arena.db import dispose_engines, session_scope
@@ -159,7 +152,7 @@ def test_rq_submit_queues_each_pending_match_that_has_no_job_waiting(
 def test_sigkill_mid_match_loses_nothing(sqlite_url: str, redis_url: str, queue_prefix: str) -> None:
     url = sqlite_url
     queue = f"{queue_prefix}-kill"
-    ids = hosted_bots(url, ["test_arena_helpers:SlowGreedy", "greedy"])
+    ids = hosted_bots(url, ["helpers.arena:SlowGreedy", "greedy"])
     tid = new_tournament(url, ids, matches_per_table=2, hands_per_match=30, seed=77)
     backend = RqBackend(url, redis_url, queue)
     run_tournament(url, tid, backend, wait=False)
@@ -225,7 +218,7 @@ def _key(url: str, match_id: int) -> str:
 def test_cli_runs_pauses_on_ctrl_c_and_resumes(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    hosted_bots(sqlite_url, ["random", "greedy", "test_arena_helpers:SlowGreedy"])
+    hosted_bots(sqlite_url, ["random", "greedy", "helpers.arena:SlowGreedy"])
     monkeypatch.setenv("TONK_DATABASE_URL", sqlite_url)
     monkeypatch.delenv("TONK_REDIS_URL", raising=False)
     monkeypatch.setenv("TONK_EMBEDDED_WORKERS", "2")

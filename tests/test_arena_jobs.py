@@ -8,13 +8,8 @@ import subprocess
 import sys
 import threading
 
+from helpers.arena import counted_once, hosted_bots, new_tournament
 from sqlalchemy import func, select, update
-from test_arena_helpers import (
-    counted_once,
-    db_url,  # noqa: F401 - the parametrized store fixture
-    hosted_bots,
-    new_tournament,
-)
 
 from arena import jobs
 from arena.db import session_scope
@@ -25,7 +20,7 @@ from arena.tournaments import start_tournament
 
 
 def started(url: str, **options: object) -> tuple[int, list[int]]:
-    ids = hosted_bots(url, ["greedy", "random", "test_arena_helpers:CrashBot"])
+    ids = hosted_bots(url, ["greedy", "random", "helpers.arena:CrashBot"])
     tid = new_tournament(url, ids, table_sizes=[3], hands_per_match=8, config={"max_faults": 100}, **options)
     with session_scope(url) as session:
         start_tournament(session, tid)
@@ -45,7 +40,7 @@ def totals(url: str) -> tuple[int, int, int, int]:
         )
 
 
-def test_running_a_job_twice_counts_once(db_url: str) -> None:  # noqa: F811
+def test_running_a_job_twice_counts_once(db_url: str) -> None:
     tid, match_ids = started(db_url)
     assert jobs.play_match_job(match_ids[0], db_url) == "done"
     once = totals(db_url)
@@ -55,7 +50,7 @@ def test_running_a_job_twice_counts_once(db_url: str) -> None:  # noqa: F811
     counted_once(db_url, tid)
 
 
-def test_racing_writers_count_once(db_url: str) -> None:  # noqa: F811
+def test_racing_writers_count_once(db_url: str) -> None:
     """Two workers that both played the match (say one was presumed dead) race to record it:
     exactly one write lands, whole; the other changes nothing."""
     tid, match_ids = started(db_url)
@@ -94,7 +89,7 @@ def test_racing_writers_count_once(db_url: str) -> None:  # noqa: F811
     counted_once(db_url, tid)
 
 
-def test_abandoned_matches_are_played_again(db_url: str) -> None:  # noqa: F811
+def test_abandoned_matches_are_played_again(db_url: str) -> None:
     tid, match_ids = started(db_url, matches_per_table=2)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
@@ -128,7 +123,7 @@ def test_abandoned_matches_are_played_again(db_url: str) -> None:  # noqa: F811
     counted_once(db_url, tid)
 
 
-def test_an_arena_problem_fails_the_match_and_resume_retries_it(db_url: str) -> None:  # noqa: F811
+def test_an_arena_problem_fails_the_match_and_resume_retries_it(db_url: str) -> None:
     tid, match_ids = started(db_url)
     with session_scope(db_url) as session:
         version_id = session.scalars(

@@ -8,15 +8,8 @@ import zlib
 from collections.abc import Sequence
 
 import pytest
+from helpers.arena import CrashBot, IllegalBot, ReversedMelder, hosted_bots, new_tournament
 from sqlalchemy import select
-from test_arena_helpers import (
-    CrashBot,
-    IllegalBot,
-    ReversedMelder,
-    db_url,  # noqa: F401 - the parametrized store fixture
-    hosted_bots,
-    new_tournament,
-)
 
 from arena import replays, store
 from arena.db import session_scope
@@ -122,10 +115,10 @@ def test_corrupt_data_is_refused_by_name() -> None:
         replays.decode(fmt, zlib.compress(b"\x09" + raw[1:]))
 
 
-def test_stored_replays_round_trip(db_url: str) -> None:  # noqa: F811
+def test_stored_replays_round_trip(db_url: str) -> None:
     """Played by the job, written to the store, read back through arena.store: identical to
     the same match played again from its plan (same seed, same deals, deterministic bots)."""
-    ids = hosted_bots(db_url, ["greedy", "random", "test_arena_helpers:CrashBot"])
+    ids = hosted_bots(db_url, ["greedy", "random", "helpers.arena:CrashBot"])
     tid = new_tournament(
         db_url, ids, table_sizes=[3], hands_per_match=25, seed=2**64 - 99, config={"max_faults": 1000}
     )

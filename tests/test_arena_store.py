@@ -3,19 +3,16 @@ store, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import pytest
+from helpers.arena import hosted_bots, new_tournament
 from sqlalchemy import select
-from test_arena_helpers import (
-    db_url,  # noqa: F401 - the parametrized store fixture
-    hosted_bots,
-    new_tournament,
-)
 
 from arena import leaderboard, store
 from arena.db import session_scope
 from arena.jobs import play_match_job
 from arena.models import Match
 from arena.tournaments import extend_tournament, start_tournament
+from dashboard.params import Paging
+from dashboard.queries.matches import MatchFilter, match_list
 
 
 def play_all(url: str, tid: int) -> None:
@@ -28,30 +25,30 @@ def play_all(url: str, tid: int) -> None:
         assert play_match_job(match_id, url) == "done"
 
 
-def test_queries_stats_and_ratings(db_url: str) -> None:  # noqa: F811
-    random_id, greedy_id, crash_id = hosted_bots(db_url, ["random", "greedy", "test_arena_helpers:CrashBot"])
+def test_queries_stats_and_ratings(db_url: str) -> None:
+    random_id, greedy_id, crash_id = hosted_bots(db_url, ["random", "greedy", "helpers.arena:CrashBot"])
     tid = new_tournament(db_url, [random_id, greedy_id, crash_id], hands_per_match=10,
                          config={"max_faults": 100})
+    # The live match list (the dashboard's); its bad status and paging are 400s, tested in
+    # test_dashboard_api (status=finished, per_page=0).
     with session_scope(db_url) as session:
-        pending = store.list_matches(session, tournament_id=tid, bot_id=greedy_id, limit=2)
-        assert pending.total == 4 and len(pending.items) == 2  # greedy sits at 2 of 3 tables, x2
-        assert all(s.score is None for m in pending.items for s in m.seats)
+        pending = match_list(session, db_url, MatchFilter(bot_id=greedy_id, tournament_id=tid), Paging(1, 2))
+        assert pending["total"] == 4 and len(pending["matches"]) == 2  # greedy sits at 2 of 3 tables, x2
+        assert all(s["score"] is None for m in pending["matches"] for s in m["seats"])
         assert leaderboard.current_leaderboard(session).rows == []
     play_all(db_url, tid)
     with session_scope(db_url) as session:
-        everything = store.list_matches(session, tournament_id=tid, limit=500, newest_first=False)
-        assert [m.status for m in everything.items] == ["done"] * 6
-        assert [m.id for m in everything.items] == sorted(m.id for m in everything.items)
-        page = store.list_matches(session, status="done", limit=4, offset=4)
-        assert (page.total, len(page.items)) == (6, 2)
-        assert store.list_matches(session, status="failed").total == 0
-        with pytest.raises(store.InvalidQueryError, match="'finished' is not one of"):
-            store.list_matches(session, status="finished")
-        with pytest.raises(store.InvalidQueryError, match="limit 0"):
-            store.list_matches(session, limit=0)
-        crash_matches = store.list_matches(session, bot_id=crash_id, limit=500)
-        assert crash_matches.total == 4
-        detail = store.get_match(session, crash_matches.items[0].id)
+        everything = match_list(session, db_url, MatchFilter(tournament_id=tid), Paging(1, 100))["matches"]
+        assert [m["status"] for m in everything] == ["done"] * 6
+        assert [m["id"] for m in everything] == sorted((m["id"] for m in everything), reverse=True)
+        page = match_list(session, db_url, MatchFilter(status="done"), Paging(2, 4))
+        assert (page["total"], len(page["matches"])) == (6, 2)
+        assert match_list(session, db_url, MatchFilter(status="failed"), Paging(1, 10))["total"] == 0
+        crashed = match_list(session, db_url, MatchFilter(bot_id=crash_id), Paging(1, 100))["matches"]
+        crash_ids = [m["id"] for m in crashed]
+        assert len(crash_ids) == 4
+        crash_matches = [store.get_match(session, i) for i in crash_ids]
+        detail = crash_matches[0]
         assert detail.fault_records and all(f.bot_id == crash_id for f in detail.fault_records)
         assert detail.label and detail.seed is not None and detail.has_replay
 
@@ -59,7 +56,7 @@ def test_queries_stats_and_ratings(db_url: str) -> None:  # noqa: F811
         assert sum(s.chips for s in stats.values()) == 0
         assert {s.matches for s in stats.values()} == {4}
         assert stats[crash_id].faults == sum(
-            f.faults for m in crash_matches.items for f in m.seats if f.bot_id == crash_id
+            f.faults for m in crash_matches for f in m.seats if f.bot_id == crash_id
         ) > 0
         only = store.bot_stats(session, bot_id=greedy_id, tournament_id=tid)
         assert len(only) == 1 and only[0] == stats[greedy_id]
@@ -86,3 +83,13 @@ def test_queries_stats_and_ratings(db_url: str) -> None:  # noqa: F811
         tournaments = store.list_tournaments(session)
         assert tournaments.total == 1 and tournaments.items[0].progress.done == 12
         assert store.list_tournaments(session, status="running").total == 0
+
+
+def test_statuses_are_the_stored_strings() -> None:
+    # The database and the API hold these strings: an enum value may never change.
+    from arena.statuses import BOT_STATUSES, MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus
+
+    assert MATCH_STATUSES == ("pending", "running", "done", "failed")
+    assert TOURNAMENT_STATUSES == ("created", "running", "paused", "finished")
+    assert BOT_STATUSES == ("active", "retired")
+    assert MatchStatus.DONE == "done" and f"{MatchStatus.DONE}" == "done"

@@ -5,13 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from helpers.arena import SETTINGS, hosted_bots, new_tournament, seats_by_key
 from sqlalchemy import select
-from test_arena_helpers import (
-    SETTINGS,
-    db_url,  # noqa: F401 - the parametrized store fixture
-    hosted_bots,
-    new_tournament,
-)
 
 from arena import store
 from arena.db import session_scope
@@ -35,26 +30,16 @@ from arena.tournaments import (
 from sdk.dealing import derive_seed
 
 
-def seats_by_key(url: str, tid: int) -> dict[str, tuple[int, ...]]:
-    with session_scope(url) as session:
-        rows = session.execute(
-            select(Match.key, MatchSeat.seat, MatchSeat.bot_id)
-            .join(MatchSeat, MatchSeat.match_id == Match.id)
-            .where(Match.tournament_id == tid)
-            .order_by(Match.key, MatchSeat.seat)
-        ).all()
-    out: dict[str, list[int]] = {}
-    for key, _seat, bot in rows:
-        out.setdefault(key, []).append(bot)
-    return {k: tuple(v) for k, v in out.items()}
+def bots_by_key(url: str, tid: int) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(v) for k, v in seats_by_key(url, tid, MatchSeat.bot_id).items()}
 
 
-def test_round_robin_in_duplicate(db_url: str) -> None:  # noqa: F811
-    ids = hosted_bots(db_url, ["random", "greedy", "heuristic", "test_arena_helpers:CrashBot"])
+def test_round_robin_in_duplicate(db_url: str) -> None:
+    ids = hosted_bots(db_url, ["random", "greedy", "heuristic", "helpers.arena:CrashBot"])
     seed = 2**64 - 1  # the largest seed: stored in a signed column and read back unsigned
     tid = new_tournament(db_url, ids, table_sizes=[3, 2], matches_per_table=2, hands_per_match=7, seed=seed)
     tables = [c for n in (2, 3) for c in itertools.combinations(ids, n)]
-    seats = seats_by_key(db_url, tid)
+    seats = bots_by_key(db_url, tid)
     # Every combination at every size, every seat arrangement of every deal: 6*2 + 4*6 per deal.
     assert len(seats) == 2 * (6 * 2 + 4 * 6)
     for t, combo in enumerate(tables):
@@ -85,7 +70,7 @@ def test_round_robin_in_duplicate(db_url: str) -> None:  # noqa: F811
         assert view.config == {"decision_deadline_ms": 2000, "time_bank_ms": 5000, "max_faults": 3}
 
 
-def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:  # noqa: F811
+def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:
     ids = hosted_bots(db_url)
     tid = new_tournament(db_url, ids, matches_per_table=1, hands_per_match=3)
     with session_scope(db_url) as session:
@@ -97,10 +82,10 @@ def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:  # noqa:
         t = session.get(Tournament, tid)
         assert t is not None and t.status == "finished" and t.finished_at is not None
         assert store.get_tournament(session, tid).seed == 12345
-        before = seats_by_key(db_url, tid)
+        before = bots_by_key(db_url, tid)
         assert extend_tournament(session, tid, 2) == 4
         assert t.status == "paused" and t.matches_per_table == 3 and t.finished_at is None
-    after = seats_by_key(db_url, tid)
+    after = bots_by_key(db_url, tid)
     assert set(after) == set(before) | {f"t0/d{d}/r{r}" for d in (1, 2) for r in (0, 1)}
     with session_scope(db_url) as session:
         progress = store.tournament_progress(session, tid)
@@ -108,7 +93,7 @@ def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:  # noqa:
         assert store.get_tournament(session, tid).seed is None  # secret again until finished
 
 
-def test_pause_stops_new_matches_and_resume_continues(db_url: str) -> None:  # noqa: F811
+def test_pause_stops_new_matches_and_resume_continues(db_url: str) -> None:
     ids = hosted_bots(db_url)
     tid = new_tournament(db_url, ids, matches_per_table=2, hands_per_match=3)
     with session_scope(db_url) as session:

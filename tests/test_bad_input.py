@@ -6,14 +6,14 @@ observation are the same before and after.
 
 from __future__ import annotations
 
-import copy
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from case_files import CASES
+from helpers.case_files import CASES
+from helpers.positions import cards, position
+from helpers.records import EXAMPLE_1, changed, raises
 
 from bots.random_bot import RandomBot
 from sdk.actions import Action, Discard, Drop, Layoff, Meld
@@ -29,42 +29,15 @@ from sdk.errors import (
     RulesError,
     TonkError,
 )
-from sdk.melds import make_meld
 from sdk.observation import observe
 from sdk.record import HandRecord
 from sdk.referee import LocalPlayer, play_match
-from sdk.rules import STANDARD, Rules
-
-EXAMPLE: dict[str, Any] = json.loads((CASES / "seed-example-1.json").read_text())
-
-
-def cards(text: str) -> list[Card]:
-    return [Card.parse(t) for t in text.split()]
-
-
-def mutated(change: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
-    """The first example's record with one change."""
-    data = copy.deepcopy(EXAMPLE)
-    change(data)
-    return data
-
-
-def raises(kind: type[Exception], pattern: str, call: Callable[[], object]) -> Exception:
-    """``call`` raises ``kind`` (exactly that class or a subclass) with ``pattern`` in its message."""
-    with pytest.raises(kind) as info:
-        call()
-    assert isinstance(info.value, ValueError)
-    assert re.search(pattern, str(info.value)), str(info.value)
-    return info.value
+from sdk.rules import Rules
 
 
 def midgame() -> HandState:
-    """Seat 0 to act, with a book and a spread on the table, and the discard pile not empty."""
-    hands = [cards("5h 6h 7h 10h 2c Kd"), cards("Qs Js 3d 4d"), cards("9c 9d 9h 2s")]
-    table = [make_meld(1, cards("5s 6s 7s"), STANDARD)]
-    used = {c for h in hands for c in h} | {c for m in table for c in m.cards} | {Card.parse("Qd")}
-    stock = [c for c in DECK if c not in used]
-    return HandState.from_position(hands, cards("Qd"), stock, table, dealer=2)
+    """Seat 0 to act, with a spread on the table, and the discard pile not empty."""
+    return position(["5h 6h 7h 10h 2c Kd", "Qs Js 3d 4d", "9c 9d 9h 2s"], "Qd", table=[(1, "5s 6s 7s")])
 
 
 # -- cards ------------------------------------------------------------------------------------
@@ -86,7 +59,7 @@ def test_a_card_that_is_not_text(value: object) -> None:
 
 @pytest.mark.parametrize("value", ["Xz", "11s", "", 5, None])
 def test_unknown_card_in_a_record_names_where(value: object) -> None:
-    data = mutated(lambda d: d["hands"][1].__setitem__(2, value))
+    data = changed(EXAMPLE_1, lambda d: d["hands"][1].__setitem__(2, value))
     error = raises(RecordError, r"^'hands\[1\]': ", lambda: HandRecord.from_json(data))
     assert repr(value) in str(error)
 
@@ -94,8 +67,14 @@ def test_unknown_card_in_a_record_names_where(value: object) -> None:
 def test_unknown_card_in_an_action() -> None:
     raises(NotationError, "unknown card 'Xz'", lambda: Action.from_json({"discard": "Xz"}))
     raises(NotationError, "unknown card '11s'", lambda: Action.parse("discard 11s"))
-    data = mutated(lambda d: d["actions"][1].__setitem__("discard", "Xz"))
+    data = changed(EXAMPLE_1, lambda d: d["actions"][1].__setitem__("discard", "Xz"))
     raises(RecordError, "action 1: unknown card 'Xz'", lambda: HandRecord.from_json(data))
+
+
+def test_an_unknown_card_in_a_record_says_how_to_write_one() -> None:
+    data = changed(EXAMPLE_1, lambda d: d["stock"].__setitem__(4, "Xz"))
+    raises(RecordError, r"^'stock': unknown card 'Xz': write a rank \(A 2-10 J Q K, or T\) then a suit",
+           lambda: HandRecord.from_json(data))
 
 
 def test_a_list_of_cards_that_is_a_string() -> None:
@@ -109,16 +88,19 @@ def test_duplicated_card() -> None:
     deck = list(DECK)
     deck[51] = deck[0]  # Ac twice, Ks missing
     raises(DeckError, "card Ac appears twice", lambda: HandState.deal(deck, 3))
-    data = mutated(lambda d: d["hands"][0].__setitem__(0, "8d"))  # Croaker: 8d 8d 8h 5s 4c
+    data = changed(EXAMPLE_1, lambda d: d["hands"][0].__setitem__(0, "8d"))  # Croaker: 8d 8d 8h 5s 4c
     raises(DeckError, r"card 8d appears twice: in hands\[0\] and in hands\[0\]",
            lambda: HandRecord.from_json(data))
-    data = mutated(lambda d: d["stock"].append("Ah"))  # Ah is in Goblin's hand
+    data = changed(EXAMPLE_1, lambda d: d["stock"].__setitem__(0, "8d"))
+    raises(DeckError, r"^card 8d appears twice: in hands\[0\] and in stock$",
+           lambda: HandRecord.from_json(data))
+    data = changed(EXAMPLE_1, lambda d: d["stock"].append("Ah"))  # Ah is in Goblin's hand
     raises(DeckError, r"card Ah appears twice: in hands\[1\] and in stock",
            lambda: HandRecord.from_json(data))
 
 
 def test_missing_card() -> None:
-    data = mutated(lambda d: d["stock"].remove("9c"))
+    data = changed(EXAMPLE_1, lambda d: d["stock"].remove("9c"))
     error = raises(DeckError, "a deck has 52 cards, these parts hold 51; missing: 9c$",
                    lambda: HandRecord.from_json(data))
     assert isinstance(error, RecordError)  # a DeckError is a kind of malformed record
@@ -127,11 +109,13 @@ def test_missing_card() -> None:
 def test_wrong_deck_size_51() -> None:
     raises(DeckError, "a deck has 52 cards, these parts hold 51; missing: Ks$",
            lambda: HandState.deal(list(DECK[:51]), 2))
+    raises(DeckError, "^a deck has 52 cards, these parts hold 40; missing: ",
+           lambda: HandState.deal(list(DECK[:40]), 2))
 
 
 def test_wrong_deck_size_53() -> None:
     raises(DeckError, "card 5c appears twice", lambda: HandState.deal([*DECK, DECK[4]], 2))
-    data = mutated(lambda d: d["discard"].insert(0, "Ks"))
+    data = changed(EXAMPLE_1, lambda d: d["discard"].insert(0, "Ks"))
     raises(DeckError, "card Ks appears twice: in discard and in stock", lambda: HandRecord.from_json(data))
 
 
@@ -149,6 +133,12 @@ def test_malformed_json(text: str | bytes) -> None:
     raises(RecordError, "^not valid JSON: ", lambda: HandRecord.from_text(text))
 
 
+def test_json_too_deeply_nested_or_cut_short() -> None:
+    raises(RecordError, "^not valid JSON: nested too deeply", lambda: HandRecord.from_text("[" * 100_000))
+    raises(RecordError, "^not valid JSON: Expecting",
+           lambda: HandRecord.from_text('{"format": "tonk-hand/1",'))
+
+
 @pytest.mark.parametrize(
     ("text", "kind"), [("[]", "list"), ("42", "int"), ("null", "NoneType"), ('"x"', "str")]
 )
@@ -158,15 +148,71 @@ def test_record_not_an_object(text: str, kind: str) -> None:
 
 @pytest.mark.parametrize(("tag", "shown"), [("tonk-hand/2", "'tonk-hand/2'"), (None, "None"), (1, "1")])
 def test_wrong_format_tag(tag: object, shown: str) -> None:
-    data = mutated(lambda d: d.__setitem__("format", tag))
+    data = changed(EXAMPLE_1, lambda d: d.__setitem__("format", tag))
     raises(RecordError, f"'format' must be 'tonk-hand/1', got {shown}", lambda: HandRecord.from_json(data))
-    data = mutated(lambda d: d.pop("format"))
+    data = changed(EXAMPLE_1, lambda d: d.pop("format"))
     raises(RecordError, "'format' must be 'tonk-hand/1', got None", lambda: HandRecord.from_json(data))
 
 
 def test_missing_field() -> None:
-    data = mutated(lambda d: d.pop("stock"))
+    data = changed(EXAMPLE_1, lambda d: d.pop("stock"))
     raises(RecordError, "missing field 'stock'", lambda: HandRecord.from_json(data))
+
+
+@pytest.mark.parametrize(
+    ("change", "pattern"),
+    [
+        (lambda d: d.update(start="middle"), "^'start' must be 'deal' or 'position', got 'middle'"),
+        (lambda d: d.update(to_act=-1), "^'to_act' must be a seat from 0 to 2, got -1"),
+        (lambda d: d["hands"][0].pop(), "^a record that starts from a deal has 5 cards in each hand$"),
+        (lambda d: d["hands"].pop(), r"^'hands' must hold one list of cards per player \(3\)"),
+        (lambda d: d["hands"].__setitem__(0, {"10s": 1}), r"^'hands\[0\]': expected a list of cards"),
+        (
+            lambda d: d["discard"].append(d["stock"].pop()),
+            "^a record that starts from a deal has one card in 'discard'",
+        ),
+        (
+            lambda d: d["actions"][0].update(draw="deck"),
+            "^action 0: draw is 'stock' or 'discard', got 'deck'",
+        ),
+        (lambda d: d["actions"][0].update(discard="5c"), "^action 0: an action names exactly one of"),
+        (lambda d: d["actions"][0].update(card="6s"), "^action 0: unexpected field 'card'"),
+        (
+            lambda d: d["outcome"].update(end="win"),
+            "^outcome 'end' must be tonk, drop, out, stock, cap or fault",
+        ),
+        (
+            lambda d: d["outcome"].update(payoffs=[1, -1]),
+            r"^outcome 'payoffs' needs one entry per player \(3\)",
+        ),
+        (lambda d: d.update(note=5), "^'note' must be text, got 5"),
+        (lambda d: d.update(players="abc"), "^'players' must be a list of names"),
+    ],
+)
+def test_a_malformed_record_gets_a_record_error_naming_the_problem(
+    change: Callable[[dict[str, Any]], object], pattern: str
+) -> None:
+    raises(RecordError, pattern, lambda: HandRecord.from_json(changed(EXAMPLE_1, change)))
+
+
+def test_a_deal_record_has_no_table() -> None:
+    data = changed(EXAMPLE_1, lambda d: d.update(table=[]))
+    HandRecord.from_json(data)  # an empty table is fine
+    record = HandRecord.from_json(json.loads((CASES / "seed-example-2.json").read_text()))
+    data = changed(EXAMPLE_1,
+        lambda d: (
+            d["stock"].remove("Qs"),
+            d["stock"].remove("Ks"),
+            d["stock"].remove("Js"),
+            d.update(table=[{"owner": 0, "cards": ["Js", "Qs", "Ks"]}]),
+        ),
+    )
+    raises(
+        RecordError,
+        "^a record that starts from a deal has no melds on the table$",
+        lambda: HandRecord.from_json(data),
+    )
+    assert record.table is None
 
 
 # -- rules ------------------------------------------------------------------------------------
@@ -174,14 +220,14 @@ def test_missing_field() -> None:
 
 def test_unknown_rule_set_name() -> None:
     raises(RulesError, "unknown rule set 'bogus'; known: standard", lambda: Rules.from_json("bogus"))
-    data = mutated(lambda d: d.__setitem__("rules", "bogus"))
+    data = changed(EXAMPLE_1, lambda d: d.__setitem__("rules", "bogus"))
     raises(RecordError, "^'rules': unknown rule set 'bogus'", lambda: HandRecord.from_json(data))
 
 
 def test_unknown_rule_option() -> None:
     error = raises(RulesError, "unknown rule option 'hit_lok'", lambda: Rules.from_json({"hit_lok": True}))
     assert "hit_lock" in str(error)  # lists the known options
-    data = mutated(lambda d: d.__setitem__("rules", {"ace_high": True}))
+    data = changed(EXAMPLE_1, lambda d: d.__setitem__("rules", {"ace_high": True}))
     raises(RecordError, "^'rules': unknown rule option 'ace_high'", lambda: HandRecord.from_json(data))
 
 
@@ -199,7 +245,7 @@ def test_unknown_rule_option() -> None:
 )
 def test_rule_option_of_the_wrong_type(options: dict[str, Any], pattern: str) -> None:
     raises(RulesError, pattern, lambda: Rules.from_json(options))
-    data = mutated(lambda d: d.__setitem__("rules", options))
+    data = changed(EXAMPLE_1, lambda d: d.__setitem__("rules", options))
     raises(RecordError, "^'rules': " + pattern, lambda: HandRecord.from_json(data))
 
 
@@ -218,7 +264,7 @@ def test_seven_players_and_one(players: int) -> None:
     hands = [cards(f"{r}c {r}d") for r in "23456789"[:players]]
     rest = [c for c in DECK if c not in {c for h in hands for c in h}]
     raises(RecordError, f"not {players}$", lambda: HandState.from_position(hands, rest[:1], rest[1:]))
-    data = mutated(lambda d: d.__setitem__("players", [f"p{i}" for i in range(players)]))
+    data = changed(EXAMPLE_1, lambda d: d.__setitem__("players", [f"p{i}" for i in range(players)]))
     raises(RecordError, f"Tonk is played by 2 to 6 players; this record has {players}$",
            lambda: HandRecord.from_json(data))
     raises(ValueError, f"a match has 2 to 6 players, got {players}",
@@ -229,15 +275,15 @@ def test_seven_players_and_one(players: int) -> None:
 def test_dealer_out_of_range(dealer: int) -> None:
     raises(RecordError, f"dealer {dealer} is not a seat of a 3-player hand",
            lambda: HandState.deal(list(DECK), 3, dealer))
-    data = mutated(lambda d: d.__setitem__("dealer", dealer))
+    data = changed(EXAMPLE_1, lambda d: d.__setitem__("dealer", dealer))
     raises(RecordError, f"'dealer' must be a seat from 0 to 2, got {dealer}",
            lambda: HandRecord.from_json(data))
 
 
 def test_seat_to_act_out_of_range() -> None:
-    data = mutated(lambda d: d.__setitem__("to_act", 3))
+    data = changed(EXAMPLE_1, lambda d: d.__setitem__("to_act", 3))
     raises(RecordError, "'to_act' must be a seat from 0 to 2, got 3", lambda: HandRecord.from_json(data))
-    data = mutated(lambda d: d["actions"][0].__setitem__("seat", 5))
+    data = changed(EXAMPLE_1, lambda d: d["actions"][0].__setitem__("seat", 5))
     raises(RecordError, "action 0: 'seat' must be a seat from 0 to 2, got 5",
            lambda: HandRecord.from_json(data))
 
@@ -252,11 +298,14 @@ def test_meld_index_that_does_not_exist() -> None:
                    lambda: state.apply(Layoff(Card.parse("2c"), 7), 0))
     assert isinstance(error, IllegalActionError) and error.rule == "no_such_meld"
     # In a record: Croaker lays his 6s onto meld 7 when only his book (meld 0) is down.
-    data = mutated(lambda d: d["actions"].__setitem__(8, {"seat": 0, "layoff": "6s", "onto": 7}))
+    data = changed(EXAMPLE_1, lambda d: d["actions"].__setitem__(8, {"seat": 0, "layoff": "6s", "onto": 7}))
     error = raises(IllegalActionError,
                    r"^action 8 \(layoff 6s 7, seat 0\): there is no meld 7 on the table \(it holds 1",
                    lambda: HandRecord.from_json(data).verify())
     assert isinstance(error, IllegalActionError) and error.action_index == 8
+    data = changed(EXAMPLE_1, lambda d: d["actions"].__setitem__(8, {"seat": 0, "layoff": "6s", "onto": -1}))
+    raises(RecordError, "^action 8: layoff needs 'onto', a meld index >= 0, got -1",
+           lambda: HandRecord.from_json(data))
 
 
 @pytest.mark.parametrize(
@@ -271,7 +320,7 @@ def test_meld_index_that_does_not_exist() -> None:
 def test_action_naming_two_kinds_or_none(action: dict[str, Any]) -> None:
     raises(NotationError, "an action names exactly one of draw, meld, layoff, discard, drop",
            lambda: Action.from_json(action))
-    data = mutated(lambda d: d["actions"].__setitem__(0, {"seat": 0, **action}))
+    data = changed(EXAMPLE_1, lambda d: d["actions"].__setitem__(0, {"seat": 0, **action}))
     raises(RecordError, "^action 0: an action names exactly one of", lambda: HandRecord.from_json(data))
 
 
@@ -299,7 +348,7 @@ def test_seat_out_of_turn() -> None:
     state = midgame()
     error = raises(IllegalActionError, "it is seat 0's turn, not seat 1's", lambda: state.apply(Drop(), 1))
     assert isinstance(error, IllegalActionError) and error.rule == "turn"
-    data = mutated(lambda d: d["actions"][2].__setitem__("seat", 2))  # Elmo draws in Goblin's turn
+    data = changed(EXAMPLE_1, lambda d: d["actions"][2].__setitem__("seat", 2))  # Elmo draws in Goblin's turn
     error = raises(IllegalActionError, r"^action 2 \(draw stock, seat 2\): it is seat 1's turn, not seat 2's",
                    lambda: HandRecord.from_json(data).replay())
     assert isinstance(error, IllegalActionError) and error.action_index == 2 and error.rule == "turn"
@@ -336,7 +385,7 @@ def test_discarding_a_card_not_held() -> None:
     error = raises(IllegalActionError, "Qs is not in seat 0's hand",
                    lambda: state.apply(Discard(Card.parse("Qs")), 0))
     assert isinstance(error, IllegalActionError) and error.rule == "not_in_hand"
-    data = mutated(lambda d: d["actions"][1].__setitem__("discard", "Kd"))
+    data = changed(EXAMPLE_1, lambda d: d["actions"][1].__setitem__("discard", "Kd"))
     error = raises(IllegalActionError, r"^action 1 \(discard Kd, seat 0\): Kd is not in seat 0's hand",
                    lambda: HandRecord.from_json(data).verify())
     assert isinstance(error, IllegalActionError) and error.action_index == 1
@@ -350,17 +399,17 @@ def test_a_thing_that_is_not_an_action() -> None:
 
 
 def test_actions_after_the_hand_is_over() -> None:
-    data = mutated(lambda d: d["actions"].append({"seat": 1, "draw": "stock"}))
+    data = changed(EXAMPLE_1, lambda d: d["actions"].append({"seat": 1, "draw": "stock"}))
     error = raises(IllegalActionError, r"^action 14: the hand is already over \(drop\)",
                    lambda: HandRecord.from_json(data).verify())
     assert isinstance(error, IllegalActionError) and error.action_index == 14
 
 
 def test_wrong_stored_outcome() -> None:
-    data = mutated(lambda d: d["outcome"].__setitem__("payoffs", [1, 0, -1]))
+    data = changed(EXAMPLE_1, lambda d: d["outcome"].__setitem__("payoffs", [1, 0, -1]))
     raises(OutcomeMismatchError, r"payoffs: record says \[1, 0, -1\], replay gives \[2, -1, -1\]",
            lambda: HandRecord.from_json(data).verify())
-    data = mutated(lambda d: d["actions"].pop())
+    data = changed(EXAMPLE_1, lambda d: d["actions"].pop())
     raises(OutcomeMismatchError, "the actions end before the hand is over",
            lambda: HandRecord.from_json(data).verify())
 
@@ -425,7 +474,8 @@ def test_a_refused_action_after_the_hand_is_over_changes_nothing() -> None:
 
 
 def test_a_refused_record_changes_nothing() -> None:
-    data = mutated(lambda d: d["actions"][9].__setitem__("draw", "discard"))  # Goblin takes the 6s...
+    # Goblin takes the 6s...
+    data = changed(EXAMPLE_1, lambda d: d["actions"][9].__setitem__("draw", "discard"))
     data["actions"][10]["discard"] = "6s"  # ...and throws it straight back
     record = HandRecord.from_json(data)
     before = record.to_json()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 import pytest
-from faultbots import HOSTILE_TEXT, register_bots, serve_fault
+from helpers.faultbots import HOSTILE_TEXT, register_bots, serve_fault
 
 from arena.text import ELLIPSIS, NAME_LIMIT, REASON_LIMIT, clean_text, visible
 from bots.greedy import GreedyBot

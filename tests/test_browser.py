@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from helpers.dashboard_fixtures import live_arena
 
 if TYPE_CHECKING:
-    from dashboard_fixtures import Seeded
+    from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 pytestmark = pytest.mark.browser
 
 # The committed screenshots are refreshed only on request (TONK_UPDATE_SCREENSHOTS=1), so a
@@ -51,7 +52,7 @@ def chromium_path() -> str:
 
 @pytest.fixture(scope="module")
 def base_url(seeded_sqlite: Seeded) -> Iterator[str]:
-    from dashboard_fixtures import OPERATOR_TOKEN
+    from helpers.dashboard_fixtures import OPERATOR_TOKEN
 
     from dashboard.server import serve_in_thread
 
@@ -308,7 +309,7 @@ def test_a_six_seat_replay_fits_one_screen(browser: Any, tmp_path: Path) -> None
     import json
     import urllib.request
 
-    from dashboard_fixtures import OPERATOR_TOKEN
+    from helpers.dashboard_fixtures import OPERATOR_TOKEN
     from sqlalchemy import select
 
     from arena.auth import get_or_create_operator
@@ -323,7 +324,8 @@ def test_a_six_seat_replay_fits_one_screen(browser: Any, tmp_path: Path) -> None
     url = f"sqlite:///{tmp_path / 'six.sqlite'}"
     with session_scope(url) as session:
         house = get_or_create_operator(session, "house")
-        targets = ["dashboard_fixtures:LowBot", "bots.greedy:GreedyBot", "bots.random_bot:RandomBot"] * 2
+        targets = ["helpers.dashboard_fixtures:LowBot", "bots.greedy:GreedyBot", "bots.random_bot:RandomBot"]
+        targets *= 2
         ids = [host_bot(session, house, f"player{k}", t, check=False).id for k, t in enumerate(targets)]
         t = create_tournament(session, name="Six", bot_ids=ids, table_sizes=[6], matches_per_table=1,
                               hands_per_match=4, seed=606, settings=Settings(database_url=url))
@@ -455,37 +457,11 @@ def test_the_table_shows_the_engines_numbers(page: Any, base_url: str, seeded_sq
             page.keyboard.press("ArrowRight")
 
 
-def live_arena(url: str) -> tuple[int, list[int]]:
-    """A fresh store with a started 3-bot tournament of 6 matches: its id and match ids."""
-    from sqlalchemy import select
-
-    from arena.auth import get_or_create_operator
-    from arena.config import Settings
-    from arena.db import session_scope
-    from arena.models import Match
-    from arena.registry import host_bot
-    from arena.tournaments import create_tournament, start_tournament
-
-    with session_scope(url) as session:
-        house = get_or_create_operator(session, "house")
-        bots = (("random", "bots.random_bot:RandomBot"), ("lowball", "dashboard_fixtures:LowBot"),
-                ("greedy", "bots.greedy:GreedyBot"))
-        ids = [host_bot(session, house, name, target, check=False).id for name, target in bots]
-        t = create_tournament(
-            session, name="Live Cup", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=6,
-            seed=20261111, settings=Settings(database_url=url),
-        )
-        start_tournament(session, t.id)
-        query = select(Match.id).where(Match.tournament_id == t.id).order_by(Match.id)
-        matches = list(session.scalars(query))
-    return t.id, matches
-
-
 def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: Path) -> None:
     import threading
     import time
 
-    from dashboard_fixtures import OPERATOR_TOKEN
+    from helpers.dashboard_fixtures import OPERATOR_TOKEN
     from sqlalchemy import select, update
 
     from arena.db import session_scope

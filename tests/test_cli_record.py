@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from case_files import CASES
+from helpers.case_files import CASES
 
 REPO = Path(__file__).resolve().parents[1]
 CASE_FILES = sorted(CASES.glob("*.json"))

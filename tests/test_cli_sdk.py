@@ -16,12 +16,12 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from test_protocol_grpc import IllegalBot, serving
+from helpers.grpc_bots import IllegalBot, serving
 
 from sdk import cli
 from sdk.commands.new import ProjectNameError, create_project, names_for
-from sdk.convert import decision_to_json
 from sdk.dealing import deck_order
+from sdk.decision_file import decision_to_json
 from sdk.engine import HandState
 from sdk.observation import observe
 from sdk.protocol import SERVICE_NAME

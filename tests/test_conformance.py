@@ -8,17 +8,17 @@ from pathlib import Path
 
 import grpc
 import pytest
-from test_protocol_grpc import (
+from helpers.grpc_bots import (
     CrashBot,
     HangBot,
     IllegalBot,
     MalformedBot,
     NondeterministicBot,
     OutOfRangeBot,
-    free_port,
     raw_server,
     serving,
 )
+from helpers.net import free_port
 
 from bots.random_bot import RandomBot
 from sdk import cli
@@ -35,7 +35,7 @@ from sdk.conformance import (
     position_state,
     situations_of,
 )
-from sdk.convert import decision_from_json
+from sdk.decision_file import decision_from_json
 from sdk.observation import observe
 from sdk.protocol import bot_pb2 as pb
 from sdk.referee import FaultKind, LocalPlayer, play_match
@@ -108,6 +108,21 @@ def test_nondeterminism_is_caught() -> None:
     assert not report.faults, report.render()
     assert report.nondeterminism and "Bot.rng" in report.nondeterminism[0]
     assert not report.passed and "NONDETERMINISTIC" in report.render()
+
+
+def test_a_set_iterated_in_identity_hash_order_is_caught_by_a_fresh_process() -> None:
+    # Same process, same order: only the replay from a new process of the bot can see it.
+    report = check_bot("helpers.faultbots:IdentitySetBot", QUICK)
+    assert not report.faults, report.render()
+    assert report.determinism_fresh_process
+    assert report.nondeterminism and "a new process" in report.nondeterminism[0], report.render()
+    assert not report.passed and "NONDETERMINISTIC" in report.render()
+
+
+def test_a_served_bot_is_replayed_by_a_fresh_process_too() -> None:
+    report = check_bot("greedy", QUICK)
+    assert report.passed and report.determinism_fresh_process, report.render()
+    assert "and in a new process" in report.render()
 
 
 def test_garbage_replies_are_malformed() -> None:

@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from dashboard_fixtures import Seeded
+    from helpers.dashboard_fixtures import Seeded
 from flask.testing import FlaskClient
 from google.protobuf import json_format
 
-from sdk.convert import decision_from_proto, decision_to_proto, encode_decide_request
+from sdk.messages import decision_from_proto, decision_to_proto
 from sdk.protocol import bot_pb2 as pb
 from sdk.record import HandRecord
+from sdk.wire import encode_decide_request
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 
 def get_json(client: FlaskClient, url: str, status: int = 200) -> Any:
@@ -257,8 +258,7 @@ def test_both_decision_formats_replay_with_tonk_replay_decision(
     client: FlaskClient, seeded: Seeded, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from sdk.cli import main
-    from sdk.convert import SDK_DECISION_FORMAT, decision_to_json
-    from sdk.decision_file import read_decision
+    from sdk.decision_file import SDK_DECISION_FORMAT, decision_to_json, read_decision
 
     downloaded = client.get(f"/api/v1/matches/{seeded.done_match}/hands/0/decisions/0").get_json()
     request, kind = read_decision(downloaded)
@@ -268,7 +268,7 @@ def test_both_decision_formats_replay_with_tonk_replay_decision(
     assert read_decision(json.loads(json.dumps(sdk_form))) == (request, SDK_DECISION_FORMAT)
     path = tmp_path / "sdk-form.json"
     path.write_text(json.dumps(sdk_form))
-    assert main(["replay-decision", str(path), "dashboard_fixtures:LowBot", "--json"]) == 0
+    assert main(["replay-decision", str(path), "helpers.dashboard_fixtures:LowBot", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["decision_id"] == request.decision_id
     path.write_text(json.dumps({**sdk_form, "format": "tonk-sdk-decision/9"}))
     assert main(["replay-decision", str(path), "random"]) == 2
@@ -283,7 +283,7 @@ def test_a_decision_download_replays_with_tonk_replay_decision(
     response = client.get(f"/api/v1/matches/{seeded.done_match}/hands/0/decisions/0")
     path = tmp_path / "decision.json"
     path.write_bytes(response.data)
-    assert main(["replay-decision", str(path), "dashboard_fixtures:LowBot", "--json"]) == 0
+    assert main(["replay-decision", str(path), "helpers.dashboard_fixtures:LowBot", "--json"]) == 0
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["legal"] is True and verdict["decision_id"].endswith("/0/0")
 

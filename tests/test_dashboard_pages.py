@@ -12,10 +12,10 @@ from markupsafe import escape
 from arena.rating_terms import PAIRWISE, legend
 
 if TYPE_CHECKING:
-    from dashboard_fixtures import Seeded
+    from helpers.dashboard_fixtures import Seeded
 from flask.testing import FlaskClient
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "dashboard"
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from dashboard_fixtures import Seeded
+    from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ from arena.jobs import play_match_job
 from arena.models import CheckLease, Owner, utcnow
 from arena.registry import BotCheckFailedError, host_bot
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 OPERATOR_TOKEN = "operator-secret-for-tests"  # dashboard_fixtures.OPERATOR_TOKEN
 PUBLIC = "8.8.8.8:50051"  # a public address: accepted without DNS (checks are off here)
@@ -50,7 +50,7 @@ def populate(url: str) -> dict[str, Any]:
         _bob, bob = create_owner(session, "bob")
         house = get_or_create_operator(session, "house")
         host_bot(session, house, "random", "bots.random_bot:RandomBot", check=False)
-        host_bot(session, house, "lowball", "dashboard_fixtures:LowBot", check=False)
+        host_bot(session, house, "lowball", "helpers.dashboard_fixtures:LowBot", check=False)
     return {"url": url, "alice": alice, "bob": bob}
 
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.guides import stop
+from helpers.net import free_port
 from sqlalchemy import select, text
-from test_compose import free_port
-from test_newcomer import stop
 
 from arena.db import dispose_engines, session_scope
 from arena.migrate import VERSION_TABLE, migrate

@@ -7,7 +7,7 @@ import random
 from itertools import combinations
 
 import pytest
-from test_engine_support import cards, play, position, snapshot
+from helpers.positions import cards, play, position, snapshot
 
 from sdk.actions import (
     DRAW_DISCARD,
@@ -25,7 +25,7 @@ from sdk.cards import DECK, Card
 from sdk.dealing import deck_order
 from sdk.engine import HandState, Outcome, Phase
 from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
-from sdk.melds import _hand_melds_general, hand_melds, make_meld
+from sdk.melds import _hand_melds_general, completes_meld, fits_table, hand_melds, make_meld
 from sdk.observation import Observation, observe
 from sdk.rules import STANDARD, Rules
 
@@ -302,3 +302,19 @@ def test_melds_compare_as_multisets_so_naming_a_card_twice_makes_another_meld() 
     assert twice != legal and twice not in [legal]
     assert twice == Meld(tuple(cards("8d 8h 8s 8h")))  # still order-blind, and reflexive
     assert Meld(tuple(cards("8h 8h 8d"))) != Meld(tuple(cards("8h 8d 8d")))
+
+
+@pytest.mark.parametrize("rules", [STANDARD, Rules(ace_high_or_low=True)], ids=["standard", "ace-high"])
+def test_completes_meld_is_a_meld_of_the_card_with_the_hand(rules: Rules) -> None:
+    # Against its definition: some meld of hand + card holds the card (completes_meld only
+    # searches the cards of the card's rank or suit).
+    rng = random.Random(7)
+    seen = set()
+    for _ in range(400):
+        card, *hand = rng.sample(DECK, rng.randrange(3, 9))
+        expected = any(card in meld for meld in hand_melds([*hand, card], rules))
+        assert completes_meld(card, hand, rules) == expected, (card, hand)
+        seen.add(expected)
+    assert seen == {True, False}
+    table = [make_meld(0, cards("5s 6s 7s"), rules), make_meld(1, cards("9c 9d 9h"), rules)]
+    assert fits_table(Card.parse("8s"), table, rules) and not fits_table(Card.parse("9s"), table, rules)

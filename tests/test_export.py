@@ -18,9 +18,9 @@ from sdk.cli import main
 from sdk.record import HandRecord
 
 if TYPE_CHECKING:
-    from dashboard_fixtures import Seeded
+    from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 
 def lines_of(client: FlaskClient, url: str) -> list[dict[str, Any]]:

@@ -12,13 +12,8 @@ from typing import Any, ClassVar
 
 import pytest
 from flask import Flask
+from helpers.arena import grpc_bots, hosted_bots, new_tournament
 from sqlalchemy import select
-from test_arena_helpers import (
-    db_url,  # noqa: F401 - the parametrized store fixture
-    grpc_bots,
-    hosted_bots,
-    new_tournament,
-)
 
 from arena import jobs, store
 from arena.db import session_scope
@@ -33,7 +28,7 @@ from sdk.record import HandRecord
 from sdk.referee import LocalPlayer, play_match, shown_hands
 from sdk.server import RunningServer, start_server
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 TOKEN = "operator-secret-for-tests"  # dashboard_fixtures.OPERATOR_TOKEN
 
@@ -183,7 +178,7 @@ def _started(url: str, address: str, **options: Any) -> tuple[int, list[Match]]:
 
 
 def test_tournament_bots_hear_the_deal_only_when_it_is_done(
-    db_url: str, recorder: RunningServer  # noqa: F811
+    db_url: str, recorder: RunningServer
 ) -> None:
     _, matches = _started(
         db_url, recorder.address, table_sizes=[2, 3], matches_per_table=2, hands_per_match=4
@@ -224,7 +219,7 @@ def test_tournament_bots_hear_the_deal_only_when_it_is_done(
 
 
 def test_pages_and_api_hide_a_deal_until_every_rotation_is_done(
-    db_url: str, recorder: RunningServer, app_factory: Any  # noqa: F811
+    db_url: str, recorder: RunningServer, app_factory: Any
 ) -> None:
     tid, matches = _started(db_url, recorder.address, table_sizes=[2], matches_per_table=1, hands_per_match=3)
     first, second = [m for m in matches if m.table_index == 0]
@@ -255,7 +250,7 @@ def test_pages_and_api_hide_a_deal_until_every_rotation_is_done(
 
 
 def test_independent_deals_give_every_match_its_own_cards(
-    db_url: str, recorder: RunningServer, app_factory: Any  # noqa: F811
+    db_url: str, recorder: RunningServer, app_factory: Any
 ) -> None:
     tid, matches = _started(
         db_url, recorder.address, table_sizes=[2], matches_per_table=1, hands_per_match=3,
@@ -276,7 +271,7 @@ def test_independent_deals_give_every_match_its_own_cards(
     assert "independent deals" in client.get(f"/tournaments/{tid}").get_data(as_text=True)
 
 
-def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: Any) -> None:  # noqa: F811
+def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: Any) -> None:
     ids = hosted_bots(db_url, ["greedy", "random"])
     with pytest.raises(InvalidTournamentError, match="'shuffled' is not one of duplicate, independent"):
         new_tournament(db_url, ids, deal_mode="shuffled")
@@ -293,7 +288,7 @@ def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: An
         assert session.scalars(select(Match.id)).first() is None  # nothing was created
 
 
-def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: str) -> None:  # noqa: F811
+def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: str) -> None:
     from arena.deals import claim_reveal
 
     ids = hosted_bots(db_url, ["greedy", "random"])
@@ -312,7 +307,7 @@ def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: st
         assert len(stamped) == 2 and all(stamped)
 
 
-def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:  # noqa: F811
+def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:
     from sqlalchemy import MetaData, create_engine, insert, pool, text
 
     from arena import migrate

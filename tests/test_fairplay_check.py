@@ -13,15 +13,15 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers.arena import hosted_bots, new_tournament
 from sqlalchemy import select
-from test_arena_helpers import db_url, hosted_bots, new_tournament  # noqa: F401
 
 from arena import fairplay, jobs
 from arena.db import session_scope
 from arena.models import Match
 from arena.tournaments import start_tournament
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "fairplay.py"
 
@@ -60,7 +60,7 @@ def test_paired_check_flags_only_a_clear_gain_over_enough_deals() -> None:
 
 
 @pytest.mark.parametrize(("hands", "sizes", "paired"), [(4, [2], 2), (3, [2], 0), (3, [3], 2)])
-def test_only_balanced_deals_are_paired(db_url: str, hands: int, sizes: list[int], paired: int) -> None:  # noqa: F811
+def test_only_balanced_deals_are_paired(db_url: str, hands: int, sizes: list[int], paired: int) -> None:
     """A deal counts when its match gives every seat the deal equally often (hands a multiple of
     the table size) and the later rotation keeps the first one's order round the table."""
     ids = hosted_bots(db_url, ["greedy", "random", "heuristic"])
@@ -83,7 +83,7 @@ def test_seat_orders_compare_by_their_order_round_the_table() -> None:
 
 
 def test_the_memory_keeping_bot_is_flagged_and_the_house_bots_are_not(
-    db_url: str, cheater: ModuleType, app_factory: Any  # noqa: F811
+    db_url: str, cheater: ModuleType, app_factory: Any
 ) -> None:
     cheater.MemoryBot.memory.clear()
     ids = hosted_bots(db_url, ["fairplay:MemoryBot", "greedy", "heuristic"])

@@ -1,7 +1,7 @@
 """Fault bots over real gRPC against house bots: the referee charges each fault correctly and
 never crashes or hangs, and the seats that behave are scored exactly as the rules say.
 
-Every bot here listens on 127.0.0.1; the fault bots are in tests/faultbots.py.
+Every bot here listens on 127.0.0.1; the fault bots are in tests/helpers/faultbots.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 import pytest
-from faultbots import (
+from helpers.faultbots import (
     FAULTS,
     LIFECYCLE_FAULTS,
     FaultSpec,
@@ -31,10 +31,10 @@ from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.actions import Action, Meld
 from sdk.cards import DECK
-from sdk.convert import MalformedReplyError, decode_reply
 from sdk.dealing import deck_order
 from sdk.engine import HandState, deal_from_deck
 from sdk.grpc_player import GrpcPlayer
+from sdk.messages import MalformedReplyError
 from sdk.observation import Observation, observe
 from sdk.protocol import bot_pb2 as pb
 from sdk.referee import (
@@ -49,6 +49,7 @@ from sdk.referee import (
 )
 from sdk.rules import Rules
 from sdk.server import RunningServer, start_server
+from sdk.wire import decode_reply
 
 DEADLINE_MS = 400  # generous: a busy 2-core machine must not make a house bot late
 LIFECYCLE_S = 0.5

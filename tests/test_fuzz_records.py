@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
-from case_files import CASES
+from helpers.case_files import CASES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

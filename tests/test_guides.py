@@ -21,101 +21,33 @@ taken from a live WAL database and holds its last commit.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_compose import BIN, free_port
+from helpers.compose import BIN
+from helpers.guides import (
+    AUTHOR_GUIDE,
+    OPERATOR_GUIDE,
+    PROLOGUE,
+    ROOT,
+    Block,
+    base_env,
+    localized,
+    run_script,
+    sh_blocks,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-AUTHOR_GUIDE = ROOT / "docs" / "bot-author-guide.md"
-OPERATOR_GUIDE = ROOT / "docs" / "operator-guide.md"
 SCALE_OUT = ROOT / "docs" / "scale-out.md"
 DIRECTIVES = {"skip", "node"}
 
-PROLOGUE = r"""set -euo pipefail
-PS4='+ guide$ '
-set -x
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
-wait_serving() {  # HOST:PORT: wait for what the last command started in the background
-  local host=${1%:*} port=${1##*:}
-  for _ in $(seq 300); do
-    if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null && python -m sdk.health "$1" >/dev/null; then
-      return 0
-    fi
-    sleep 0.2
-  done
-  echo "nothing serves at $1" >&2
-  return 1
-}
-"""
 
-
-@dataclass(frozen=True)
-class Block:
-    code: str
-    directive: str | None  # the first word of <!-- guide: ... --> just before the block
-    line: int
-
-
-def sh_blocks(path: Path) -> list[Block]:
-    text = path.read_text()
-    pattern = re.compile(r"(?:<!-- guide: (\w+)[^>]*-->\n)?```sh\n(.*?)```", re.S)
-    return [Block(m.group(2), m.group(1), text.count("\n", 0, m.start()) + 1) for m in pattern.finditer(text)]
-
-
-def script(blocks: list[Block]) -> tuple[str, dict[int, int]]:
-    """The blocks as one bash script, with the rewrites in the module docstring; also the
-    guide's ports -> the free ports used."""
-    body = "\n".join(b.code for b in blocks)
-    ports = {int(p): free_port() for p in re.findall(r"--port (\d+)", body)}
-    lines = []
-    for line in body.splitlines():
-        line = line.replace("0.0.0.0", "127.0.0.1")
-        for old, new in ports.items():
-            line = re.sub(rf"\b{old}\b", str(new), line)
-        lines.append(line)
-        background = re.search(r"--port (\d+).*&\s*$", line)
-        if background:
-            lines.append(f"wait_serving 127.0.0.1:{background.group(1)}")
-    return PROLOGUE + "\n".join(lines) + "\n", ports
-
-
-def base_env(home: Path) -> dict[str, str]:
-    return {
-        "PATH": f"{BIN}{os.pathsep}/usr/local/bin{os.pathsep}/usr/bin{os.pathsep}/bin",
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def run_script(
-    text: str, cwd: Path, env: dict[str, str], timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    cwd.mkdir(parents=True, exist_ok=True)
-    process = subprocess.Popen(
-        ["bash", "-c", text], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, err = process.communicate(timeout=timeout)
-    finally:
-        # Whatever the script left running (a server it sent to the background) goes too.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
-    assert result.returncode == 0, f"the guide's commands failed ({result.returncode}):\n{out}\n{err[-6000:]}"
-    return result
+def script(blocks: list[Block]) -> str:
+    """The blocks as one bash script, with the rewrites in the module docstring."""
+    return PROLOGUE + "\n".join(localized("\n".join(b.code for b in blocks))) + "\n"
 
 
 def play_faults(output: str) -> list[int]:
@@ -175,7 +107,7 @@ def test_the_bot_author_guide_runs_as_written(tmp_path: Path) -> None:
     from arena.models import Bot
 
     blocks = [b for b in sh_blocks(AUTHOR_GUIDE) if b.directive is None]
-    text, _ports = script(blocks)
+    text = script(blocks)
     with local_arena(tmp_path) as (arena, token, db):
         env = base_env(tmp_path) | {"TONK_ARENA": arena, "TONK_TOKEN": token, "BOT_HOST": "127.0.0.1"}
         result = run_script(text, tmp_path / "work", env)
@@ -203,7 +135,7 @@ def test_the_node_example_from_the_guide_plays_without_faults(tmp_path: Path) ->
                     ignore=shutil.ignore_patterns("node_modules"))  # fmt: skip
     shutil.copytree(ROOT / "protos", checkout / "protos")
     (block,) = [b for b in sh_blocks(AUTHOR_GUIDE) if b.directive == "node"]
-    text, _ports = script([block])
+    text = script([block])
     env = base_env(tmp_path)
     # npm's download cache is the machine's (no fresh download each run when it has them).
     env["npm_config_cache"] = str(Path.home() / ".npm")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import textwrap
 from collections.abc import Iterator
@@ -12,7 +13,8 @@ from sqlalchemy import select
 
 from arena.config import Settings
 from arena.db import dispose_engines, session_scope
-from arena.hosting import HOUSE_OWNER, HostedBots, HostingError, ensure_house_bots, house_bots, player_for
+from arena.hosting import HOUSE_OWNER, HostedBots, HostingError, ensure_house_bots, house_bots
+from arena.match_runner import SeatPlan, make_seat_player
 from arena.models import Bot, BotVersion, Owner
 from arena.registry import register_bot
 from sdk.grpc_player import GrpcPlayer
@@ -123,13 +125,17 @@ def test_ensure_house_bots_is_idempotent(db_url: str) -> None:
         greedy = next(b for b in rows if b.name == "greedy")
         assert greedy.versions[0].info["name"] == "greedy"
 
-        # Played in-process by default, or over gRPC when served.
-        assert isinstance(player_for(greedy), LocalPlayer)
+        # Played in-process by default, or over gRPC when served, by the one seat factory.
+        hosted = SeatPlan(greedy.id, greedy.versions[0].id, "greedy", None, greedy.hosted)
+        assert isinstance(make_seat_player(hosted), LocalPlayer)
         with HostedBots({"greedy": greedy.hosted or ""}, mode="thread") as addresses:
-            player = player_for(greedy, addresses)
+            seat = dataclasses.replace(hosted, address=addresses["greedy"], served_here=True)
+            player = make_seat_player(seat)
             assert isinstance(player, GrpcPlayer) and player.address == addresses["greedy"]
             player.close()
             remote = register_bot(session, owners[0], "served", addresses["greedy"], settings=settings)
-            remote_player = player_for(remote)
-            assert isinstance(remote_player, GrpcPlayer) and remote_player.address == addresses["greedy"]
+            remote_seat = SeatPlan(remote.id, remote.versions[0].id, "served", remote.address, None)
+            remote_player = make_seat_player(remote_seat, ("127.0.0.1",))
+            assert isinstance(remote_player, GrpcPlayer), remote_player
+            assert remote_player.address.startswith(addresses["greedy"])  # dialled at its checked IP
             remote_player.close()

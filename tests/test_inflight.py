@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.arena import SETTINGS, counted_once, hosted_bots, new_tournament, scores_by_key, wait_for
 from redis import Redis
 from rq import Queue, Worker
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from sqlalchemy import select
-from test_arena_helpers import SETTINGS, counted_once, hosted_bots, new_tournament, scores_by_key, wait_for
 
 from arena import capacity, store
 from arena.auth import get_or_create_operator

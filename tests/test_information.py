@@ -3,7 +3,7 @@ hidden cards, the stock order or the match seed.
 
 Many seeded matches at 2..6 seats, under several rule variants, are played through the real
 referee; every message each seat receives is captured exactly as it goes on the wire
-(in-process seats are encoded with sdk.convert, as GrpcPlayer does; a share of the matches
+(in-process seats are encoded with sdk.wire, as GrpcPlayer does; a share of the matches
 runs over real gRPC and the bot server records the bytes it received). Every decision is
 then checked against the true state of the hand, replayed from the referee's record:
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import grpc
 import pytest
-from faultbots import start_fault_server
 from google.protobuf.message import Message
+from helpers.faultbots import start_fault_server
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -35,23 +35,23 @@ from bots.random_bot import RandomBot
 from sdk.actions import Discard, Draw, Layoff, Meld
 from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
 from sdk.cards import Card
-from sdk.convert import (
-    encode_decide_request,
+from sdk.dealing import deck_order
+from sdk.engine import HandState
+from sdk.grpc_player import GrpcPlayer
+from sdk.messages import (
     hand_result_to_proto,
     match_info_to_proto,
     match_summary_to_proto,
     observation_to_proto,
 )
-from sdk.dealing import deck_order
-from sdk.engine import HandState
-from sdk.grpc_player import GrpcPlayer
 from sdk.observation import Observation, observe
 from sdk.protocol import bot_pb2 as pb
 from sdk.referee import DecisionRequest, LocalPlayer, MatchResult, Player, RefereeConfig, play_match
 from sdk.rules import STANDARD, Rules
 from sdk.server import BotServicer
+from sdk.wire import encode_decide_request
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 MIN_DECISIONS = 10_000
 MATCHES = 64

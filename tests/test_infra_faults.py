@@ -19,13 +19,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from faultbots import ROOT, serve_fault, start_worker, stop_process, worker_env
+from helpers.arena import InlineBackend
+from helpers.faultbots import ROOT, serve_fault, start_worker, stop_process, worker_env
 
 import arena.execution
 import arena.jobs
@@ -71,7 +72,7 @@ def bots() -> Iterator[dict[str, str]]:
 
 
 def register(url: str, addresses: dict[str, str]) -> list[int]:
-    from faultbots import register_bots
+    from helpers.faultbots import register_bots
 
     return list(register_bots(url, addresses, owner_name="infra").values())
 
@@ -80,21 +81,6 @@ def new_tournament(url: str, addresses: dict[str, str]) -> int:
     ids = register(url, addresses)
     with session_scope(url) as session:
         return create_tournament(session, name="infra", bot_ids=ids, **SHAPE).id
-
-
-class InlineBackend:
-    """Plays each submitted match at once, in this process: the undisturbed reference."""
-
-    def __init__(self, url: str):
-        self.url = url
-
-    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
-        for match_id in match_ids:
-            play_match_job(match_id, self.url)
-        return len(match_ids)
-
-    def close(self, *, cancel: bool = False) -> None:
-        pass
 
 
 @dataclass

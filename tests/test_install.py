@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_guides import AUTHOR_GUIDE, sh_blocks
+from helpers.guides import AUTHOR_GUIDE, sh_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What a clone does not have (or a checkout's own build leftovers).

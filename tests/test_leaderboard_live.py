@@ -4,8 +4,8 @@ finish are added to the process's model and rated by an update, which agrees wit
 from __future__ import annotations
 
 import pytest
+from helpers.arena import hosted_bots, new_tournament
 from sqlalchemy import select
-from test_arena_helpers import hosted_bots, new_tournament
 
 from arena import leaderboard
 from arena.db import dispose_engines, session_scope

@@ -170,7 +170,7 @@ def welcomed(link: RawLink) -> lpb.LinkWelcome:
         reply = lpb.LinkReply(call_id=call.call_id)
         kind = call.WhichOneof("request")
         if kind == "decide":
-            from sdk.convert import decision_from_proto
+            from sdk.messages import decision_from_proto
 
             request = decision_from_proto(call.decide)
             choice = servicer_bot.act(request.observation)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.compose import BIN
+from helpers.net import free_port, get_json, listening, wait_for
 from sqlalchemy import func, select
-from test_compose import BIN, free_port, get_json, listening, wait_for
 
 from arena.auth import create_owner
 from arena.db import session_scope

@@ -7,15 +7,15 @@ import time
 from typing import Any
 
 import pytest
+from helpers.dashboard_fixtures import live_arena
 from sqlalchemy import select
-from test_browser import live_arena
 
 from arena.db import session_scope
 from arena.jobs import _Heartbeat, claim_match, play_match_job
 from arena.models import Match, MatchSeat
 from dashboard import create_app
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 
 def live(client: Any, tournament_id: int, html: bool = False) -> dict[str, Any]:

@@ -12,20 +12,17 @@ whatever the block started go with their process groups."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from test_compose import free_port
-from test_guides import PROLOGUE, run_script, sh_blocks
+from helpers.guides import PROLOGUE, run_script, sh_blocks, stop
+from helpers.net import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -57,31 +54,6 @@ def clone_with_venv(tmp_path: Path) -> Path:
                     str(clone)], check=True, timeout=600, capture_output=True)  # fmt: skip
     (clone / ".venv" / ".installed-server").touch()  # make's marker: the install step is done
     return clone
-
-
-def running_in_group(pgid: int) -> list[str]:
-    """The processes of group ``pgid`` still running (exited ones may await their reaper)."""
-    table = subprocess.run(["ps", "-eo", "pgid=,stat=,args="], capture_output=True, text=True, timeout=60)
-    return [line for line in table.stdout.splitlines()
-            if line.split()[0] == str(pgid) and not line.split()[1].startswith("Z")]  # fmt: skip
-
-
-def stop(demo: subprocess.Popen[str]) -> list[str]:
-    """Ctrl-C to the demo's process group, as a terminal sends it; what still ran a minute
-    later (then killed)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(demo.pid, signal.SIGINT)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        demo.wait(60)
-    for _ in range(600):
-        left = running_in_group(demo.pid)
-        if not left:
-            break
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(demo.pid, signal.SIGKILL)
-    demo.wait()
-    return left
 
 
 def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> None:

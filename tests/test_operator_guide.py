@@ -14,8 +14,7 @@ import secrets
 from pathlib import Path
 
 import pytest
-from test_compose import free_port
-from test_guides import OPERATOR_GUIDE, PROLOGUE, base_env, run_script, sh_blocks
+from helpers.guides import OPERATOR_GUIDE, PROLOGUE, base_env, localized, run_script, sh_blocks
 
 WAIT_HTTP = r"""
 wait_http() {  # URL: wait until it answers 200
@@ -34,22 +33,7 @@ wait_http() {  # URL: wait until it answers 200
 
 def operator_script() -> str:
     body = "\n".join(b.code for b in sh_blocks(OPERATOR_GUIDE) if b.directive is None)
-    found = re.findall(r"--port (\d+)", body) + re.findall(r"--bind [\d.]+:(\d+)", body)
-    ports = {int(p): free_port() for p in found}
-    lines = []
-    for line in body.splitlines():
-        line = line.replace("0.0.0.0", "127.0.0.1")
-        for old, new in ports.items():
-            line = re.sub(rf"\b{old}\b", str(new), line)
-        lines.append(line)
-        if line.rstrip().endswith("&"):
-            served = re.search(r"--port (\d+)", line)
-            bound = re.search(r"--bind ([\d.]+:\d+)", line)
-            if served:
-                lines.append(f"wait_serving 127.0.0.1:{served.group(1)}")
-            elif bound:
-                lines.append(f"wait_http http://{bound.group(1)}/healthz")
-    return PROLOGUE + WAIT_HTTP + "\n".join(lines) + "\n"
+    return PROLOGUE + WAIT_HTTP + "\n".join(localized(body)) + "\n"
 
 
 def test_the_guides_example_names_only_bots_it_enters() -> None:

@@ -16,10 +16,10 @@ import random
 from itertools import combinations
 from typing import Any
 
+from helpers.positions import all_cards, snapshot
+from helpers.strategies import rules_st
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from strategies import rules_st
-from test_engine_support import all_cards, snapshot
 
 from bots.random_bot import RandomBot
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Draw, Drop, Event, Layoff, Meld

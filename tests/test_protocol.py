@@ -13,28 +13,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from case_files import CASES
 from google.protobuf import descriptor_pb2
+from helpers.case_files import CASES
+from helpers.strategies import rules_st
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import rules_st
 
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Event, Layoff, Meld
 from sdk.bot import HandResult, MatchInfo, MatchSummary
 from sdk.cards import Card
-from sdk.convert import (
+from sdk.dealing import deck_order
+from sdk.decision_file import decision_from_json, decision_to_json
+from sdk.engine import HandState
+from sdk.messages import (
     MalformedReplyError,
     ProtocolError,
     action_from_proto,
     action_to_proto,
-    decision_from_json,
-    decision_to_json,
     decision_to_proto,
-    decode_decide_request,
-    decode_reply,
-    encode_decide_request,
-    encode_observation,
-    encode_reply,
     hand_result_from_proto,
     hand_result_to_proto,
     match_info_from_proto,
@@ -49,14 +45,20 @@ from sdk.convert import (
     rules_from_proto,
     rules_to_proto,
 )
-from sdk.dealing import deck_order
-from sdk.engine import HandState
 from sdk.observation import Observation, observe
 from sdk.protocol import PROTOCOL_VERSION, SERVICE_NAME
 from sdk.protocol import bot_pb2 as pb
 from sdk.record import HandRecord
 from sdk.referee import DecisionRequest, LocalPlayer, play_match
 from sdk.rules import STANDARD, Rules
+from sdk.wire import (
+    decode_decide_request,
+    decode_reply,
+    encode_decide_request,
+    encode_observation,
+    encode_reply,
+    encode_varint,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO = ROOT / "protos" / "tonk" / "v1" / "bot.proto"
@@ -340,22 +342,12 @@ def test_decoder_accepts_unpacked_repeated_ints() -> None:
     message = decision_to_proto(request)
     del message.observation.scores[:]
     obs_bytes = message.observation.SerializeToString() + b"".join(
-        b"\x88\x01" + _varint(v) for v in request.observation.scores
+        b"\x88\x01" + encode_varint(v) for v in request.observation.scores
     )
     outer = pb.DecideRequest(match_id="m", hand_index=2, decision_id="m/2/1", deadline_ms=900)
-    rebuilt = outer.SerializeToString() + b"\x2a" + _varint(len(obs_bytes)) + obs_bytes
+    rebuilt = outer.SerializeToString() + b"\x2a" + encode_varint(len(obs_bytes)) + obs_bytes
     assert pb.DecideRequest.FromString(rebuilt) == pb.DecideRequest.FromString(data)
     assert decode_decide_request(rebuilt) == request
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 @pytest.mark.parametrize(
@@ -598,9 +590,9 @@ def test_decoding_a_whole_match_in_play_order() -> None:
     ids=["hidden-draw", "pickup", "meld", "layoff-onto-200", "discard", "lenient-card", "seat-300"],
 )
 def test_event_decoder_agrees_with_the_protobuf_runtime(event: pb.Event) -> None:
-    from sdk import convert
+    from sdk import wire
 
     raw = event.SerializeToString()
-    convert._event_by_bytes.clear()
-    convert._action_by_bytes.clear()
-    assert convert._decode_event(raw) == convert._decode_event_slowly(raw)
+    wire._event_by_bytes.clear()
+    wire._action_by_bytes.clear()
+    assert wire._decode_event(raw) == wire._decode_event_slowly(raw)

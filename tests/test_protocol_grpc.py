@@ -1,30 +1,35 @@
 """The protocol over real gRPC on loopback: the bot server, the referee's GrpcPlayer, and
 what each way of misbehaving is charged as. No mocks: every bot here is a real server.
 
-The broken bots defined here are also used by tests/test_conformance.py.
+The broken bots are in tests/helpers/grpc_bots.py (tests/test_conformance.py uses them too).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent import futures
-from contextlib import contextmanager
-from typing import ClassVar
+from collections.abc import Iterator
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+from helpers.grpc_bots import (
+    CrashBot,
+    HangBot,
+    HookCrashBot,
+    IllegalBot,
+    MalformedBot,
+    OutOfRangeBot,
+    a_decision,
+    raw_server,
+    serving,
+)
+from helpers.net import free_port
 
 from bots.random_bot import RandomBot
-from sdk.actions import Action, Discard
 from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
-from sdk.dealing import deck_order
-from sdk.engine import HandState
 from sdk.grpc_player import GrpcPlayer
-from sdk.observation import Observation, observe
 from sdk.players import HOUSE_BOTS, load_bot_class
 from sdk.protocol import PROTOCOL_VERSION, SERVICE_NAME, bot_pb2_grpc
 from sdk.protocol import bot_pb2 as pb
@@ -42,116 +47,6 @@ from sdk.rules import Rules
 from sdk.server import RunningServer, start_server
 
 # -- broken bots ----------------------------------------------------------------------------
-
-HANG = threading.Event()  # set at teardown: a hanging bot's thread must end with the tests
-
-
-class CrashBot(Bot):
-    name = "crash"
-
-    def act(self, obs: Observation) -> Action | int:
-        raise RuntimeError("boom in act")
-
-
-class HangBot(Bot):
-    name = "hang"
-
-    def act(self, obs: Observation) -> Action | int:
-        HANG.wait(30)
-        return 0
-
-
-class IllegalBot(Bot):
-    """Discards before drawing: well-formed, against the rules."""
-
-    name = "illegal"
-
-    def act(self, obs: Observation) -> Action | int:
-        if obs.phase == "start":
-            return Discard(obs.hand[0])
-        return 0
-
-
-class OutOfRangeBot(Bot):
-    name = "out-of-range"
-
-    def act(self, obs: Observation) -> Action | int:
-        return len(obs.legal_actions) + 5
-
-
-class MalformedBot(Bot):
-    """Answers with something that is no action at all."""
-
-    name = "malformed"
-
-    def act(self, obs: Observation) -> Action | int:
-        return "draw stock"  # type: ignore[return-value]
-
-
-class NondeterministicBot(Bot):
-    """Plays the same match differently each time it sees it: the first legal action the
-    first time, the last one the next (so the difference shows at its very first decision,
-    which a clock-based choice could miss by coincidence in a short match)."""
-
-    name = "nondeterministic"
-    _seen: ClassVar[dict[str, int]] = {}
-    visit = 0
-
-    def on_match_start(self, info: MatchInfo) -> None:
-        self.visit = self._seen.get(info.match_id, 0)
-        self._seen[info.match_id] = self.visit + 1
-
-    def act(self, obs: Observation) -> Action | int:
-        return 0 if self.visit % 2 == 0 else len(obs.legal_actions) - 1
-
-
-class HookCrashBot(RandomBot):
-    """Plays fine, but its optional hooks raise."""
-
-    name = "hook-crash"
-
-    def on_hand_end(self, result: HandResult) -> None:
-        raise ValueError("bad hook")
-
-
-@contextmanager
-def serving(bot: type[Bot] | Callable[[], Bot], **kwargs: object) -> Iterator[RunningServer]:
-    running = start_server(bot, **kwargs)  # type: ignore[arg-type]
-    try:
-        yield running
-    finally:
-        HANG.set()
-        running.stop(0)
-        HANG.clear()
-
-
-@contextmanager
-def raw_server(methods: dict[str, Callable[[bytes, grpc.ServicerContext], bytes]]) -> Iterator[str]:
-    """A server for tonk.v1.BotService that answers the named methods with raw bytes (and
-    UNIMPLEMENTED for the rest): what a bot in another language might do wrong."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    handlers = {name: grpc.unary_unary_rpc_method_handler(fn) for name, fn in methods.items()}
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.stop(0)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def a_decision(deadline_ms: int = 1000, match_id: str = "t") -> DecisionRequest:
-    state = HandState.deal(deck_order(4, 0), 2, rules=Rules(tonk_low=0, tonk_high=200))
-    obs = observe(state, state.to_act, ("a", "b"), (0, 0), 0, 1)
-    return DecisionRequest(match_id, 0, f"{match_id}/0/0", obs, deadline_ms)
 
 
 # -- the server -----------------------------------------------------------------------------------
@@ -225,7 +120,7 @@ def test_a_bot_exception_is_an_internal_status_and_the_server_lives_on() -> None
 
 
 def _wire(request: DecisionRequest) -> bytes:
-    from sdk.convert import encode_decide_request
+    from sdk.wire import encode_decide_request
 
     return encode_decide_request(request)
 
@@ -288,20 +183,12 @@ def test_a_raising_hook_does_not_spoil_the_match() -> None:
 # -- the same match in-process and over gRPC -------------------------------------------------------
 
 
-def _house_bots() -> list[str]:
-    names = []
-    for name in ("random", "greedy", "heuristic"):
-        try:
-            load_bot_class(name)
-        except Exception:  # not written yet
-            continue
-        names.append(name)
-    return names
+HOUSE = ("random", "greedy", "heuristic")  # a house bot that does not load fails the tests
 
 
 @pytest.fixture(scope="module")
 def house_servers() -> Iterator[dict[str, RunningServer]]:
-    running = {name: start_server(load_bot_class(name)) for name in _house_bots()}
+    running = {name: start_server(load_bot_class(name)) for name in HOUSE}
     yield running
     for server in running.values():
         server.stop(0)
@@ -330,8 +217,6 @@ def _same_results(local: MatchResult, remote: MatchResult) -> None:
 def test_grpc_match_equals_in_process_match(
     house_servers: dict[str, RunningServer], seats: list[str], rules: Rules
 ) -> None:
-    if not set(seats) <= set(house_servers):
-        pytest.skip(f"house bots not written yet: {set(seats) - set(house_servers)}")
     names = [f"{i}:{s}" for i, s in enumerate(seats)]
     config = RefereeConfig(decision_deadline_ms=5000)
     local = play_match(

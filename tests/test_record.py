@@ -1,16 +1,11 @@
 """The tonk-hand/1 record (docs/hand-record.md): lossless reading and writing, replay,
-verification, and a specific error for each kind of bad input."""
+and verification. Bad input (records included) is tests/test_bad_input.py."""
 
 from __future__ import annotations
 
-import copy
 import json
-import re
-from collections.abc import Callable
-from typing import Any
 
-import pytest
-from case_files import CASES
+from helpers.records import EXAMPLE_1, EXAMPLE_2, changed, raises
 
 from sdk.actions import Discard, Draw
 from sdk.cards import Card
@@ -19,30 +14,10 @@ from sdk.engine import HandState
 from sdk.errors import (
     DeckError,
     IllegalActionError,
-    NotationError,
     OutcomeMismatchError,
-    RecordError,
-    TonkError,
 )
 from sdk.record import HandRecord
 from sdk.rules import Rules
-
-EXAMPLE_1: dict[str, Any] = json.loads((CASES / "seed-example-1.json").read_text())
-EXAMPLE_2: dict[str, Any] = json.loads((CASES / "seed-example-2.json").read_text())
-
-
-def changed(data: dict[str, Any], change: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
-    data = copy.deepcopy(data)
-    change(data)
-    return data
-
-
-def raises(kind: type[Exception], pattern: str, call: Callable[[], object]) -> Exception:
-    with pytest.raises(kind) as info:
-        call()
-    assert re.search(pattern, str(info.value)), str(info.value)
-    return info.value
-
 
 # -- reading and writing ----------------------------------------------------------------------
 
@@ -208,152 +183,5 @@ def test_replaying_twice_gives_two_independent_states() -> None:
     assert record.initial_state().history == []
 
 
-# -- bad input: one specific error for each kind of problem -------------------------------------
-
-
-def test_an_unknown_card() -> None:
-    data = changed(EXAMPLE_1, lambda d: d["stock"].__setitem__(4, "Xz"))
-    raises(
-        RecordError,
-        r"^'stock': unknown card 'Xz': write a rank \(A 2-10 J Q K, or T\) then a suit",
-        lambda: HandRecord.from_json(data),
-    )
-    raises(NotationError, "unknown card '1s'", lambda: Card.parse("1s"))
-
-
-def test_a_duplicated_card() -> None:
-    data = changed(EXAMPLE_1, lambda d: d["stock"].__setitem__(0, "8d"))
-    raises(
-        DeckError, r"^card 8d appears twice: in hands\[0\] and in stock$", lambda: HandRecord.from_json(data)
-    )
-
-
-def test_a_missing_card() -> None:
-    data = changed(EXAMPLE_1, lambda d: d["stock"].remove("Ks"))
-    raises(
-        DeckError,
-        "^a deck has 52 cards, these parts hold 51; missing: Ks$",
-        lambda: HandRecord.from_json(data),
-    )
-
-
-def test_a_wrong_deck_size() -> None:
-    deck = deck_order(1, 1)
-    raises(
-        DeckError,
-        "^a deck has 52 cards, these parts hold 40; missing: ",
-        lambda: HandState.deal(deck[:40], 2),
-    )
-    # 53 cards always hold one twice, and that is what is reported
-    raises(DeckError, f"^card {deck[0].text} appears twice", lambda: HandState.deal([*deck, deck[0]], 2))
-
-
-def test_malformed_json() -> None:
-    raises(
-        RecordError, "^not valid JSON: Expecting", lambda: HandRecord.from_text('{"format": "tonk-hand/1",')
-    )
-    raises(RecordError, "^not valid JSON: nested too deeply", lambda: HandRecord.from_text("[" * 100_000))
-    raises(RecordError, "^a hand record is a JSON object, got list", lambda: HandRecord.from_text("[]"))
-
-
-def test_an_unknown_rule_option() -> None:
-    data = changed(EXAMPLE_1, lambda d: d.update(rules={"hit_lok": True}))
-    raises(
-        RecordError,
-        r"^'rules': unknown rule option 'hit_lok'; known options: ",
-        lambda: HandRecord.from_json(data),
-    )
-
-
-def test_seven_players() -> None:
-    data = changed(EXAMPLE_1, lambda d: d.update(players=[f"p{i}" for i in range(7)]))
-    raises(
-        RecordError,
-        "^Tonk is played by 2 to 6 players; this record has 7$",
-        lambda: HandRecord.from_json(data),
-    )
-    raises(
-        RecordError, "^Tonk is played by 2 to 6 players, not 7$", lambda: HandState.deal(deck_order(1, 1), 7)
-    )
-
-
-def test_a_meld_index_that_does_not_exist() -> None:
-    data = changed(EXAMPLE_2, lambda d: d["actions"][7].update(onto=2))
-    raises(
-        IllegalActionError,
-        r"^action 7 \(layoff 8s 2, seat 2\): there is no meld 2 on the table \(it holds 2",
-        HandRecord.from_json(data).replay,
-    )
-    data = changed(EXAMPLE_2, lambda d: d["actions"][7].update(onto=-1))
-    raises(
-        RecordError,
-        "^action 7: layoff needs 'onto', a meld index >= 0, got -1",
-        lambda: HandRecord.from_json(data),
-    )
-
-
-@pytest.mark.parametrize(
-    ("change", "pattern"),
-    [
-        (lambda d: d.pop("stock"), "^missing field 'stock'$"),
-        (lambda d: d.update(format="tonk-hand/2"), "^'format' must be 'tonk-hand/1', got 'tonk-hand/2'"),
-        (lambda d: d.update(dealer=3), "^'dealer' must be a seat from 0 to 2, got 3"),
-        (lambda d: d.update(start="middle"), "^'start' must be 'deal' or 'position', got 'middle'"),
-        (lambda d: d.update(to_act=-1), "^'to_act' must be a seat from 0 to 2, got -1"),
-        (lambda d: d["hands"][0].pop(), "^a record that starts from a deal has 5 cards in each hand$"),
-        (lambda d: d["hands"].pop(), r"^'hands' must hold one list of cards per player \(3\)"),
-        (lambda d: d["hands"].__setitem__(0, {"10s": 1}), r"^'hands\[0\]': expected a list of cards"),
-        (
-            lambda d: d["discard"].append(d["stock"].pop()),
-            "^a record that starts from a deal has one card in 'discard'",
-        ),
-        (
-            lambda d: d["actions"][0].update(draw="deck"),
-            "^action 0: draw is 'stock' or 'discard', got 'deck'",
-        ),
-        (lambda d: d["actions"][0].update(seat=5), "^action 0: 'seat' must be a seat from 0 to 2, got 5"),
-        (lambda d: d["actions"][0].update(discard="5c"), "^action 0: an action names exactly one of"),
-        (lambda d: d["actions"][0].update(card="6s"), "^action 0: unexpected field 'card'"),
-        (
-            lambda d: d["outcome"].update(end="win"),
-            "^outcome 'end' must be tonk, drop, out, stock, cap or fault",
-        ),
-        (
-            lambda d: d["outcome"].update(payoffs=[1, -1]),
-            r"^outcome 'payoffs' needs one entry per player \(3\)",
-        ),
-        (lambda d: d.update(note=5), "^'note' must be text, got 5"),
-        (lambda d: d.update(players="abc"), "^'players' must be a list of names"),
-    ],
-)
-def test_a_malformed_record_gets_a_record_error_naming_the_problem(
-    change: Callable[[dict[str, Any]], object], pattern: str
-) -> None:
-    raises(RecordError, pattern, lambda: HandRecord.from_json(changed(EXAMPLE_1, change)))
-
-
-def test_a_deal_record_has_no_table() -> None:
-    data = changed(EXAMPLE_1, lambda d: d.update(table=[]))
-    HandRecord.from_json(data)  # an empty table is fine
-    record = HandRecord.from_json(EXAMPLE_2)
-    data = changed(
-        EXAMPLE_1,
-        lambda d: (
-            d["stock"].remove("Qs"),
-            d["stock"].remove("Ks"),
-            d["stock"].remove("Js"),
-            d.update(table=[{"owner": 0, "cards": ["Js", "Qs", "Ks"]}]),
-        ),
-    )
-    raises(
-        RecordError,
-        "^a record that starts from a deal has no melds on the table$",
-        lambda: HandRecord.from_json(data),
-    )
-    assert record.table is None
-
-
-def test_every_error_is_a_tonk_error_and_a_value_error() -> None:
-    for kind in (RecordError, DeckError, NotationError, IllegalActionError, OutcomeMismatchError):
-        assert issubclass(kind, TonkError) and issubclass(kind, ValueError)
+def test_discards_of_different_cards_differ() -> None:
     assert Discard(Card.parse("Ac")) != Discard(Card.parse("Ad"))

@@ -1,5 +1,5 @@
 """Scale-out without containers (docs/scale-out.md): the compose topology as local processes,
-with the same commands and environment as docker-compose.yml (tests/test_compose.py's
+with the same commands and environment as docker-compose.yml (tests/helpers/compose.py's
 ComposeStack), on the real local Redis (a queue named after the test's prefix) and a
 PostgreSQL database of its own, with two workers.
 
@@ -20,9 +20,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.compose import BIN, compose_stack
+from helpers.net import free_port, get_json, wait_for
 from sqlalchemy import create_engine, pool, select
 from sqlalchemy.orm import Session
-from test_compose import BIN, compose_stack, free_port, get_json, wait_for
 
 from arena.models import Match, Owner
 from sdk.cli import main as tonk

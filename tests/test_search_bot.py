@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from bots.greedy import GreedyBot
 from bots.heuristic import HeuristicBot
 from bots.random_bot import RandomBot
-from bots.search import BUDGET_ENV, Sampler, SearchBot, determinize
+from bots.search import BUDGET_ENV, Sampler, SearchBot
 from sdk.actions import Action
 from sdk.bot import Bot
 from sdk.engine import HandState
@@ -77,7 +77,7 @@ def test_every_sample_is_consistent(seed: int, players: int, which: int) -> None
     rng = random.Random(which)
     for obs in seen[which % len(seen) :: 3]:
         sampler = Sampler(obs)
-        for world in (sampler.sample(rng), sampler.sample_modelled(rng), determinize(obs, rng)):
+        for world in (sampler.sample(rng), sampler.sample_modelled(rng)):
             assert_consistent(obs, world)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from case_files import CASES
+from helpers.case_files import CASES
 
 from sdk import record
 

@@ -11,9 +11,9 @@ import pytest
 from flask.testing import FlaskClient
 
 if TYPE_CHECKING:
-    from dashboard_fixtures import Seeded
+    from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["dashboard_fixtures"]
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 
 def get_json(client: FlaskClient, url: str, status: int = 200) -> Any:

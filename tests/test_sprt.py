@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Sequence
 
 import pytest
+from helpers.arena import SETTINGS, InlineBackend, hosted_bots
 from sqlalchemy import select
-from test_arena_helpers import SETTINGS, hosted_bots
 
 from arena.db import dispose_engines, session_scope
 from arena.execution import run_tournament
-from arena.jobs import play_match_job
 from arena.models import Match, MatchSeat, Tournament
 from arena.rating_terms import legend
 from arena.sprt import InvalidSprtError, bounds, llr, sprt_params, sprt_state
@@ -24,21 +22,6 @@ from sdk.cli import main as tonk
 
 class Twin(GreedyBot):
     """A copy of greedy under another name."""
-
-
-class InlineBackend:
-    """Plays submitted matches at once, in this process (what a worker does)."""
-
-    def __init__(self, url: str):
-        self.url = url
-
-    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
-        for match_id in match_ids:
-            play_match_job(match_id, self.url)
-        return len(match_ids)
-
-    def close(self, *, cancel: bool = False) -> None:
-        pass
 
 
 def test_llr_by_hand() -> None:

@@ -10,7 +10,7 @@ from contextlib import ExitStack
 from typing import Any
 
 import pytest
-from faultbots import register_bots
+from helpers.faultbots import register_bots
 
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot

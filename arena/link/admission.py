@@ -26,6 +26,7 @@ from arena.registry import (
     _refusal,
     find_bot,
 )
+from arena.statuses import BotStatus
 from arena.text import NAME_LIMIT, clean_text
 
 
@@ -61,7 +62,7 @@ def find_connected_bot(session: Session, owner: Owner, name: str) -> KnownBot | 
             "FAILED_PRECONDITION",
             f"bot {name!r} is registered to be dialled at an address, not to connect; pick another name",
         )
-    if bot.status != "active":
+    if bot.status != BotStatus.ACTIVE:
         raise LinkRefusedError(
             "FAILED_PRECONDITION", f"bot {name!r} is retired; bring it back before it connects again"
         )
@@ -110,7 +111,7 @@ def register_connected_bot(session: Session, owner: Owner, name: str, info: dict
     existing = find_connected_bot(session, owner, name)
     if existing is not None:  # another connection registered it meanwhile
         return existing
-    bot = Bot(name=name, owner=owner, address=None, hosted=None, status="active", connected=True)
+    bot = Bot(name=name, owner=owner, address=None, hosted=None, status=BotStatus.ACTIVE, connected=True)
     bot.versions.append(BotVersion(number=1, address=None, hosted=None, info=info, connected=True))
     try:
         _add(session, bot, name)

@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError
 from arena.link.player import RELAY_MARGIN_S, LinkTransportError
 from sdk.protocol import link_pb2 as lpb
 from sdk.referee import FaultKind
+from sdk.wire import encode_varint
 
 #: Unanswered calls per connection; more is the arena overloading one bot: refused.
 MAX_CALLS_IN_FLIGHT: Final = 256
@@ -57,11 +58,11 @@ class Connection:
             raise ConnectionClosedError(f"the connection has {MAX_CALLS_IN_FLIGHT} calls unanswered")
         call_id = self.next_id
         self.next_id += 1
-        inner = b"\x08" + _varint(call_id) + call
+        inner = b"\x08" + encode_varint(call_id) + call
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bytes] = loop.create_future()
         self.pending[call_id] = future
-        self.outbox.put_nowait(b"\x12" + _varint(len(inner)) + inner)  # ArenaToBot.call
+        self.outbox.put_nowait(b"\x12" + encode_varint(len(inner)) + inner)  # ArenaToBot.call
         # A timer rather than asyncio.wait_for, which makes a task per call.
         timer = loop.call_later(max(timeout_s, 0.001), _expire, future)
         try:
@@ -157,13 +158,3 @@ def _expire(future: asyncio.Future[bytes]) -> None:
         future.set_exception(TimeoutError())
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        bits = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(bits | 0x80)
-        else:
-            out.append(bits)
-            return bytes(out)

@@ -27,20 +27,20 @@ from google.protobuf.message import DecodeError
 
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
-from sdk.convert import (
+from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES
+from sdk.messages import (
     MalformedReplyError,
     deal_summary_to_proto,
-    encode_decide_request,
     hand_result_to_proto,
     match_info_to_proto,
     match_summary_to_proto,
     reply_from_proto,
 )
-from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES
 from sdk.protocol import RELAY_SERVICE_NAME
 from sdk.protocol import bot_pb2 as pb
 from sdk.protocol import link_pb2 as lpb
 from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
+from sdk.wire import encode_decide_request, encode_varint
 
 _MAX_REASON: Final = 300
 #: Extra seconds a worker waits for the gateway's own verdict beyond the bot's deadline.
@@ -84,22 +84,11 @@ class LinkTransport(Protocol):
     def close(self) -> None: ...
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        bits = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(bits | 0x80)
-        else:
-            out.append(bits)
-            return bytes(out)
-
-
 def decide_call(request_bytes: bytes, deadline_ms: int) -> bytes:
     """A serialized LinkCall carrying a serialized DecideRequest (call_id left 0)."""
     return b"".join(
-        (_T_DEADLINE, _varint(max(deadline_ms, 1)), _T_DECIDE, _varint(len(request_bytes)), request_bytes)
+        (_T_DEADLINE, encode_varint(max(deadline_ms, 1)),
+         _T_DECIDE, encode_varint(len(request_bytes)), request_bytes)
     )
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from arena.db import session_scope
 from arena.link.directory import connected_capacity
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, utcnow
+from arena.statuses import MatchStatus
 
 #: Seconds a worker keeps looking for an offline bot before handing the match back.
 WAIT_IN_JOB_S: Final = 10.0
@@ -47,7 +48,7 @@ def must_wait(session: Session, match_id: int, default_grace_s: int, now: dt.dat
         .join(Tournament, Tournament.id == Match.tournament_id)
         .where(Match.id == match_id)
     ).first()
-    if row is None or row.status != "pending":
+    if row is None or row.status != MatchStatus.PENDING:
         return False  # the claim decides what happens to it
     grace = (row.config or {}).get("offline_grace_s", default_grace_s)
     grace = grace if type(grace) is int and grace >= 0 else default_grace_s
@@ -84,7 +85,7 @@ def release(session: Session, match_id: int, worker: str) -> bool:
     recorded, to be played from its start. The caller commits."""
     done = session.execute(
         update(Match)
-        .where(Match.id == match_id, Match.status == "running", Match.worker == worker)
+        .where(Match.id == match_id, Match.status == MatchStatus.RUNNING, Match.worker == worker)
         .values(status="pending", heartbeat_at=None, worker=None, waiting_since=utcnow())
         .execution_options(synchronize_session=False)
     )

@@ -12,6 +12,7 @@ from arena.fairplay import check_bot
 from arena.leaderboard import rating_history
 from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
 from arena.registry import BotNotFoundError
+from arena.statuses import MatchStatus
 from arena.store import bot_stats
 from dashboard.queries import iso
 from dashboard.queries.leaderboard import rating_fields, rating_json, ratings_by_bot, record, stats_by_bot
@@ -120,7 +121,7 @@ def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:
         .join(other, (other.match_id == me.match_id) & (other.seat != me.seat))
         .join(Match, Match.id == me.match_id)
         .join(Bot, Bot.id == other.bot_id)
-        .where(me.bot_id == bot_id, Match.status == "done", other.bot_id != bot_id)
+        .where(me.bot_id == bot_id, Match.status == MatchStatus.DONE, other.bot_id != bot_id)
         .group_by(Bot.name)
         .order_by(Bot.name)
     ).all()

@@ -14,6 +14,7 @@ from arena.db import session_scope
 from arena.leaderboard import Leaderboard, LeaderboardRow, current_leaderboard
 from arena.models import Bot, Match, Owner
 from arena.rating_terms import rating_text, reason_text
+from arena.statuses import BotStatus, MatchStatus
 from arena.store import BotStats, bot_stats
 from dashboard.queries.cache import revalidated, throttled
 
@@ -24,7 +25,7 @@ def done_token(session: Session, url: str) -> Hashable:
     (5 ms and 0.02 ms at 100,000 matches), where one query with both scans for 13 ms."""
 
     def fingerprint() -> Hashable:
-        done = Match.status == "done"
+        done = Match.status == MatchStatus.DONE
         count = session.scalar(select(func.count()).select_from(Match).where(done))
         largest = session.scalar(select(func.max(Match.id)).where(done))
         return (count, largest)
@@ -131,7 +132,7 @@ def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
         })
     rated_ids = {r.bot_id for r in ratings.rows}
     for bot_id, name, status, owner in sorted(bots, key=lambda r: r[1]):
-        if bot_id not in rated_ids and status == "active":
+        if bot_id not in rated_ids and status == BotStatus.ACTIVE:
             rows.append({
                 "rank": None, "bot": name, "owner": owner, "status": status, "rating": None,
                 "los_next": None, **links.get(bot_id, NOT_CONNECTED), **record(stats.get(bot_id)),

@@ -11,6 +11,7 @@ from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session, aliased
 
 from arena.models import Bot, Match, MatchSeat, Tournament, utcnow
+from arena.statuses import MatchStatus
 from dashboard.queries import iso
 
 #: Running matches listed on the page at most (a big tournament may play hundreds at once).
@@ -72,11 +73,11 @@ def _running(session: Session, where: Any) -> list[dict[str, Any]]:
         sibling.tournament_id == Match.tournament_id,
         sibling.seed == Match.seed,  # a deal is its seed (arena.store.deal_done_clause)
         sibling.id != Match.id,
-        sibling.status != "done",
+        sibling.status != MatchStatus.DONE,
     )
     matches = session.execute(
         select(Match.id, Match.table_index, Match.hands_played, Match.hands, open_sibling.label("shared"))
-        .where(where, Match.status == "running")
+        .where(where, Match.status == MatchStatus.RUNNING)
         .order_by(Match.id)
         .limit(RUNNING_SHOWN)
     ).all()

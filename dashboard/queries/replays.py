@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from arena import store
 from arena.match_runner import match_label, referee_config
 from arena.models import Match, Tournament
+from arena.statuses import MatchStatus
 from dashboard.errors import NotFinishedError, NotFoundError
 from dashboard.queries.cache import cached
 from sdk.observation import observe
@@ -33,7 +34,7 @@ def get_match(session: Session, match_id: int) -> Match:
 
 def load_hands(session: Session, url: str, match: Match) -> list[dict[str, Any]]:
     """The hand logs of a finished match; NotFinishedError before it is done."""
-    if match.status != "done":
+    if match.status != MatchStatus.DONE:
         raise NotFinishedError(
             f"match {match.id} is {match.status}; "
             "its replay is published when every match of its deal is done"

@@ -16,12 +16,13 @@ from arena import store
 from arena.models import Bot, Match, MatchSeat, Tournament, TournamentEntry
 from arena.rating_terms import PAIRWISE
 from arena.sprt import sprt_state
+from arena.statuses import MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus
 from dashboard.params import Paging
 from dashboard.queries import iso
 from dashboard.queries.cache import cached
 from dashboard.queries.leaderboard import record
 
-STATUSES = ("created", "running", "paused", "finished")
+STATUSES = TOURNAMENT_STATUSES
 
 
 def _hands(session: Session, ids: list[int]) -> dict[int, tuple[int, int]]:
@@ -95,7 +96,7 @@ def progress(session: Session, tournament_id: int) -> dict[str, Any]:
 
 
 def _token(session: Session, tournament_id: int) -> Hashable:
-    done = (Match.tournament_id == tournament_id) & (Match.status == "done")
+    done = (Match.tournament_id == tournament_id) & (Match.status == MatchStatus.DONE)
     count = session.scalar(select(func.count()).select_from(Match).where(done))
     return (count, session.scalar(select(func.max(Match.id)).where(done)))
 
@@ -138,7 +139,7 @@ def _results(session: Session, tournament_id: int) -> dict[str, Any]:
                MatchSeat.hands_won)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .join(Bot, Bot.id == MatchSeat.bot_id)
-        .where(Match.tournament_id == tournament_id, Match.status == "done")
+        .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.DONE)
         .order_by(Match.id, MatchSeat.seat)
     ).all()
     matches: dict[int, list[tuple[str, int]]] = defaultdict(list)
@@ -206,7 +207,7 @@ def _tables(session: Session, tournament_id: int, done: dict[int, dict[str, Any]
         .where(Match.tournament_id == tournament_id)
         .group_by(Match.table_index, Match.status)
     ).all()
-    per_table: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(store.MATCH_STATUSES, 0))
+    per_table: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(MATCH_STATUSES, 0))
     for table, status, count in counts:
         per_table[table][status] = int(count)
     # Who sits at each table, even before anything there is done.

@@ -14,7 +14,7 @@ from arena.models import Owner
 from dashboard import checks, operations
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError, MalformedJSONError
-from dashboard.params import BOT_NAME_RE, choice_arg, paging
+from dashboard.params import choice_arg, paging
 from dashboard.queries import replays
 from dashboard.queries.bots import bot_detail, bot_list
 from dashboard.queries.leaderboard import leaderboard
@@ -22,6 +22,7 @@ from dashboard.queries.matches import match_detail, match_list
 from dashboard.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
 from dashboard.queries.tournaments import progress, tournament_detail, tournament_list
 from dashboard.views.common import db_url, match_filter, private_bot, settings
+from sdk.bot import BOT_NAME_RE
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 

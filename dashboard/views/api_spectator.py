@@ -15,13 +15,14 @@ from arena import export
 from arena.db import session_scope
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
-from dashboard.params import BOT_NAME_RE, choice_arg
+from dashboard.params import choice_arg
 from dashboard.queries import replays
 from dashboard.queries.cache import cached
 from dashboard.queries.live import running_matches, timing
 from dashboard.queries.replay_steps import match_steps
 from dashboard.queries.tournaments import tournament_detail
 from dashboard.views.common import db_url
+from sdk.bot import BOT_NAME_RE
 
 bp = Blueprint("api_spectator", __name__, url_prefix="/api/v1")
 

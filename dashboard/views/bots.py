@@ -7,9 +7,9 @@ from flask import Blueprint, render_template
 from dashboard import charts
 from dashboard.db import session
 from dashboard.errors import NotFoundError
-from dashboard.params import BOT_NAME_RE
 from dashboard.queries.bots import bot_detail, bot_list
 from dashboard.views.common import db_url, private_bot
+from sdk.bot import BOT_NAME_RE
 
 bp = Blueprint("bots", __name__, url_prefix="/bots")
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from sdk.bot import MatchInfo, MatchSummary
-from sdk.convert import ProtocolError
 from sdk.decision_file import read_decision
+from sdk.messages import ProtocolError
 from sdk.players import PlayerSpecError, make_player
 from sdk.referee import PlayerFaultError, resolve_reply
 

@@ -5,7 +5,7 @@ arena.tournaments, every match played by arena.jobs.play_match_job under the rea
 once per test session and per database (SQLite and PostgreSQL); read-only tests share it.
 Tests that write use ``writable_url``, a fresh empty database of each kind.
 
-Used from test modules with ``pytest_plugins = ["dashboard_fixtures"]``.
+Used from test modules with ``pytest_plugins = ["helpers.dashboard_fixtures"]``.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def seed_arena(url: str) -> Seeded:
         alice, out.alice_token = create_owner(session, "alice")
         _bob, out.bob_token = create_owner(session, "bob")
         random = host_bot(session, house, "random", "bots.random_bot:RandomBot", check=False)
-        low = host_bot(session, house, "lowball", "dashboard_fixtures:LowBot", check=False)
-        flaky = host_bot(session, house, "flaky", "dashboard_fixtures:FlakyBot", check=False)
+        low = host_bot(session, house, "lowball", "helpers.dashboard_fixtures:LowBot", check=False)
+        flaky = host_bot(session, house, "flaky", "helpers.dashboard_fixtures:FlakyBot", check=False)
         croaker = register_bot(
             session, alice, "croaker", "127.0.0.1:50999",
             settings=Settings(allowed_bot_hosts=("127.0.0.1",)), check=False,
@@ -270,3 +270,29 @@ def writable_url(request: pytest.FixtureRequest) -> str:
     """A fresh, empty database of each kind (the shared conftest fixtures)."""
     url: str = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
     return url
+
+
+def live_arena(url: str) -> tuple[int, list[int]]:
+    """A fresh store with a started 3-bot tournament of 6 matches: its id and match ids."""
+    from sqlalchemy import select
+
+    from arena.auth import get_or_create_operator
+    from arena.config import Settings
+    from arena.db import session_scope
+    from arena.models import Match
+    from arena.registry import host_bot
+    from arena.tournaments import create_tournament, start_tournament
+
+    with session_scope(url) as session:
+        house = get_or_create_operator(session, "house")
+        bots = (("random", "bots.random_bot:RandomBot"), ("lowball", "helpers.dashboard_fixtures:LowBot"),
+                ("greedy", "bots.greedy:GreedyBot"))
+        ids = [host_bot(session, house, name, target, check=False).id for name, target in bots]
+        t = create_tournament(
+            session, name="Live Cup", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=6,
+            seed=20261111, settings=Settings(database_url=url),
+        )
+        start_tournament(session, t.id)
+        query = select(Match.id).where(Match.tournament_id == t.id).order_by(Match.id)
+        matches = list(session.scalars(query))
+    return t.id, matches

@@ -1,18 +1,19 @@
-"""Shared pieces of the arena tests (no tests here): a store on SQLite and PostgreSQL, house
-bots registered through arena.registry, and a few deliberately odd bots."""
+"""Shared pieces of the arena tests: house bots registered through arena.registry, tournaments
+made and played in-process (InlineBackend), and a few deliberately odd bots. The store on
+SQLite and PostgreSQL is conftest.py's ``db_url``."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
-import pytest
 from sqlalchemy import func, select
 
 from arena.auth import get_or_create_operator
 from arena.config import Settings
-from arena.db import dispose_engines, session_scope
+from arena.db import session_scope
+from arena.jobs import play_match_job
 from arena.models import FaultRecord, Match, MatchSeat, Replay
 from arena.registry import host_bot, register_bot
 from arena.tournaments import create_tournament
@@ -24,14 +25,6 @@ from sdk.observation import Observation
 SETTINGS = Settings(
     allowed_bot_hosts=("127.0.0.1", "localhost"), decision_deadline_ms=2000, time_bank_ms=5000
 )
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The same test on SQLite and on the real local PostgreSQL."""
-    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
-    yield url
-    dispose_engines()
 
 
 def hosted_bots(url: str, names: Sequence[str] = ("random", "greedy")) -> list[int]:
@@ -69,19 +62,25 @@ def new_tournament(url: str, bot_ids: Sequence[int], **options: Any) -> int:
         return create_tournament(session, bot_ids=bot_ids, **fields).id
 
 
-def scores_by_key(url: str, tournament_id: int) -> dict[str, list[int | None]]:
-    """Each match's seat scores, by match key (comparable across tournaments of one seed)."""
+def seats_by_key(url: str, tournament_id: int, column: Any = MatchSeat.score) -> dict[str, list[Any]]:
+    """Each match's seats' ``column`` (default the score), in seat order, by match key
+    (comparable across tournaments of one seed)."""
     with session_scope(url) as session:
         rows = session.execute(
-            select(Match.key, MatchSeat.seat, MatchSeat.score)
+            select(Match.key, column)
             .join(MatchSeat, MatchSeat.match_id == Match.id)
             .where(Match.tournament_id == tournament_id)
             .order_by(Match.key, MatchSeat.seat)
         ).all()
-    out: dict[str, list[int | None]] = {}
-    for key, _seat, score in rows:
-        out.setdefault(key, []).append(score)
+    out: dict[str, list[Any]] = {}
+    for key, value in rows:
+        out.setdefault(key, []).append(value)
     return out
+
+
+def scores_by_key(url: str, tournament_id: int) -> dict[str, list[int | None]]:
+    """Each match's seat scores, by match key."""
+    return seats_by_key(url, tournament_id)
 
 
 def counted_once(url: str, tournament_id: int) -> None:
@@ -167,3 +166,19 @@ class ReversedMelder(GreedyBot):
         if isinstance(action, Meld):
             return Meld(tuple(reversed(action.cards)))
         return action
+
+
+class InlineBackend:
+    """A tournament backend that plays each submitted match at once, in this process (what a
+    worker does): the undisturbed reference."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+        for match_id in match_ids:
+            play_match_job(match_id, self.url)
+        return len(match_ids)
+
+    def close(self, *, cancel: bool = False) -> None:
+        pass

@@ -6,9 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from sdk.actions import Action
+import pytest
+
+from sdk.actions import Action, Discard, Event
 from sdk.cards import DECK, Card, parse_cards
+from sdk.dealing import deck_order
 from sdk.engine import HandState
+from sdk.errors import IllegalActionError
 from sdk.melds import TableMeld, make_meld
 from sdk.rules import STANDARD, Rules
 
@@ -65,10 +69,10 @@ def deck_dealing(hands: Sequence[str], turned: str, stock: str = "", dealer: int
     return deck
 
 
-def play(state: HandState, *texts: str) -> None:
-    """Apply actions written as text (``"draw stock"``, ``"meld 8h 8d 8s"``) for the seat to act."""
-    for text in texts:
-        state.apply(Action.parse(text), state.to_act)
+def play(state: HandState, *texts: str) -> list[Event]:
+    """Apply actions written as text (``"draw stock"``, ``"meld 8h 8d 8s"``) for the seat to act;
+    the events they made."""
+    return [state.apply(Action.parse(text), state.to_act) for text in texts]
 
 
 def pass_turn(state: HandState) -> None:
@@ -104,3 +108,34 @@ def all_cards(state: HandState) -> list[Card]:
     """Every card the state holds: hands, discard pile, stock and table."""
     out = [c for h in state.hands for c in h] + state.discard + state.stock
     return out + [c for m in state.table for c in m.cards]
+
+
+def pass_discards(state: HandState, turns: int) -> None:
+    """Each turn: take the top discard, throw another card (the stock is never touched)."""
+    for _ in range(turns):
+        play(state, "draw discard")
+        throw = next(a for a in state.legal_actions() if isinstance(a, Discard))
+        state.apply(throw, state.to_act)
+
+
+def illegal(state: HandState, text: str, rule: str, seat: int | None = None) -> IllegalActionError:
+    """``text`` is refused for breaking ``rule``, by can_apply, legal_actions and verify alike."""
+    action = Action.parse(text)
+    assert not state.can_apply(action, seat)
+    assert action not in state.legal_actions()
+    with pytest.raises(IllegalActionError) as info:
+        state.verify(action, seat)
+    assert info.value.rule == rule, str(info.value)
+    return info.value
+
+
+def no_tonk_deck(players: int, dealer: int) -> list[Card]:
+    """The first seeded deck (hand 0 of seeds 0, 1, ...) that deals no TONK."""
+    for seed in range(1000):
+        deck = deck_order(seed, 0)
+        if HandState.deal(deck, players, dealer).outcome is None:
+            return deck
+    raise AssertionError("no deck without TONK")  # pragma: no cover
+
+
+MID = ("Kh 9d 2s 3h 4d", "Ks 9h 2h 3s 4s")  # 28 each: hands that are no TONK

@@ -6,4 +6,4 @@ from __future__ import annotations
 
 from pathlib import Path
 
-CASES = Path(__file__).resolve().parent / "data" / "cases"
+CASES = Path(__file__).resolve().parents[1] / "data" / "cases"

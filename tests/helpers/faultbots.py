@@ -12,7 +12,7 @@ bot answer with raw bytes that the SDK's codecs would never produce.
 ``die`` runs in a subprocess that SIGKILLs itself in the middle of a Decide call: the
 connection drops with the request in flight, and every later call finds nobody listening.
 
-``python tests/faultbots.py KIND [--after N] [--delay S]`` serves one fault bot and prints
+``python tests/helpers/faultbots.py KIND [--after N] [--delay S]`` serves one fault bot and prints
 ``PORT <n>`` (what the subprocess mode and the arena tests run).
 """
 
@@ -38,12 +38,12 @@ import grpc
 from sdk.actions import Discard
 from sdk.bot import Bot, HandResult
 from sdk.cards import DECK
-from sdk.convert import decode_decide_request, encode_reply
 from sdk.protocol import bot_pb2 as pb
 from sdk.referee import FaultKind
 from sdk.server import BotServicer, _bot_error
+from sdk.wire import decode_decide_request, encode_reply
 
-ROOT: Final = Path(__file__).resolve().parent.parent
+ROOT: Final = Path(__file__).resolve().parents[2]
 
 # Bytes that are not a DecideResponse: a length-delimited field 2 announcing 16 bytes and
 # carrying 3, a varint that never ends, and a field number 0 (reserved, always invalid).
@@ -210,6 +210,30 @@ class SleepyBot(Bot):
     def act(self, obs: Any) -> int:
         time.sleep(0.05)
         return self.rng.randrange(len(obs.legal_actions))
+
+
+class _Tag:
+    """An object hashed by identity, as any class without ``__hash__`` is."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+_TAGS: Final = [_Tag(i) for i in range(64)]
+
+
+class IdentitySetBot(Bot):
+    """Legal, and the same every time within one process: it picks the legal action whose tag
+    comes first in a set of tags hashed by identity. Another process, with its objects at
+    other addresses, iterates that set in another order and plays differently."""
+
+    name = "identity-set"
+
+    def act(self, obs: Any) -> int:
+        tags = {_TAGS[i] for i in range(len(obs.legal_actions))}
+        return next(iter(tags)).index
 
 
 class LifecycleFaultBot(Bot):

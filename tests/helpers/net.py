@@ -1,0 +1,37 @@
+"""Local ports and waiting for services a test started."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+import urllib.request
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(what: str, check: Any, timeout: float, poll: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(poll)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        return True
+    return False
+
+
+def get_json(url: str, timeout: float = 10.0) -> Any:
+    import json
+
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.load(response)
