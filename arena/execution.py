@@ -448,11 +448,6 @@ def _progress(database_url: str, tournament_id: int) -> Progress:
         return tournament_progress(session, tournament_id)
 
 
-def tournament_status(database_url: str, tournament_id: int) -> str:
-    with session_scope(database_url) as session:
-        return get_tournament_row(session, tournament_id).status
-
-
 def worker_name(queue_name: str) -> str:
     """Unique per process, and containing the queue name (so tooling can find a queue's
     workers by name)."""

@@ -28,11 +28,9 @@ import grpc
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.clock import charged_ns, sampler
-from sdk.convert import (
+from sdk.messages import (
     MalformedReplyError,
     deal_summary_to_proto,
-    decode_reply,
-    encode_decide_request,
     hand_result_to_proto,
     match_info_to_proto,
     match_summary_to_proto,
@@ -40,6 +38,7 @@ from sdk.convert import (
 from sdk.protocol import SERVICE_NAME
 from sdk.protocol import bot_pb2 as pb
 from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
+from sdk.wire import decode_reply, encode_decide_request
 
 DEFAULT_LIFECYCLE_TIMEOUT_S: Final = 2.0
 DEFAULT_MAX_REPLY_BYTES: Final = 64 * 1024

@@ -281,9 +281,6 @@ class HandRecord:
                 state.forfeit(faulted)
         return state
 
-    def replayed_outcome(self) -> Outcome | None:
-        return self.replay().outcome
-
     def verify(self) -> Outcome:
         """Replay and compare with the stored outcome; raise on an illegal action, an
         unfinished hand, or a mismatch (:class:`OutcomeMismatchError` names the fields)."""
