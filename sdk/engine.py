@@ -8,7 +8,7 @@ per-seat view. Every action is checked (:meth:`verify`) before anything changes,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
@@ -29,8 +29,9 @@ from sdk.actions import (
     Layoff,
     Meld,
 )
-from sdk.cards import DECK, Card, is_whole_deck
-from sdk.errors import DeckError, IllegalActionError, RecordError
+from sdk.cards import DECK, Card, is_whole_deck, parse_cards
+from sdk.dealing import deck_order
+from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
 from sdk.melds import TableMeld, hand_melds, make_meld
 from sdk.rules import HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
 
@@ -230,6 +231,114 @@ class HandState:
         hands_copy = list(map(list, hands))
         return cls._build(
             rules, players, dealer, start, hands_copy, list(discard), list(stock), list(table), to_act
+        )
+
+    @classmethod
+    def from_seed(
+        cls, seed: int, players: int, dealer: int | None = None, rules: Rules = STANDARD, *, hand: int = 0
+    ) -> HandState:
+        """Hand ``hand`` of a match with ``seed``, dealt as the referee deals it: from
+        :func:`sdk.dealing.deck_order` (docs/dealing.md), with the dealer one seat left per
+        hand from seat 0 unless ``dealer`` is given. TONK is checked at once."""
+        if type(hand) is not int or hand < 0:
+            raise NotationError(f"a hand index is an integer >= 0, got {hand!r}")
+        if dealer is None:
+            _check_players(players, 0)
+            dealer = hand % players
+        return cls.deal(deck_order(seed, hand), players, dealer, rules)
+
+    @classmethod
+    def setup(
+        cls,
+        hands: Mapping[int, str | Sequence[Card]] | Sequence[str | Sequence[Card]],
+        discard: str | Sequence[Card] | None = None,
+        stock: str | Sequence[Card] = "",
+        table: Sequence[tuple[int, str | Sequence[Card]]] = (),
+        *,
+        players: int | None = None,
+        dealer: int = 0,
+        to_act: int | None = None,
+        seed: int = 0,
+        rules: Rules = STANDARD,
+    ) -> HandState:
+        """A position from the cards you care about; the rest of the deck is filled in.
+
+        ``hands`` maps seats to their cards as text (``{0: "Ah 2c 8h 8d 8s"}``) or lists them by
+        seat; a seat not named gets five cards. ``discard`` is the pile bottom to top (``None``
+        turns up one card); ``stock`` names the top of the stock, top first; ``table`` holds
+        ``(owner, cards)`` melds. The unnamed cards are dealt, in the order
+        ``deck_order(seed, 0)`` puts them, to the seats not named, then to the discard pile (when
+        ``None``), then under the stock. Unknown cards raise :class:`NotationError` and cards
+        named twice :class:`DeckError`, both quoting the input. The position is not checked
+        for TONK (docs/rules.md: a position already under way never is).
+        """
+        given: dict[int, str | Sequence[Card]]
+        if isinstance(hands, Mapping):
+            given = dict(hands)
+            seats = [s for s in given if type(s) is int and s >= 0]
+            if len(seats) != len(given):
+                bad = next(s for s in given if s not in seats)
+                raise RecordError(f"hands are keyed by seat number, got {bad!r}")
+            if players is None:
+                players = max(max(seats, default=0) + 1, MIN_PLAYERS)
+        elif isinstance(hands, str):
+            raise RecordError(f"hands is a list or a dict of seats' cards, got {hands!r}")
+        else:
+            given = dict(enumerate(hands))
+            if players is None:
+                players = len(given)
+        _check_players(players, dealer)
+        extra = [s for s in given if s >= players]
+        if extra:
+            raise RecordError(f"seat {extra[0]} is not a seat of a {players}-player hand")
+        seen: dict[Card, str] = {}
+
+        def read(name: str, cards: str | Sequence[Card]) -> list[Card]:
+            if isinstance(cards, str):
+                try:
+                    parsed = parse_cards(cards.replace(",", " ").split())
+                except NotationError as exc:
+                    raise NotationError(f"{name} {cards!r}: {exc}") from None
+            else:
+                parsed = list(cards)
+                bad = next((c for c in parsed if not isinstance(c, Card)), None)
+                if bad is not None:
+                    raise NotationError(f"{name} holds {bad!r}, which is not a card")
+            for card in parsed:
+                here = f"{name} {cards!r}"
+                if card in seen:
+                    where = seen[card]
+                    also = f" in {here}" if where == here else f": in {where} and in {here}"
+                    raise DeckError(f"card {card.text} is named twice{also}")
+                seen[card] = here
+            return parsed
+
+        hand_cards: dict[int, list[Card]] = {s: read(f"hands[{s}]", c) for s, c in sorted(given.items())}
+        discard_cards = read("discard", discard) if discard is not None else None
+        stock_cards = read("stock", stock)
+        melds = []
+        for i, (owner, cards) in enumerate(table):
+            meld_cards = read(f"table[{i}]", cards)
+            if type(owner) is not int or not 0 <= owner < players:
+                raise RecordError(f"table[{i}] {cards!r}: owner {owner!r} is not a seat")
+            try:
+                melds.append(make_meld(owner, meld_cards, rules))
+            except IllegalActionError as exc:
+                raise RecordError(f"table[{i}] {cards!r}: {exc}") from None
+        rest = [c for c in deck_order(seed, 0) if c not in seen]
+        for seat in range(players):
+            if seat not in hand_cards:
+                hand_cards[seat], rest = rest[:HAND_SIZE], rest[HAND_SIZE:]
+        if discard_cards is None:
+            discard_cards, rest = rest[:1], rest[1:]
+        return cls.from_position(
+            [hand_cards[s] for s in range(players)],
+            discard_cards,
+            stock_cards + rest,
+            melds,
+            dealer=dealer,
+            to_act=to_act,
+            rules=rules,
         )
 
     @classmethod
