@@ -1,15 +1,63 @@
-"""HandState as a library: states built from a seed or from the cards a test cares about
-(HandState.from_seed, HandState.setup)."""
+"""HandState as a library: the table drawn by str(), states built from a seed or from the cards
+a test cares about (HandState.from_seed, HandState.setup), and actions played from their text."""
 
 from __future__ import annotations
 
 import pytest
-from helpers.positions import all_cards, cards, snapshot
+from helpers.positions import all_cards, cards, deck_dealing, play, snapshot
 
 from sdk.cards import DECK, Card
 from sdk.dealing import deck_order
 from sdk.engine import HandState
 from sdk.errors import DeckError, NotationError, RecordError
+
+# -- str() draws the table ------------------------------------------------------------------
+
+
+def test_str_draws_each_seat_its_cards_and_total_and_whose_turn_it_is() -> None:
+    state = HandState.setup(["Kh 9d 2s 3h 4d", "Ks 9h 2h 3s 4s", "Qc Jd 10h 9s 8c"], discard="7c 5d")
+    text = str(state)
+    lines = text.splitlines()
+    assert lines[0] == "seat 0 D   4d 9d 3h Kh 2s   = 28"  # sorted by suit, dealer marked
+    assert lines[1] == "seat 1  >  2h 9h 3s 4s Ks   = 28"  # the seat to act
+    assert lines[2] == "seat 2     8c Qc Jd 10h 9s  = 47"
+    assert lines[3] == f"stock {state.stock_size} cards, discard 5d (2 cards)"
+    assert lines[4] == "table: no melds"
+    assert lines[5] == "seat 1 to act, start of turn: drop, draw stock or draw discard"
+
+
+def test_str_shows_the_melds_with_their_owners_and_the_phase_after_the_draw() -> None:
+    state = HandState.setup(
+        ["8h 8d 8s 2c", "9d 9h Kc"], discard="3c", stock="4c", table=[(1, "5s 6s 7s")], to_act=0
+    )
+    play(state, "draw discard", "meld 8h 8d 8s")
+    lines = str(state).splitlines()
+    assert lines[2] == f"stock {state.stock_size} cards, no discard pile"
+    assert lines[3] == "table: [0] 5s 6s 7s (spread, seat 1), [1] 8d 8h 8s (book, seat 0)"
+    took = "took 3c from the discard pile"
+    assert lines[4] == f"seat 0 to act, after the draw ({took}): meld, lay off or discard"
+
+
+def test_str_says_how_the_hand_ended() -> None:
+    state = HandState.setup(["8h 8d 8s", "9d 9h Kc"], discard="2c", to_act=0)
+    play(state, "draw discard", "meld 8h 8d 8s", "discard 2c")
+    text = str(state)
+    assert ">" not in text
+    assert text.splitlines()[-1] == "over after 1 turn: seat 0 went out; payoffs by seat +1 -1"
+
+    state = HandState.setup(["Ac 2c", "9d 9h"], to_act=1)
+    play(state, "drop")
+    last = str(state).splitlines()[-1]
+    assert last == "over after 0 turns: seat 1 went down; lowest: seat 0; payoffs by seat +2 -2"
+
+    tonk = HandState.deal(deck_dealing(["Ac 2c 3c 4c 5c", "Kd Qd Jd 10d 9d"], "7h"), 2)
+    assert "TONK after the deal (seat 0 and seat 1)" in str(tonk)
+
+
+def test_repr_is_a_short_summary() -> None:
+    state = HandState.from_seed(1, 3)
+    assert repr(state) == "<HandState 3 players, seat 1 to act, start, turn 0, standard rules>"
+
 
 # -- built from a seed ----------------------------------------------------------------------
 
