@@ -714,6 +714,26 @@ class HandState:
                 return event
         return self._apply_checked(action, seat)
 
+    def apply_text(self, text: str, seat: int | None = None) -> Event:
+        """:meth:`apply` for an action written as text: ``"drop"``, ``"draw stock"``,
+        ``"draw discard"``, ``"meld 8h 8d 8s"``, ``"layoff 8s 0"``, ``"discard 10s"`` (the
+        :meth:`Action.parse <sdk.actions.Action.parse>` form, which ``str(action)`` writes).
+
+        Text that is not an action raises :class:`NotationError`; an action the rules do not
+        allow now raises :class:`IllegalActionError` (with its ``rule``). Both quote ``text``,
+        and nothing changes when either is raised.
+        """
+        try:
+            action = Action.parse(text)
+        except NotationError as exc:
+            if str(exc).startswith("cannot read action"):
+                raise
+            raise NotationError(f"cannot read action {text!r}: {exc}") from None
+        try:
+            return self.apply(action, seat)
+        except IllegalActionError as exc:
+            raise IllegalActionError(f"cannot play {text!r}: {exc}", rule=exc.rule) from None
+
     def _apply_checked(self, action: Action, seat: int | None) -> Event:
         """:meth:`apply` for any action: check it with :meth:`_check`, then play it."""
         meld = self._check(action, seat)

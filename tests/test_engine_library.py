@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 from helpers.positions import all_cards, cards, deck_dealing, play, snapshot
 
+from sdk.actions import Action
 from sdk.cards import DECK, Card
 from sdk.dealing import deck_order
 from sdk.engine import HandState
-from sdk.errors import DeckError, NotationError, RecordError
+from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
 
 # -- str() draws the table ------------------------------------------------------------------
 
@@ -124,3 +125,74 @@ def test_setup_refuses_bad_cards_quoting_them(kwargs: dict, error: type[Exceptio
     with pytest.raises(error) as info:
         HandState.setup(**kwargs)
     assert message in str(info.value)
+
+
+# -- actions from their text ------------------------------------------------------------------
+
+
+def test_apply_text_plays_each_kind_of_action_and_returns_its_event() -> None:
+    state = HandState.setup(["8h 8d 5s 6s 2c", "8s 9d 9h Kc Qc"], discard="4c", stock="7s", to_act=0)
+    event = state.apply_text("draw stock")
+    assert (event.seat, event.action, event.card) == (0, Action.parse("draw stock"), Card.parse("7s"))
+    event = state.apply_text("meld 7s 5s 6s")
+    assert event.action == Action.parse("meld 5s 6s 7s") and state.table[0].kind == "spread"
+    assert state.apply_text("discard 2c", seat=0).action == Action.parse("discard 2c")
+    assert state.apply_text("draw discard").card == Card.parse("2c")
+    assert state.apply_text("layoff 8s 0").action == Action.parse("layoff 8s 0")
+    assert [str(e.action) for e in state.history] == [
+        "draw stock", "meld 7s 5s 6s", "discard 2c", "draw discard", "layoff 8s 0",
+    ]
+    state.apply_text("discard 9d")
+    assert state.apply_text("drop").seat == 0 and state.outcome is not None
+
+
+def test_apply_text_is_lenient_like_the_parser() -> None:
+    state = HandState.setup(["8h 8d 5s 6s 10c", "8s 9d 9h Kc Qc"], to_act=0)
+    state.apply_text("  Draw   STOCK ")
+    assert state.apply_text("discard tc").action == Action.parse("discard 10c")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty action ''"),
+        ("draw deck", "cannot read action 'draw deck'"),
+        ("discard", "cannot read action 'discard'"),
+        ("layoff 8s", "cannot read action 'layoff 8s'"),
+        ("meld 8h 8d Zz", "cannot read action 'meld 8h 8d Zz': unknown card 'Zz'"),
+        ("discard 11h", "cannot read action 'discard 11h': unknown card '11h'"),
+    ],
+)
+def test_apply_text_refuses_text_that_is_not_an_action(text: str, message: str) -> None:
+    state = HandState.setup(["8h 8d 5s 6s 2c", "8s 9d 9h Kc Qc"], to_act=0)
+    before = snapshot(state)
+    with pytest.raises(NotationError) as info:
+        state.apply_text(text)
+    assert message in str(info.value)
+    assert not isinstance(info.value, IllegalActionError)
+    assert snapshot(state) == before
+
+
+@pytest.mark.parametrize(
+    ("texts", "text", "seat", "rule", "message"),
+    [
+        ((), "discard 2c", None, "draw_first", "cannot play 'discard 2c': discard comes after the draw"),
+        ((), "draw stock", 1, "turn", "cannot play 'draw stock': it is seat 0's turn, not seat 1's"),
+        (("draw stock",), "draw discard", None, "draw_once", "a player draws once"),
+        (("draw stock",), "drop", None, "drop_after_draw", "cannot play 'drop': going down is only allowed"),
+        (("draw stock",), "discard Kc", None, "not_in_hand", "cannot play 'discard Kc': Kc is not in"),
+        (("draw stock",), "meld 8h 8d 5s", None, "meld_shape", "cannot play 'meld 8h 8d 5s': "),
+        (("draw stock",), "layoff 8h 0", None, "no_such_meld", "cannot play 'layoff 8h 0': there is no"),
+    ],
+)
+def test_apply_text_refuses_an_action_that_is_not_legal_now(
+    texts: tuple[str, ...], text: str, seat: int | None, rule: str, message: str
+) -> None:
+    state = HandState.setup(["8h 8d 5s 6s 2c", "8s 9d 9h Kc Qc"], to_act=0)
+    play(state, *texts)
+    before = snapshot(state)
+    with pytest.raises(IllegalActionError) as info:
+        state.apply_text(text, seat)
+    assert info.value.rule == rule
+    assert message in str(info.value)
+    assert snapshot(state) == before
