@@ -256,7 +256,7 @@ class HandState:
         table: Sequence[tuple[int, str | Sequence[Card]]] = (),
         *,
         players: int | None = None,
-        dealer: int = 0,
+        dealer: int | None = None,
         to_act: int | None = None,
         seed: int = 0,
         rules: Rules = STANDARD,
@@ -266,11 +266,14 @@ class HandState:
         ``hands`` maps seats to their cards as text (``{0: "Ah 2c 8h 8d 8s"}``) or lists them by
         seat; a seat not named gets five cards. ``discard`` is the pile bottom to top (``None``
         turns up one card); ``stock`` names the top of the stock, top first; ``table`` holds
-        ``(owner, cards)`` melds. The unnamed cards are dealt, in the order
-        ``deck_order(seed, 0)`` puts them, to the seats not named, then to the discard pile (when
-        ``None``), then under the stock. Unknown cards raise :class:`NotationError` and cards
-        named twice :class:`DeckError`, both quoting the input. The position is not checked
-        for TONK (docs/rules.md: a position already under way never is).
+        ``(owner, cards)`` melds. Seat 0 acts first unless ``to_act`` or ``dealer`` says
+        otherwise (the dealer defaults to the seat right of the one to act).
+
+        The unnamed cards are dealt, in the order ``deck_order(seed, 0)`` puts them, to the
+        seats not named, then to the discard pile (when ``None``), then under the stock.
+        Unknown cards raise :class:`NotationError` and cards named twice :class:`DeckError`,
+        both quoting the input. The position is not checked for TONK (docs/rules.md: a
+        position already under way never is).
         """
         given: dict[int, str | Sequence[Card]]
         if isinstance(hands, Mapping):
@@ -287,6 +290,11 @@ class HandState:
             given = dict(enumerate(hands))
             if players is None:
                 players = len(given)
+        if dealer is None:
+            _check_players(players, 0)
+            if to_act is not None and type(to_act) is not int:
+                raise RecordError(f"seat to act {to_act!r} is not a seat of this hand")
+            dealer = ((to_act or 0) - 1) % players
         _check_players(players, dealer)
         extra = [s for s in given if s >= players]
         if extra:

@@ -16,7 +16,8 @@ from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
 
 
 def test_str_draws_each_seat_its_cards_and_total_and_whose_turn_it_is() -> None:
-    state = HandState.setup(["Kh 9d 2s 3h 4d", "Ks 9h 2h 3s 4s", "Qc Jd 10h 9s 8c"], discard="7c 5d")
+    hands = ["Kh 9d 2s 3h 4d", "Ks 9h 2h 3s 4s", "Qc Jd 10h 9s 8c"]
+    state = HandState.setup(hands, discard="7c 5d", dealer=0)
     text = str(state)
     lines = text.splitlines()
     assert lines[0] == "seat 0 D   4d 9d 3h Kh 2s   = 28"  # sorted by suit, dealer marked
@@ -103,6 +104,17 @@ def test_setup_turns_up_a_discard_and_takes_players_dealer_and_seat_to_act() -> 
     assert [len(h) for h in state.hands] == [5, 1, 5, 5]
     assert len(state.discard) == 1 and state.stock_size == 52 - 16 - 1
     assert HandState.setup(["Ah", "2c"], discard="").discard == []
+
+
+def test_setup_lets_seat_0_act_first_unless_told_otherwise() -> None:
+    hands = ["Ah", "2c", "3d"]
+    assert (HandState.setup(hands).to_act, HandState.setup(hands).dealer) == (0, 2)
+    assert (HandState.setup(hands, to_act=2).to_act, HandState.setup(hands, to_act=2).dealer) == (2, 1)
+    assert (HandState.setup(hands, dealer=0).to_act, HandState.setup(hands, dealer=0).dealer) == (1, 0)
+    with pytest.raises(RecordError, match="seat to act 3 is not a seat"):
+        HandState.setup(hands, to_act=3)
+    with pytest.raises(RecordError, match="seat to act 'x' is not a seat"):
+        HandState.setup(hands, to_act="x")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
