@@ -4,6 +4,10 @@
 ever handed to a bot except through :meth:`HandState.observation`, which builds the frozen
 per-seat view. Every action is checked (:meth:`verify`) before anything changes, and
 :meth:`apply` returns the :class:`~sdk.actions.Event` it recorded.
+
+As a library: :meth:`HandState.from_seed` deals a match's hand, :meth:`HandState.setup` builds a
+position from card text (dealing the rest), :meth:`HandState.apply_text` plays ``"draw stock"``
+and the like, and ``print(state)`` draws the table.
 """
 
 from __future__ import annotations
@@ -250,10 +254,10 @@ class HandState:
     @classmethod
     def setup(
         cls,
-        hands: Mapping[int, str | Sequence[Card]] | Sequence[str | Sequence[Card]],
-        discard: str | Sequence[Card] | None = None,
-        stock: str | Sequence[Card] = "",
-        table: Sequence[tuple[int, str | Sequence[Card]]] = (),
+        hands: Mapping[int, str | Sequence[Card | str]] | Sequence[str | Sequence[Card | str]],
+        discard: str | Sequence[Card | str] | None = None,
+        stock: str | Sequence[Card | str] = "",
+        table: Sequence[tuple[int, str | Sequence[Card | str]]] = (),
         *,
         players: int | None = None,
         dealer: int | None = None,
@@ -275,7 +279,7 @@ class HandState:
         both quoting the input. The position is not checked for TONK (docs/rules.md: a
         position already under way never is).
         """
-        given: dict[int, str | Sequence[Card]]
+        given: dict[int, str | Sequence[Card | str]]
         if isinstance(hands, Mapping):
             given = dict(hands)
             seats = [s for s in given if type(s) is int and s >= 0]
@@ -301,17 +305,19 @@ class HandState:
             raise RecordError(f"seat {extra[0]} is not a seat of a {players}-player hand")
         seen: dict[Card, str] = {}
 
-        def read(name: str, cards: str | Sequence[Card]) -> list[Card]:
+        def read(name: str, cards: str | Sequence[Card | str]) -> list[Card]:
             if isinstance(cards, str):
                 try:
                     parsed = parse_cards(cards.replace(",", " ").split())
                 except NotationError as exc:
                     raise NotationError(f"{name} {cards!r}: {exc}") from None
+            elif isinstance(cards, Sequence):
+                try:
+                    parsed = [c if isinstance(c, Card) else Card.parse(c) for c in cards]
+                except NotationError as exc:
+                    raise NotationError(f"{name} {cards!r}: {exc}") from None
             else:
-                parsed = list(cards)
-                bad = next((c for c in parsed if not isinstance(c, Card)), None)
-                if bad is not None:
-                    raise NotationError(f"{name} holds {bad!r}, which is not a card")
+                raise NotationError(f"{name} is cards as text like 'Ah 2c' or a list, got {cards!r}")
             for card in parsed:
                 here = f"{name} {cards!r}"
                 if card in seen:

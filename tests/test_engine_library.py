@@ -104,6 +104,9 @@ def test_setup_turns_up_a_discard_and_takes_players_dealer_and_seat_to_act() -> 
     assert [len(h) for h in state.hands] == [5, 1, 5, 5]
     assert len(state.discard) == 1 and state.stock_size == 52 - 16 - 1
     assert HandState.setup(["Ah", "2c"], discard="").discard == []
+    listed = HandState.setup([[Card.parse("Ah"), "2c"], "Kd"], discard=["3h"], stock=(Card.parse("4h"),))
+    assert listed.hands[0] == cards("Ah 2c") and listed.discard == cards("3h")
+    assert listed.stock[0] == Card.parse("4h")
 
 
 def test_setup_lets_seat_0_act_first_unless_told_otherwise() -> None:
@@ -131,6 +134,9 @@ def test_setup_lets_seat_0_act_first_unless_told_otherwise() -> None:
         ({"hands": {0: "Ah", 3: "2c"}, "players": 3}, RecordError, "seat 3 is not a seat of a 3-player hand"),
         ({"hands": ["Ah", ""]}, RecordError, "hands[1] is empty"),
         ({"hands": "Ah 2c"}, RecordError, "hands is a list or a dict"),
+        ({"hands": [["Ah", "Xx"], "2c"]}, NotationError, "hands[0] ['Ah', 'Xx']: unknown card 'Xx'"),
+        ({"hands": [["Ah", 3], "2c"]}, NotationError, "hands[0] ['Ah', 3]: a card is written as text"),
+        ({"hands": ["Ah", "2c"], "stock": 5}, NotationError, "stock is cards as text"),
     ],
 )
 def test_setup_refuses_bad_cards_quoting_them(kwargs: dict, error: type[Exception], message: str) -> None:
