@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 from helpers.positions import all_cards, cards, deck_dealing, play, snapshot
 
+from bots.greedy import GreedyBot
 from sdk.actions import Action
 from sdk.cards import DECK, Card
 from sdk.dealing import deck_order
 from sdk.engine import HandState
 from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
+from sdk.observation import observe
 
 # -- str() draws the table ------------------------------------------------------------------
 
@@ -214,3 +216,10 @@ def test_apply_text_refuses_an_action_that_is_not_legal_now(
     assert info.value.rule == rule
     assert message in str(info.value)
     assert snapshot(state) == before
+
+
+def test_a_set_up_position_is_one_a_bot_can_be_asked_about() -> None:
+    # docs/bot-author-guide.md: build a position, observe it, hand it to act
+    state = HandState.setup({0: "8h 8d 8s 2c", 1: "9d 9h"}, discard="Kd", seed=7)
+    state.apply_text("draw stock")
+    assert GreedyBot().act(observe(state, state.to_act)) == Action.parse("meld 8h 8d 8s")
