@@ -33,7 +33,7 @@ from sdk.actions import (
     Layoff,
     Meld,
 )
-from sdk.cards import DECK, Card, is_whole_deck, parse_cards, sort_hand
+from sdk.cards import DECK, Card, is_whole_deck
 from sdk.dealing import deck_order
 from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
 from sdk.melds import TableMeld, hand_melds, make_meld
@@ -265,95 +265,14 @@ class HandState:
         seed: int = 0,
         rules: Rules = STANDARD,
     ) -> HandState:
-        """A position from the cards you care about; the rest of the deck is filled in.
+        """A position from the cards you care about, the rest of the deck filled in from
+        ``seed``: see :func:`sdk.position_setup.setup_position`."""
+        from sdk.position_setup import setup_position
 
-        ``hands`` maps seats to their cards as text (``{0: "Ah 2c 8h 8d 8s"}``) or lists them by
-        seat; a seat not named gets five cards. ``discard`` is the pile bottom to top (``None``
-        turns up one card); ``stock`` names the top of the stock, top first; ``table`` holds
-        ``(owner, cards)`` melds. Seat 0 acts first unless ``to_act`` or ``dealer`` says
-        otherwise (the dealer defaults to the seat right of the one to act).
-
-        The unnamed cards are dealt, in the order ``deck_order(seed, 0)`` puts them, to the
-        seats not named, then to the discard pile (when ``None``), then under the stock.
-        Unknown cards raise :class:`NotationError` and cards named twice :class:`DeckError`,
-        both quoting the input. The position is not checked for TONK (docs/rules.md: a
-        position already under way never is).
-        """
-        given: dict[int, str | Sequence[Card | str]]
-        if isinstance(hands, Mapping):
-            given = dict(hands)
-            seats = [s for s in given if type(s) is int and s >= 0]
-            if len(seats) != len(given):
-                bad = next(s for s in given if s not in seats)
-                raise RecordError(f"hands are keyed by seat number, got {bad!r}")
-            if players is None:
-                players = max(max(seats, default=0) + 1, MIN_PLAYERS)
-        elif isinstance(hands, str):
-            raise RecordError(f"hands is a list or a dict of seats' cards, got {hands!r}")
-        else:
-            given = dict(enumerate(hands))
-            if players is None:
-                players = len(given)
-        if dealer is None:
-            _check_players(players, 0)
-            if to_act is not None and type(to_act) is not int:
-                raise RecordError(f"seat to act {to_act!r} is not a seat of this hand")
-            dealer = ((to_act or 0) - 1) % players
-        _check_players(players, dealer)
-        extra = [s for s in given if s >= players]
-        if extra:
-            raise RecordError(f"seat {extra[0]} is not a seat of a {players}-player hand")
-        seen: dict[Card, str] = {}
-
-        def read(name: str, cards: str | Sequence[Card | str]) -> list[Card]:
-            if isinstance(cards, str):
-                try:
-                    parsed = parse_cards(cards.replace(",", " ").split())
-                except NotationError as exc:
-                    raise NotationError(f"{name} {cards!r}: {exc}") from None
-            elif isinstance(cards, Sequence):
-                try:
-                    parsed = [c if isinstance(c, Card) else Card.parse(c) for c in cards]
-                except NotationError as exc:
-                    raise NotationError(f"{name} {cards!r}: {exc}") from None
-            else:
-                raise NotationError(f"{name} is cards as text like 'Ah 2c' or a list, got {cards!r}")
-            for card in parsed:
-                here = f"{name} {cards!r}"
-                if card in seen:
-                    where = seen[card]
-                    also = f" in {here}" if where == here else f": in {where} and in {here}"
-                    raise DeckError(f"card {card.text} is named twice{also}")
-                seen[card] = here
-            return parsed
-
-        hand_cards: dict[int, list[Card]] = {s: read(f"hands[{s}]", c) for s, c in sorted(given.items())}
-        discard_cards = read("discard", discard) if discard is not None else None
-        stock_cards = read("stock", stock)
-        melds = []
-        for i, (owner, cards) in enumerate(table):
-            meld_cards = read(f"table[{i}]", cards)
-            if type(owner) is not int or not 0 <= owner < players:
-                raise RecordError(f"table[{i}] {cards!r}: owner {owner!r} is not a seat")
-            try:
-                melds.append(make_meld(owner, meld_cards, rules))
-            except IllegalActionError as exc:
-                raise RecordError(f"table[{i}] {cards!r}: {exc}") from None
-        rest = [c for c in deck_order(seed, 0) if c not in seen]
-        for seat in range(players):
-            if seat not in hand_cards:
-                hand_cards[seat], rest = rest[:HAND_SIZE], rest[HAND_SIZE:]
-        if discard_cards is None:
-            discard_cards, rest = rest[:1], rest[1:]
-        return cls.from_position(
-            [hand_cards[s] for s in range(players)],
-            discard_cards,
-            stock_cards + rest,
-            melds,
-            dealer=dealer,
-            to_act=to_act,
-            rules=rules,
-        )
+        return setup_position(
+            cls, hands, discard, stock, table,
+            players=players, dealer=dealer, to_act=to_act, seed=seed, rules=rules,
+        )  # fmt: skip
 
     @classmethod
     def _build(
@@ -475,61 +394,11 @@ class HandState:
     # -- display --------------------------------------------------------------------------
 
     def __str__(self) -> str:
-        """The table in a few lines: each seat's cards and total (``>`` marks the seat to act,
-        ``D`` the dealer), the stock, the discard pile, the melds with their owners, and
-        whose turn it is (or how the hand ended)::
+        """The table in a few lines, as python-chess draws a board: see
+        :func:`sdk.table_text.draw`."""
+        from sdk.table_text import draw
 
-            seat 0 D    4c 9d Jh 2s Qs  = 35
-            seat 1 >    2c 5d 9h Js Kc  = 36
-            stock 41 cards, discard 7c (1 card)
-            table: no melds
-            seat 1 to act, start of turn: drop, draw stock or draw discard
-        """
-        totals = self.totals()
-        width = max(len(" ".join(c.text for c in hand)) for hand in self.hands)
-        lines = []
-        for seat, hand in enumerate(self.hands):
-            marks = ("D" if seat == self.dealer else " ") + (
-                ">" if seat == self.to_act and self.outcome is None else " "
-            )
-            cards = " ".join(c.text for c in sort_hand(hand))
-            lock = "  (hit: may not drop)" if seat in self.locked else ""
-            lines.append(f"seat {seat} {marks}  {cards:<{width}}  = {totals[seat]}{lock}")
-        pile = self.discard
-        top = f"discard {pile[-1].text} ({_count(len(pile))})" if pile else "no discard pile"
-        lines.append(f"stock {_count(len(self._stock))}, {top}")
-        if self.table:
-            melds = ", ".join(f"[{i}] {m} ({m.kind}, seat {m.owner})" for i, m in enumerate(self.table))
-            lines.append(f"table: {melds}")
-        else:
-            lines.append("table: no melds")
-        lines.append(self._status())
-        return "\n".join(lines)
-
-    def _status(self) -> str:
-        outcome = self.outcome
-        if outcome is None:
-            if self.phase is _START:
-                moves = ", ".join(str(a) for a in self.legal_actions())
-                return f"seat {self.to_act} to act, start of turn: {_or(moves)}"
-            picked = f" (took {self.picked.text} from the discard pile)" if self.picked is not None else ""
-            return f"seat {self.to_act} to act, after the draw{picked}: meld, lay off or discard"
-        seats = " and ".join(f"seat {s}" for s in outcome.winners)
-        if outcome.end == "tonk":
-            how = f"TONK after the deal ({seats})"
-        elif outcome.end == "drop":
-            dropper = self.history[-1].seat
-            how = f"seat {dropper} went down; lowest: {seats}"
-        elif outcome.end == "out":
-            how = f"{seats} went out"
-        elif outcome.end == "fault":
-            how = f"seat {outcome.faulted} faulted"
-        else:
-            why = "the stock ran out" if outcome.end == "stock" else "the turn cap was reached"
-            how = f"{why}; lowest: {seats}"
-        payoffs = " ".join(f"{p:+d}" for p in outcome.payoffs)
-        turns = f"{self.turns} turn" if self.turns == 1 else f"{self.turns} turns"
-        return f"over after {turns}: {how}; payoffs by seat {payoffs}"
+        return draw(self)
 
     def __repr__(self) -> str:
         where = "over" if self.outcome is not None else f"seat {self.to_act} to act, {self.phase.value}"
@@ -915,16 +784,6 @@ class HandState:
         for w in lowest:
             payoffs[w] = n - k
         self._finish(Outcome(end, tuple(lowest), tuple(payoffs), totals))
-
-
-def _count(n: int) -> str:
-    return f"{n} card" if n == 1 else f"{n} cards"
-
-
-def _or(moves: str) -> str:
-    """``"drop, draw stock, draw discard"`` -> ``"drop, draw stock or draw discard"``."""
-    head, sep, last = moves.rpartition(", ")
-    return f"{head} or {last}" if sep else moves
 
 
 def _name(card: object) -> str:
