@@ -4,11 +4,15 @@
 ever handed to a bot except through :meth:`HandState.observation`, which builds the frozen
 per-seat view. Every action is checked (:meth:`verify`) before anything changes, and
 :meth:`apply` returns the :class:`~sdk.actions.Event` it recorded.
+
+As a library: :meth:`HandState.from_seed` deals a match's hand, :meth:`HandState.setup` builds a
+position from card text (dealing the rest), :meth:`HandState.apply_text` plays ``"draw stock"``
+and the like, and ``print(state)`` draws the table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
@@ -30,7 +34,8 @@ from sdk.actions import (
     Meld,
 )
 from sdk.cards import DECK, Card, is_whole_deck
-from sdk.errors import DeckError, IllegalActionError, RecordError
+from sdk.dealing import deck_order
+from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
 from sdk.melds import TableMeld, hand_melds, make_meld
 from sdk.rules import HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
 
@@ -233,6 +238,43 @@ class HandState:
         )
 
     @classmethod
+    def from_seed(
+        cls, seed: int, players: int, dealer: int | None = None, rules: Rules = STANDARD, *, hand: int = 0
+    ) -> HandState:
+        """Hand ``hand`` of a match with ``seed``, dealt as the referee deals it: from
+        :func:`sdk.dealing.deck_order` (docs/dealing.md), with the dealer one seat left per
+        hand from seat 0 unless ``dealer`` is given. TONK is checked at once."""
+        if type(hand) is not int or hand < 0:
+            raise NotationError(f"a hand index is an integer >= 0, got {hand!r}")
+        if dealer is None:
+            _check_players(players, 0)
+            dealer = hand % players
+        return cls.deal(deck_order(seed, hand), players, dealer, rules)
+
+    @classmethod
+    def setup(
+        cls,
+        hands: Mapping[int, str | Sequence[Card | str]] | Sequence[str | Sequence[Card | str]],
+        discard: str | Sequence[Card | str] | None = None,
+        stock: str | Sequence[Card | str] = "",
+        table: Sequence[tuple[int, str | Sequence[Card | str]]] = (),
+        *,
+        players: int | None = None,
+        dealer: int | None = None,
+        to_act: int | None = None,
+        seed: int = 0,
+        rules: Rules = STANDARD,
+    ) -> HandState:
+        """A position from the cards you care about, the rest of the deck filled in from
+        ``seed``: see :func:`sdk.position_setup.setup_position`."""
+        from sdk.position_setup import setup_position
+
+        return setup_position(
+            cls, hands, discard, stock, table,
+            players=players, dealer=dealer, to_act=to_act, seed=seed, rules=rules,
+        )  # fmt: skip
+
+    @classmethod
     def _build(
         cls,
         rules: Rules,
@@ -348,6 +390,19 @@ class HandState:
                 total += card.value
             out.append(total)
         return tuple(out)
+
+    # -- display --------------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        """The table in a few lines, as python-chess draws a board: see
+        :func:`sdk.table_text.draw`."""
+        from sdk.table_text import draw
+
+        return draw(self)
+
+    def __repr__(self) -> str:
+        where = "over" if self.outcome is not None else f"seat {self.to_act} to act, {self.phase.value}"
+        return f"<HandState {self.players} players, {where}, turn {self.turns}, {self.rules.name} rules>"
 
     # -- legality -------------------------------------------------------------------------
 
@@ -541,6 +596,26 @@ class HandState:
                 self._settle_drop(actor)
                 return event
         return self._apply_checked(action, seat)
+
+    def apply_text(self, text: str, seat: int | None = None) -> Event:
+        """:meth:`apply` for an action written as text: ``"drop"``, ``"draw stock"``,
+        ``"draw discard"``, ``"meld 8h 8d 8s"``, ``"layoff 8s 0"``, ``"discard 10s"`` (the
+        :meth:`Action.parse <sdk.actions.Action.parse>` form, which ``str(action)`` writes).
+
+        Text that is not an action raises :class:`NotationError`; an action the rules do not
+        allow now raises :class:`IllegalActionError` (with its ``rule``). Both quote ``text``,
+        and nothing changes when either is raised.
+        """
+        try:
+            action = Action.parse(text)
+        except NotationError as exc:
+            if str(exc).startswith("cannot read action"):
+                raise
+            raise NotationError(f"cannot read action {text!r}: {exc}") from None
+        try:
+            return self.apply(action, seat)
+        except IllegalActionError as exc:
+            raise IllegalActionError(f"cannot play {text!r}: {exc}", rule=exc.rule) from None
 
     def _apply_checked(self, action: Action, seat: int | None) -> Event:
         """:meth:`apply` for any action: check it with :meth:`_check`, then play it."""
