@@ -254,7 +254,8 @@ def test_matches_submitted_at_once_without_a_driver_all_get_played(sqlite_url: s
     """The dashboard submits every match to the embedded pool and does not drive: those
     whose bots are busy go back to the pool's queue until a slot frees, none is dropped."""
     url = sqlite_url
-    ids = hosted_bots(url, ["random", "greedy"])
+    # A bot that thinks 50 ms a decision: each match lasts long enough to be seen in flight.
+    ids = hosted_bots(url, ["helpers.faultbots:SleepyBot", "greedy"])
     with session_scope(url) as session:
         version = session.scalars(select(BotVersion).where(BotVersion.bot_id == ids[0])).one()
         version.info = {**version.info, "max_concurrent_matches": 1}
