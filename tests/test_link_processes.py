@@ -129,9 +129,9 @@ def connected(url: str, *names: str) -> bool:
         return len(ids) == len(names) and all(directory.connected_capacity(session, i) > 0 for i in ids)
 
 
-def test_connected_bots_play_a_tournament_against_tonk_dashboard(
-    tmp_path: Path, sqlite_url: str, procs: Procs
-) -> None:
+def start_dashboard(procs: Procs, tmp_path: Path, sqlite_url: str, owner: str) -> tuple[str, int, str]:
+    """`tonk dashboard` with its in-process gateway on free ports, and a new owner's token:
+    (the arena's URL, the gateway's port, the token)."""
     port, gateway, relay = free_port(), free_port(), free_port()
     arena_env = base_env(
         tmp_path,
@@ -141,10 +141,16 @@ def test_connected_bots_play_a_tournament_against_tonk_dashboard(
         TONK_GATEWAY_RELAY_PORT=str(relay),
         TONK_EMBEDDED_WORKERS="2",
     )
-    token = new_owner(sqlite_url, "student")
+    token = new_owner(sqlite_url, owner)
     procs.start("dashboard", ["dashboard", "--port", str(port)], arena_env)
     wait_for("the dashboard", lambda: listening(port) and listening(gateway), 60)
-    arena = f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{port}", gateway, token
+
+
+def test_connected_bots_play_a_tournament_against_tonk_dashboard(
+    tmp_path: Path, sqlite_url: str, procs: Procs
+) -> None:
+    arena, gateway, token = start_dashboard(procs, tmp_path, sqlite_url, "student")
     assert get_json(arena + "/api/v1/")["link"]["address"] == f"127.0.0.1:{gateway}"
     bot_env = base_env(tmp_path, TONK_ARENA=arena, TONK_TOKEN=token)
     start_bots(procs, bot_env, {"link1": "random", "link2": "greedy"})
@@ -260,19 +266,7 @@ def test_the_node_example_connects_out_and_plays_a_tournament(
                                text=True, timeout=300)  # fmt: skip
     if installed.returncode != 0:
         pytest.skip(f"npm ci could not install @grpc/grpc-js: {installed.stderr[-500:]}")
-    port, gateway, relay = free_port(), free_port(), free_port()
-    arena_env = base_env(
-        tmp_path,
-        TONK_DATABASE_URL=sqlite_url,
-        TONK_OPERATOR_TOKEN=OPERATOR,
-        TONK_GATEWAY_PORT=str(gateway),
-        TONK_GATEWAY_RELAY_PORT=str(relay),
-        TONK_EMBEDDED_WORKERS="2",
-    )
-    token = new_owner(sqlite_url, "polyglot")
-    procs.start("dashboard", ["dashboard", "--port", str(port)], arena_env)
-    wait_for("the dashboard", lambda: listening(port) and listening(gateway), 60)
-    arena = f"http://127.0.0.1:{port}"
+    arena, _gateway, token = start_dashboard(procs, tmp_path, sqlite_url, "polyglot")
     node_env = base_env(tmp_path, TONK_PROTOS=str(ROOT / "protos"), TONK_ARENA=arena, TONK_TOKEN=token)
     log = open(tmp_path / "node.log", "w")  # noqa: SIM115 - closed with the process
     node = subprocess.Popen([shutil.which("node") or "node", "bot.js", "--connect", "--name", "nodebot"],
