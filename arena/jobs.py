@@ -47,8 +47,8 @@ from arena.addresses import redact_addresses
 from arena.config import load_settings
 from arena.db import dispose_engines, session_scope
 from arena.deals import reveal_if_complete
-from arena.link.player import GatewayLostError
-from arena.link.waiting import release, wait_for_bots
+from arena.link.player import BotOfflineError, GatewayLostError
+from arena.link.waiting import release, start_grace, wait_for_bots
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
@@ -107,10 +107,11 @@ def _play(match_id: int, database_url: str, hosted_addresses: dict[str, str] | N
     if wait_for_bots(database_url, match_id, load_settings().offline_grace_s):
         return WAITING  # pending still: the driver's next sweep queues it again
     with session_scope(database_url) as session:  # claim and read the plan in one transaction
+        waits, since = start_grace(session, match_id, load_settings().offline_grace_s)
         refused = claim_match(session, match_id, worker)
         if refused is not None:
             return refused
-        plan = load_plan(session, match_id, hosted_addresses)
+        plan = load_plan(session, match_id, hosted_addresses, offline_waits=waits)
         if not capacity.acquire(session, match_id, [seat.bot_id for seat in plan.seats], worker):
             session.rollback()  # the claim too: the match stays pending
             return WAITING
@@ -119,9 +120,11 @@ def _play(match_id: int, database_url: str, hosted_addresses: dict[str, str] | N
     except MatchTakenError:
         _release(database_url, match_id, worker)
         return LOST
-    except GatewayLostError:  # the arena's failure, not a bot's: play it again from its start
+    # The arena's failure, or a bot gone just before its match began (the store had not yet
+    # caught up, arena/link/waiting.py): not a bot's fault; play it again from its start.
+    except (GatewayLostError, BotOfflineError) as exc:
         with session_scope(database_url) as session:
-            release(session, match_id, worker)
+            release(session, match_id, worker, since if isinstance(exc, BotOfflineError) else None)
             capacity.release(session, match_id, worker)
         return WAITING
     except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it

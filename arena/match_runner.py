@@ -62,6 +62,9 @@ class SeatPlan:
     #: it, found in the store at ``store`` (the store's URL).
     connected: bool = False
     store: str | None = None
+    #: The match may still wait for this connected bot (arena/link/waiting.py): a StartMatch
+    #: that finds it gone hands the match back instead of charging the seat.
+    offline_waits: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +123,16 @@ def referee_config(config: dict[str, object], defaults: RefereeConfig) -> Refere
 
 
 def load_plan(
-    session: Session, match_id: int, hosted_addresses: Mapping[str, str] | None = None
+    session: Session,
+    match_id: int,
+    hosted_addresses: Mapping[str, str] | None = None,
+    *,
+    offline_waits: bool = False,
 ) -> MatchPlan:
     """Everything needed to play match ``match_id``, from the store. ``hosted_addresses``
     (bot name -> HOST:PORT) plays hosted bots over gRPC where they are being served (as
-    ``tonk demo`` does with arena.hosting.HostedBots) instead of in-process."""
+    ``tonk demo`` does with arena.hosting.HostedBots) instead of in-process.
+    ``offline_waits``: the match may still wait for its connected bots (SeatPlan)."""
     served = hosted_addresses or {}
     bind = session.get_bind()
     store = (bind.engine if isinstance(bind, Connection) else bind).url.render_as_string(hide_password=False)
@@ -150,6 +158,7 @@ def load_plan(
             bool(version.hosted and name in served),
             bool(version.connected),
             store if version.connected else None,
+            bool(version.connected) and offline_waits,
         )
         for _seat, bot_id, version_id, name, version in rows
     )
@@ -186,7 +195,8 @@ def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None)
             from arena.link.player import LinkPlayer, RelayTransport, routes_for
 
             routes = routes_for(seat.store or load_settings().database_url)
-            return LinkPlayer(seat.name, RelayTransport(seat.bot_id, routes))
+            transport = RelayTransport(seat.bot_id, routes)
+            return LinkPlayer(seat.name, transport, offline_waits=seat.offline_waits)
         if seat.address and seat.served_here:
             return make_player(seat.address)
         if seat.address:

@@ -499,6 +499,47 @@ def test_a_match_with_an_offline_bot_waits_within_its_grace(arena: Arena, client
         assert session.get(Match, match_id).waiting_since is None  # type: ignore[union-attr]
 
 
+def test_a_bot_gone_before_the_store_knows_waits_and_is_charged_only_after_its_grace(
+    arena: Arena, clients: list[Client]
+) -> None:
+    """The store lags a gateway by a moment: a bot killed just now still has its row, so a
+    worker claims its match. StartMatch finds it gone: within the grace that is a wait (the
+    match is handed back, nothing recorded); once the grace is over it is the bot's fault."""
+    import datetime as dt
+
+    from arena.jobs import WAITING, play_match_job
+    from arena.models import FaultRecord
+    from arena.tournaments import create_tournament, start_tournament
+
+    client = Client(arena, "alice", "flaky").wait()
+    clients.append(Client(arena, "bob", "steady").wait())
+    ids = [bot_id(arena, "flaky"), bot_id(arena, "steady")]
+    with session_scope(arena.url) as session:
+        tournament = create_tournament(
+            session, name="t", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=1,
+            config={"offline_grace_s": 30},
+        )
+        start_tournament(session, tournament.id)
+        match_id = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).first()
+        owner = session.scalars(select(Bot.owner_id).where(Bot.id == ids[0])).one()
+    client.stop()
+    wait_until(lambda: _capacity(arena, ids[0]) == 0)
+    with session_scope(arena.url) as session:  # the store still says it is connected here
+        directory.add_connection(session, "stale", arena.gateway.id, ids[0], owner, 1, "gone")
+
+    assert play_match_job(match_id, arena.url) == WAITING
+    with session_scope(arena.url) as session:
+        match = session.get(Match, match_id)
+        assert match is not None and match.status == "pending" and match.waiting_since is not None
+        assert session.scalar(select(func.count(FaultRecord.id))) == 0
+        match.waiting_since = match.waiting_since - dt.timedelta(seconds=31)  # its grace is over
+
+    assert play_match_job(match_id, arena.url) == "done"
+    with session_scope(arena.url) as session:
+        faults = session.execute(select(FaultRecord.bot_id, FaultRecord.kind)).all()
+        assert faults and set(faults) == {(ids[0], "unreachable")}
+
+
 def test_decide_calls_are_built_by_concatenation_like_the_message() -> None:
     request = b"\x0a\x01m"
     built = lpb.LinkCall.FromString(decide_call(request, 1500))

@@ -62,6 +62,11 @@ class GatewayLostError(RuntimeError):
     """The gateway relaying a match's calls cannot be reached: an arena failure, not the bot's."""
 
 
+class BotOfflineError(RuntimeError):
+    """A connected bot was not connected when its match started, while the match may still
+    wait for it (arena/link/waiting.py): the match is handed back, not charged."""
+
+
 class GatewayRelayError(RuntimeError):
     """The gateway refused a worker's relay (a wrong secret, a bug): the match fails, visibly."""
 
@@ -111,8 +116,12 @@ class LinkPlayer:
         *,
         lifecycle_timeout_s: float = DEFAULT_LIFECYCLE_TIMEOUT_S,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        offline_waits: bool = False,
     ):
         self.name = name
+        #: A StartMatch that finds the bot not connected raises BotOfflineError, not a fault.
+        self.offline_waits = offline_waits
+        self._starting = False
         self.address = f"link:{name}"  # what fault reasons and logs call it
         self.transport = transport
         self.lifecycle_timeout_s = lifecycle_timeout_s
@@ -143,7 +152,11 @@ class LinkPlayer:
 
     def match_start(self, info: MatchInfo) -> None:
         self.seat = info.seat
-        self._lifecycle("start_match", match_info_to_proto(info), "StartMatch")
+        self._starting = True
+        try:
+            self._lifecycle("start_match", match_info_to_proto(info), "StartMatch")
+        finally:
+            self._starting = False
 
     def act(self, request: DecisionRequest) -> Action | int:
         deadline_ms = max(request.deadline_ms, 1)
@@ -198,6 +211,8 @@ class LinkPlayer:
         try:
             return self.transport.call(self.session, call, timeout_s, last=last)
         except LinkTransportError as exc:
+            if self._starting and self.offline_waits and exc.kind is FaultKind.UNREACHABLE:
+                raise BotOfflineError(f"{self.name} is not connected: {exc.reason}"[:_MAX_REASON]) from None
             if exc.kind is FaultKind.TIMEOUT:
                 raise PlayerFaultError(
                     FaultKind.TIMEOUT, f"{rpc}: no reply within {deadline_ms} ms"

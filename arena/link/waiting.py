@@ -6,13 +6,19 @@ records since when. The worker looks again for a few seconds, then hands the mat
 the driver, which queues it again on its next sweep. Once the tournament's
 ``offline_grace_s`` has passed since ``waiting_since`` the match is played anyway, and every
 call to the absent bot faults as UNREACHABLE: the fault policy decides the rest.
+
+The store can lag behind a gateway by a moment (a bot killed, its row not yet deleted), so
+a match may be claimed for a bot that has just gone. Its StartMatch then finds the bot not
+connected; within the grace period that is the same wait, not a fault: the seat's player
+raises :class:`~arena.link.player.BotOfflineError` and the job hands the match back.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -50,21 +56,46 @@ def must_wait(session: Session, match_id: int, default_grace_s: int, now: dt.dat
     ).first()
     if row is None or row.status != MatchStatus.PENDING:
         return False  # the claim decides what happens to it
-    grace = (row.config or {}).get("offline_grace_s", default_grace_s)
-    grace = grace if type(grace) is int and grace >= 0 else default_grace_s
     now = now or utcnow()
-    since = row.waiting_since
-    if since is None:
+    if row.waiting_since is None:
         session.execute(
             update(Match)
             .where(Match.id == match_id, Match.waiting_since.is_(None))
             .values(waiting_since=now)
             .execution_options(synchronize_session=False)
         )
+    return grace_left(row.waiting_since, row.config, default_grace_s, now)
+
+
+def grace_left(
+    waiting_since: dt.datetime | None,
+    config: Mapping[str, Any] | None,
+    default_grace_s: int,
+    now: dt.datetime | None = None,
+) -> bool:
+    """True while a match that began waiting at ``waiting_since`` (None: not yet) may still
+    wait for an offline bot, under its tournament's ``config``."""
+    grace = (config or {}).get("offline_grace_s", default_grace_s)
+    grace = grace if type(grace) is int and grace >= 0 else default_grace_s
+    if waiting_since is None:
         return grace > 0
-    if since.tzinfo is None:  # SQLite gives naive datetimes, stored in UTC
-        since = since.replace(tzinfo=dt.UTC)
-    return bool((now - since).total_seconds() < grace)
+    if waiting_since.tzinfo is None:  # SQLite gives naive datetimes, stored in UTC
+        waiting_since = waiting_since.replace(tzinfo=dt.UTC)
+    return bool(((now or utcnow()) - waiting_since).total_seconds() < grace)
+
+
+def start_grace(session: Session, match_id: int, default_grace_s: int) -> tuple[bool, dt.datetime]:
+    """Before a claim (which clears ``waiting_since``): whether the match may still wait for
+    an offline bot, and since when it would be waiting (now, if it never has)."""
+    row = session.execute(
+        select(Match.waiting_since, Tournament.config)
+        .join(Tournament, Tournament.id == Match.tournament_id)
+        .where(Match.id == match_id)
+    ).first()
+    now = utcnow()
+    if row is None:
+        return False, now
+    return grace_left(row.waiting_since, row.config, default_grace_s, now), row.waiting_since or now
 
 
 def wait_for_bots(database_url: str, match_id: int, default_grace_s: int) -> bool:
@@ -80,13 +111,16 @@ def wait_for_bots(database_url: str, match_id: int, default_grace_s: int) -> boo
         time.sleep(POLL_S)
 
 
-def release(session: Session, match_id: int, worker: str) -> bool:
-    """Hand a claimed match back (its gateway went away mid-match): pending again, nothing
-    recorded, to be played from its start. The caller commits."""
+def release(
+    session: Session, match_id: int, worker: str, waiting_since: dt.datetime | None = None
+) -> bool:
+    """Hand a claimed match back (its gateway went away mid-match, or its bot was gone at the
+    start): pending again, nothing recorded, to be played from its start, its grace period
+    counted from ``waiting_since`` (default now). The caller commits."""
     done = session.execute(
         update(Match)
         .where(Match.id == match_id, Match.status == MatchStatus.RUNNING, Match.worker == worker)
-        .values(status="pending", heartbeat_at=None, worker=None, waiting_since=utcnow())
+        .values(status="pending", heartbeat_at=None, worker=None, waiting_since=waiting_since or utcnow())
         .execution_options(synchronize_session=False)
     )
     return bool(done.rowcount)  # type: ignore[attr-defined]
