@@ -23,6 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sdk.actions import Action
+from sdk.referee import DecisionRequest, Player, PlayerWrapper
+
 #: Seconds to wait for the health and GetInfo answers.
 RPC_TIMEOUT_S: Final = 5.0
 #: Hands of the match against ``random``.
@@ -154,7 +157,7 @@ def conformance_match(player: Any, name: str, check: MatchCheck, bot: str) -> No
 
     config = RefereeConfig(decision_deadline_ms=check.deadline_ms, time_bank_ms=check.time_bank_ms,
                            max_faults=1)  # fmt: skip
-    counted = _CountingPlayer(player)
+    counted = CountingPlayer(player)
     seed = new_seed() if check.seed is None else check.seed
     # A hand can end at the deal (TONK) before the bot acts: play on until it has acted.
     for attempt in range(3):
@@ -185,31 +188,16 @@ def conformance_match(player: Any, name: str, check: MatchCheck, bot: str) -> No
                          "try again")  # fmt: skip
 
 
-class _CountingPlayer:
-    """Delegates to a player, counting its decisions."""
+class CountingPlayer(PlayerWrapper):
+    """Wraps a player, counting its decisions."""
 
-    def __init__(self, player: Any):
-        self.player = player
+    def __init__(self, inner: Player):
+        super().__init__(inner)
         self.decisions = 0
 
-    def describe(self) -> dict[str, str]:
-        return dict(self.player.describe())
-
-    def match_start(self, info: Any) -> None:
-        self.player.match_start(info)
-
-    def act(self, request: Any) -> Any:
+    def act(self, request: DecisionRequest) -> Action | int:
         self.decisions += 1
-        return self.player.act(request)
-
-    def hand_end(self, result: Any) -> None:
-        self.player.hand_end(result)
-
-    def match_end(self, summary: Any) -> None:
-        self.player.match_end(summary)
-
-    def close(self) -> None:
-        self.player.close()
+        return self.inner.act(request)
 
 
 def rpc_text(exc: Exception) -> str:

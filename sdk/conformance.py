@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, Action, Discard, Drop, Layoff, Meld
-from sdk.bot import Bot, HandResult, MatchInfo, MatchSummary
+from sdk.bot import Bot, MatchInfo, MatchSummary
 from sdk.cards import DECK, Card
 from sdk.decision_file import decision_to_json
 from sdk.engine import HandState
@@ -48,6 +48,7 @@ from sdk.referee import (
     LocalPlayer,
     Player,
     PlayerFaultError,
+    PlayerWrapper,
     RefereeConfig,
     play_match,
     resolve_reply,
@@ -172,19 +173,13 @@ SITUATIONS: Final = (
 )
 
 
-class Probe:
-    """A :class:`Player` wrapper that records every decision of the checked bot."""
+class RecordingPlayer(PlayerWrapper):
+    """Wraps the checked bot's player and records every decision it makes."""
 
     def __init__(self, inner: Player, log: list[Decision]):
-        self.inner = inner
+        super().__init__(inner)
         self.log = log
         self.scenario = ""
-
-    def describe(self) -> dict[str, str]:
-        return self.inner.describe()
-
-    def match_start(self, info: MatchInfo) -> None:
-        self.inner.match_start(info)
 
     def act(self, request: DecisionRequest) -> Action | int:
         obs = request.observation
@@ -204,15 +199,6 @@ class Probe:
         except PlayerFaultError as exc:  # the referee will charge it the same way
             decision.fault, decision.reason = exc.kind, exc.reason
         return reply
-
-    def hand_end(self, result: HandResult) -> None:
-        self.inner.hand_end(result)
-
-    def match_end(self, summary: MatchSummary) -> None:
-        self.inner.match_end(summary)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 # -- scenarios ------------------------------------------------------------------------------------
@@ -590,7 +576,7 @@ def _run_all(
     progress: Callable[[str], None] | None,
     fresh_target: str = "",
 ) -> None:
-    probe = Probe(player, report.decisions)
+    probe = RecordingPlayer(player, report.decisions)
     steps: list[tuple[str, Callable[[], object]]] = [
         *((m.name, lambda m=m: _run_match(probe, m, cfg, report)) for m in MATCHES),
         *((p.name, lambda p=p: _run_position(probe, p, cfg, report)) for p in POSITIONS),
@@ -665,7 +651,7 @@ def _opponents(scenario: MatchScenario) -> list[Player]:
     return [LocalPlayer(WildBot if i == 1 else SparringBot) for i in range(scenario.seats - 1)]
 
 
-def _seating(probe: Probe, scenario: MatchScenario) -> tuple[list[Player], list[str]]:
+def _seating(probe: RecordingPlayer, scenario: MatchScenario) -> tuple[list[Player], list[str]]:
     players = _opponents(scenario)
     players.insert(scenario.bot_seat, probe)
     names = [f"{i}:{'bot' if p is probe else p.describe()['name']}" for i, p in enumerate(players)]
@@ -673,7 +659,11 @@ def _seating(probe: Probe, scenario: MatchScenario) -> tuple[list[Player], list[
 
 
 def _run_match(
-    probe: Probe, scenario: MatchScenario, cfg: CheckConfig, report: CheckReport, match_id: str | None = None
+    probe: RecordingPlayer,
+    scenario: MatchScenario,
+    cfg: CheckConfig,
+    report: CheckReport,
+    match_id: str | None = None,
 ) -> list[Decision]:
     probe.scenario = scenario.name
     start = len(report.decisions)
@@ -706,7 +696,7 @@ def _run_match(
     return mine
 
 
-def _run_position(probe: Probe, position: Position, cfg: CheckConfig, report: CheckReport) -> None:
+def _run_position(probe: RecordingPlayer, position: Position, cfg: CheckConfig, report: CheckReport) -> None:
     state = position_state(position)
     players = tuple(f"seat{i}" for i in range(state.players))
     match_id = f"check/position/{_slug(position.name)}"
@@ -772,7 +762,7 @@ def _check_determinism(player: Any, cfg: CheckConfig, report: CheckReport, fresh
 def _determinism_run(player: Any, cfg: CheckConfig, report: CheckReport) -> list[Decision]:
     log: list[Decision] = []
     scratch = CheckReport(report.target, decisions=log)
-    _run_match(Probe(player, log), MATCHES[1], cfg, scratch, match_id="check/determinism")
+    _run_match(RecordingPlayer(player, log), MATCHES[1], cfg, scratch, match_id="check/determinism")
     return log
 
 

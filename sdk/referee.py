@@ -125,6 +125,39 @@ class LocalPlayer:
         pass
 
 
+class PlayerWrapper:
+    """A :class:`Player` that hands every call to ``inner``: subclass it and override only
+    what the wrapper adds (the checker's recorder, the admission check's counter). The inner
+    player's own clock (``last_charged_us``) shows through, so wrapping a remote bot never
+    charges it the wrapper's or this process's time."""
+
+    def __init__(self, inner: Player):
+        self.inner = inner
+
+    @property
+    def last_charged_us(self) -> int | None:
+        own = getattr(self.inner, "last_charged_us", None)
+        return own if type(own) is int else None
+
+    def describe(self) -> dict[str, str]:
+        return dict(self.inner.describe())
+
+    def match_start(self, info: MatchInfo) -> None:
+        self.inner.match_start(info)
+
+    def act(self, request: DecisionRequest) -> Action | int:
+        return self.inner.act(request)
+
+    def hand_end(self, result: HandResult) -> None:
+        self.inner.hand_end(result)
+
+    def match_end(self, summary: MatchSummary) -> None:
+        self.inner.match_end(summary)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 @dataclass(frozen=True, slots=True)
 class RefereeConfig:
     decision_deadline_ms: int = 1000

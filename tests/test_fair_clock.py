@@ -130,3 +130,41 @@ def test_measuring_races_nothing_with_the_sampler() -> None:
         assert 0 <= charged <= end - start
         exact += charged == end - start
     assert exact >= 1
+
+
+class OwnClock(LocalPlayer):
+    """A player with its own measure of the bot's time (as GrpcPlayer has): each decision
+    takes 30 ms of this process's time, of which it says the bot spent 1 ms."""
+
+    last_charged_us: int | None = None
+
+    def act(self, request):  # type: ignore[no-untyped-def]
+        time.sleep(0.03)
+        self.last_charged_us = 1_000
+        return super().act(request)
+
+
+@pytest.mark.parametrize("wrap", ["none", "recording", "counting"])
+def test_a_wrapped_player_is_charged_by_its_own_clock(wrap: str) -> None:
+    """The checker's recorder and the admission check's counter wrap the bot's player: the
+    referee still charges the inner player's measure, not the wrapper's wall time."""
+    from sdk.admission import CountingPlayer
+    from sdk.conformance import RecordingPlayer
+    from sdk.referee import Player
+
+    inner = OwnClock(RandomBot)
+    player: Player = {
+        "none": lambda: inner,
+        "recording": lambda: RecordingPlayer(inner, []),
+        "counting": lambda: CountingPlayer(inner),
+    }[wrap]()
+    result = play_match(
+        [player, LocalPlayer(RandomBot)],
+        seed=7,
+        hands=1,
+        config=RefereeConfig(decision_deadline_ms=20, time_bank_ms=0, max_faults=100),
+    )
+    assert [f for f in result.faults if f.seat == 0] == []
+    charged = [us for log in result.hands for (seat, _), us in zip(log.record.actions, log.latencies_us,
+                                                                    strict=True) if seat == 0]
+    assert charged and set(charged) == {1_000}
