@@ -110,9 +110,9 @@ def test_nondeterminism_is_caught() -> None:
     assert not report.passed and "NONDETERMINISTIC" in report.render()
 
 
-def test_a_set_iterated_in_identity_hash_order_is_caught_by_a_fresh_process() -> None:
+def test_a_set_iterated_in_hash_order_is_caught_by_a_fresh_process() -> None:
     # Same process, same order: only the replay from a new process of the bot can see it.
-    report = check_bot("helpers.faultbots:IdentitySetBot", QUICK)
+    report = check_bot("helpers.faultbots:HashOrderSetBot", QUICK)
     assert not report.faults, report.render()
     assert report.determinism_fresh_process
     assert report.nondeterminism and "a new process" in report.nondeterminism[0], report.render()
@@ -148,7 +148,7 @@ def test_a_bot_without_health_service_or_getinfo_fails_as_the_arena_refuses_it()
 def test_tonk_check_and_the_arena_refuse_in_the_same_words() -> None:
     from arena.config import Settings
     from arena.registry import BotCheckFailedError
-    from arena.registry import check_bot as admit
+    from arena.registry import check_served_bot as admit
 
     reply = pb.DecideResponse(action_index=0).SerializeToString()
     with raw_server({"Decide": lambda data, ctx: reply}) as address:

@@ -212,28 +212,18 @@ class SleepyBot(Bot):
         return self.rng.randrange(len(obs.legal_actions))
 
 
-class _Tag:
-    """An object hashed by identity, as any class without ``__hash__`` is."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int):
-        self.index = index
-
-
-_TAGS: Final = [_Tag(i) for i in range(64)]
-
-
-class IdentitySetBot(Bot):
+class HashOrderSetBot(Bot):
     """Legal, and the same every time within one process: it picks the legal action whose tag
-    comes first in a set of tags hashed by identity. Another process, with its objects at
-    other addresses, iterates that set in another order and plays differently."""
+    comes first in a set of strings. Strings hash with a per-process seed, so another process
+    iterates that set in another order and plays differently: the trap of a set of objects
+    hashed by identity, made certain (object addresses repeat between processes more often
+    than one would think, so a bot iterating those is caught only most of the time)."""
 
-    name = "identity-set"
+    name = "hash-order-set"
 
     def act(self, obs: Any) -> int:
-        tags = {_TAGS[i] for i in range(len(obs.legal_actions))}
-        return next(iter(tags)).index
+        tags = {f"action-{i}" for i in range(len(obs.legal_actions))}
+        return int(next(iter(tags)).split("-")[1])
 
 
 class LifecycleFaultBot(Bot):
