@@ -150,7 +150,7 @@ def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
     return tuple(bots[start:] + bots[:start])
 
 
-def check_bot(session: Session, bot_id: int, tournament_id: int | None = None) -> FairPlayCheck:
+def fair_play_check(session: Session, bot_id: int, tournament_id: int | None = None) -> FairPlayCheck:
     return paired_check(bot_differences(session, bot_id, tournament_id))
 
 

@@ -1,6 +1,6 @@
 """Ratings from the store: the live leaderboard and the history written as tournaments end.
 
-A done match becomes one :class:`arena.ratings.MatchResult`: the bot ids by seat (as
+A done match becomes one :class:`arena.ratings.RatedMatch`: the bot ids by seat (as
 strings, the rating system's ids) and each seat's final score in chips. Duplicate
 rotations are separate matches; the rating model weighs each seat of each one equally.
 
@@ -26,7 +26,7 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
-from arena.ratings import MatchResult, RatingModel, RatingTable, fit
+from arena.ratings import RatedMatch, RatingModel, RatingTable, fit
 from arena.statuses import MatchStatus, TournamentStatus
 
 
@@ -92,7 +92,7 @@ _cache: dict[str, _Live] = {}
 
 def match_results(
     session: Session, *, finished_only: bool = False, finished_since: dt.datetime | None = None
-) -> list[MatchResult]:
+) -> list[RatedMatch]:
     """Every done match as a rating input, in match id order (so fits are reproducible).
     ``finished_only`` keeps the matches of finished tournaments (the official ratings);
     ``finished_since`` those that finished at or after that time."""
@@ -108,19 +108,19 @@ def match_results(
         query = query.join(Tournament, Tournament.id == Match.tournament_id).where(
             Tournament.status == TournamentStatus.FINISHED
         )
-    results: list[MatchResult] = []
+    results: list[RatedMatch] = []
     current: int | None = None
     bots: list[str] = []
     scores: list[int] = []
     for match_id, bot_id, score in session.execute(query):
         if match_id != current:
             if current is not None:
-                results.append(MatchResult(current, tuple(bots), tuple(scores)))
+                results.append(RatedMatch(current, tuple(bots), tuple(scores)))
             current, bots, scores = match_id, [], []
         bots.append(str(bot_id))
         scores.append(int(score or 0))
     if current is not None:
-        results.append(MatchResult(current, tuple(bots), tuple(scores)))
+        results.append(RatedMatch(current, tuple(bots), tuple(scores)))
     return results
 
 

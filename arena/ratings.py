@@ -60,9 +60,9 @@ __all__ = [
     "Basis",
     "ConvergenceError",
     "DuplicateMatchError",
-    "MatchResult",
-    "MatchResultError",
     "OptionError",
+    "RatedMatch",
+    "RatedMatchError",
     "Rating",
     "RatingModel",
     "RatingTable",
@@ -89,7 +89,7 @@ class RatingsError(ValueError):
     """Base of every error the rating system raises for bad input."""
 
 
-class MatchResultError(RatingsError):
+class RatedMatchError(RatingsError):
     """A malformed match: fewer than 2 seats, bots and scores of different lengths, a bot
     seated twice, a score that is not a finite number, or something that is not a match."""
 
@@ -108,7 +108,7 @@ class ConvergenceError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class MatchResult:
+class RatedMatch:
     """One rated match: the bots in seat order and their final match scores (chips)."""
 
     match_id: str | int
@@ -116,39 +116,39 @@ class MatchResult:
     scores: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        # Validated here, once, so ``fit`` can trust every MatchResult it is given.
+        # Validated here, once, so ``fit`` can trust every RatedMatch it is given.
         where = f"match {self.match_id!r}"
         if isinstance(self.match_id, bool) or not isinstance(self.match_id, str | int):
-            raise MatchResultError(f"{where} has an id that is neither a string nor an int")
+            raise RatedMatchError(f"{where} has an id that is neither a string nor an int")
         if isinstance(self.bots, str) or isinstance(self.scores, str):
-            raise MatchResultError(
+            raise RatedMatchError(
                 f"{where} has bots {self.bots!r} and scores "
                 f"{self.scores!r}; both must be sequences, not strings"
             )
         try:
             bots, scores = tuple(self.bots), tuple(self.scores)
         except TypeError:
-            raise MatchResultError(
+            raise RatedMatchError(
                 f"{where} has bots {self.bots!r} and scores {self.scores!r}; both must be sequences"
             ) from None
         object.__setattr__(self, "bots", bots)
         object.__setattr__(self, "scores", scores)
         if len(bots) < 2:
-            raise MatchResultError(
+            raise RatedMatchError(
                 f"{where} has {len(bots)} seat(s) {bots!r}; a rated match needs at least 2"
             )
         if len(scores) != len(bots):
-            raise MatchResultError(
+            raise RatedMatchError(
                 f"{where} has {len(bots)} bots {bots!r} but {len(scores)} scores {scores!r}"
             )
         for bot in bots:
             if not isinstance(bot, str):
-                raise MatchResultError(f"{where} has bot id {bot!r}; bot ids are strings")
+                raise RatedMatchError(f"{where} has bot id {bot!r}; bot ids are strings")
         if len(set(bots)) != len(bots):
-            raise MatchResultError(f"{where} seats the same bot twice: {bots!r}")
+            raise RatedMatchError(f"{where} seats the same bot twice: {bots!r}")
         for score in scores:
             if not _is_finite_real(score):
-                raise MatchResultError(
+                raise RatedMatchError(
                     f"{where} has score {score!r} in {scores!r}; scores are finite numbers"
                 )
 
@@ -393,13 +393,13 @@ class RatingModel:
         """Whether a match with this id was added (by :meth:`add`)."""
         return match_id in self._ids
 
-    def add(self, results: Iterable[MatchResult]) -> None:
-        """Add matches; raises MatchResultError or DuplicateMatchError (adding none of them)."""
+    def add(self, results: Iterable[RatedMatch]) -> None:
+        """Add matches; raises RatedMatchError or DuplicateMatchError (adding none of them)."""
         by_size: dict[int, tuple[list[str], list[float]]] = {}
         ids: list[str | int] = []
         for result in results:
-            if not isinstance(result, MatchResult):
-                raise MatchResultError(f"expected a MatchResult, got {result!r}")
+            if not isinstance(result, RatedMatch):
+                raise RatedMatchError(f"expected a RatedMatch, got {result!r}")
             ids.append(result.match_id)
             bots, scores = by_size.setdefault(len(result.bots), ([], []))
             bots.extend(result.bots)
@@ -416,18 +416,18 @@ class RatingModel:
         seat_arr = np.asarray(seats)
         score_arr = np.asarray(scores, dtype=np.float64)
         if seat_arr.ndim != 2 or seat_arr.shape != score_arr.shape or not 2 <= seat_arr.shape[1] <= 64:
-            raise MatchResultError(
+            raise RatedMatchError(
                 f"seats {seat_arr.shape} and scores {score_arr.shape} must be equal (matches, seats) arrays"
             )
         if not np.issubdtype(seat_arr.dtype, np.integer) or (
             seat_arr.size and (seat_arr.min() < 0 or seat_arr.max() >= len(bots))
         ):
-            raise MatchResultError(f"seats must index the {len(bots)} bots given")
+            raise RatedMatchError(f"seats must index the {len(bots)} bots given")
         if not np.isfinite(score_arr).all():
-            raise MatchResultError("scores must be finite numbers")
+            raise RatedMatchError("scores must be finite numbers")
         ordered = np.sort(seat_arr, axis=1)
         if (ordered[:, 1:] == ordered[:, :-1]).any():
-            raise MatchResultError("a match seats the same bot twice")
+            raise RatedMatchError("a match seats the same bot twice")
         codes = self.data.code_of(list(bots))
         self.data.add(seat_arr.shape[1], codes[seat_arr], score_arr)
 
@@ -619,7 +619,7 @@ def _bread(weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArra
 
 
 def fit(
-    results: Iterable[MatchResult],
+    results: Iterable[RatedMatch],
     *,
     anchor: float = 1500.0,
     level: float = 0.95,
@@ -632,7 +632,7 @@ def fit(
     one-sided bounds, ``min_matches`` both the pool's entry bar and the provisional bar,
     ``max_width`` the widest interval that is not provisional.
 
-    Raises :class:`MatchResultError`, :class:`DuplicateMatchError` or :class:`OptionError`.
+    Raises :class:`RatedMatchError`, :class:`DuplicateMatchError` or :class:`OptionError`.
     """
     model = RatingModel(anchor=anchor, level=level, min_matches=min_matches, max_width=max_width)
     model.add(results)
@@ -640,7 +640,7 @@ def fit(
 
 
 def history(
-    tournaments: Iterable[tuple[str, Iterable[MatchResult]]],
+    tournaments: Iterable[tuple[str, Iterable[RatedMatch]]],
     *,
     anchor: float = 1500.0,
     level: float = 0.95,

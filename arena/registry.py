@@ -281,7 +281,7 @@ PROTOCOL_CHECK_HANDS = 2
 CHECK_RPC_TIMEOUT_S = 5.0
 
 
-def check_bot(
+def check_served_bot(
     address: str, settings: Settings, *, target: DialTarget | None = None, claim: str | None = None
 ) -> dict[str, Any]:
     """Check the bot served at ``address`` (health, GetInfo, conformance match, protocol
@@ -377,7 +377,7 @@ def _protocol_check(dial: str, address: str, settings: Settings, where: str, bud
         admission=False,
     )
     try:
-        checked = run_check(dial, config)  # the checked IP, not the name (see check_bot)
+        checked = run_check(dial, config)  # the checked IP, not the name (see check_served_bot)
     except ConformanceError as exc:
         raise BotCheckFailedError(f"{where} could not be checked: {exc}") from None
     if checked.time_limit_hit:
@@ -483,7 +483,7 @@ def _run_checks(
         return {}
     if checker is not None:
         return dict(checker(address, settings))
-    return check_bot(address, settings, target=target, claim=claim)
+    return check_served_bot(address, settings, target=target, claim=claim)
 
 
 def _class_info(bot_class: type[Any]) -> dict[str, Any]:
@@ -528,8 +528,8 @@ __all__ = [
     "NameTakenError",
     "NotOwnerError",
     "bot_to_json",
-    "check_bot",
     "check_bot_class",
+    "check_served_bot",
     "find_bot",
     "get_bot",
     "host_bot",

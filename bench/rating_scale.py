@@ -9,7 +9,7 @@ with the simulation counts: how often the other bots' 95% intervals cover the tr
 >= 93%), and how far adding the newcomer's single match moves an established bot and widens
 its interval (targets: <= 5 Elo, <= 10%).
 
-``scale`` builds the matches as arrays (MatchResult objects for 10 million matches would take
+``scale`` builds the matches as arrays (RatedMatch objects for 10 million matches would take
 gigabytes on their own), then times the full fit with intervals, and an incremental update
 after one more match, with the process's peak memory (ru_maxrss). The baseline, timed in the
 same process, is one numpy pass that only tallies pairwise points into a bots x bots matrix:
@@ -28,21 +28,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings import ELO_SCALE, MatchResult, RatingModel, fit
+from arena.ratings import ELO_SCALE, RatedMatch, RatingModel, fit
 
 
 def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def season(rng: np.random.Generator, true: np.ndarray, matches: int) -> list[MatchResult]:
+def season(rng: np.random.Generator, true: np.ndarray, matches: int) -> list[RatedMatch]:
     k = len(true)
     out = []
     for m in range(matches):
         n = int(rng.integers(2, min(6, k) + 1))
         seats = rng.permutation(k)[:n]
         util = ELO_SCALE * true[seats] + rng.gumbel(size=n)
-        out.append(MatchResult(m, tuple(f"b{i}" for i in seats), tuple(util.tolist())))
+        out.append(RatedMatch(m, tuple(f"b{i}" for i in seats), tuple(util.tolist())))
     return out
 
 
@@ -57,7 +57,7 @@ def anchor(runs: int) -> None:
         # A "random" bot that loses every comparison, at tables with the others.
         for m in range(60):
             seats = rng.permutation(len(true))[: int(rng.integers(1, 4))]
-            results.append(MatchResult(f"loser{m}", ("loser", *(f"b{i}" for i in seats)),
+            results.append(RatedMatch(f"loser{m}", ("loser", *(f"b{i}" for i in seats)),
                                        (-1e6, *rng.gumbel(size=len(seats)).tolist())))
         table = {r.bot: r for r in fit(results).ratings}
         truth = 1500.0 + true - true.mean()  # the pool is the six: their mean is 1500
@@ -67,7 +67,7 @@ def anchor(runs: int) -> None:
             covered += r.low <= truth[i] <= r.high
             total += 1
         seats = rng.permutation(len(true))[:2]
-        results.append(MatchResult("newcomer", ("new", *(f"b{i}" for i in seats)), (1.0, 0.0, -1.0)))
+        results.append(RatedMatch("newcomer", ("new", *(f"b{i}" for i in seats)), (1.0, 0.0, -1.0)))
         after = {r.bot: r for r in fit(results).ratings}
         for i in range(len(true)):
             a, b = table[f"b{i}"], after[f"b{i}"]

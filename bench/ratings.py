@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings import ELO_SCALE, MatchResult, fit
+from arena.ratings import ELO_SCALE, RatedMatch, fit
 
 
-def season(bots: int, matches: int, seed: int) -> tuple[np.ndarray, list[MatchResult]]:
+def season(bots: int, matches: int, seed: int) -> tuple[np.ndarray, list[RatedMatch]]:
     """Matches between bots of known strength; scores are whole chips, so ties happen."""
     rng = np.random.default_rng(seed)
     true = rng.normal(0.0, 200.0, bots)
@@ -31,13 +31,13 @@ def season(bots: int, matches: int, seed: int) -> tuple[np.ndarray, list[MatchRe
     seats = np.argsort(rng.random((matches, bots)), axis=1)[:, :6]
     chips = np.round(10.0 * (ELO_SCALE * true[seats] + rng.gumbel(size=seats.shape)))
     results = [
-        MatchResult(m, tuple(names[i] for i in seats[m, :n]), tuple(chips[m, :n].tolist()))
+        RatedMatch(m, tuple(names[i] for i in seats[m, :n]), tuple(chips[m, :n].tolist()))
         for m, n in enumerate(sizes.tolist())
     ]
     return true, results
 
 
-def tally(results: list[MatchResult]) -> dict[tuple[str, str], list[float]]:
+def tally(results: list[RatedMatch]) -> dict[tuple[str, str], list[float]]:
     """The baseline: pairwise points and weights, one Python step per pair."""
     table: dict[tuple[str, str], list[float]] = {}
     for r in results:

@@ -128,16 +128,16 @@ def test_allow_listed_addresses_need_no_claim_unless_asked(url: str, bots: list[
     from arena.auth import create_owner
     from arena.claims import ClaimRequiredError
     from arena.db import dispose_engines, session_scope
-    from arena.registry import check_bot, register_bot
+    from arena.registry import check_served_bot, register_bot
 
     settings = Settings(database_url=url, allowed_bot_hosts=("127.0.0.1",), decision_deadline_ms=1000)
     try:
         with session_scope(url) as session:
             owner, _token = create_owner(session, "carol")
             register_bot(session, owner, "carols", bots[0].address, settings=settings)
-        # check_bot with a claim asked: the refusal comes at GetInfo, before any match.
+        # check_served_bot with a claim asked: the refusal comes at GetInfo, before any match.
         with pytest.raises(ClaimRequiredError, match="returned no claim code"):
-            check_bot(bots[1].address, settings, claim="tonk-claim-0")
+            check_served_bot(bots[1].address, settings, claim="tonk-claim-0")
     finally:
         dispose_engines()
     assert bot_names(url) == ["carols"]

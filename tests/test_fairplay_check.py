@@ -97,7 +97,7 @@ def test_the_memory_keeping_bot_is_flagged_and_the_house_bots_are_not(
         assert jobs.play_match_job(match_id, db_url) == "done"
     assert cheater.MemoryBot.used[0] > 0  # it did use its memory
     with session_scope(db_url) as session:
-        checks = {name: fairplay.check_bot(session, bot_id) for name, bot_id in zip(
+        checks = {name: fairplay.fair_play_check(session, bot_id) for name, bot_id in zip(
             ("memorybot", "greedy", "heuristic"), ids, strict=True)}
     assert checks["memorybot"].deals == 48 and checks["memorybot"].flagged, checks["memorybot"]
     assert not checks["greedy"].flagged and not checks["heuristic"].flagged, checks

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from arena.rating_terms import legend, los_text, rating_text, reason_text
-from arena.ratings import MatchResult, fit
+from arena.ratings import RatedMatch, fit
 
 
 def test_numbers_and_bounds_are_written_one_way() -> None:
@@ -21,7 +21,7 @@ def test_the_legend_says_what_1500_the_interval_los_and_provisional_mean() -> No
 
 
 def test_every_reason_the_model_gives_has_words() -> None:
-    table = fit([MatchResult(1, ("A", "B"), (3, -3)), MatchResult(2, ("A", "C"), (1, 1))])
+    table = fit([RatedMatch(1, ("A", "B"), (3, -3)), RatedMatch(2, ("A", "C"), (1, 1))])
     reasons = {r.reason for r in table.ratings}
     assert reasons == {"few-matches", "one-sided"}
     assert all(reason_text(r) for r in reasons) and reason_text(None) is None

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from arena.ratings import (
     ELO_SCALE,
     DuplicateMatchError,
-    MatchResult,
-    MatchResultError,
     OptionError,
+    RatedMatch,
+    RatedMatchError,
     Rating,
     RatingModel,
     RatingsError,
@@ -41,14 +41,14 @@ def simulate(
     n_matches: int,
     sizes: Sequence[int] = MIXED,
     start: int = 0,
-) -> list[MatchResult]:
+) -> list[RatedMatch]:
     strength = np.asarray(true, dtype=float)
     k = len(strength)
     n_of = rng.choice(np.asarray(sizes), size=n_matches)
     seats = np.argsort(rng.random((n_matches, k)), axis=1)  # a random table per match
     util = ELO_SCALE * strength[seats] + rng.gumbel(size=(n_matches, k))
     return [
-        MatchResult(start + m, tuple(f"b{i}" for i in seats[m, :n]), tuple(util[m, :n].tolist()))
+        RatedMatch(start + m, tuple(f"b{i}" for i in seats[m, :n]), tuple(util[m, :n].tolist()))
         for m, n in enumerate(n_of.tolist())
     ]
 
@@ -122,7 +122,7 @@ def test_shuffling_matches_or_seats_changes_nothing(order: list[int], seat_seed:
         r = SEASON[m]
         seats = rng.permutation(len(r.bots)).tolist()
         shuffled.append(
-            MatchResult(r.match_id, tuple(r.bots[i] for i in seats), tuple(r.scores[i] for i in seats))
+            RatedMatch(r.match_id, tuple(r.bots[i] for i in seats), tuple(r.scores[i] for i in seats))
         )
     assert_same(fit(SEASON), fit(shuffled))
 
@@ -143,8 +143,8 @@ def test_one_sided_records_get_a_one_sided_bound_and_move_nobody() -> None:
     # "champ" wins every heads-up match it plays by a mile, "chump" loses every one.
     for m in range(40):
         other = f"b{m % 3}"
-        results.append(MatchResult(f"c{m}", ("champ", other), (1e6, 0.0)))
-        results.append(MatchResult(f"d{m}", (other, "chump"), (0.0, -1e6)))
+        results.append(RatedMatch(f"c{m}", ("champ", other), (1e6, 0.0)))
+        results.append(RatedMatch(f"d{m}", (other, "chump"), (0.0, -1e6)))
     table = fit(results)
     ratings = by_bot(table)
     champ, chump = ratings["champ"], ratings["chump"]
@@ -164,7 +164,7 @@ def test_one_loss_bounds_the_loser_by_hand() -> None:
     # A beats B once: the pool is A alone (no two-sided group), at 1500 by definition. B lost
     # its one comparison, so it is "at most U" where a loss has probability 5%:
     # 1 - s(U - 1500) = 0.05, i.e. U = 1500 + ln(19) / ELO_SCALE.
-    table = fit([MatchResult(1, ("A", "B"), (3.0, -3.0))])
+    table = fit([RatedMatch(1, ("A", "B"), (3.0, -3.0))])
     a, b = table.ratings
     assert (a.bot, a.basis, a.elo, a.low, a.high) == ("A", "pool", 1500.0, 1500.0, 1500.0)
     assert (b.bot, b.basis, b.low) == ("B", "one-sided", None)
@@ -176,7 +176,7 @@ def test_one_loss_bounds_the_loser_by_hand() -> None:
 def test_a_newcomer_with_one_match_moves_nobody() -> None:
     results = simulate(np.random.default_rng(21), [0.0, 60.0, 120.0, 180.0, 240.0], 600)
     before = by_bot(fit(results))
-    results.append(MatchResult("newcomer", ("new", "b0", "b3"), (5, -2, -3)))
+    results.append(RatedMatch("newcomer", ("new", "b0", "b3"), (5, -2, -3)))
     after = by_bot(fit(results))
     for bot, r in before.items():
         assert abs(after[bot].elo - r.elo) < 5.0
@@ -188,7 +188,7 @@ def test_an_outsider_with_a_two_sided_record_is_fitted_against_the_pool() -> Non
     rng = np.random.default_rng(5)
     results = simulate(rng, [0.0, 100.0, 200.0], 400)
     results += [
-        MatchResult(f"n{m}", ("late", f"b{m % 3}"), (1, 0) if m % 2 else (0, 1)) for m in range(6)
+        RatedMatch(f"n{m}", ("late", f"b{m % 3}"), (1, 0) if m % 2 else (0, 1)) for m in range(6)
     ]
     ratings = by_bot(fit(results))
     late = ratings["late"]
@@ -202,9 +202,9 @@ def test_an_outsider_with_a_two_sided_record_is_fitted_against_the_pool() -> Non
 
 def test_pairwise_weights_and_ties_by_hand() -> None:
     results = [
-        MatchResult("m1", ("A", "B"), (10, 0)),  # A beats B, weight 1
-        MatchResult("m2", ("A", "B", "C"), (5.0, 5.0, -2.0)),  # A=B, both beat C, weight 1/2
-        MatchResult("m3", ("C", "B", "A", "D"), (7, 1, 1, 0)),  # weight 1/3 per pair
+        RatedMatch("m1", ("A", "B"), (10, 0)),  # A beats B, weight 1
+        RatedMatch("m2", ("A", "B", "C"), (5.0, 5.0, -2.0)),  # A=B, both beat C, weight 1/2
+        RatedMatch("m3", ("C", "B", "A", "D"), (7, 1, 1, 0)),  # weight 1/3 per pair
     ]
     pw = fit(results).pairwise
     third = 1 / 3
@@ -223,7 +223,7 @@ def test_pairwise_weights_and_ties_by_hand() -> None:
 
 
 def test_a_tied_table_is_all_draws() -> None:
-    table = fit([MatchResult(7, ("A", "B", "C"), (4, 4, 4))])
+    table = fit([RatedMatch(7, ("A", "B", "C"), (4, 4, 4))])
     assert all(r.elo == pytest.approx(1500.0, abs=1e-9) for r in table.ratings)
     assert table.pairwise[("A", "C")] == pytest.approx((0.25, 0.5))
     assert table.los == pytest.approx([0.5, 0.5])
@@ -244,10 +244,10 @@ def test_groups_that_never_met_the_pool_are_unrated() -> None:
     rng = np.random.default_rng(6)
     left = simulate(rng, [0.0, 200.0], 60, (2,))
     right = [
-        MatchResult(f"r{i}", (r.bots[0].replace("b", "x"), r.bots[1].replace("b", "x")), r.scores)
+        RatedMatch(f"r{i}", (r.bots[0].replace("b", "x"), r.bots[1].replace("b", "x")), r.scores)
         for i, r in enumerate(simulate(rng, [0.0, 200.0], 50, (2,)))
     ]
-    table = fit(left + right + [MatchResult("solo", ("y0", "y1"), (1, 1))])
+    table = fit(left + right + [RatedMatch("solo", ("y0", "y1"), (1, 1))])
     assert table.pool == ["b0", "b1"] and table.unrated == ["x0", "x1", "y0", "y1"]
     assert [r.bot for r in table.ratings] == ["b1", "b0"]
     assert np.mean([r.elo for r in table.ratings]) == pytest.approx(1500.0)
@@ -256,7 +256,7 @@ def test_groups_that_never_met_the_pool_are_unrated() -> None:
 
 def test_provisional_and_match_counts() -> None:
     results = simulate(np.random.default_rng(9), [0.0, 50.0, 100.0, 150.0], 400)
-    results.append(MatchResult("newcomer-1", ("new", "b0", "b1"), (3, 2, 1)))
+    results.append(RatedMatch("newcomer-1", ("new", "b0", "b1"), (3, 2, 1)))
     table = fit(results, min_matches=20)
     ratings = by_bot(table)
     counts = {bot: sum(bot in r.bots for r in results) for bot in ratings}
@@ -274,8 +274,8 @@ def test_history_fits_cumulatively() -> None:
     true = [0.0, 100.0, 200.0]
     first = simulate(rng, true, 100, start=0)
     second = simulate(rng, true, 100, start=100)
-    second.append(MatchResult("late", ("late", "b0"), (1, 0)))
-    third: list[MatchResult] = []
+    second.append(RatedMatch("late", ("late", "b0"), (1, 0)))
+    third: list[RatedMatch] = []
     steps = history([("spring", first), ("summer", second), ("quiet", third)])
     assert [name for name, _ in steps] == ["spring", "summer", "quiet"]
     assert_same(steps[0][1], fit(first))
@@ -308,23 +308,23 @@ def test_empty_input_gives_an_empty_table() -> None:
     ],
 )
 def test_malformed_match_raises(bots: tuple[object, ...], scores: tuple[object, ...], quoted: str) -> None:
-    with pytest.raises(MatchResultError) as err:
-        MatchResult("bad-1", bots, scores)  # type: ignore[arg-type]
+    with pytest.raises(RatedMatchError) as err:
+        RatedMatch("bad-1", bots, scores)  # type: ignore[arg-type]
     assert "'bad-1'" in str(err.value) and quoted in str(err.value)
     assert isinstance(err.value, ValueError) and isinstance(err.value, RatingsError)
 
 
 def test_fit_rejects_what_is_not_a_match() -> None:
-    with pytest.raises(MatchResultError, match="'A beat B'"):
+    with pytest.raises(RatedMatchError, match="'A beat B'"):
         fit(["A beat B"])  # type: ignore[list-item]
-    with pytest.raises(MatchResultError, match=r"\(1, 2\)"):
-        MatchResult((1, 2), ("A", "B"), (1, 0))  # type: ignore[arg-type]
+    with pytest.raises(RatedMatchError, match=r"\(1, 2\)"):
+        RatedMatch((1, 2), ("A", "B"), (1, 0))  # type: ignore[arg-type]
 
 
 def test_duplicate_match_ids_raise() -> None:
-    match = MatchResult("m-42", ("A", "B"), (1, 0))
+    match = RatedMatch("m-42", ("A", "B"), (1, 0))
     with pytest.raises(DuplicateMatchError, match="'m-42'"):
-        fit([match, MatchResult("m-1", ("A", "C"), (1, 0)), match])
+        fit([match, RatedMatch("m-1", ("A", "C"), (1, 0)), match])
     with pytest.raises(DuplicateMatchError, match="'m-42'"):
         history([("t1", [match]), ("t2", [match])])
 
@@ -350,19 +350,19 @@ BOTS = ["a", "b", "c", "d", "e", "f", "g"]
 
 
 @st.composite
-def seasons(draw: st.DrawFn) -> list[MatchResult]:
+def seasons(draw: st.DrawFn) -> list[RatedMatch]:
     n_matches = draw(st.integers(1, 25))
     out = []
     for m in range(n_matches):
         seated = draw(st.lists(st.sampled_from(BOTS), min_size=2, max_size=6, unique=True))
         scores = draw(st.lists(st.integers(-3, 3), min_size=len(seated), max_size=len(seated)))
-        out.append(MatchResult(m, tuple(seated), tuple(float(x) for x in scores)))
+        out.append(RatedMatch(m, tuple(seated), tuple(float(x) for x in scores)))
     return out
 
 
 @settings(max_examples=60, deadline=None)
 @given(results=seasons())
-def test_any_season_gives_a_sane_table(results: list[MatchResult]) -> None:
+def test_any_season_gives_a_sane_table(results: list[RatedMatch]) -> None:
     table = fit(results)
     estimates = [r for r in table.ratings if r.basis != "one-sided"]
     elos = [r.elo for r in estimates]
@@ -399,9 +399,9 @@ def test_arrays_give_the_same_fit_as_match_results() -> None:
         np.array([r.scores for r in results]),
     )
     assert_same(model.fit(), fit(results))
-    with pytest.raises(MatchResultError, match="same bot twice"):
+    with pytest.raises(RatedMatchError, match="same bot twice"):
         model.add_table(names, np.array([[0, 0, 1]]), np.array([[1.0, 2.0, 3.0]]))
-    with pytest.raises(MatchResultError, match="index the 4 bots"):
+    with pytest.raises(RatedMatchError, match="index the 4 bots"):
         model.add_table(names, np.array([[0, 4]]), np.array([[1.0, 2.0]]))
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from arena.ratings import MatchResult, fit
+from arena.ratings import RatedMatch, fit
 from arena.seating import SeatingSizeError, arrangements, matches_per_deal
 from sdk.players import make_player
 from sdk.referee import play_match
@@ -36,7 +36,7 @@ def test_a_size_without_a_design_is_refused(n: int) -> None:
         arrangements(n)
 
 
-def play_deals(seatings: list[tuple[int, ...]], deals: int, hands: int) -> list[MatchResult]:
+def play_deals(seatings: list[tuple[int, ...]], deals: int, hands: int) -> list[RatedMatch]:
     """``deals`` deals of greedy, a copy of greedy and heuristic (table indices 0, 1, 2),
     each played in every given seating, in-process."""
     names = ("greedy", "twin", "heuristic")
@@ -45,12 +45,12 @@ def play_deals(seatings: list[tuple[int, ...]], deals: int, hands: int) -> list[
         for a, seating in enumerate(seatings):
             players = [make_player("heuristic" if i == 2 else "greedy") for i in seating]
             result = play_match(players, 1000 + deal, hands, names=[names[i] for i in seating])
-            results.append(MatchResult(f"d{deal}/a{a}", tuple(names[i] for i in seating),
+            results.append(RatedMatch(f"d{deal}/a{a}", tuple(names[i] for i in seating),
                                        tuple(result.scores)))
     return results
 
 
-def chips(results: list[MatchResult], bot: str) -> int:
+def chips(results: list[RatedMatch], bot: str) -> int:
     return int(sum(r.scores[r.bots.index(bot)] for r in results))
 
 

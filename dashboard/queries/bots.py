@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session, aliased
 
-from arena.fairplay import check_bot
+from arena.fairplay import fair_play_check
 from arena.leaderboard import rating_history
 from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
 from arena.registry import BotNotFoundError
@@ -89,7 +89,7 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
             for h in rating_history(session, bot_id=bot.id)
         ],
         "head_to_head": _head_to_head(session, bot.id),
-        "fair_play": check_bot(session, bot.id).to_json(),
+        "fair_play": fair_play_check(session, bot.id).to_json(),
         "faults": _faults(session, bot.id),
         "versions": versions,
     }
