@@ -177,7 +177,7 @@ def cmd_create(args: argparse.Namespace) -> int:
                 bot_ids=resolve_bots(session, names),
                 kind="round-robin" if args.gauntlet is None else "gauntlet",
                 table_sizes=args.tables,
-                matches_per_table=args.deals,
+                deals_per_table=args.deals,
                 hands_per_match=args.hands,
                 seed=args.seed,
                 settings=settings,
@@ -206,7 +206,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
                 name=args.name or f"{args.new} vs {args.old}",
                 bot_ids=resolve_bots(session, [args.new, args.old]),
                 table_sizes=[2],
-                matches_per_table=args.batch,
+                deals_per_table=args.batch,
                 hands_per_match=args.hands,
                 seed=args.seed,
                 settings=settings,
@@ -272,7 +272,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"tournament {t.id} {t.name!r}: {t.status}")
     print(
         f"  {len(t.entries)} bots, tables of {','.join(map(str, t.table_sizes))}, "
-        f"{t.matches_per_table} {t.deal_mode} deals per table, {t.hands_per_match} hands per match"
+        f"{t.deals_per_table} {t.deal_mode} deals per table, {t.hands_per_match} hands per match"
     )
     print(
         f"  matches: {p.total} total, {p.done} done, {p.running} running, "

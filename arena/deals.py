@@ -28,7 +28,7 @@ from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session, aliased
 
 from arena.db import session_scope
-from arena.match_runner import MatchPlan, SeatPlan, load_plan, make_seat_player, match_label
+from arena.match_runner import MatchPlan, SeatPlan, load_plan, make_seat_player, public_match_id
 from arena.models import Bot, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import decode
 from arena.statuses import MatchStatus
@@ -112,7 +112,7 @@ def deal_notices(
                 continue
             played.append(
                 DealMatch(
-                    match.label or match_label(tournament.seed, match.key),
+                    match.public_id or public_match_id(tournament.seed, match.key),
                     tuple(name for _, _, name, _ in seats[match.id]),
                     mine,
                     tuple(score for _, _, _, score in seats[match.id]),

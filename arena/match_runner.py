@@ -71,7 +71,7 @@ class SeatPlan:
 class MatchPlan:
     match_id: int
     tournament_id: int
-    label: str  # the match id the bots see
+    public_id: str  # the match id the bots see
     seed: int
     hands: int
     rules: Rules
@@ -93,7 +93,7 @@ class SeatStats:
     latency_us_max: int
 
 
-def match_label(tournament_seed: int, key: str) -> str:
+def public_match_id(tournament_seed: int, key: str) -> str:
     """The match id the referee gives the bots: an HMAC of the match key under the secret
     tournament seed, so it names neither the deal nor the seat rotation (a bot cannot tell
     that two matches share their cards), stays stable for a tournament seed (the bots'
@@ -170,7 +170,7 @@ def load_plan(
     return MatchPlan(
         match_id=match.id,
         tournament_id=match.tournament_id,
-        label=match.label or match_label(tournament.seed, match.key),
+        public_id=match.public_id or public_match_id(tournament.seed, match.key),
         seed=match.seed,
         hands=match.hands,
         rules=Rules.from_json(tournament.rules or None),
@@ -255,7 +255,7 @@ def run_match(
             players,
             plan.seed,
             plan.hands,
-            match_id=plan.label,
+            match_id=plan.public_id,
             names=[seat.name for seat in plan.seats],
             rules=plan.rules,
             config=plan.config,

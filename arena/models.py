@@ -121,7 +121,7 @@ class Tournament(Base):
     seed: Mapped[int] = mapped_column(Seed())  # secret until over
     status: Mapped[str] = mapped_column(String(16), default=TournamentStatus.CREATED.value)
     table_sizes: Mapped[list[Any]] = mapped_column(JSON)  # e.g. [2, 3]
-    matches_per_table: Mapped[int] = mapped_column(Integer)  # deals per table, each played in duplicate
+    deals_per_table: Mapped[int] = mapped_column(Integer)  # deals per table, each played in duplicate
     hands_per_match: Mapped[int] = mapped_column(Integer)
     rules: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # Rules.to_json() as an object
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # deadline, time bank, max faults
@@ -175,10 +175,10 @@ class Match(Base):
     status: Mapped[str] = mapped_column(String(16), default=MatchStatus.PENDING.value)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    #: The match id the referee gives the bots (decision ids are "{label}/{hand}/{decision}").
+    #: The match id the referee gives the bots (decision ids are "{public_id}/{hand}/{decision}").
     #: Derived from the tournament seed and the key, so a replay of the tournament with the
     #: same seed plays identically; it reveals nothing about the seed.
-    label: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    public_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     #: Last sign of life of the worker playing it (arena/jobs.py): a running match whose
     #: heartbeat is stale, or whose worker process is gone, is played again on resume.
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

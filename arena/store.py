@@ -92,7 +92,7 @@ class TournamentRow:
     name: str
     status: str
     table_sizes: list[int]
-    matches_per_table: int
+    deals_per_table: int
     hands_per_match: int
     created_at: dt.datetime
     finished_at: dt.datetime | None
@@ -152,7 +152,7 @@ class FaultRow:
 
 @dataclass(frozen=True)
 class MatchView(MatchRow):
-    label: str | None  # only once the deal is done
+    public_id: str | None  # only once the deal is done
     seed: int | None  # only once the deal is done
     decisions: int
     forfeited_seat: int | None
@@ -255,7 +255,7 @@ def _tournament_row(t: Tournament, progress: Progress) -> TournamentRow:
         t.name,
         t.status,
         [int(n) for n in t.table_sizes],
-        t.matches_per_table,
+        t.deals_per_table,
         t.hands_per_match,
         t.created_at,
         t.finished_at,
@@ -312,7 +312,7 @@ def get_match(session: Session, match_id: int) -> MatchView:
     row = _match_row(match, _seats_of(session, [match])[match.id])
     return MatchView(
         **vars_of(row),
-        label=match.label if revealed else None,
+        public_id=match.public_id if revealed else None,
         seed=match.seed if revealed else None,
         decisions=match.decisions,
         forfeited_seat=match.forfeited_seat,

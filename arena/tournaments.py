@@ -4,7 +4,7 @@ Shape
     Entrants are bots (each entry records the bot's version at creation). For every table
     size chosen (2..6) every combination of that many entrants is a *table*; tables are
     numbered across sizes, smallest first, combinations in entry order. Each table plays
-    ``matches_per_table`` *deals*; a deal is played in duplicate: the same seed once per seat
+    ``deals_per_table`` *deals*; a deal is played in duplicate: the same seed once per seat
     arrangement of arena/seating.py (``n (n - 1)`` matches at an ``n``-seat table, bot
     ``combo[arrangements(n)[r][s]]`` in seat ``s`` of arrangement ``r``), so every bot holds
     every seat's cards and sits after every other bot equally often: card and seating luck
@@ -16,7 +16,7 @@ Seeds
     unique within the tournament, so creating or extending adds each match exactly once.
     With ``deal_mode="independent"`` every match gets its own seed instead
     (``derive_seed(seed, f"match/{key}")``): no card luck cancels, nothing is dealt twice.
-    The bots see neither: a match's id for them is an HMAC of the key (``match_label``).
+    The bots see neither: a match's id for them is an HMAC of the key (``public_match_id``).
 
 Life cycle
     ``created`` -> ``running`` (:func:`start_tournament`) <-> ``paused`` -> ``finished`` when
@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ArenaError, ConflictError, NotFoundError
-from arena.match_runner import match_label, rules_to_column
+from arena.match_runner import public_match_id, rules_to_column
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
 from arena.seating import arrangements
 from arena.statuses import BotStatus, MatchStatus, TournamentStatus
@@ -151,7 +151,7 @@ def create_tournament(
     name: str,
     bot_ids: Sequence[int],
     table_sizes: Sequence[int],
-    matches_per_table: int,
+    deals_per_table: int,
     hands_per_match: int,
     seed: int | None = None,
     rules: Rules = STANDARD,
@@ -165,7 +165,7 @@ def create_tournament(
 
     ``kind="gauntlet"``: ``bot_ids[0]`` is the challenger and every table holds it.
     ``kind="sprt"``: a sequential test of ``bot_ids[0]`` against ``bot_ids[1]`` heads-up,
-    ``sprt`` its parameters (arena.sprt.sprt_params); ``matches_per_table`` is ignored, the
+    ``sprt`` its parameters (arena.sprt.sprt_params); ``deals_per_table`` is ignored, the
     first batch of pairs is created and the test adds more until it decides.
 
     ``config`` overrides the referee settings (``decision_deadline_ms``, ``time_bank_ms``,
@@ -205,10 +205,10 @@ def create_tournament(
         if sprt is None:
             raise InvalidTournamentError("a sequential test needs its parameters (elo0, elo1, alpha, beta)")
         params = {**sprt, "challenger": ids[0]}
-        matches_per_table = int(sprt["batch"])
+        deals_per_table = int(sprt["batch"])
     elif kind != "round-robin":
         raise InvalidTournamentError(f"kind {kind!r} is not round-robin, gauntlet or sprt")
-    _check_count("matches_per_table", matches_per_table, MAX_DEALS)
+    _check_count("deals_per_table", deals_per_table, MAX_DEALS)
     _check_count("hands_per_match", hands_per_match, MAX_HANDS)
     if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
         raise InvalidTournamentError(f"a seed is an integer from 0 to 2**64 - 1, got {seed!r}")
@@ -237,7 +237,7 @@ def create_tournament(
         seed=new_seed() if seed is None else seed,
         status="created",
         table_sizes=sizes,
-        matches_per_table=0,
+        deals_per_table=0,
         hands_per_match=hands_per_match,
         rules=rules_to_column(rules),
         config=referee,
@@ -251,7 +251,7 @@ def create_tournament(
         insert(TournamentEntry),
         [{"tournament_id": tournament.id, "bot_id": b, "bot_version_id": versions[b]} for b in ids],
     )
-    _add_deals(session, tournament, ids, versions, matches_per_table)
+    _add_deals(session, tournament, ids, versions, deals_per_table)
     return tournament
 
 
@@ -277,7 +277,7 @@ def extend_tournament(session: Session, tournament_id: int, deals: int) -> int:
 def _add_deals(
     session: Session, tournament: Tournament, ids: list[int], versions: dict[int, int], deals: int
 ) -> int:
-    first = tournament.matches_per_table
+    first = tournament.deals_per_table
     challenger = (tournament.params or {}).get("challenger") if tournament.kind != "round-robin" else None
     tables = tables_of(ids, tournament.table_sizes, challenger)
     rows: list[dict[str, Any]] = []
@@ -297,11 +297,11 @@ def _add_deals(
                         "seed": match_seed(tournament.seed, tournament.deal_mode, table.index, deal, key),
                         "hands": tournament.hands_per_match,
                         "status": "pending",
-                        "label": match_label(tournament.seed, key),
+                        "public_id": public_match_id(tournament.seed, key),
                     }
                 )
                 seats.append((key, [table.bot_ids[i] for i in order]))
-    tournament.matches_per_table = first + deals
+    tournament.deals_per_table = first + deals
     if not rows:
         return 0
     session.execute(insert(Match), rows)
@@ -422,7 +422,7 @@ def _current_versions(session: Session, ids: list[int]) -> dict[int, int]:
 
 
 def _check_seed_free(session: Session, seed: int) -> None:
-    # Same seed, same match ids for the bots (match_label): two such tournaments playing at
+    # Same seed, same match ids for the bots (public_match_id): two such tournaments playing at
     # once would have one bot server see two matches under one id. Re-running a seed is fine
     # once the first run is over.
     other = session.scalars(

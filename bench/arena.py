@@ -142,7 +142,7 @@ class Bench:
             ids = [host_bot(session, house, name, path, check=False).id for name, path in self.bots.items()]
             return create_tournament(
                 session, name="warm-up" if warmup else "bench", bot_ids=ids, table_sizes=[3],
-                matches_per_table=1 if warmup else self.deals, hands_per_match=self.hands,
+                deals_per_table=1 if warmup else self.deals, hands_per_match=self.hands,
                 seed=self.seed + 1 if warmup else self.seed, settings=Settings(),
             ).id
 

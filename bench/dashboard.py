@@ -104,7 +104,7 @@ def build(url: str, matches: int, rng: random.Random) -> None:
         ])
         db.execute(insert(Tournament), [
             {"id": t, "name": f"Bench Cup {t}", "seed": t, "status": "finished", "table_sizes": [2, 3, 4],
-             "matches_per_table": 1, "hands_per_match": HANDS, "rules": {}, "config": {}, "finished_at": now}
+             "deals_per_table": 1, "hands_per_match": HANDS, "rules": {}, "config": {}, "finished_at": now}
             for t in range(1, TOURNAMENTS + 1)
         ])
         db.execute(insert(TournamentEntry), [
@@ -131,7 +131,7 @@ def build(url: str, matches: int, rng: random.Random) -> None:
                 "seed": result.seed, "hands": HANDS, "status": "done", "attempts": 1,
                 "hands_played": len(result.hands), "decisions": result.decisions,
                 "faults": len(result.faults),
-                "duration_ms": 40, "started_at": now, "finished_at": now, "label": f"bench-{match_id}",
+                "duration_ms": 40, "started_at": now, "finished_at": now, "public_id": f"bench-{match_id}",
             })
             won = [0] * len(bot_ids)
             for log in result.hands:

@@ -70,11 +70,11 @@ def build_store(url: str) -> tuple[int, int]:
         house = get_or_create_operator(session, "house")
         ids = [host_bot(session, house, name, spec, check=False).id for name, spec in HOUSE.items()]
         done = create_tournament(
-            session, name="Warm-up", bot_ids=ids, table_sizes=[2, 4], matches_per_table=2,
+            session, name="Warm-up", bot_ids=ids, table_sizes=[2, 4], deals_per_table=2,
             hands_per_match=6, seed=1,
         ).id  # fmt: skip
         live = create_tournament(
-            session, name="Under load", bot_ids=ids, table_sizes=[2, 3], matches_per_table=40,
+            session, name="Under load", bot_ids=ids, table_sizes=[2, 3], deals_per_table=40,
             hands_per_match=10, seed=2,
         ).id  # fmt: skip
         start_tournament(session, done)

@@ -132,7 +132,7 @@ def new_tournament(url: str, addresses: list[str], deals: int, hands: int, tag: 
             name=tag,
             bot_ids=ids,
             table_sizes=[2],
-            matches_per_table=deals,
+            deals_per_table=deals,
             hands_per_match=hands,
             settings=SETTINGS,
         ).id

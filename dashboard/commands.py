@@ -162,7 +162,7 @@ def _play_round_robin(args: argparse.Namespace, settings: Settings, bots: dict[s
                 name=f"{DEMO_TOURNAMENT_PREFIX} {stamp}",
                 bot_ids=resolve_bots(session, sorted(bots)),
                 table_sizes=sizes,
-                matches_per_table=args.deals,
+                deals_per_table=args.deals,
                 hands_per_match=args.hands,
                 seed=args.seed,
                 settings=settings,

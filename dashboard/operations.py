@@ -27,10 +27,13 @@ _backend_lock = threading.Lock()
 SPRT_FIELDS = frozenset(("elo0", "elo1", "alpha", "beta", "batch", "max_pairs"))
 CREATE_FIELDS = frozenset(
     (
-        "name", "bots", "table_sizes", "matches_per_table", "hands_per_match", "seed", "rules", "config",
+        "name", "bots", "table_sizes", "deals_per_table", "hands_per_match", "seed", "rules", "config",
         "deal_mode", "kind", "sprt",
     )
 )
+
+#: Field names older clients send, and what they mean now.
+FIELD_ALIASES = {"matches_per_table": "deals_per_table"}  # alias: it always counted deals
 
 
 def backend(app: Flask, settings: Settings) -> Backend:
@@ -63,12 +66,24 @@ def _field(body: dict[str, Any], key: str, kind: type, *, required: bool = True)
     return value
 
 
+def _unalias(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with old field names under their new ones; both given is an error."""
+    out = dict(body)
+    for old, new in FIELD_ALIASES.items():
+        if old in out:
+            if new in out:
+                raise InvalidParameterError(f"give {new!r} or its old name {old!r}, not both")
+            out[new] = out.pop(old)
+    return out
+
+
 def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """``{name, bots: [names], table_sizes: [n...], matches_per_table, hands_per_match,
+    """``{name, bots: [names], table_sizes: [n...], deals_per_table, hands_per_match,
     seed?, rules?, config?, deal_mode?, kind?, sprt?}`` -> the new tournament (created, not
     started). ``deal_mode``: ``duplicate`` (default) or ``independent``. ``kind``:
     ``round-robin`` (default), ``gauntlet`` (``bots[0]`` at every table) or ``sprt`` (``bots``
     = [V2, V1], ``table_sizes`` [2], ``sprt`` = {elo0, elo1, alpha?, beta?, batch?, max_pairs?})."""
+    body = _unalias(body)
     unknown = sorted(set(body) - CREATE_FIELDS)
     if unknown:
         raise InvalidParameterError(
@@ -101,7 +116,7 @@ def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[s
         name=_field(body, "name", str),
         bot_ids=tournaments.resolve_bots(session, bots),
         table_sizes=sizes,
-        matches_per_table=_field(body, "matches_per_table", int),
+        deals_per_table=_field(body, "deals_per_table", int),
         hands_per_match=_field(body, "hands_per_match", int),
         seed=_field(body, "seed", int, required=False),
         rules=rules,

@@ -82,7 +82,7 @@ def test_rq_with_grpc_bots_equals_embedded(
     results = {}
     for url in (pg_url, sqlite_url):
         ids = grpc_bots(url, servers) + hosted_bots(url, ["greedy"])
-        tid = new_tournament(url, ids, table_sizes=[2, 3], matches_per_table=1, hands_per_match=6, seed=seed)
+        tid = new_tournament(url, ids, table_sizes=[2, 3], deals_per_table=1, hands_per_match=6, seed=seed)
         if url == pg_url:
             queue = f"{queue_prefix}-matches"
             backend = RqBackend(url, redis_url, queue)
@@ -153,7 +153,7 @@ def test_sigkill_mid_match_loses_nothing(sqlite_url: str, redis_url: str, queue_
     url = sqlite_url
     queue = f"{queue_prefix}-kill"
     ids = hosted_bots(url, ["helpers.arena:SlowGreedy", "greedy"])
-    tid = new_tournament(url, ids, matches_per_table=2, hands_per_match=30, seed=77)
+    tid = new_tournament(url, ids, deals_per_table=2, hands_per_match=30, seed=77)
     backend = RqBackend(url, redis_url, queue)
     run_tournament(url, tid, backend, wait=False)
     worker = subprocess.Popen(

@@ -90,7 +90,7 @@ def test_racing_writers_count_once(db_url: str) -> None:
 
 
 def test_abandoned_matches_are_played_again(db_url: str) -> None:
-    tid, match_ids = started(db_url, matches_per_table=2)
+    tid, match_ids = started(db_url, deals_per_table=2)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     now = utcnow()

@@ -50,7 +50,7 @@ def test_queries_stats_and_ratings(db_url: str) -> None:
         crash_matches = [store.get_match(session, i) for i in crash_ids]
         detail = crash_matches[0]
         assert detail.fault_records and all(f.bot_id == crash_id for f in detail.fault_records)
-        assert detail.label and detail.seed is not None and detail.has_replay
+        assert detail.public_id and detail.seed is not None and detail.has_replay
 
         stats = {s.bot_id: s for s in store.bot_stats(session)}
         assert sum(s.chips for s in stats.values()) == 0

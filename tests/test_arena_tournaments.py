@@ -37,7 +37,7 @@ def bots_by_key(url: str, tid: int) -> dict[str, tuple[int, ...]]:
 def test_round_robin_in_duplicate(db_url: str) -> None:
     ids = hosted_bots(db_url, ["random", "greedy", "heuristic", "helpers.arena:CrashBot"])
     seed = 2**64 - 1  # the largest seed: stored in a signed column and read back unsigned
-    tid = new_tournament(db_url, ids, table_sizes=[3, 2], matches_per_table=2, hands_per_match=7, seed=seed)
+    tid = new_tournament(db_url, ids, table_sizes=[3, 2], deals_per_table=2, hands_per_match=7, seed=seed)
     tables = [c for n in (2, 3) for c in itertools.combinations(ids, n)]
     seats = bots_by_key(db_url, tid)
     # Every combination at every size, every seat arrangement of every deal: 6*2 + 4*6 per deal.
@@ -59,8 +59,8 @@ def test_round_robin_in_duplicate(db_url: str) -> None:
         for m in matches:  # one seed per deal, shared by its rotations
             assert m.seed == derive_seed(seed, f"table{m.table_index}/deal{m.deal_index}")
             assert m.hands == 7 and m.status == "pending"
-            assert m.label and str(seed) not in m.label
-        assert len({m.label for m in matches}) == len(matches)
+            assert m.public_id and str(seed) not in m.public_id
+        assert len({m.public_id for m in matches}) == len(matches)
         assert store.tournament_progress(session, tid).to_json() == {
             "pending": 72, "running": 0, "done": 0, "failed": 0, "total": 72
         }
@@ -72,7 +72,7 @@ def test_round_robin_in_duplicate(db_url: str) -> None:
 
 def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:
     ids = hosted_bots(db_url)
-    tid = new_tournament(db_url, ids, matches_per_table=1, hands_per_match=3)
+    tid = new_tournament(db_url, ids, deals_per_table=1, hands_per_match=3)
     with session_scope(db_url) as session:
         start_tournament(session, tid)
         first = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
@@ -84,7 +84,7 @@ def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:
         assert store.get_tournament(session, tid).seed == 12345
         before = bots_by_key(db_url, tid)
         assert extend_tournament(session, tid, 2) == 4
-        assert t.status == "paused" and t.matches_per_table == 3 and t.finished_at is None
+        assert t.status == "paused" and t.deals_per_table == 3 and t.finished_at is None
     after = bots_by_key(db_url, tid)
     assert set(after) == set(before) | {f"t0/d{d}/r{r}" for d in (1, 2) for r in (0, 1)}
     with session_scope(db_url) as session:
@@ -95,7 +95,7 @@ def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:
 
 def test_pause_stops_new_matches_and_resume_continues(db_url: str) -> None:
     ids = hosted_bots(db_url)
-    tid = new_tournament(db_url, ids, matches_per_table=2, hands_per_match=3)
+    tid = new_tournament(db_url, ids, deals_per_table=2, hands_per_match=3)
     with session_scope(db_url) as session:
         match_ids = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
     assert play_match_job(match_ids[0], db_url) == "not-running"  # created, not started
@@ -124,7 +124,7 @@ def test_bad_tournaments_are_refused_with_the_input_quoted(sqlite_url: str) -> N
 
     def create(**changes: object) -> None:
         fields: dict[str, object] = {
-            "name": "x", "bot_ids": ids, "table_sizes": [2], "matches_per_table": 1,
+            "name": "x", "bot_ids": ids, "table_sizes": [2], "deals_per_table": 1,
             "hands_per_match": 1, "settings": SETTINGS, **changes,
         }
         with session_scope(sqlite_url) as session:
@@ -136,8 +136,8 @@ def test_bad_tournaments_are_refused_with_the_input_quoted(sqlite_url: str) -> N
         create(table_sizes=[4])
     with pytest.raises(InvalidTournamentError, match="entered twice"):
         create(bot_ids=[ids[0], ids[0]])
-    with pytest.raises(InvalidTournamentError, match="matches_per_table must be an integer from 1"):
-        create(matches_per_table=0)
+    with pytest.raises(InvalidTournamentError, match="deals_per_table must be an integer from 1"):
+        create(deals_per_table=0)
     with pytest.raises(InvalidTournamentError, match=r"got -1"):
         create(seed=-1)
     with pytest.raises(InvalidTournamentError, match="referee setting bogus=1"):

@@ -85,7 +85,7 @@ def test_a_nul_bot_tournament_finishes_with_its_faults_and_every_result(url: str
                                   "house-greedy": house[1].address})
         with session_scope(url) as session:
             tid = create_tournament(
-                session, name="nul", bot_ids=list(ids.values()), table_sizes=[2], matches_per_table=1,
+                session, name="nul", bot_ids=list(ids.values()), table_sizes=[2], deals_per_table=1,
                 hands_per_match=2, seed=1818,
                 config={"decision_deadline_ms": 400, "time_bank_ms": 0, "max_faults": 2},
             ).id
@@ -183,7 +183,7 @@ def test_a_tournament_name_with_control_characters_is_refused(url: str) -> None:
         for name in ("nul\x00name", "esc\x1b[2Jname", "bel\x07", "tab\tname", "x" * 129, "x" * (1 << 20)):
             refused = pytest.raises(InvalidTournamentError, match="tournament name")
             with session_scope(url) as session, refused:
-                create_tournament(session, name=name, bot_ids=[1, 2], table_sizes=[2], matches_per_table=1,
+                create_tournament(session, name=name, bot_ids=[1, 2], table_sizes=[2], deals_per_table=1,
                                   hands_per_match=1)
         with session_scope(url) as session:
             assert session.query(Tournament).count() == 0
@@ -206,7 +206,7 @@ def test_direction_changing_text_a_user_may_store_is_shown_escaped(sqlite_url: s
             operator = get_or_create_operator(session, "house")
             ids = [host_bot(session, operator, n, "random", check=False).id for n in ("r-one", "r-two")]
             name = "Open \u202egnirpS\u202c\u200b"
-            tid = create_tournament(session, name=name, bot_ids=ids, table_sizes=[2], matches_per_table=1,
+            tid = create_tournament(session, name=name, bot_ids=ids, table_sizes=[2], deals_per_table=1,
                                     hands_per_match=1).id
         client = create_app({"DATABASE_URL": sqlite_url, "TESTING": True}).test_client()
         for path in ("/tournaments/", f"/tournaments/{tid}"):

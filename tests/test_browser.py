@@ -327,7 +327,7 @@ def test_a_six_seat_replay_fits_one_screen(browser: Any, tmp_path: Path) -> None
         targets = ["helpers.dashboard_fixtures:LowBot", "bots.greedy:GreedyBot", "bots.random_bot:RandomBot"]
         targets *= 2
         ids = [host_bot(session, house, f"player{k}", t, check=False).id for k, t in enumerate(targets)]
-        t = create_tournament(session, name="Six", bot_ids=ids, table_sizes=[6], matches_per_table=1,
+        t = create_tournament(session, name="Six", bot_ids=ids, table_sizes=[6], deals_per_table=1,
                               hands_per_match=4, seed=606, settings=Settings(database_url=url))
         start_tournament(session, t.id)
         query = select(Match.id).where(Match.tournament_id == t.id).order_by(Match.id)

@@ -241,7 +241,7 @@ def test_decision_download_is_the_request_the_bot_received(client: FlaskClient, 
         sent_json = json_format.MessageToJson(decision_to_proto(request), indent=1)
         assert response.data.decode() == sent_json + "\n"
         got = response.get_json()
-        assert got["matchId"] == request.match_id == plan.label
+        assert got["matchId"] == request.match_id == plan.public_id
         assert got["decisionId"] == request.decision_id
         assert got["deadlineMs"] == request.deadline_ms
         parsed = json_format.ParseDict(got, pb.DecideRequest())

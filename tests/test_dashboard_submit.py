@@ -153,7 +153,7 @@ def test_a_bot_that_fails_its_checks_is_refused(
 
 def test_operator_creates_and_runs_a_tournament(api: Flask, store: dict[str, Any]) -> None:
     client = api.test_client()
-    spec = {"name": "Cup", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": 2,
+    spec = {"name": "Cup", "bots": ["random", "lowball"], "table_sizes": [2], "deals_per_table": 2,
             "hands_per_match": 3, "seed": 7}
     assert call(client, "POST", "/api/v1/tournaments", store["alice"], spec)[0] == 403
     assert call(client, "POST", "/api/v1/tournaments", None, spec)[0] == 401
@@ -177,7 +177,7 @@ def test_operator_creates_and_runs_a_tournament(api: Flask, store: dict[str, Any
 
 def test_pause_and_resume(api: Flask, store: dict[str, Any]) -> None:
     client = api.test_client()
-    spec = {"name": "Long", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": 1,
+    spec = {"name": "Long", "bots": ["random", "lowball"], "table_sizes": [2], "deals_per_table": 1,
             "hands_per_match": 2}
     tid = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, spec)[1]["tournament"]["id"]
     status, body = call(client, "POST", f"/api/v1/tournaments/{tid}/pause", OPERATOR_TOKEN)
@@ -186,22 +186,39 @@ def test_pause_and_resume(api: Flask, store: dict[str, Any]) -> None:
     assert status == 200 and body["tournament"]["status"] == "finished"
 
 
+def test_the_old_field_name_of_deals_per_table_is_still_understood(api: Flask, store: dict[str, Any]) -> None:
+    """`matches_per_table` (its name before 0007, in tonk.v1 clients) still creates the same
+    tournament, and reads give both names; both at once is a clear 400 that creates nothing."""
+    client = api.test_client()
+    spec = {"name": "Old", "bots": ["random", "lowball"], "table_sizes": [2], "hands_per_match": 2}
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN,
+                        {**spec, "matches_per_table": 2})  # alias: the old client's field
+    assert status == 201 and body["tournament"]["matches"]["total"] == 4, body
+    detail = client.get(f"/api/v1/tournaments/{body['tournament']['id']}").get_json()["tournament"]
+    assert detail["deals_per_table"] == detail["matches_per_table"] == 2  # alias: read back
+    before = client.get("/api/v1/tournaments").get_json()["total"]
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN,
+                        {**spec, "deals_per_table": 1, "matches_per_table": 1})  # alias: both
+    assert status == 400 and "not both" in body["error"]["message"], body
+    assert client.get("/api/v1/tournaments").get_json()["total"] == before
+
+
 @pytest.mark.parametrize(
     "spec, status, code",
     [
-        ({"name": "X", "bots": ["random", "nobody"], "table_sizes": [2], "matches_per_table": 1,
+        ({"name": "X", "bots": ["random", "nobody"], "table_sizes": [2], "deals_per_table": 1,
           "hands_per_match": 2}, 404, "bot_not_found"),
-        ({"name": "X", "bots": ["random"], "table_sizes": [2], "matches_per_table": 1,
+        ({"name": "X", "bots": ["random"], "table_sizes": [2], "deals_per_table": 1,
           "hands_per_match": 2}, 400, "invalid_tournament"),
-        ({"name": "X", "bots": "random", "table_sizes": [2], "matches_per_table": 1,
+        ({"name": "X", "bots": "random", "table_sizes": [2], "deals_per_table": 1,
           "hands_per_match": 2}, 400, "invalid_parameter"),
-        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": "1",
+        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "deals_per_table": "1",
           "hands_per_match": 2}, 400, "invalid_parameter"),
-        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": 1,
+        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "deals_per_table": 1,
           "hands_per_match": 2, "rules": {"no_such_rule": True}}, 400, "invalid_parameter"),
-        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "matches_per_table": 1,
+        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [2], "deals_per_table": 1,
           "hands_per_match": 2, "colour": "blue"}, 400, "invalid_parameter"),
-        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [9], "matches_per_table": 1,
+        ({"name": "X", "bots": ["random", "lowball"], "table_sizes": [9], "deals_per_table": 1,
           "hands_per_match": 2}, 400, "invalid_tournament"),
     ],
 )
@@ -318,7 +335,7 @@ def test_operator_creates_a_sequential_test_and_its_page_shows_the_llr(
     api: Flask, store: dict[str, Any]
 ) -> None:
     client = api.test_client()
-    spec = {"name": "v2?", "bots": ["lowball", "random"], "table_sizes": [2], "matches_per_table": 1,
+    spec = {"name": "v2?", "bots": ["lowball", "random"], "table_sizes": [2], "deals_per_table": 1,
             "hands_per_match": 3, "kind": "sprt", "sprt": {"elo0": 0}}
     status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, spec)
     assert status == 400 and "'sprt' needs elo1" in body["error"]["message"]
@@ -337,7 +354,7 @@ def test_operator_creates_a_sequential_test_and_its_page_shows_the_llr(
     html = client.get(f"/tournaments/{tid}").get_data(as_text=True)
     assert "Sequential test" in html and "<meter" in html and f"LLR <strong>{test['llr']:.2f}" in html
     assert client.get(f"/api/v1/tournaments/{tid}/progress").get_json()["progress"]["sprt"] == test
-    gauntlet = {"name": "g", "bots": ["lowball", "random"], "table_sizes": [2], "matches_per_table": 1,
+    gauntlet = {"name": "g", "bots": ["lowball", "random"], "table_sizes": [2], "deals_per_table": 1,
                 "hands_per_match": 2, "kind": "gauntlet"}
     status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, gauntlet)
     assert status == 201 and body["tournament"]["matches"]["total"] == 2, body

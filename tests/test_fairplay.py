@@ -181,12 +181,12 @@ def test_tournament_bots_hear_the_deal_only_when_it_is_done(
     db_url: str, recorder: RunningServer
 ) -> None:
     _, matches = _started(
-        db_url, recorder.address, table_sizes=[2, 3], matches_per_table=2, hands_per_match=4
+        db_url, recorder.address, table_sizes=[2, 3], deals_per_table=2, hands_per_match=4
     )
     # Rotations of one deal far apart: every deal is still open while others are played.
     order = sorted(matches, key=lambda m: (m.rotation, m.table_index, m.deal_index))
     _play(db_url, [m.id for m in order])
-    labels = [m.label or "" for m in matches]
+    labels = [m.public_id or "" for m in matches]
     assert len(set(labels)) == len(labels) and all(re.fullmatch(r"[0-9a-f]{20}", x) for x in labels)
 
     records: dict[str, list[dict[str, Any]]] = {}
@@ -194,7 +194,7 @@ def test_tournament_bots_hear_the_deal_only_when_it_is_done(
         for match in matches:
             hands = store.get_replay(session, match.id)
             assert hands is not None  # every deal is done now
-            records[match.label or ""] = [
+            records[match.public_id or ""] = [
                 {k: v for k, v in h.items() if k not in ("latency_us", "faults")} for h in hands
             ]
     assert leaks(Recorder.inbox, records) == []
@@ -210,9 +210,9 @@ def test_tournament_bots_hear_the_deal_only_when_it_is_done(
         assert deal.seed is not None
         siblings = deals[deal.seed]
         # after every match of the deal, and with every hand of each, as stored
-        ids = {m.label for m in siblings}
+        ids = {m.public_id for m in siblings}
         assert position > max(i for i, (kind, m) in enumerate(Recorder.inbox) if _match_of(kind, m) in ids)
-        assert {m.match_id for m in deal.matches} == {m.label for m in siblings}
+        assert {m.match_id for m in deal.matches} == {m.public_id for m in siblings}
         for told in deal.matches:
             assert list(told.records) == records[told.match_id] and not told.records_omitted
             assert told.players[told.seats[0]] == "recorder"
@@ -221,14 +221,14 @@ def test_tournament_bots_hear_the_deal_only_when_it_is_done(
 def test_pages_and_api_hide_a_deal_until_every_rotation_is_done(
     db_url: str, recorder: RunningServer, app_factory: Any
 ) -> None:
-    tid, matches = _started(db_url, recorder.address, table_sizes=[2], matches_per_table=1, hands_per_match=3)
+    tid, matches = _started(db_url, recorder.address, table_sizes=[2], deals_per_table=1, hands_per_match=3)
     first, second = [m for m in matches if m.table_index == 0]
     _play(db_url, [first.id])
     app: Flask = app_factory(db_url)
     client = app.test_client()
     detail = client.get(f"/api/v1/matches/{first.id}").get_json()["match"]
     assert detail["status"] == "done" and all(seat["score"] is not None for seat in detail["seats"])
-    hidden = (detail["seed"], detail["label"], detail["replay"], detail["deal_done"])
+    hidden = (detail["seed"], detail["public_id"], detail["replay"], detail["deal_done"])
     assert hidden == (None, None, False, False)
     for path in ("replay", "hands/0", "hands/0/decisions/0"):
         response = client.get(f"/api/v1/matches/{first.id}/{path}")
@@ -237,13 +237,13 @@ def test_pages_and_api_hide_a_deal_until_every_rotation_is_done(
     listed = client.get(f"/api/v1/matches?tournament={tid}&status=done").get_json()["matches"]
     assert [(m["id"], m["deal_done"]) for m in listed] == [(first.id, False)]
     html = client.get(f"/matches/{first.id}").get_data(as_text=True)
-    assert 'id="viewer"' not in html and "seed <code>" not in html and str(first.label) not in html
+    assert 'id="viewer"' not in html and "seed <code>" not in html and str(first.public_id) not in html
     assert "published when every match of its deal is done" in html
     assert f'/matches/{first.id}#viewer' not in client.get("/matches/").get_data(as_text=True)
 
     _play(db_url, [second.id])
     detail = client.get(f"/api/v1/matches/{first.id}").get_json()["match"]
-    assert (detail["seed"], detail["label"], detail["replay"]) == (first.seed, first.label, True)
+    assert (detail["seed"], detail["public_id"], detail["replay"]) == (first.seed, first.public_id, True)
     assert client.get(f"/api/v1/matches/{first.id}/replay").status_code == 200
     assert client.get(f"/api/v1/matches/{first.id}/hands/0/decisions/0").status_code == 200
     assert 'id="viewer"' in client.get(f"/matches/{first.id}").get_data(as_text=True)
@@ -253,7 +253,7 @@ def test_independent_deals_give_every_match_its_own_cards(
     db_url: str, recorder: RunningServer, app_factory: Any
 ) -> None:
     tid, matches = _started(
-        db_url, recorder.address, table_sizes=[2], matches_per_table=1, hands_per_match=3,
+        db_url, recorder.address, table_sizes=[2], deals_per_table=1, hands_per_match=3,
         deal_mode="independent",
     )
     assert len({m.seed for m in matches}) == len(matches) == 6
@@ -276,7 +276,7 @@ def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: An
     with pytest.raises(InvalidTournamentError, match="'shuffled' is not one of duplicate, independent"):
         new_tournament(db_url, ids, deal_mode="shuffled")
     client = app_factory(db_url).test_client()
-    spec = {"name": "Cup", "bots": ["greedy", "random"], "table_sizes": [2], "matches_per_table": 1,
+    spec = {"name": "Cup", "bots": ["greedy", "random"], "table_sizes": [2], "deals_per_table": 1,
             "hands_per_match": 3, "deal_mode": "shuffled"}
     response = client.post("/api/v1/tournaments", json=spec, headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status_code in (400, 422) and "shuffled" in response.get_json()["error"]["message"]
@@ -292,7 +292,7 @@ def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: st
     from arena.deals import claim_reveal
 
     ids = hosted_bots(db_url, ["greedy", "random"])
-    tid = new_tournament(db_url, ids, table_sizes=[2], matches_per_table=1, hands_per_match=2)
+    tid = new_tournament(db_url, ids, table_sizes=[2], deals_per_table=1, hands_per_match=2)
     with session_scope(db_url) as session:
         start_tournament(session, tid)
         first, second = session.scalars(select(Match).where(Match.tournament_id == tid).order_by(Match.id))
@@ -311,7 +311,7 @@ def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:
     from sqlalchemy import MetaData, create_engine, insert, pool, text
 
     from arena import migrate
-    from arena.match_runner import match_label
+    from arena.match_runner import public_match_id
 
     assert migrate.migrate(db_url, "0002") == "0002"
     engine = create_engine(db_url, poolclass=pool.NullPool)
@@ -332,12 +332,12 @@ def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:
     try:
         migrate.migrate(db_url)
         with engine.connect() as c:
-            rows = c.execute(text("SELECT id, label FROM matches"))
+            rows = c.execute(text("SELECT id, public_id FROM matches"))
             labels: dict[int, str] = {i: label for i, label in rows}
             mode = c.execute(text("SELECT deal_mode FROM tournaments")).scalar_one()
     finally:
         engine.dispose()
-    assert labels == {1: "x-t0-d0-r0", 2: match_label(big, "t0/d0/r1")}  # the played one keeps its id
+    assert labels == {1: "x-t0-d0-r0", 2: public_match_id(big, "t0/d0/r1")}  # the played one keeps its id
     assert mode == "duplicate"
 
 

@@ -64,7 +64,7 @@ def test_only_balanced_deals_are_paired(db_url: str, hands: int, sizes: list[int
     """A deal counts when its match gives every seat the deal equally often (hands a multiple of
     the table size) and the later rotation keeps the first one's order round the table."""
     ids = hosted_bots(db_url, ["greedy", "random", "heuristic"])
-    tid = new_tournament(db_url, ids, table_sizes=sizes, matches_per_table=2, hands_per_match=hands)
+    tid = new_tournament(db_url, ids, table_sizes=sizes, deals_per_table=2, hands_per_match=hands)
     with session_scope(db_url) as session:
         start_tournament(session, tid)
         table = select(Match.id).where(Match.tournament_id == tid, Match.table_index == 0)
@@ -87,7 +87,7 @@ def test_the_memory_keeping_bot_is_flagged_and_the_house_bots_are_not(
 ) -> None:
     cheater.MemoryBot.memory.clear()
     ids = hosted_bots(db_url, ["fairplay:MemoryBot", "greedy", "heuristic"])
-    tid = new_tournament(db_url, ids, table_sizes=[2], matches_per_table=24, hands_per_match=16, seed=1818)
+    tid = new_tournament(db_url, ids, table_sizes=[2], deals_per_table=24, hands_per_match=16, seed=1818)
     with session_scope(db_url) as session:
         start_tournament(session, tid)
         match_ids = list(

@@ -383,7 +383,7 @@ def test_tournament_of_fault_bots_completes(pg_url: str, redis_url: str, redis_p
                 name="faults",
                 bot_ids=list(ids.values()),
                 table_sizes=[2],
-                matches_per_table=1,
+                deals_per_table=1,
                 hands_per_match=2,
                 seed=424242,
                 config={"decision_deadline_ms": 250, "time_bank_ms": 0, "max_faults": 2},

@@ -286,7 +286,7 @@ def tournament_body(draw: st.DrawFn) -> dict[str, Any]:
         | st.text(max_size=20),
         "bots": st.lists(st.sampled_from([*BOT_NAMES[:4], "ghost", "", "a\x00"]), max_size=5) | json_junk,
         "table_sizes": st.lists(st.sampled_from([2, 3, 1, 7, 0, -2, "2", 2**40]), max_size=3) | json_junk,
-        "matches_per_table": small,
+        "deals_per_table": small,
         "hands_per_match": small,
         "seed": st.sampled_from([None, 0, 1, 2**64 - 1, 2**64, -1, "7", 1.5]),
         "rules": st.sampled_from(["standard", "custom", "nope", {"hit_lock": True}, {"turn_cap": 10**30},
@@ -377,7 +377,7 @@ def test_deeply_nested_body_is_a_400(store: Store) -> None:
 
 OPERATOR = "fuzz-operator-token"
 CUP: dict[str, Any] = {"name": "Cup", "bots": ["random", "greedy"], "table_sizes": [2]}
-CUP |= {"matches_per_table": 1, "hands_per_match": 1}
+CUP |= {"deals_per_table": 1, "hands_per_match": 1}
 
 
 def fresh_app(url: str) -> Flask:

@@ -115,7 +115,7 @@ def test_capacity_holds_across_two_rq_workers(
         assert {capacity.capacity_of(session, bot) for bot in ids} == {2}
     for _, gauge in counted_servers:  # forget the registration check's matches
         gauge.matches = gauge.most = 0
-    tid = new_tournament(url, ids, matches_per_table=2, hands_per_match=4, seed=515)  # 24 matches
+    tid = new_tournament(url, ids, deals_per_table=2, hands_per_match=4, seed=515)  # 24 matches
     backend = RqBackend(url, redis_url, queue)
     run_tournament(url, tid, backend, wait=False)
     workers = [
@@ -171,7 +171,7 @@ def test_the_scheduler_fills_free_capacity_in_play_order(sqlite_url: str) -> Non
         for bot, cap in zip(ids, (1, 2, 3), strict=True):
             version = session.scalars(select(BotVersion).where(BotVersion.bot_id == bot)).one()
             version.info = {**version.info, "max_concurrent_matches": cap}
-    tid = new_tournament(url, ids, matches_per_table=2)  # tables (r,g) (r,h) (g,h), 2 rotations
+    tid = new_tournament(url, ids, deals_per_table=2)  # tables (r,g) (r,h) (g,h), 2 rotations
     with session_scope(url) as session:
         from arena.tournaments import start_tournament
 
@@ -195,7 +195,7 @@ def test_the_scheduler_fills_free_capacity_in_play_order(sqlite_url: str) -> Non
 def test_a_bot_never_gets_more_leases_than_its_capacity(sqlite_url: str) -> None:
     url = sqlite_url
     ids = hosted_bots(url, ["random", "greedy"])
-    tid = new_tournament(url, ids, matches_per_table=3)
+    tid = new_tournament(url, ids, deals_per_table=3)
     with session_scope(url) as session:
         version = session.scalars(select(BotVersion).where(BotVersion.bot_id == ids[0])).one()
         version.info = {**version.info, "max_concurrent_matches": 2}
@@ -233,7 +233,7 @@ def test_results_do_not_depend_on_matches_in_flight(sqlite_url: str, tmp_path: P
                 ]
             ids += hosted_bots(url, ["greedy", "heuristic"])
             tid = new_tournament(
-                url, ids, table_sizes=[2, 3], matches_per_table=2, hands_per_match=3, seed=2**40 + 7
+                url, ids, table_sizes=[2, 3], deals_per_table=2, hands_per_match=3, seed=2**40 + 7
             )
             backend = EmbeddedBackend(url, workers, slots=slots)
             try:
@@ -259,7 +259,7 @@ def test_matches_submitted_at_once_without_a_driver_all_get_played(sqlite_url: s
     with session_scope(url) as session:
         version = session.scalars(select(BotVersion).where(BotVersion.bot_id == ids[0])).one()
         version.info = {**version.info, "max_concurrent_matches": 1}
-    tid = new_tournament(url, ids, matches_per_table=3, hands_per_match=3)  # 6 matches
+    tid = new_tournament(url, ids, deals_per_table=3, hands_per_match=3)  # 6 matches
     pool = EmbeddedBackend(url, 1, slots=4)
     try:
         run_tournament(url, tid, pool, wait=False)

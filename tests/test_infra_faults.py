@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.slow]
 SEED = 8_675_309
 SHAPE: dict[str, Any] = {
     "table_sizes": [2, 3],
-    "matches_per_table": 2,
+    "deals_per_table": 2,
     "hands_per_match": 3,
     "seed": SEED,
     # Ample deadlines: these tests are about the arena's machinery, not about late bots.

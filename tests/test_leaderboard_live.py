@@ -27,7 +27,7 @@ def play(url: str, tid: int, count: int) -> None:
 
 def test_matches_that_finish_are_rated_by_an_update(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = hosted_bots(sqlite_url, ["random", "greedy", "heuristic"])
-    tid = new_tournament(sqlite_url, ids, table_sizes=[2, 3], matches_per_table=2, hands_per_match=3)
+    tid = new_tournament(sqlite_url, ids, table_sizes=[2, 3], deals_per_table=2, hands_per_match=3)
     play(sqlite_url, tid, 14)
     with session_scope(sqlite_url) as session:
         first = leaderboard.current_leaderboard(session)

@@ -33,7 +33,7 @@ def test_kill_9_of_tournament_run_leaves_no_pool_process(sqlite_url: str) -> Non
         operator = get_or_create_operator(session, "house")
         ids = [host_bot(session, operator, name, "helpers.faultbots:SleepyBot", check=False).id
                for name in ("sleepy-a", "sleepy-b")]
-        tid = create_tournament(session, name="long", bot_ids=ids, table_sizes=[2], matches_per_table=4,
+        tid = create_tournament(session, name="long", bot_ids=ids, table_sizes=[2], deals_per_table=4,
                                 hands_per_match=50, seed=7).id
     env = {
         **os.environ,

@@ -476,7 +476,7 @@ def test_a_match_with_an_offline_bot_waits_within_its_grace(arena: Arena, client
     with session_scope(arena.url) as session:
         ids = [bot_id(arena, "sleepy"), bot_id(arena, "awake")]
         tournament = create_tournament(
-            session, name="t", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=1,
+            session, name="t", bot_ids=ids, table_sizes=[2], deals_per_table=1, hands_per_match=1,
             config={"offline_grace_s": 30},
         )
         match_id = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).first()
@@ -516,7 +516,7 @@ def test_a_bot_gone_before_the_store_knows_waits_and_is_charged_only_after_its_g
     ids = [bot_id(arena, "flaky"), bot_id(arena, "steady")]
     with session_scope(arena.url) as session:
         tournament = create_tournament(
-            session, name="t", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=1,
+            session, name="t", bot_ids=ids, table_sizes=[2], deals_per_table=1, hands_per_match=1,
             config={"offline_grace_s": 30},
         )
         start_tournament(session, tournament.id)

@@ -160,7 +160,7 @@ def test_connected_bots_play_a_tournament_against_tonk_dashboard(
 
     created = post(arena + "/api/v1/tournaments", {
         "name": "connected", "bots": ["link1", "link2"], "table_sizes": [2],
-        "matches_per_table": 3, "hands_per_match": 5,
+        "deals_per_table": 3, "hands_per_match": 5,
     })["tournament"]
     post(f"{arena}/api/v1/tournaments/{created['id']}/run")
     progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
@@ -278,7 +278,7 @@ def test_the_node_example_connects_out_and_plays_a_tournament(
     assert listening_ports(node.pid) == set()
     created = post(arena + "/api/v1/tournaments", {
         "name": "polyglot", "bots": ["nodebot", "pybot"], "table_sizes": [2],
-        "matches_per_table": 2, "hands_per_match": 10,
+        "deals_per_table": 2, "hands_per_match": 10,
     })["tournament"]
     post(f"{arena}/api/v1/tournaments/{created['id']}/run")
     progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"

@@ -159,11 +159,12 @@ def check_data_kept(engine: Engine) -> None:
         tournament = s.get(Tournament, 1)
         assert tournament is not None
         assert (tournament.name, tournament.seed, tournament.table_sizes) == ("old cup", BIG_SEED, [2])
+        assert tournament.deals_per_table == 1  # the column renamed (0007) kept its value
         assert tournament.finished_at is not None and tournament.finished_at.year == 2026
         assert len(s.scalars(select(TournamentEntry)).all()) == 2
         match = s.get(Match, 1)
         assert match is not None
-        assert (match.seed, match.label, match.status, match.faults) == (BIG_SEED, "m-1", "done", 1)
+        assert (match.seed, match.public_id, match.status, match.faults) == (BIG_SEED, "m-1", "done", 1)
         seats = s.scalars(select(MatchSeat).order_by(MatchSeat.seat)).all()
         assert [x.score for x in seats] == [4, -4] and seats[0].latency_us_total == 2**40
         replay = s.get(Replay, 1)

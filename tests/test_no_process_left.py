@@ -119,7 +119,7 @@ def test_stopping_tonk_dashboard_stops_the_pool_of_a_tournament_it_started(tmp_p
         spec = "bots.random_bot:RandomBot"
         bots = [host_bot(session, house, name, spec, check=False) for name in ("r1", "r2")]
         tournament = create_tournament(
-            session, name="long", bot_ids=[b.id for b in bots], table_sizes=[2], matches_per_table=200,
+            session, name="long", bot_ids=[b.id for b in bots], table_sizes=[2], deals_per_table=200,
             hands_per_match=20, seed=1,
         ).id
     dispose_engines()

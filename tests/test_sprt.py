@@ -53,7 +53,7 @@ def test_bad_sprt_parameters_are_refused(args: tuple[float, ...], quoted: str) -
 def sprt(url: str, bots: list[int], batch: int) -> int:
     with session_scope(url) as session:
         return create_tournament(
-            session, name="test", bot_ids=bots, table_sizes=[2], matches_per_table=batch,
+            session, name="test", bot_ids=bots, table_sizes=[2], deals_per_table=batch,
             hands_per_match=6, seed=777, settings=SETTINGS, kind="sprt", sprt=sprt_params(0, 20, batch=batch),
         ).id
 
@@ -95,7 +95,7 @@ def test_a_gauntlet_seats_the_challenger_at_every_table(sqlite_url: str) -> None
     ids = hosted_bots(sqlite_url, ["heuristic", "random", "greedy", "test_sprt:Twin"])
     with session_scope(sqlite_url) as session:
         tid = create_tournament(
-            session, name="g", bot_ids=ids, table_sizes=[2, 3], matches_per_table=1, hands_per_match=3,
+            session, name="g", bot_ids=ids, table_sizes=[2, 3], deals_per_table=1, hands_per_match=3,
             seed=5, settings=SETTINGS, kind="gauntlet",
         ).id
         seats = session.execute(
@@ -109,7 +109,7 @@ def test_a_gauntlet_seats_the_challenger_at_every_table(sqlite_url: str) -> None
     expected = {frozenset((ids[0], *o)) for n in (1, 2) for o in itertools.combinations(ids[1:], n)}
     assert tables == expected and len(by_match) == 3 * 2 + 3 * 6
     with session_scope(sqlite_url) as session, pytest.raises(InvalidTournamentError, match="two bots"):
-        create_tournament(session, name="s", bot_ids=ids[:3], table_sizes=[2], matches_per_table=1,
+        create_tournament(session, name="s", bot_ids=ids[:3], table_sizes=[2], deals_per_table=1,
                           hands_per_match=3, settings=SETTINGS, kind="sprt", sprt=sprt_params(0, 20))
     dispose_engines()
 

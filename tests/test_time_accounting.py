@@ -133,7 +133,7 @@ def test_the_arena_stores_slow_notices_without_charging_them(url: str, slow_bot:
         ids = register_bots(url, {"slow-notices": slow_bot.address, "house": house.address})
         with session_scope(url) as session:
             tid = create_tournament(
-                session, name="slow", bot_ids=list(ids.values()), table_sizes=[2], matches_per_table=1,
+                session, name="slow", bot_ids=list(ids.values()), table_sizes=[2], deals_per_table=1,
                 hands_per_match=3, seed=99,
                 config={"decision_deadline_ms": 1000, "lifecycle_deadline_ms": 500},
             ).id

@@ -3,4 +3,4 @@ installed wheel can upgrade its database: ``tonk db upgrade`` (arena/migrate.py)
 
 #: The newest revision, for checks that must not import Alembic (arena.migrate.ensure_schema).
 #: tests/test_migrations.py fails when a new revision is added without updating it.
-HEAD = "0006"
+HEAD = "0007"

@@ -161,8 +161,9 @@ def match_detail(session: Session, match_id: int) -> dict[str, Any]:
     names = _tournament_names(session, {m.tournament_id})
     return {
         **summary(m, names.get(m.tournament_id), []),
-        "label": m.label,  # the match id its bots were given: None until its deal is done
-        # Replays, the seed and the label wait for every match dealt from the same seed.
+        "public_id": m.public_id,  # the match id its bots were given: None until its deal is done
+        "label": m.public_id,  # alias: its old name
+        # Replays, the seed and the public id wait for every match dealt from the same seed.
         "deal_done": m.seed is not None,
         "deal": m.deal_index,
         "rotation": m.rotation,

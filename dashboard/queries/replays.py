@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from arena import store
-from arena.match_runner import match_label, referee_config
+from arena.match_runner import public_match_id, referee_config
 from arena.models import Match, Tournament
 from arena.statuses import MatchStatus
 from dashboard.errors import NotFinishedError, NotFoundError
@@ -77,8 +77,8 @@ def referee_settings(session: Session, match: Match) -> tuple[str, RefereeConfig
     """The match id the bots were given and the referee settings, as the worker had them."""
     tournament = session.get(Tournament, match.tournament_id)
     assert tournament is not None  # a foreign key
-    label = match.label or match_label(tournament.seed, match.key)
-    return label, referee_config(tournament.config or {}, RefereeConfig())
+    public_id = match.public_id or public_match_id(tournament.seed, match.key)
+    return public_id, referee_config(tournament.config or {}, RefereeConfig())
 
 
 def decision_request(
@@ -86,7 +86,7 @@ def decision_request(
     match: Match,
     hand_index: int,
     decision: int,
-    label: str,
+    public_id: str,
     config: RefereeConfig,
 ) -> dict[str, Any]:
     """``{match_id, hand_index, decision_id, deadline_ms, observation}``, as the bot got it."""
@@ -108,9 +108,9 @@ def decision_request(
     obs = observe(state, seat, tuple(record.players), tuple(scores), hand_index, match.hands)
     bank_ms = _bank_left_us(hands, hand_index, decision, seat, config, len(record.players)) // 1000
     request = DecisionRequest(
-        match_id=label,
+        match_id=public_id,
         hand_index=hand_index,
-        decision_id=f"{label}/{hand_index}/{decision}",  # as sdk/referee.py numbers them
+        decision_id=f"{public_id}/{hand_index}/{decision}",  # as sdk/referee.py numbers them
         observation=obs,
         deadline_ms=config.decision_deadline_ms + bank_ms,
     )

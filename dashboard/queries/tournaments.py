@@ -56,7 +56,8 @@ def _header(t: store.TournamentRow, hands: tuple[int, int]) -> dict[str, Any]:
         "name": t.name,
         "status": t.status,
         "table_sizes": list(t.table_sizes),
-        "matches_per_table": t.matches_per_table,
+        "deals_per_table": t.deals_per_table,
+        "matches_per_table": t.deals_per_table,  # alias: the old name, for older clients
         "hands_per_match": t.hands_per_match,
         "created_at": iso(t.created_at),
         "finished_at": iso(t.finished_at),

@@ -52,7 +52,7 @@ def new_tournament(url: str, bot_ids: Sequence[int], **options: Any) -> int:
     fields: dict[str, Any] = {
         "name": "test",
         "table_sizes": [2],
-        "matches_per_table": 1,
+        "deals_per_table": 1,
         "hands_per_match": 5,
         "seed": 12345,
         "settings": SETTINGS,

@@ -116,15 +116,15 @@ def seed_arena(url: str) -> Seeded:
         ids = {b.name: b.id for b in (random, low, flaky, croaker)}
         spring = create_tournament(
             session, name="Spring Open", bot_ids=[ids["random"], ids["lowball"], ids["flaky"]],
-            table_sizes=[2, 3], matches_per_table=1, hands_per_match=6, seed=20260401, settings=settings,
+            table_sizes=[2, 3], deals_per_table=1, hands_per_match=6, seed=20260401, settings=settings,
         )
         winter = create_tournament(
             session, name="Winter Classic", bot_ids=[ids["random"], ids["lowball"], ids["flaky"]],
-            table_sizes=[3], matches_per_table=1, hands_per_match=5, seed=20261201, settings=settings,
+            table_sizes=[3], deals_per_table=1, hands_per_match=5, seed=20261201, settings=settings,
         )
         summer = create_tournament(
             session, name="Summer Cup", bot_ids=[ids["random"], ids["lowball"], ids["croaker"]],
-            table_sizes=[2], matches_per_table=1, hands_per_match=4, seed=20260701, settings=settings,
+            table_sizes=[2], deals_per_table=1, hands_per_match=4, seed=20260701, settings=settings,
         )
         out.tournaments = {"spring": spring.id, "winter": winter.id, "summer": summer.id}
         for t in (spring, winter, summer):
@@ -289,7 +289,7 @@ def live_arena(url: str) -> tuple[int, list[int]]:
                 ("greedy", "bots.greedy:GreedyBot"))
         ids = [host_bot(session, house, name, target, check=False).id for name, target in bots]
         t = create_tournament(
-            session, name="Live Cup", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=6,
+            session, name="Live Cup", bot_ids=ids, table_sizes=[2], deals_per_table=1, hands_per_match=6,
             seed=20261111, settings=Settings(database_url=url),
         )
         start_tournament(session, t.id)

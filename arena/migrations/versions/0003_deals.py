@@ -2,7 +2,7 @@
 
 A deal is the matches of a tournament dealt from one seed (every seat order of a duplicate
 deal). Their records and seed stay hidden until all of them are done (arena/deals.py). Matches
-not played yet get opaque match ids (arena.match_runner.match_label).
+not played yet get opaque match ids (arena.match_runner.public_match_id).
 
 Revision ID: 0003
 Revises: 0002
@@ -25,7 +25,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def _label(seed: int, key: str) -> str:
-    # arena.match_runner.match_label as of this revision (copied: a revision must not change
+    # arena.match_runner.public_match_id as of this revision (copied: a revision must not change
     # when the code does).
     return hmac.new(seed.to_bytes(8, "big"), f"tonk-match/{key}".encode(), hashlib.sha256).hexdigest()[:20]
 
