@@ -207,7 +207,8 @@ def test_a_tournament_run_through_the_api_waits_for_an_offline_bot_and_finishes_
     if restart:  # nobody runs the tournament again: the new dashboard must take it up itself
         procs.kill("dashboard")
         procs.restart("dashboard")
-        wait_for("the dashboard again", lambda: listening(int(arena.rsplit(":", 1)[1])) and listening(gateway), 60)
+        port = int(arena.rsplit(":", 1)[1])
+        wait_for("the dashboard again", lambda: listening(port) and listening(gateway), 60)
     start_bots(procs, bot_env, {"late": "greedy"})
     progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
     wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
