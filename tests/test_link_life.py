@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 import test_link
 from sqlalchemy import select
-from test_link import Arena, Client, RawLink, _capacity, bot_id, wait_until
+from test_link import Arena, Client, RawLink, _capacity, _decision, bot_id, link_player, wait_until
 
 from arena.db import session_scope
 from arena.models import Bot, BotVersion, Match, MatchSeat
@@ -88,6 +88,24 @@ def test_another_build_is_checked_and_recorded_as_the_next_version(
             .where(MatchSeat.match_id == match_ids[0], MatchSeat.bot_id == ids[1])
         )
     assert seat_version == 2 and rival == 1  # played by the build connected when it was claimed
+
+
+def test_the_old_build_plays_its_match_to_the_end_before_it_goes(arena: Arena, clients: list[Client]) -> None:
+    from sdk.bot import MatchInfo, MatchSummary
+    from sdk.rules import STANDARD
+
+    old = Client(arena, "alice", "handover").wait()
+    seat = link_player(arena, "handover")  # a match seat, pinned to the old build's connection
+    seat.match_start(MatchInfo("m", 0, ("handover", "x"), STANDARD, 1, 0, 1000, 0))
+    clients.append(Client(arena, "alice", "handover", bot=NextBuild).wait())
+    calls = old.link.stats.calls
+    seat.act(_decision())  # still the old build's match: it answers, nobody is charged
+    assert old.link.stats.calls == calls + 1 and old.link.connected.is_set()
+    assert link_player(arena, "handover").describe()["version"] == "2.0.0"  # a new seat: the new build
+    assert old.link.stats.calls == calls + 1
+    seat.match_end(MatchSummary("m", (0, 0)))
+    error = refusal(old)  # its last match over: it goes at the next heartbeat
+    assert error.code == grpc.StatusCode.FAILED_PRECONDITION and "now version 2" in error.details
 
 
 def test_a_new_build_that_fails_the_check_is_refused_and_recorded_nowhere(
