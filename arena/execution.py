@@ -10,11 +10,16 @@ RQ jobs get an explicit id, ``{queue}-match-{match_id}``, so a match is on the q
 once: submitting it again while it is queued is a no-op, and a finished or dead job is
 replaced. ``tonk worker`` (:func:`run_worker`) runs an RQ worker on the configured queue; a
 plain ``rq worker -u URL QUEUE`` works as well.
+
+A tournament started without a driver staying to run it (the dashboard's API) is driven by
+a :class:`Sweeper` in the process that started it: the driver's sweep, every ``RECOVER_S``,
+over every running tournament of the store.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -26,16 +31,18 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import and_, func, select
 
 from arena.config import Settings, load_settings
 from arena.db import session_scope
 from arena.jobs import recover_matches
-from arena.models import Match
+from arena.models import Match, Tournament
 from arena.processes import descendants
 from arena.scheduling import matches_to_start, pending_window
 from arena.store import Progress, tournament_progress
 from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
+
+log = logging.getLogger("tonk.execution")
 
 JOB_FUNCTION: Final = "arena.jobs.play_match_job"
 #: Seconds between the driver's sweeps: abandoned matches are reset, and every pending match
@@ -45,6 +52,7 @@ RECOVER_S: Final = 5.0
 #: A job claims its match first thing; one still "started" this long after the driver first
 #: saw it with its match pending lost its worker before the claim, and is replaced.
 UNCLAIMED_S: Final = 15.0
+_UNFINISHED: Final = ("pending", "running")
 #: RQ job statuses of a job that will still run.
 _WAITING: Final = frozenset({"queued", "scheduled", "deferred"})
 #: RQ keeps a finished job's result this long (seconds), a failed one's this long.
@@ -109,6 +117,8 @@ class EmbeddedBackend:
         self._processes: list[Any] = []
         #: Matches handed to the pool and not reported done yet.
         self._submitted: set[int] = set()
+        # A dashboard submits from request threads and from its Sweeper's thread.
+        self._lock = threading.RLock()
         self._errors: list[str] = []
         self._start_processes()
 
@@ -133,30 +143,33 @@ class EmbeddedBackend:
             self._processes.append(process)
 
     def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
-        self._start_processes()
-        queued = 0
-        for match_id in match_ids:
-            if match_id in self._submitted and match_id not in replace:
-                continue
-            self._submitted.add(match_id)
-            self._tasks.put(match_id)
-            queued += 1
-        return queued
+        with self._lock:
+            self._start_processes()
+            queued = 0
+            for match_id in match_ids:
+                if match_id in self._submitted and match_id not in replace:
+                    continue
+                self._submitted.add(match_id)
+                self._tasks.put(match_id)
+                queued += 1
+            return queued
 
     def waiting(self, match_ids: Collection[int]) -> set[int]:
         """Of ``match_ids``, those handed to the pool and not finished."""
-        self.errors()
-        return self._submitted & set(match_ids)
+        with self._lock:
+            self.errors()
+            return self._submitted & set(match_ids)
 
     def errors(self) -> list[str]:
         """Errors of finished jobs (their matches are marked failed in the store)."""
-        while True:
-            try:
-                self._finished(*self._done.get_nowait())
-            except queue.Empty:
-                break
-        out, self._errors = self._errors, []
-        return out
+        with self._lock:
+            while True:
+                try:
+                    self._finished(*self._done.get_nowait())
+                except queue.Empty:
+                    break
+            out, self._errors = self._errors, []
+            return out
 
     def pause(self, seconds: float) -> None:
         """Wait up to ``seconds``, less if a match finishes: the driver then fills its bots'
@@ -165,9 +178,10 @@ class EmbeddedBackend:
             self._finished(*self._done.get(timeout=seconds))
 
     def _finished(self, match_id: int, error: str | None) -> None:
-        self._submitted.discard(match_id)
-        if error is not None:
-            self._errors.append(error)
+        with self._lock:
+            self._submitted.discard(match_id)
+            if error is not None:
+                self._errors.append(error)
 
     def process_ids(self) -> list[int]:
         """The pool's worker processes now, so that a tool that must never leave processes
@@ -441,6 +455,78 @@ def _schedule(database_url: str, tournament_id: int, backend: Backend, dead: set
     replace = dead.intersection(chosen)
     dead.difference_update(chosen)
     return backend.submit(chosen, replace=replace)
+
+
+class Sweeper:
+    """The driver's sweep, in a background thread, for the tournaments nobody drives: every
+    ``interval_s``, for each running tournament of the store, abandoned matches back to
+    pending, then the pending matches whose bots have room submitted (what
+    :func:`run_tournament` does at each poll), and a tournament whose matches are all done
+    finished. Matches handed back to wait for an offline connected bot, matches of a pool
+    process that died, and whole tournaments a restarted dashboard finds running are all
+    queued again this way. A driver running at the same time does no harm: a match is
+    claimed once, and RQ job ids are per match.
+
+    ``backend`` is called for the backend the first time there is something to submit (so
+    an idle process starts no pool)."""
+
+    def __init__(self, database_url: str, backend: Callable[[], Backend], interval_s: float = RECOVER_S):
+        self.database_url = database_url
+        self.backend = backend
+        self.interval_s = interval_s
+        self._dead: dict[int, set[int]] = {}  # per tournament, as run_tournament's ``dead``
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tonk-sweeper", daemon=True)
+
+    def start(self) -> Sweeper:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.sweep()
+            except Exception as exc:  # the store or queue away for a moment: next time
+                log.warning("the tournament sweep failed: %s", exc)
+
+    def sweep(self) -> int:
+        """One sweep over the running tournaments; returns how many matches it submitted."""
+        with session_scope(self.database_url) as session:
+            unfinished = dict(
+                session.execute(
+                    select(Tournament.id, func.count(Match.id))
+                    .outerjoin(
+                        Match, and_(Match.tournament_id == Tournament.id, Match.status.in_(_UNFINISHED))
+                    )
+                    .where(Tournament.status == "running")
+                    .group_by(Tournament.id)
+                ).all()
+            )
+        self._dead = {t: dead for t, dead in self._dead.items() if t in unfinished}
+        submitted = 0
+        for tournament_id, count in sorted(unfinished.items()):
+            if self._stop.is_set():
+                break
+            if not count:  # its last match was recorded as it was paused and resumed, say
+                with session_scope(self.database_url) as session:
+                    finish_if_complete(session, tournament_id)
+                continue
+            dead = self._dead.setdefault(tournament_id, set())
+            with session_scope(self.database_url) as session:
+                dead.update(recover_matches(session, tournament_id))
+                pending = session.scalar(
+                    select(Match.id)
+                    .where(Match.tournament_id == tournament_id, Match.status == "pending")
+                    .limit(1)
+                )
+            if pending is not None:  # all in play by live workers: nothing to do here
+                submitted += _schedule(self.database_url, tournament_id, self.backend(), dead)
+        return submitted
 
 
 def _progress(database_url: str, tournament_id: int) -> Progress:

@@ -47,6 +47,7 @@ from arena.addresses import redact_addresses
 from arena.config import load_settings
 from arena.db import dispose_engines, session_scope
 from arena.deals import reveal_if_complete
+from arena.link.admission import attribute_to_latest
 from arena.link.player import BotOfflineError, GatewayLostError
 from arena.link.waiting import release, start_grace, wait_for_bots
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
@@ -112,6 +113,8 @@ def _play(match_id: int, database_url: str, hosted_addresses: dict[str, str] | N
         if refused is not None:
             return refused
         plan = load_plan(session, match_id, hosted_addresses, offline_waits=waits)
+        if any(seat.connected for seat in plan.seats):
+            attribute_to_latest(session, match_id)  # the version connected now plays it
         if not capacity.acquire(session, match_id, [seat.bot_id for seat in plan.seats], worker):
             session.rollback()  # the claim too: the match stays pending
             return WAITING

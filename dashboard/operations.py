@@ -2,7 +2,11 @@
 reports; arena/tournaments.py builds and steps tournaments, arena/execution.py runs them.
 
 Matches go to the app's backend (``TOURNAMENT_BACKEND`` in the config, else RQ when
-``TONK_REDIS_URL`` is set, else a local process pool), made once per process.
+``TONK_REDIS_URL`` is set, else a local process pool), made once per process. Nobody stays
+to drive a tournament started here, so the process that started one keeps sweeping the
+running tournaments (arena.execution.Sweeper; ``tonk dashboard`` from the start, so that one
+restarted takes up what its predecessor left). ``TOURNAMENT_SWEEP_S`` sets its period (0:
+none; the default is none for a ``TOURNAMENT_BACKEND`` passed in, which is the caller's).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from arena import tournaments
 from arena.config import Settings
-from arena.execution import Backend, make_backend, run_tournament
+from arena.execution import RECOVER_S, Backend, Sweeper, make_backend, run_tournament
 from arena.sprt import sprt_params
 from arena.statuses import TournamentStatus
 from arena.store import get_tournament
@@ -45,10 +49,28 @@ def backend(app: Flask, settings: Settings) -> Backend:
         return made
 
 
+def start_sweeper(app: Flask, settings: Settings) -> Sweeper | None:
+    """The app's Sweeper, started on first use (None when the config turns it off)."""
+    default = 0.0 if app.config.get("TOURNAMENT_BACKEND") else RECOVER_S
+    interval = float(app.config.get("TOURNAMENT_SWEEP_S", default))
+    if interval <= 0:
+        return None
+    with _backend_lock:
+        sweeper: Sweeper | None = app.extensions.get("tonk_sweeper")
+        if sweeper is None:
+            sweeper = Sweeper(app.config["DATABASE_URL"], lambda: backend(app, settings), interval).start()
+            app.extensions["tonk_sweeper"] = sweeper
+        return sweeper
+
+
 def close_backend(app: Flask) -> None:
-    """Stop the backend this app made (its pool's processes; matches under way are abandoned
-    and replayed when the tournament is resumed). A backend passed in the config is the
-    caller's to close."""
+    """Stop the app's Sweeper and the backend this app made (its pool's processes; matches
+    under way are abandoned and replayed when the tournament is resumed). A backend passed
+    in the config is the caller's to close."""
+    with _backend_lock:
+        sweeper: Sweeper | None = app.extensions.pop("tonk_sweeper", None)
+    if sweeper is not None:
+        sweeper.stop()
     with _backend_lock:
         made: Backend | None = app.extensions.pop("tonk_backend", None)
     if made is not None and made is not app.config.get("TOURNAMENT_BACKEND"):
@@ -154,5 +176,6 @@ def run(
         )
     session.commit()  # run_tournament uses its own sessions
     run_tournament(app.config["DATABASE_URL"], tournament_id, backend(app, settings), wait=False)
+    start_sweeper(app, settings)  # no driver stays: this process keeps it going
     session.expire_all()
     return summary(session, tournament_id)

@@ -19,7 +19,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from arena.config import Settings, load_settings
 from dashboard import create_app
-from dashboard.operations import close_backend
+from dashboard.operations import close_backend, start_sweeper
 
 
 def app_for(settings: Settings | None = None, **overrides: Any) -> Flask:
@@ -86,6 +86,8 @@ def serve(
         return
     app = app_for(settings)
     server = make_server(host, port, app, threaded=True)
+    # Tournaments left running (by an earlier dashboard, say) are played on from the start.
+    start_sweeper(app, app.config["SETTINGS"])
     if threading.current_thread() is threading.main_thread():
         # SIGTERM (a service manager, `kill`) stops it the way Ctrl-C does, through the cleanup.
         signal.signal(signal.SIGTERM, _interrupt)

@@ -37,8 +37,10 @@ class Procs:
 
     tmp: Path
     running: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
+    commands: dict[str, tuple[list[str], dict[str, str]]] = field(default_factory=dict)
 
     def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+        self.commands[name] = (args, env)
         log = open(self.tmp / f"{name}.log", "a")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
             [str(BIN / "tonk"), *args], env=env, stdout=log, stderr=subprocess.STDOUT, text=True
@@ -51,6 +53,10 @@ class Procs:
         proc = self.running.pop(name)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
+
+    def restart(self, name: str) -> subprocess.Popen[str]:
+        """Start ``name`` again as it was started last."""
+        return self.start(name, *self.commands[name])
 
     def log(self, name: str) -> str:
         path = self.tmp / f"{name}.log"
@@ -171,6 +177,44 @@ def test_connected_bots_play_a_tournament_against_tonk_dashboard(
         assert board[name]["matches"] == 6 and board[name]["faults"] == 0 and board[name]["rating"]
     page = urllib.request.urlopen(arena + "/bots/link1", timeout=10).read().decode()
     assert "connected" in page.lower()
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["running", "restarted"])
+def test_a_tournament_run_through_the_api_waits_for_an_offline_bot_and_finishes_without_a_driver(
+    tmp_path: Path, sqlite_url: str, procs: Procs, restart: bool
+) -> None:
+    """Started through the dashboard's API, with one of its bots offline: its matches wait
+    for it, and once it connects the tournament finishes with no `tonk tournament run`
+    anywhere, even when the dashboard (its pool and its gateway) was restarted meanwhile."""
+    arena, gateway, token = start_dashboard(procs, tmp_path, sqlite_url, "student")
+    bot_env = base_env(tmp_path, TONK_ARENA=arena, TONK_TOKEN=token)
+    start_bots(procs, bot_env, {"early": "random", "late": "greedy"})
+    wait_for("both bots registered", lambda: connected(sqlite_url, "early", "late"), 120)
+    procs.kill("late")
+    wait_for("the late bot offline", lambda: not connected(sqlite_url, "late"), 30)
+
+    created = post(arena + "/api/v1/tournaments", {
+        "name": "waits", "bots": ["early", "late"], "table_sizes": [2],
+        "matches_per_table": 2, "hands_per_match": 3, "config": {"offline_grace_s": 600},
+    })["tournament"]
+    post(f"{arena}/api/v1/tournaments/{created['id']}/run")
+
+    def waiting() -> bool:
+        with session_scope(sqlite_url) as session:
+            return bool(session.scalar(select(func.count(Match.id)).where(Match.waiting_since.is_not(None))))
+
+    wait_for("a match waiting for the offline bot", waiting, 60)
+    if restart:  # nobody runs the tournament again: the new dashboard must take it up itself
+        procs.kill("dashboard")
+        procs.restart("dashboard")
+        port = int(arena.rsplit(":", 1)[1])
+        wait_for("the dashboard again", lambda: listening(port) and listening(gateway), 60)
+    start_bots(procs, bot_env, {"late": "greedy"})
+    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
+    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
+    board = {row["bot"]: row for row in get_json(arena + "/api/v1/leaderboard")["leaderboard"]}
+    for name in ("early", "late"):
+        assert board[name]["matches"] == 4 and board[name]["faults"] == 0, procs.log("dashboard")
 
 
 def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_dies(

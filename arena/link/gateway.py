@@ -9,12 +9,18 @@ public and strict: a token connects only its owner's bots, messages are at most
 (an unreadable frame, a reply to a call never made, a second hello, a flood of stray
 replies) ends that stream with a status saying what, and nothing else. The relay port is
 for workers only: every call carries the gateway's secret. The gateway never dials a bot.
+
+Every heartbeat also reads the status and latest version of the bots it holds, since they
+may change from anywhere (the dashboard, ``tonk retire``, another gateway): a retired bot's
+connections end at once; a connection of an older version than the latest (another build
+connected, arena/link/admission.py) takes no new match seats and ends once its seats end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import hmac
 import logging
 import secrets
@@ -37,9 +43,14 @@ from arena.link import directory
 from arena.link.admission import (
     KnownBot,
     LinkRefusedError,
+    bot_states,
     check_connected_bot,
     find_connected_bot,
+    read_info,
+    record_connected_version,
     register_connected_bot,
+    retired_message,
+    same_info,
 )
 from arena.link.connection import (
     CLOSE,
@@ -56,6 +67,7 @@ from arena.link.player import (
     SECRET_HEADER,
     LinkPlayer,
 )
+from arena.statuses import BotStatus
 from sdk.protocol import LINK_SERVICE_NAME, RELAY_SERVICE_NAME
 from sdk.protocol import link_pb2 as lpb
 
@@ -105,6 +117,11 @@ class Gateway:
         self.admitting: collections.Counter[int] = collections.Counter()
         #: Bots that have connected since this gateway started.
         self.seen: set[int] = set()
+        #: The bot version each connection here plays (by connection id).
+        self.versions: dict[str, int] = {}
+        #: Connections of a superseded version: out of ``by_bot`` (no new seats), each
+        #: closed with its message once the seats it plays end.
+        self.draining: dict[str, tuple[Connection, str]] = {}
         self._servers: list[grpc.aio.Server] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -204,10 +221,57 @@ class Gateway:
                     await self._store(self._register)  # presumed dead by someone: come back
             except Exception as exc:
                 log.warning("gateway %s: heartbeat failed: %s", self.id, exc)
+            try:
+                await self._check_bots()
+            except Exception as exc:
+                log.warning("gateway %s: could not check its bots in the store: %s", self.id, exc)
             now = time.monotonic()
             for key, held in list(self.sessions.items()):
                 if now - held.used > SESSION_IDLE_S:
                     self._unpin(key)
+
+    async def _check_bots(self) -> None:
+        """End the connections of bots retired since they connected, and retire connections
+        of a version older than the bot's latest."""
+        held = {c.bot_id for cs in self.by_bot.values() for c in cs}
+        held |= {c.bot_id for c, _ in self.draining.values()}
+        if held:
+            states = await self._store(lambda s: bot_states(s, sorted(held)))
+            for bot_id, (status, latest) in states.items():
+                if status != BotStatus.ACTIVE:
+                    gone = list(self.by_bot.get(bot_id, ()))
+                    gone += [c for c, _ in self.draining.values() if c.bot_id == bot_id]
+                    for connection in gone:
+                        log.info("gateway: %s was retired: closing %s", connection.bot_name, connection.id)
+                        connection.close(
+                            (grpc.StatusCode.FAILED_PRECONDITION, retired_message(connection.bot_name))
+                        )
+                else:
+                    await self._supersede(bot_id, latest)
+        for connection, message in list(self.draining.values()):
+            if connection.sessions <= 0:
+                connection.close((grpc.StatusCode.FAILED_PRECONDITION, message))
+
+    async def _supersede(self, bot_id: int, latest: int) -> None:
+        """Take the bot's connections of a version before ``latest`` out of play: no new
+        seats go to them, the directory stops counting them, and each ends once idle."""
+        for connection in list(self.by_bot.get(bot_id, ())):
+            version = self.versions.get(connection.id, latest)
+            if version >= latest:
+                continue
+            self.by_bot[bot_id].remove(connection)
+            if not self.by_bot[bot_id]:
+                del self.by_bot[bot_id]
+            message = (
+                f"bot {connection.bot_name!r} is now version {latest} (a connection with other GetInfo "
+                f"passed the admission check); this connection played version {version} and is closed "
+                "once its matches end: run only the new build"
+            )
+            self.draining[connection.id] = (connection, message)
+            log.info("gateway: %s (%s) superseded by version %d", connection.bot_name, connection.id, latest)
+            await self._store(functools.partial(_remove_connection, connection.id))
+            if connection.sessions <= 0:
+                connection.close((grpc.StatusCode.FAILED_PRECONDITION, message))
 
     # -- bots connecting -----------------------------------------------------------------------
 
@@ -314,10 +378,26 @@ class Gateway:
                 return find_connected_bot(session, owner, hello.bot_name)
 
             known = await self._store(lookup)
-            registered = False
+            registered = changed = False
+            assert self.loop is not None
+            player = LinkPlayer(hello.bot_name, ConnectionTransport(connection, self.loop))
+            if known is not None:
+                # Another build (other GetInfo) is checked again and becomes a new version.
+                info = await self.loop.run_in_executor(self.executor, read_info, player)
+                if not same_info(info, known):
+                    await self.loop.run_in_executor(
+                        self.executor, check_connected_bot, player, hello.bot_name, self.settings, info
+                    )
+
+                    def record(session: Any) -> KnownBot:
+                        from arena.models import Owner
+
+                        owner = session.get(Owner, connection.owner_id)
+                        return record_connected_version(session, owner, hello.bot_name, info)
+
+                    known = await self._store(record)
+                    changed = True
             if known is None:
-                assert self.loop is not None
-                player = LinkPlayer(hello.bot_name, ConnectionTransport(connection, self.loop))
                 info = await self.loop.run_in_executor(
                     self.executor, check_connected_bot, player, hello.bot_name, self.settings
                 )
@@ -331,6 +411,7 @@ class Gateway:
                 known = await self._store(register)
                 registered = True
             connection.bot_id = known.bot_id
+            version = known.version
             await self._store(
                 lambda s: directory.add_connection(
                     s,
@@ -355,6 +436,7 @@ class Gateway:
             await self._store(lambda s: directory.remove_connection(s, connection.id))
             return
         self.by_bot.setdefault(connection.bot_id, []).append(connection)
+        self.versions[connection.id] = version
         self.seen.add(connection.bot_id)
         welcome = lpb.LinkWelcome(
             connection_id=connection.id,
@@ -368,6 +450,13 @@ class Gateway:
             ),
         )
         connection.outbox.put_nowait(lpb.ArenaToBot(welcome=welcome).SerializeToString())
+        if changed:
+            notice = lpb.LinkNotice(
+                kind="new_version",
+                message=f"this build's GetInfo differs from the last one's: recorded as version {version}",
+            )
+            connection.outbox.put_nowait(lpb.ArenaToBot(notice=notice).SerializeToString())
+            await self._supersede(connection.bot_id, version)
         log.info(
             "gateway: %s connected (%s, capacity %d)", hello.bot_name, connection.peer, connection.capacity
         )
@@ -378,6 +467,8 @@ class Gateway:
             held.remove(connection)
             if not held:
                 del self.by_bot[connection.bot_id]
+        self.versions.pop(connection.id, None)
+        self.draining.pop(connection.id, None)
         for key, session in list(self.sessions.items()):
             if session.connection is connection:
                 del self.sessions[key]
@@ -439,6 +530,10 @@ class Gateway:
         held = self.sessions.pop(key, None)
         if held is not None:
             held.connection.sessions -= 1
+
+
+def _remove_connection(connection_id: str, session: Any) -> None:
+    directory.remove_connection(session, connection_id)
 
 
 def _bind(server: grpc.aio.Server, host: str, port: int, what: str) -> int:
