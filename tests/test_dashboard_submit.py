@@ -187,7 +187,7 @@ def test_pause_and_resume(api: Flask, store: dict[str, Any]) -> None:
 
 
 def test_the_old_field_name_of_deals_per_table_is_still_understood(api: Flask, store: dict[str, Any]) -> None:
-    """`matches_per_table` (its name before 0007, in tonk.v1 clients) still creates the same
+    """`matches_per_table` (alias: its name before 0007, in tonk.v1 clients) creates the same
     tournament, and reads give both names; both at once is a clear 400 that creates nothing."""
     client = api.test_client()
     spec = {"name": "Old", "bots": ["random", "lowball"], "table_sizes": [2], "hands_per_match": 2}

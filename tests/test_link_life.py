@@ -59,7 +59,7 @@ def test_another_build_is_checked_and_recorded_as_the_next_version(
     ids = [bot_id(arena, "evolving"), bot_id(arena, "rival")]
     with session_scope(arena.url) as session:  # entered as version 1
         tournament = create_tournament(
-            session, name="t", bot_ids=ids, table_sizes=[2], matches_per_table=1, hands_per_match=1
+            session, name="t", bot_ids=ids, table_sizes=[2], deals_per_table=1, hands_per_match=1
         )
         start_tournament(session, tournament.id)
         match_ids = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).all()

@@ -195,7 +195,7 @@ def test_a_tournament_run_through_the_api_waits_for_an_offline_bot_and_finishes_
 
     created = post(arena + "/api/v1/tournaments", {
         "name": "waits", "bots": ["early", "late"], "table_sizes": [2],
-        "matches_per_table": 2, "hands_per_match": 3, "config": {"offline_grace_s": 600},
+        "deals_per_table": 2, "hands_per_match": 3, "config": {"offline_grace_s": 600},
     })["tournament"]
     post(f"{arena}/api/v1/tournaments/{created['id']}/run")
 

@@ -42,7 +42,7 @@ def _matches(url: str, tournament_id: int) -> list[int]:
 
 def test_the_sweep_submits_running_tournaments_and_replaces_dead_workers(sqlite_url: str) -> None:
     ids = hosted_bots(sqlite_url)
-    running = new_tournament(sqlite_url, ids, matches_per_table=2)  # 4 matches
+    running = new_tournament(sqlite_url, ids, deals_per_table=2)  # 4 matches
     idle = new_tournament(sqlite_url, ids, name="created, not started", seed=99)
     made: list[Recording] = []
 
@@ -70,7 +70,7 @@ def test_the_sweep_submits_running_tournaments_and_replaces_dead_workers(sqlite_
 
 def test_the_sweep_plays_a_tournament_to_its_end(sqlite_url: str) -> None:
     ids = hosted_bots(sqlite_url)
-    tournament = new_tournament(sqlite_url, ids, matches_per_table=1, hands_per_match=2)
+    tournament = new_tournament(sqlite_url, ids, deals_per_table=1, hands_per_match=2)
     with session_scope(sqlite_url) as session:
         start_tournament(session, tournament)
     sweeper = Sweeper(sqlite_url, lambda: InlineBackend(sqlite_url))
@@ -82,7 +82,7 @@ def test_the_sweep_plays_a_tournament_to_its_end(sqlite_url: str) -> None:
 
 def test_the_sweeper_thread_starts_and_stops(sqlite_url: str) -> None:
     ids = hosted_bots(sqlite_url)
-    tournament = new_tournament(sqlite_url, ids, matches_per_table=1, hands_per_match=2)
+    tournament = new_tournament(sqlite_url, ids, deals_per_table=1, hands_per_match=2)
     with session_scope(sqlite_url) as session:
         start_tournament(session, tournament)
     sweeper = Sweeper(sqlite_url, lambda: InlineBackend(sqlite_url), interval_s=0.05).start()
