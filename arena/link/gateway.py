@@ -1,5 +1,6 @@
 """The gateway: holds connected bots' streams (``BotLinkService.Connect``) and relays match
-workers' calls to them (``GatewayRelayService.Relay``), on two ports.
+workers' calls to them (``GatewayRelayService.RelayStream``, or ``Relay`` one call at a
+time), on two ports.
 
 One asyncio loop (grpc.aio) carries every connection and relay, so a gateway holds many
 bots with a handful of threads; the store is written from worker threads. The bots' port is

@@ -4,8 +4,10 @@ goes through the gateway holding the bot's connection.
 :class:`LinkPlayer` keeps :class:`~sdk.grpc_player.GrpcPlayer`'s contract exactly (the same
 deadlines, lifecycle timeout, reply size limit and fault kinds), so the referee cannot tell
 which kind of bot it plays. What carries a call is a :class:`LinkTransport`: in a match
-worker, :class:`RelayTransport` (a unary ``GatewayRelayService.Relay`` to the gateway, found
-in the store); in the gateway itself, the connection (its admission check).
+worker, :class:`RelayTransport` (a message on the process's ``GatewayRelayService.RelayStream``
+to the gateway found in the store, or a unary ``Relay`` to a gateway without streams); in
+the gateway itself, the connection (its admission check). The time charged for a decision
+is the gateway's measure of the bot's (``RelayResponse.bot_us``), not this worker's wall time.
 
 Failures map to faults as for a dialled bot: no reply in time is TIMEOUT, a bot that is not
 connected or whose connection dropped is UNREACHABLE, an error answer is CRASH, a reply of
