@@ -19,6 +19,7 @@ match job turns into "play this match again later" (arena/jobs.py), never into a
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import random
 import threading
@@ -280,6 +281,7 @@ class Routes:
     def __init__(self, database_url: str, secret: str = ""):
         self.database_url = database_url
         self.secret = secret
+        self.pid = os.getpid()
         self._lock = threading.Lock()
         self._cache: dict[int, tuple[float, list[Any]]] = {}
         self._channels: dict[str, grpc.Channel] = {}
@@ -447,11 +449,10 @@ _routes_lock = threading.Lock()
 
 def routes_for(database_url: str) -> Routes:
     """The process's :class:`Routes` for a store (channels are reused by every match)."""
-    import os
-
     with _routes_lock:
         found = _routes.get(database_url)
-        if found is None:
+        # A forked child inherits the parent's streams without their reader threads: its own.
+        if found is None or found.pid != os.getpid():
             found = _routes[database_url] = Routes(database_url, os.environ.get("TONK_GATEWAY_SECRET", ""))
         return found
 
