@@ -32,7 +32,7 @@ from google.protobuf.message import DecodeError
 
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
-from sdk.clock import charged_ns, sampler
+from sdk.clock import charged_ns
 from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES
 from sdk.messages import (
     MalformedReplyError,
@@ -141,7 +141,6 @@ class LinkPlayer:
         #: What the last Decide is charged, in µs, as GrpcPlayer's: the bot's time as the
         #: gateway measured it (send on the bot's stream to reply), never this worker's lag.
         self.last_charged_us: int | None = None
-        sampler()  # the fallback measure (a transport that does not know the bot's time)
         self._info: dict[str, str] | None = None
 
     def __repr__(self) -> str:
@@ -177,13 +176,11 @@ class LinkPlayer:
         call = decide_call(encode_decide_request(request), deadline_ms)
         self.last_charged_us = None
         started = time.perf_counter_ns()
-        try:
-            data = self._call(call, deadline_ms / 1000, "Decide", deadline_ms)
-        finally:
-            bot_us = self.transport.last_bot_us
-            if bot_us is None:
-                bot_us = charged_ns(started, time.perf_counter_ns()) // 1000
-            self.last_charged_us = bot_us
+        data = self._call(call, deadline_ms / 1000, "Decide", deadline_ms)  # a fault: wall time
+        bot_us = self.transport.last_bot_us
+        if bot_us is None:  # a gateway that does not measure: this worker's own estimate
+            bot_us = charged_ns(started, time.perf_counter_ns()) // 1000
+        self.last_charged_us = bot_us
         reply = self._parse(data, "Decide")
         kind = reply.WhichOneof("result")
         if kind == "error":
