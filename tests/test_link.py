@@ -672,3 +672,46 @@ def test_a_gateway_without_relay_streams_gets_unary_relays(arena: Arena, clients
     finally:
         old.stop(0)
         upstream.close()
+
+
+def test_calls_waiting_on_a_relay_stream_that_breaks_are_the_gateways_loss(
+    arena: Arena, clients: list[Client]
+) -> None:
+    """The worker's relay stream ends under a call (the gateway's relay port going away, as
+    when it is killed): that call is GatewayLostError (the match is played again), not a
+    fault of the bot, and the next call does not reuse the dead stream."""
+    import asyncio
+
+    from arena.link.player import GatewayLostError
+
+    holding = threading.Event()
+
+    class Holding(RandomBot):
+        def act(self, obs: Any) -> Any:
+            if holding.is_set():
+                time.sleep(0.8)
+            return super().act(obs)
+
+    clients.append(Client(arena, "alice", "holding", bot=Holding).wait())
+    routes = Routes(arena.url)
+    player = LinkPlayer("holding", RelayTransport(bot_id(arena, "holding"), routes))
+    assert player.describe()["name"] == "random"  # the stream is open
+    stream = routes.stream(arena.gateway.advertise, arena.gateway.secret)
+    holding.set()
+    outcome: list[BaseException | object] = []
+
+    def decide() -> None:
+        try:
+            outcome.append(player.act(_decision()))
+        except BaseException as exc:  # judged below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=decide)
+    thread.start()
+    wait_until(lambda: any(c.pending for cs in arena.gateway.by_bot.values() for c in cs))
+    assert arena.gateway.loop is not None
+    relay_server = arena.gateway._servers[1]
+    asyncio.run_coroutine_threadsafe(relay_server.stop(0), arena.gateway.loop).result(10)
+    thread.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], GatewayLostError), outcome
+    assert routes.stream(arena.gateway.advertise, arena.gateway.secret) is not stream
