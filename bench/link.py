@@ -13,7 +13,8 @@ seats the arena's ``LinkPlayer`` (worker -> gateway relay -> the bot's stream ->
 paths alternate for ``--rounds`` rounds so that load drifting on the machine hits both; the
 medians are compared, and the CPU each process spent per decision is shown (on a machine
 short of cores the extra hop's CPU, not its latency, sets the ratio). Goal (issue #14):
-through the gateway >= 70% of direct.
+through the gateway >= 70% of direct. Workers relay over one RelayStream per gateway;
+``--unary`` also measures one unary Relay per call (what a gateway without streams gets).
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternations of direct and connected")
     parser.add_argument("--hands", type=int, default=5, help="hands per match")
     parser.add_argument("--bot", default="random")
+    parser.add_argument("--unary", action="store_true", help="also measure unary relays (older gateways)")
     parser.add_argument("--serve-bot", nargs=5, metavar=("PORT", "LINK", "TOKEN", "NAME", "CAPACITY"),
                         help=argparse.SUPPRESS)  # fmt: skip
     args = parser.parse_args(argv)
@@ -145,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from arena.auth import create_owner
     from arena.db import session_scope
-    from arena.link.player import LinkPlayer, RelayTransport, routes_for
+    from arena.link.player import LinkPlayer, RelayTransport, Routes, routes_for
     from arena.models import Bot
     from sdk.grpc_player import GrpcPlayer
 
@@ -186,16 +188,25 @@ def main(argv: list[str] | None = None) -> int:
             def connected() -> object:
                 return LinkPlayer("benchbot", RelayTransport(bot_id, routes))
 
-            measure(direct, args.in_flight, 1.0, args.hands)  # warm both paths up
-            measure(connected, args.in_flight, 1.0, args.hands)
-            rates: dict[str, list[float]] = {"direct": [], "connected": []}
-            faults = {"direct": 0, "connected": 0}
+            unary_routes = Routes(url)
+            unary_routes.unary_only(f"127.0.0.1:{relay_port}")
+
+            def unary() -> object:
+                return LinkPlayer("benchbot", RelayTransport(bot_id, unary_routes))
+
+            paths: dict[str, Callable[[], object]] = {"direct": direct, "connected": connected}
+            if args.unary:
+                paths["unary"] = unary
+            for factory in paths.values():  # warm every path up
+                measure(factory, args.in_flight, 1.0, args.hands)
+            rates: dict[str, list[float]] = {k: [] for k in paths}
+            faults = dict.fromkeys(paths, 0)
             # CPU seconds per process (worker = this one) and decisions, per path.
             cpu: dict[str, dict[str, float]] = {k: {"worker": 0.0, "gateway": 0.0, "bot": 0.0} for k in rates}
-            decided = {"direct": 0, "connected": 0}
+            decided = dict.fromkeys(paths, 0)
             pids = {"worker": None, "gateway": gateway.pid, "bot": bot.pid}
             for _ in range(args.rounds):
-                for label, factory in (("direct", direct), ("connected", connected)):
+                for label, factory in paths.items():
                     before = {k: cpu_s(p) for k, p in pids.items()}
                     rate, n, count = measure(factory, args.in_flight, args.seconds, args.hands)
                     for k, p in pids.items():
@@ -206,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             d, c = statistics.median(rates["direct"]), statistics.median(rates["connected"])
             print(f"bot {args.bot!r}, {args.in_flight} matches in flight, {args.hands} hands a match, "
                   f"{args.rounds} rounds of {args.seconds:.0f} s each, 2 cores shared")  # fmt: skip
-            for label in ("direct", "connected"):
+            for label in paths:
                 runs = ", ".join(f"{r:.0f}" for r in rates[label])
                 print(f"  {label:<9} {statistics.median(rates[label]):8.0f} decisions/s  (runs: {runs}; "
                       f"faults {faults[label]})")  # fmt: skip
@@ -216,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"gateway {per['gateway']:.2f}, bot {per['bot']:.2f}, total {total:.2f}")  # fmt: skip
             ratio = c / d if d else 0.0
             print(f"  connected / direct = {ratio:.2f}  (goal >= 0.70)")
+            if args.unary:
+                print(f"  unary / direct = {statistics.median(rates['unary']) / d if d else 0.0:.2f}")
             return 0
         finally:
             if bot is not None:

@@ -630,3 +630,88 @@ def test_tonk_serve_connect_fails_clearly(
     assert "UNAUTHENTICATED" in capsys.readouterr().err
     code = tonk(["serve", "random", "--connect", "--arena", "http://127.0.0.1:9", "--token", "t"])
     assert code == 1 and "cannot read" in capsys.readouterr().err
+
+
+def test_a_gateway_without_relay_streams_gets_unary_relays(arena: Arena, clients: list[Client]) -> None:
+    """A gateway from before RelayStream (a rolling upgrade): the worker's stream is refused
+    UNIMPLEMENTED, the call goes as a unary Relay instead (it never reached the bot), and so
+    do the later ones. The older gateway here is a real server that has only Relay and
+    passes it on to the real gateway's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sdk.protocol import RELAY_SERVICE_NAME
+
+    clients.append(Client(arena, "alice", "upgrading").wait())
+    upstream = grpc.insecure_channel(arena.gateway.advertise)
+    forward = upstream.unary_unary(f"/{RELAY_SERVICE_NAME}/Relay")
+    relayed: list[lpb.RelayResponse] = []
+
+    def relay(request: bytes, context: grpc.ServicerContext) -> bytes:
+        metadata = [(k, v) for k, v in context.invocation_metadata() if k == "x-tonk-gateway-secret"]
+        answer: bytes = forward(request, metadata=metadata, timeout=context.time_remaining())
+        relayed.append(lpb.RelayResponse.FromString(answer))
+        return answer
+
+    old = grpc.server(ThreadPoolExecutor(4))
+    only_relay = {"Relay": grpc.unary_unary_rpc_method_handler(relay)}
+    old.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(RELAY_SERVICE_NAME, only_relay),))
+    port = old.add_insecure_port("127.0.0.1:0")
+    old.start()
+    try:
+        with session_scope(arena.url) as session:
+            from arena.models import LinkGateway
+
+            session.get(LinkGateway, arena.gateway.id).address = f"127.0.0.1:{port}"  # type: ignore[union-attr]
+        player = link_player(arena, "upgrading")
+        assert player.describe()["name"] == "random"
+        player.match_start(MatchInfo("m", 0, ("upgrading", "x"), STANDARD, 1, 0, 1000, 0))
+        player.act(_decision())
+        assert len(relayed) == 3  # GetInfo, StartMatch, Decide: each relayed once, unary
+        # The unary Relay measures the bot's time too: that is what the decision is charged.
+        assert relayed[-1].HasField("bot_us") and player.last_charged_us == relayed[-1].bot_us
+    finally:
+        old.stop(0)
+        upstream.close()
+
+
+def test_calls_waiting_on_a_relay_stream_that_breaks_are_the_gateways_loss(
+    arena: Arena, clients: list[Client]
+) -> None:
+    """The worker's relay stream ends under a call (the gateway's relay port going away, as
+    when it is killed): that call is GatewayLostError (the match is played again), not a
+    fault of the bot, and the next call does not reuse the dead stream."""
+    import asyncio
+
+    from arena.link.player import GatewayLostError
+
+    holding = threading.Event()
+
+    class Holding(RandomBot):
+        def act(self, obs: Any) -> Any:
+            if holding.is_set():
+                time.sleep(0.8)
+            return super().act(obs)
+
+    clients.append(Client(arena, "alice", "holding", bot=Holding).wait())
+    routes = Routes(arena.url)
+    player = LinkPlayer("holding", RelayTransport(bot_id(arena, "holding"), routes))
+    assert player.describe()["name"] == "random"  # the stream is open
+    stream = routes.stream(arena.gateway.advertise, arena.gateway.secret)
+    holding.set()
+    outcome: list[BaseException | object] = []
+
+    def decide() -> None:
+        try:
+            outcome.append(player.act(_decision()))
+        except BaseException as exc:  # judged below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=decide)
+    thread.start()
+    wait_until(lambda: any(c.pending for cs in arena.gateway.by_bot.values() for c in cs))
+    assert arena.gateway.loop is not None
+    relay_server = arena.gateway._servers[1]
+    asyncio.run_coroutine_threadsafe(relay_server.stop(0), arena.gateway.loop).result(10)
+    thread.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], GatewayLostError), outcome
+    assert routes.stream(arena.gateway.advertise, arena.gateway.secret) is not stream

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -333,3 +334,66 @@ def test_the_node_example_connects_out_and_plays_a_tournament(
     with session_scope(sqlite_url) as session:
         info = session.scalars(select(Bot).where(Bot.name == "nodebot")).one().versions[0].info
     assert info["name"] == "node-example"
+
+
+def test_a_connected_bot_is_not_charged_the_workers_own_lag(
+    tmp_path: Path, sqlite_url: str, procs: Procs
+) -> None:
+    """Fair clocks through the gateway (tests/test_fair_clock.py has a dialled bot): a worker
+    saturated by CPU-burning threads plays a connected bot (`tonk serve --connect`, via
+    `tonk gateway` in a process of its own) with a 100 ms deadline and no time bank: no
+    TIMEOUT, and no decision charged anywhere near the deadline. The gateway measures the
+    bot's time on its stream; before, LinkPlayer was charged the worker's wall time."""
+    from arena.link.player import LinkPlayer, RelayTransport, Routes
+    from bots.random_bot import RandomBot
+    from sdk.referee import FaultKind, LocalPlayer, RefereeConfig, play_match
+
+    gateway, relay = free_port(), free_port()
+    env = base_env(
+        tmp_path,
+        TONK_DATABASE_URL=sqlite_url,
+        TONK_GATEWAY_PORT=str(gateway),
+        TONK_GATEWAY_RELAY_PORT=str(relay),
+    )
+    token = new_owner(sqlite_url, "fair")
+    procs.start("gateway", ["gateway"], env)
+    wait_for("the gateway", lambda: listening(gateway), 60)
+    bot_env = base_env(tmp_path, TONK_TOKEN=token)
+    procs.start("bot", ["serve", "random", "--connect", "--link", f"127.0.0.1:{gateway}",
+                        "--name", "fair", "--capacity", "1"], bot_env)  # fmt: skip
+    wait_for("the bot connected", lambda: connected(sqlite_url, "fair"), 120)
+    with session_scope(sqlite_url) as session:
+        bot_id = session.scalars(select(Bot.id).where(Bot.name == "fair")).one()
+
+    stop = threading.Event()
+
+    def burn() -> None:  # as tests/test_fair_clock.py's `saturated`
+        x = 0
+        while not stop.is_set():
+            for i in range(2000):
+                x ^= i * i
+
+    burners = [threading.Thread(target=burn, daemon=True) for _ in range(4)]
+    for thread in burners:
+        thread.start()
+    player = LinkPlayer("fair", RelayTransport(bot_id, Routes(sqlite_url)))
+    try:
+        result = play_match(
+            [player, LocalPlayer(RandomBot)],
+            seed=4242,
+            hands=4,
+            config=RefereeConfig(decision_deadline_ms=100, time_bank_ms=0, max_faults=100),
+        )
+    finally:
+        stop.set()
+        for thread in burners:
+            thread.join()
+    latencies = [us for log in result.hands for (seat, _), us in zip(log.record.actions, log.latencies_us,
+                                                                       strict=True) if seat == 0]  # fmt: skip
+    faults = [f for f in result.faults if f.seat == 0]
+    assert latencies, "the bot made no decision"
+    assert [f for f in faults if f.kind is FaultKind.TIMEOUT] == []
+    assert faults == []
+    # Charged: the bot's time and the network, not the worker's wait for the GIL.
+    assert max(latencies) < 60_000, sorted(latencies)[-5:]
+    assert player.transport.last_bot_us is not None  # the gateway's measure, not a fallback

@@ -52,6 +52,12 @@ class Connection:
 
     async def call(self, call: bytes, timeout_s: float) -> bytes:
         """Send a serialized LinkCall (call_id 0) and wait for the serialized LinkReply."""
+        return await self.send(call, timeout_s)
+
+    def send(self, call: bytes, timeout_s: float) -> asyncio.Future[bytes]:
+        """Send a serialized LinkCall (call_id 0); the future gets the serialized LinkReply,
+        TimeoutError after ``timeout_s``, or ConnectionClosedError. No task per call: the
+        relay stream completes its responses from the future's callback."""
         if self.closed:
             raise ConnectionClosedError("the bot's connection has closed")
         if len(self.pending) >= MAX_CALLS_IN_FLIGHT:
@@ -65,11 +71,12 @@ class Connection:
         self.outbox.put_nowait(b"\x12" + encode_varint(len(inner)) + inner)  # ArenaToBot.call
         # A timer rather than asyncio.wait_for, which makes a task per call.
         timer = loop.call_later(max(timeout_s, 0.001), _expire, future)
-        try:
-            return await future
-        finally:
-            timer.cancel()
-            self.pending.pop(call_id, None)
+        future.add_done_callback(lambda _: self._done(call_id, timer))
+        return future
+
+    def _done(self, call_id: int, timer: asyncio.TimerHandle) -> None:
+        timer.cancel()
+        self.pending.pop(call_id, None)
 
     def on_message(self, data: bytes, count: int) -> None:
         """One message from the bot after its hello; a protocol violation closes the stream."""
@@ -89,7 +96,7 @@ class Connection:
         future = self.pending.pop(call_id, None)
         if future is not None:
             if not future.done():
-                future.set_result(message.reply.SerializeToString())
+                future.set_result(_reply_bytes(data, message.reply))
             return
         if call_id == 0 or call_id >= self.next_id:
             raise ViolationError(
@@ -139,18 +146,46 @@ class ConnectionTransport:
     def __init__(self, connection: Connection, loop: asyncio.AbstractEventLoop):
         self.connection = connection
         self.loop = loop
+        self.last_bot_us: int | None = None
 
     def call(self, session: str, call: bytes, timeout_s: float, *, last: bool = False) -> bytes:
-        future = asyncio.run_coroutine_threadsafe(self.connection.call(call, timeout_s), self.loop)
+        self.last_bot_us = None
+        future = asyncio.run_coroutine_threadsafe(self._timed(call, timeout_s), self.loop)
         try:
-            return future.result(timeout_s + RELAY_MARGIN_S)
+            reply, self.last_bot_us = future.result(timeout_s + RELAY_MARGIN_S)
+            return reply
         except TimeoutError:
             raise LinkTransportError(FaultKind.TIMEOUT, "no reply in time") from None
         except ConnectionClosedError as exc:
             raise LinkTransportError(FaultKind.UNREACHABLE, str(exc)) from None
 
+    async def _timed(self, call: bytes, timeout_s: float) -> tuple[bytes, int]:
+        # Measured on the loop, as the relay does: not this thread's wait to be scheduled.
+        started = time.perf_counter_ns()
+        reply = await self.connection.call(call, timeout_s)
+        return reply, (time.perf_counter_ns() - started) // 1000
+
     def close(self) -> None:
         pass
+
+
+def _reply_bytes(data: bytes, reply: lpb.LinkReply) -> bytes:
+    """The LinkReply's bytes as the bot sent them when the message is that field alone (the
+    usual case: no re-serialising), else re-serialised."""
+    if data[:1] == b"\x12":  # BotToArena.reply, length-delimited
+        size, at = 0, 1
+        for shift in range(0, 35, 7):
+            if at >= len(data):
+                break
+            byte = data[at]
+            at += 1
+            size |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                if at + size == len(data):
+                    return data[at:]
+                break
+    out: bytes = reply.SerializeToString()
+    return out
 
 
 def _expire(future: asyncio.Future[bytes]) -> None:

@@ -1,5 +1,6 @@
 """The gateway: holds connected bots' streams (``BotLinkService.Connect``) and relays match
-workers' calls to them (``GatewayRelayService.Relay``), on two ports.
+workers' calls to them (``GatewayRelayService.RelayStream``, or ``Relay`` one call at a
+time), on two ports.
 
 One asyncio loop (grpc.aio) carries every connection and relay, so a gateway holds many
 bots with a handful of threads; the store is written from worker threads. The bots' port is
@@ -163,7 +164,12 @@ class Gateway:
                             self.relay,
                             request_deserializer=lpb.RelayRequest.FromString,
                             response_serializer=lpb.RelayResponse.SerializeToString,
-                        )
+                        ),
+                        "RelayStream": grpc.stream_stream_rpc_method_handler(
+                            self.relay_stream,
+                            request_deserializer=lpb.RelayRequest.FromString,
+                            response_serializer=lpb.RelayResponse.SerializeToString,
+                        ),
                     },
                 ),
             )
@@ -480,25 +486,38 @@ class Gateway:
 
     # -- workers relaying -------------------------------------------------------------------------
 
-    async def relay(self, request: lpb.RelayRequest, context: grpc.aio.ServicerContext) -> lpb.RelayResponse:
+    def _secret_ok(self, context: grpc.aio.ServicerContext) -> bool:
         given = ""
         for key, value in context.invocation_metadata() or ():
             if key == SECRET_HEADER and isinstance(value, str):
                 given = value
-        if not hmac.compare_digest(given.encode(), self.secret.encode()):
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong or missing gateway secret")
-        connection = self._pin(request.bot_id, request.session)
+        return hmac.compare_digest(given.encode(), self.secret.encode())
+
+    def _route(self, bot_id: int, session: str) -> tuple[Connection | None, str, bool]:
+        """The connection a session's call goes to, or None with why and whether it is
+        about the bot (True) or this gateway (False)."""
+        connection = self._pin(bot_id, session)
+        if connection is not None:
+            return connection, "", True
         fresh = time.monotonic() - self.started < directory.LEASE_S
-        if connection is None and fresh and request.bot_id not in self.seen:
+        if fresh and bot_id not in self.seen:
             # Just (re)started and the bot has not reconnected yet: not the bot's fault; the
             # worker plays the match again later (arena/link/player.GatewayLostError).
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "the gateway has just started")
+            return None, "the gateway has just started", False
+        return None, "the bot is not connected to the arena", True
+
+    async def relay(self, request: lpb.RelayRequest, context: grpc.aio.ServicerContext) -> lpb.RelayResponse:
+        if not self._secret_ok(context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong or missing gateway secret")
+        connection, why, about_bot = self._route(request.bot_id, request.session)
         if connection is None:
-            context.set_trailing_metadata(((BOT_ERROR_HEADER, "bot"),))
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "the bot is not connected to the arena")
+            if about_bot:
+                context.set_trailing_metadata(((BOT_ERROR_HEADER, "bot"),))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, why)
             raise AssertionError("unreachable")
         remaining = context.time_remaining()
         timeout_s = 60.0 if remaining is None else remaining - RELAY_MARGIN_S
+        started = time.perf_counter_ns()
         try:
             reply = await connection.call(request.call, timeout_s)
         except TimeoutError:
@@ -509,7 +528,86 @@ class Gateway:
         finally:
             if request.last:
                 self._unpin(request.session)
-        return lpb.RelayResponse(reply=reply, connection_id=connection.id)
+        bot_us = (time.perf_counter_ns() - started) // 1000
+        return lpb.RelayResponse(reply=reply, connection_id=connection.id, bot_us=bot_us)
+
+    async def relay_stream(
+        self, requests: AsyncIterator[lpb.RelayRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[lpb.RelayResponse]:
+        """Relay, many calls on one stream: no RPC (and no task) per call, the point of it."""
+        if not self._secret_ok(context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong or missing gateway secret")
+        out: asyncio.Queue[lpb.RelayResponse | None] = asyncio.Queue()
+        open_calls = [0, 1]  # calls awaiting the bot; 1 while the worker may send more
+
+        def finish(response: lpb.RelayResponse | None) -> None:
+            if response is not None:
+                out.put_nowait(response)
+                open_calls[0] -= 1
+            if open_calls == [0, 0]:
+                out.put_nowait(None)
+
+        async def read() -> None:
+            try:
+                async for request in requests:
+                    open_calls[0] += 1
+                    self._relay_one(request, finish)
+            finally:
+                open_calls[1] = 0
+                finish(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (item := await out.get()) is not None:
+                yield item
+        finally:
+            reader.cancel()
+
+    def _relay_one(self, request: lpb.RelayRequest, finish: Callable[[lpb.RelayResponse], None]) -> None:
+        """Send one streamed call to its bot; ``finish`` gets its response (now or later)."""
+        call_id, session, last = request.id, request.session, request.last
+        unavailable = grpc.StatusCode.UNAVAILABLE.value[0]
+        connection, why, about_bot = self._route(request.bot_id, session)
+        if connection is None:
+            finish(lpb.RelayResponse(id=call_id, code=unavailable, message=why, bot_error=about_bot))
+            return
+        timeout_s = (request.timeout_ms or 60_000) / 1000
+        started = time.perf_counter_ns()
+        try:
+            future = connection.send(request.call, timeout_s)
+        except ConnectionClosedError as exc:
+            if last:
+                self._unpin(session)
+            finish(lpb.RelayResponse(id=call_id, code=unavailable, message=str(exc), bot_error=True))
+            return
+
+        def done(future: asyncio.Future[bytes]) -> None:
+            if last:
+                self._unpin(session)
+            error = None if future.cancelled() else future.exception()
+            if future.cancelled() or isinstance(error, ConnectionClosedError):
+                text = str(error) if error else "the bot's connection closed during the call"
+                finish(lpb.RelayResponse(id=call_id, code=unavailable, message=text, bot_error=True))
+            elif isinstance(error, TimeoutError):
+                finish(
+                    lpb.RelayResponse(
+                        id=call_id,
+                        code=grpc.StatusCode.DEADLINE_EXCEEDED.value[0],
+                        message="the bot did not reply in time",
+                    )
+                )
+            elif error is not None:
+                internal = grpc.StatusCode.INTERNAL.value[0]
+                finish(lpb.RelayResponse(id=call_id, code=internal, message=str(error)[:300]))
+            else:
+                bot_us = (time.perf_counter_ns() - started) // 1000
+                finish(
+                    lpb.RelayResponse(
+                        id=call_id, reply=future.result(), connection_id=connection.id, bot_us=bot_us
+                    )
+                )
+
+        future.add_done_callback(done)
 
     def _pin(self, bot_id: int, key: str) -> Connection | None:
         held = self.sessions.get(key)

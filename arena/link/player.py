@@ -4,8 +4,10 @@ goes through the gateway holding the bot's connection.
 :class:`LinkPlayer` keeps :class:`~sdk.grpc_player.GrpcPlayer`'s contract exactly (the same
 deadlines, lifecycle timeout, reply size limit and fault kinds), so the referee cannot tell
 which kind of bot it plays. What carries a call is a :class:`LinkTransport`: in a match
-worker, :class:`RelayTransport` (a unary ``GatewayRelayService.Relay`` to the gateway, found
-in the store); in the gateway itself, the connection (its admission check).
+worker, :class:`RelayTransport` (a message on the process's ``GatewayRelayService.RelayStream``
+to the gateway found in the store, or a unary ``Relay`` to a gateway without streams); in
+the gateway itself, the connection (its admission check). The time charged for a decision
+is the gateway's measure of the bot's (``RelayResponse.bot_us``), not this worker's wall time.
 
 Failures map to faults as for a dialled bot: no reply in time is TIMEOUT, a bot that is not
 connected or whose connection dropped is UNREACHABLE, an error answer is CRASH, a reply of
@@ -16,6 +18,9 @@ match job turns into "play this match again later" (arena/jobs.py), never into a
 
 from __future__ import annotations
 
+import itertools
+import os
+import queue
 import random
 import threading
 import time
@@ -27,6 +32,7 @@ from google.protobuf.message import DecodeError
 
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
+from sdk.clock import charged_ns
 from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES
 from sdk.messages import (
     MalformedReplyError,
@@ -82,7 +88,11 @@ class LinkTransportError(Exception):
 
 class LinkTransport(Protocol):
     """Delivers one serialized LinkCall for a session and returns the serialized LinkReply.
-    Raises LinkTransportError (the bot's fault) or GatewayLostError (the arena's)."""
+    Raises LinkTransportError (the bot's fault) or GatewayLostError (the arena's).
+    ``last_bot_us``: the last call's time from the bot's stream to its reply, in µs, when the
+    transport knows it (the gateway measures it), else None."""
+
+    last_bot_us: int | None
 
     def call(self, session: str, call: bytes, timeout_s: float, *, last: bool = False) -> bytes: ...
 
@@ -128,6 +138,9 @@ class LinkPlayer:
         self.max_reply_bytes = max_reply_bytes
         self.session = uuid.uuid4().hex
         self.seat = 0
+        #: What the last Decide is charged, in µs, as GrpcPlayer's: the bot's time as the
+        #: gateway measured it (send on the bot's stream to reply), never this worker's lag.
+        self.last_charged_us: int | None = None
         self._info: dict[str, str] | None = None
 
     def __repr__(self) -> str:
@@ -161,7 +174,13 @@ class LinkPlayer:
     def act(self, request: DecisionRequest) -> Action | int:
         deadline_ms = max(request.deadline_ms, 1)
         call = decide_call(encode_decide_request(request), deadline_ms)
-        data = self._call(call, deadline_ms / 1000, "Decide", deadline_ms)
+        self.last_charged_us = None
+        started = time.perf_counter_ns()
+        data = self._call(call, deadline_ms / 1000, "Decide", deadline_ms)  # a fault: wall time
+        bot_us = self.transport.last_bot_us
+        if bot_us is None:  # a gateway that does not measure: this worker's own estimate
+            bot_us = charged_ns(started, time.perf_counter_ns()) // 1000
+        self.last_charged_us = bot_us
         reply = self._parse(data, "Decide")
         kind = reply.WhichOneof("result")
         if kind == "error":
@@ -228,6 +247,10 @@ class LinkPlayer:
             raise PlayerFaultError(FaultKind.MALFORMED, f"{rpc}: the reply is unreadable: {exc}") from None
 
 
+def _status(code: int) -> grpc.StatusCode | None:
+    return next((c for c in grpc.StatusCode if c.value[0] == code), None)
+
+
 def _error_kind(error: lpb.LinkError) -> FaultKind:
     # As sdk.grpc_player.rpc_fault judges a served bot's status.
     if error.code == grpc.StatusCode.DEADLINE_EXCEEDED.value[0]:
@@ -255,9 +278,12 @@ class Routes:
     def __init__(self, database_url: str, secret: str = ""):
         self.database_url = database_url
         self.secret = secret
+        self.pid = os.getpid()
         self._lock = threading.Lock()
         self._cache: dict[int, tuple[float, list[Any]]] = {}
-        self._channels: dict[str, Any] = {}
+        self._channels: dict[str, grpc.Channel] = {}
+        self._streams: dict[tuple[str, str], RelayStream] = {}
+        self._unary_only: set[str] = set()
 
     def pick(self, bot_id: int) -> Any | None:
         """A live route to the bot (weighted by the capacity each gateway holds), or None."""
@@ -282,25 +308,136 @@ class Routes:
         with self._lock:
             self._cache.pop(bot_id, None)
 
+    def _channel(self, address: str) -> grpc.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = grpc.insecure_channel(
+                address,
+                options=[
+                    ("grpc.max_receive_message_length", 4 * DEFAULT_MAX_REPLY_BYTES),
+                    ("grpc.enable_retries", 0),
+                ],
+            )
+        return channel
+
     def relay(self, address: str) -> Any:
-        """The Relay method callable on the shared channel to ``address``."""
+        """The unary Relay method callable on the shared channel to ``address``."""
         with self._lock:
-            method = self._channels.get(address)
-            if method is None:
-                channel = grpc.insecure_channel(
-                    address,
-                    options=[
-                        ("grpc.max_receive_message_length", 4 * DEFAULT_MAX_REPLY_BYTES),
-                        ("grpc.enable_retries", 0),
-                    ],
-                )
-                method = channel.unary_unary(
-                    f"/{RELAY_SERVICE_NAME}/Relay",
-                    request_serializer=lambda m: m.SerializeToString(),
-                    response_deserializer=lpb.RelayResponse.FromString,
-                )
-                self._channels[address] = method
-            return method
+            return self._channel(address).unary_unary(
+                f"/{RELAY_SERVICE_NAME}/Relay",
+                request_serializer=_serialize,
+                response_deserializer=lpb.RelayResponse.FromString,
+            )
+
+    def stream(self, address: str, secret: str) -> RelayStream | None:
+        """The process's RelayStream to the gateway at ``address`` (a new one once the last
+        ended), or None when that gateway has no RelayStream (an older gateway: unary)."""
+        with self._lock:
+            if address in self._unary_only:
+                return None
+            key = (address, secret)
+            found = self._streams.get(key)
+            if found is None or found.failure is not None:
+                found = self._streams[key] = RelayStream(self._channel(address), secret)
+            return found
+
+    def unary_only(self, address: str) -> None:
+        with self._lock:
+            self._unary_only.add(address)
+
+
+def _serialize(message: Any) -> bytes:
+    data: bytes = message.SerializeToString()
+    return data
+
+
+class _Waiter:
+    __slots__ = ("event", "failure", "response")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.response: lpb.RelayResponse | None = None
+        self.failure: tuple[grpc.StatusCode | None, str] | None = None
+
+
+_END: Final = object()
+
+
+class RelayStream:
+    """One long-lived ``GatewayRelayService.RelayStream`` shared by a process's match threads:
+    a call is one message each way instead of a unary RPC (the gateway's CPU per decision is
+    what limits throughput through it). Requests are numbered; a reader thread hands each
+    response to the thread waiting for it. When the stream ends, every waiting call fails
+    with the stream's status and :meth:`Routes.stream` opens a new one for the next."""
+
+    def __init__(self, channel: grpc.Channel, secret: str):
+        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._waiting: dict[int, _Waiter] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        #: (status code, details) once the stream has ended.
+        self.failure: tuple[grpc.StatusCode | None, str] | None = None
+        method = channel.stream_stream(
+            f"/{RELAY_SERVICE_NAME}/RelayStream",
+            request_serializer=_serialize,
+            response_deserializer=lpb.RelayResponse.FromString,
+        )
+        self._responses = method(iter(self._requests.get, _END), metadata=((SECRET_HEADER, secret),))
+        threading.Thread(target=self._read, name="tonk-relay-stream", daemon=True).start()
+
+    def call(self, request: lpb.RelayRequest, timeout_s: float) -> lpb.RelayResponse:
+        """The gateway's response; raises RelayStreamError when the stream ended, TimeoutError
+        when no response came within ``timeout_s``."""
+        waiter = _Waiter()
+        with self._lock:
+            if self.failure is not None:
+                raise RelayStreamError(*self.failure)
+            request.id = next(self._ids)
+            self._waiting[request.id] = waiter
+        self._requests.put(request)
+        if not waiter.event.wait(timeout_s):
+            with self._lock:
+                self._waiting.pop(request.id, None)
+            raise TimeoutError
+        if waiter.response is None:
+            assert waiter.failure is not None
+            raise RelayStreamError(*waiter.failure)
+        return waiter.response
+
+    def _read(self) -> None:
+        failure: tuple[grpc.StatusCode | None, str]
+        try:
+            for response in self._responses:
+                with self._lock:
+                    waiter = self._waiting.pop(response.id, None)
+                if waiter is not None:
+                    waiter.response = response
+                    waiter.event.set()
+            failure = (grpc.StatusCode.UNAVAILABLE, "the gateway ended the relay stream")
+        except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else None
+            failure = (code, (exc.details() if isinstance(exc, grpc.Call) else "") or "")
+        with self._lock:
+            self.failure = failure
+            waiters = list(self._waiting.values())
+            self._waiting.clear()
+        for waiter in waiters:
+            waiter.failure = failure
+            waiter.event.set()
+        self._requests.put(_END)
+
+    def close(self) -> None:
+        self._requests.put(_END)
+        self._responses.cancel()
+
+
+class RelayStreamError(Exception):
+    """The relay stream ended (its status code and details)."""
+
+    def __init__(self, code: grpc.StatusCode | None, details: str):
+        super().__init__(details)
+        self.code = code
+        self.details = details
 
 
 _routes: dict[str, Routes] = {}
@@ -309,11 +446,10 @@ _routes_lock = threading.Lock()
 
 def routes_for(database_url: str) -> Routes:
     """The process's :class:`Routes` for a store (channels are reused by every match)."""
-    import os
-
     with _routes_lock:
         found = _routes.get(database_url)
-        if found is None:
+        # A forked child inherits the parent's streams without their reader threads: its own.
+        if found is None or found.pid != os.getpid():
             found = _routes[database_url] = Routes(database_url, os.environ.get("TONK_GATEWAY_SECRET", ""))
         return found
 
@@ -327,32 +463,55 @@ class RelayTransport:
         self.bot_id = bot_id
         self.routes = routes
         self._route: Any | None = None
+        self.last_bot_us: int | None = None
 
     def call(self, session: str, call: bytes, timeout_s: float, *, last: bool = False) -> bytes:
+        self.last_bot_us = None
         route = self._route or self.routes.pick(self.bot_id)
         if route is None:
             raise LinkTransportError(FaultKind.UNREACHABLE, "the bot is not connected to the arena")
         self._route = route
         secret = route.secret or self.routes.secret
         request = lpb.RelayRequest(bot_id=self.bot_id, session=session, call=call, last=last)
+        stream = self.routes.stream(route.address, secret)
+        if stream is not None:
+            request.timeout_ms = max(int(timeout_s * 1000), 1)
+            try:
+                response = stream.call(request, timeout_s + RELAY_MARGIN_S)
+            except TimeoutError:
+                raise LinkTransportError(FaultKind.TIMEOUT, "no reply in time") from None
+            except RelayStreamError as exc:
+                if exc.code is not grpc.StatusCode.UNIMPLEMENTED:
+                    raise self._failure(exc.code, exc.details, False) from None
+                self.routes.unary_only(route.address)  # never delivered: safe to send again
+                request.ClearField("timeout_ms")
+            else:
+                if response.code:
+                    code = _status(response.code)
+                    raise self._failure(code, response.message, response.bot_error) from None
+                return self._reply(response)
         try:
             response = self.routes.relay(route.address)(
                 request, timeout=timeout_s + RELAY_MARGIN_S, metadata=((SECRET_HEADER, secret),)
             )
         except grpc.RpcError as exc:
-            raise self._failure(exc) from None
+            if not isinstance(exc, grpc.Call):
+                raise self._failure(None, "", False) from None
+            bot_error = dict(exc.trailing_metadata() or ()).get(BOT_ERROR_HEADER) == "bot"
+            raise self._failure(exc.code(), exc.details() or "", bot_error) from None
+        return self._reply(response)
+
+    def _reply(self, response: lpb.RelayResponse) -> bytes:
+        self.last_bot_us = response.bot_us if response.HasField("bot_us") else None
         data: bytes = response.reply
         return data
 
-    def _failure(self, exc: grpc.RpcError) -> Exception:
-        code = exc.code() if isinstance(exc, grpc.Call) else None
-        details = (exc.details() if isinstance(exc, grpc.Call) else "") or ""
-        trailers = dict(exc.trailing_metadata() or ()) if isinstance(exc, grpc.Call) else {}
+    def _failure(self, code: grpc.StatusCode | None, details: str, bot_error: bool) -> Exception:
         where = self._route.address if self._route is not None else "?"
         if code is grpc.StatusCode.DEADLINE_EXCEEDED:
             return LinkTransportError(FaultKind.TIMEOUT, "no reply in time")
         self.routes.forget(self.bot_id)
-        if trailers.get(BOT_ERROR_HEADER) == "bot":
+        if bot_error:
             self._route = None  # not connected there (any more): the next call looks again
             return LinkTransportError(FaultKind.UNREACHABLE, details[:_MAX_REASON])
         name = code.name if code is not None else "UNKNOWN"

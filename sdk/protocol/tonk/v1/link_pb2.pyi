@@ -395,6 +395,8 @@ class RelayRequest(_message.Message):
     SESSION_FIELD_NUMBER: _builtins.int
     CALL_FIELD_NUMBER: _builtins.int
     LAST_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    TIMEOUT_MS_FIELD_NUMBER: _builtins.int
     bot_id: _builtins.int
     """The bot's id in the arena's store."""
     session: _builtins.str
@@ -405,6 +407,12 @@ class RelayRequest(_message.Message):
     """A serialized LinkCall; its call_id is left 0 (the gateway numbers calls per connection)."""
     last: _builtins.bool
     """True for the session's last call (EndMatch): the gateway forgets the session after it."""
+    id: _builtins.int
+    """RelayStream only: the worker's number for the call, echoed by its RelayResponse."""
+    timeout_ms: _builtins.int
+    """RelayStream only: milliseconds the gateway waits for the bot's reply (Relay uses the
+    call's own gRPC deadline instead).
+    """
     def __init__(
         self,
         *,
@@ -412,10 +420,12 @@ class RelayRequest(_message.Message):
         session: _builtins.str = ...,
         call: _builtins.bytes = ...,
         last: _builtins.bool = ...,
+        id: _builtins.int = ...,
+        timeout_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "call", b"call", "last", b"last", "session", b"session"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "call", b"call", "id", b"id", "last", b"last", "session", b"session", "timeout_ms", b"timeout_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -427,20 +437,48 @@ class RelayResponse(_message.Message):
 
     REPLY_FIELD_NUMBER: _builtins.int
     CONNECTION_ID_FIELD_NUMBER: _builtins.int
+    BOT_US_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    BOT_ERROR_FIELD_NUMBER: _builtins.int
     reply: _builtins.bytes
     """A serialized LinkReply: the bot's answer."""
     connection_id: _builtins.str
     """The connection that answered (for logs)."""
+    bot_us: _builtins.int
+    """Microseconds from the gateway sending the call on the bot's stream to receiving its
+    reply: what the bot is charged (the worker's own lag is not the bot's). Unset from a
+    gateway that does not measure it.
+    """
+    id: _builtins.int
+    """RelayStream only: the id of the RelayRequest this answers."""
+    code: _builtins.int
+    """RelayStream only: the status Relay would have ended with (a google.rpc.Code number;
+    0 OK, and then reply is set) and its message.
+    """
+    message: _builtins.str
+    bot_error: _builtins.bool
+    """RelayStream only: the error is about the bot (not connected there, or its connection
+    dropped), not the gateway: what Relay's trailing metadata "x-tonk-link: bot" says.
+    """
     def __init__(
         self,
         *,
         reply: _builtins.bytes = ...,
         connection_id: _builtins.str = ...,
+        bot_us: _builtins.int | None = ...,
+        id: _builtins.int = ...,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+        bot_error: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_bot_us", b"_bot_us", "bot_us", b"bot_us"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["connection_id", b"connection_id", "reply", b"reply"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bot_us", b"_bot_us", "bot_error", b"bot_error", "bot_us", b"bot_us", "code", b"code", "connection_id", b"connection_id", "id", b"id", "message", b"message", "reply", b"reply"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__bot_us: _TypeAlias = _typing.Literal["bot_us"]  # noqa: Y015
+    _WhichOneofArgType__bot_us: _TypeAlias = _typing.Literal["_bot_us", b"_bot_us"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__bot_us) -> _WhichOneofReturnType__bot_us | None: ...
 
 Global___RelayResponse: _TypeAlias = RelayResponse  # noqa: Y015

@@ -123,6 +123,11 @@ class GatewayRelayServiceStub:
                 request_serializer=tonk_dot_v1_dot_link__pb2.RelayRequest.SerializeToString,
                 response_deserializer=tonk_dot_v1_dot_link__pb2.RelayResponse.FromString,
                 _registered_method=True)
+        self.RelayStream = channel.stream_stream(
+                '/tonk.v1.GatewayRelayService/RelayStream',
+                request_serializer=tonk_dot_v1_dot_link__pb2.RelayRequest.SerializeToString,
+                response_deserializer=tonk_dot_v1_dot_link__pb2.RelayResponse.FromString,
+                _registered_method=True)
 
 
 class GatewayRelayServiceServicer:
@@ -141,11 +146,27 @@ class GatewayRelayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RelayStream(self, request_iterator, context):
+        """The same relay over one long-lived stream (a worker process keeps one per gateway):
+        each RelayRequest carries an id and a timeout_ms, and is answered by one RelayResponse
+        with that id, in any order. What Relay reports as a status comes back in the response's
+        code, message and bot_error; the stream itself ends only when the gateway goes or the
+        secret is wrong (UNAUTHENTICATED, before any response).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GatewayRelayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Relay': grpc.unary_unary_rpc_method_handler(
                     servicer.Relay,
+                    request_deserializer=tonk_dot_v1_dot_link__pb2.RelayRequest.FromString,
+                    response_serializer=tonk_dot_v1_dot_link__pb2.RelayResponse.SerializeToString,
+            ),
+            'RelayStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.RelayStream,
                     request_deserializer=tonk_dot_v1_dot_link__pb2.RelayRequest.FromString,
                     response_serializer=tonk_dot_v1_dot_link__pb2.RelayResponse.SerializeToString,
             ),
@@ -179,6 +200,33 @@ class GatewayRelayService:
             request,
             target,
             '/tonk.v1.GatewayRelayService/Relay',
+            tonk_dot_v1_dot_link__pb2.RelayRequest.SerializeToString,
+            tonk_dot_v1_dot_link__pb2.RelayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RelayStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/tonk.v1.GatewayRelayService/RelayStream',
             tonk_dot_v1_dot_link__pb2.RelayRequest.SerializeToString,
             tonk_dot_v1_dot_link__pb2.RelayResponse.FromString,
             options,

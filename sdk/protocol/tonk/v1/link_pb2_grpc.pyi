@@ -99,6 +99,13 @@ class GatewayRelayServiceStub:
     gateway holds no connection of the bot (or it dropped), DEADLINE_EXCEEDED when the bot
     did not answer within the call's deadline_ms.
     """
+    RelayStream: _grpc.StreamStreamMultiCallable[_link_pb2.RelayRequest, _link_pb2.RelayResponse]
+    """The same relay over one long-lived stream (a worker process keeps one per gateway):
+    each RelayRequest carries an id and a timeout_ms, and is answered by one RelayResponse
+    with that id, in any order. What Relay reports as a status comes back in the response's
+    code, message and bot_error; the stream itself ends only when the gateway goes or the
+    secret is wrong (UNAUTHENTICATED, before any response).
+    """
 
 @_typing.type_check_only
 class GatewayRelayServiceAsyncStub(GatewayRelayServiceStub):
@@ -112,6 +119,13 @@ class GatewayRelayServiceAsyncStub(GatewayRelayServiceStub):
     """Relays one call to a connected bot and returns its reply. Status UNAVAILABLE when the
     gateway holds no connection of the bot (or it dropped), DEADLINE_EXCEEDED when the bot
     did not answer within the call's deadline_ms.
+    """
+    RelayStream: _aio.StreamStreamMultiCallable[_link_pb2.RelayRequest, _link_pb2.RelayResponse]  # type: ignore[assignment]
+    """The same relay over one long-lived stream (a worker process keeps one per gateway):
+    each RelayRequest carries an id and a timeout_ms, and is answered by one RelayResponse
+    with that id, in any order. What Relay reports as a status comes back in the response's
+    code, message and bot_error; the stream itself ends only when the gateway goes or the
+    secret is wrong (UNAUTHENTICATED, before any response).
     """
 
 class GatewayRelayServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -129,6 +143,19 @@ class GatewayRelayServiceServicer(metaclass=_abc_1.ABCMeta):
         """Relays one call to a connected bot and returns its reply. Status UNAVAILABLE when the
         gateway holds no connection of the bot (or it dropped), DEADLINE_EXCEEDED when the bot
         did not answer within the call's deadline_ms.
+        """
+
+    @_abc_1.abstractmethod
+    def RelayStream(
+        self,
+        request_iterator: _MaybeAsyncIterator[_link_pb2.RelayRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_link_pb2.RelayResponse], _abc.AsyncIterator[_link_pb2.RelayResponse]]:
+        """The same relay over one long-lived stream (a worker process keeps one per gateway):
+        each RelayRequest carries an id and a timeout_ms, and is answered by one RelayResponse
+        with that id, in any order. What Relay reports as a status comes back in the response's
+        code, message and bot_error; the stream itself ends only when the gateway goes or the
+        secret is wrong (UNAUTHENTICATED, before any response).
         """
 
 def add_GatewayRelayServiceServicer_to_server(servicer: GatewayRelayServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
