@@ -6,6 +6,7 @@ once."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -26,10 +27,12 @@ from sqlalchemy import func, select
 from arena.auth import create_owner
 from arena.db import session_scope
 from arena.link import directory
-from arena.models import Bot, FaultRecord, Match, MatchSeat, Replay
+from arena.models import Bot, FaultRecord, Match, MatchSeat, Replay, utcnow
 
 OPERATOR = "operator-token-for-link-tests"
 ROOT = Path(__file__).resolve().parents[1]
+#: A bot that plays randomly, 50 ms a decision (tests/helpers/faultbots.py).
+SLEEPY = "helpers.faultbots:SleepyBot"
 
 
 @dataclass
@@ -241,12 +244,14 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
         procs.start(f"worker{n}", ["worker"], arena_env)
     wait_for("the dashboard and gateway", lambda: listening(port) and listening(gateway), 60)
     bot_env = base_env(tmp_path, TONK_ARENA=f"http://127.0.0.1:{port}", TONK_TOKEN=token)
-    start_bots(procs, bot_env, {"link1": "random", "link2": "greedy"})
+    # link1 thinks 50 ms a decision: a match lasts seconds, so the kills below land mid-match.
+    bot_env["PYTHONPATH"] = str(Path(__file__).parent)
+    start_bots(procs, bot_env, {"link1": SLEEPY, "link2": "greedy"})
     wait_for("both bots connected", lambda: connected(pg_url, "link1", "link2"), 120)
 
     created = subprocess.run(
         [str(BIN / "tonk"), "tournament", "create", "--name", "restarts", "--bots", "link1,link2",
-         "--tables", "2", "--deals", "10", "--hands", "20"],
+         "--tables", "2", "--deals", "10", "--hands", "4"],
         env=arena_env, capture_output=True, text=True, timeout=60,
     )
     assert created.returncode == 0, created.stderr
@@ -258,8 +263,11 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
             return int(session.scalar(select(func.count(Match.id)).where(Match.status == "done")) or 0)
 
     def running() -> bool:
+        """A match begun at least 0.3 s ago is still running: well inside its play."""
+        begun = utcnow() - dt.timedelta(seconds=0.3)
         with session_scope(pg_url) as session:
-            return bool(session.scalar(select(func.count(Match.id)).where(Match.status == "running")))
+            return bool(session.scalar(select(func.count(Match.id)).where(
+                Match.status == "running", Match.started_at < begun)))
 
     wait_for("a few matches", lambda: done() >= 3, 120)
     wait_for("a match in flight", running, 60, poll=0.02)
@@ -273,7 +281,7 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
     wait_for("a match in flight", running, 60, poll=0.02)
     procs.kill("link1")  # mid-match: its matches in flight fault
     time.sleep(0.5)
-    start_bots(procs, bot_env, {"link1": "random"})
+    start_bots(procs, bot_env, {"link1": SLEEPY})
 
     assert driver.wait(300) == 0, procs.log("driver")
     with session_scope(pg_url) as session:
