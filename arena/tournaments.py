@@ -235,7 +235,7 @@ def create_tournament(
     tournament = Tournament(
         name=name.strip(),
         seed=new_seed() if seed is None else seed,
-        status="created",
+        status=TournamentStatus.CREATED,
         table_sizes=sizes,
         matches_per_table=0,
         hands_per_match=hands_per_match,
@@ -296,7 +296,7 @@ def _add_deals(
                         "rotation": rotation,
                         "seed": match_seed(tournament.seed, tournament.deal_mode, table.index, deal, key),
                         "hands": tournament.hands_per_match,
-                        "status": "pending",
+                        "status": MatchStatus.PENDING,
                         "label": match_label(tournament.seed, key),
                     }
                 )
@@ -368,7 +368,7 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     finished = session.execute(
         update(Tournament)
         .where(Tournament.id == tournament_id, Tournament.status == TournamentStatus.RUNNING)
-        .values(status="finished", finished_at=utcnow())
+        .values(status=TournamentStatus.FINISHED, finished_at=utcnow())
         .execution_options(synchronize_session=False)
     )
     if finished.rowcount != 1:  # type: ignore[attr-defined]
