@@ -4,7 +4,7 @@ A *deal* is the matches of a tournament dealt from one seed: the seat rotations 
 duplicate deal (one match in independent mode). While any of them is still to be played, a
 rotation's full records would show the cards of the others, so the referee sends each seat
 only its own view (``MatchPlan.reveal``) and the store hides replays, seeds and match ids
-(:func:`arena.store.deal_done`). Once the last one is recorded, the worker that recorded it
+(:func:`arena.queries.matches.deal_done`). Once the last one is recorded, the worker that recorded it
 sends every bot of the deal ``EndDeal``: the seed, and per match the bot played the match id
 it was given and every hand's complete record (:func:`reveal_if_complete`).
 

@@ -33,9 +33,9 @@ from arena.db import session_scope
 from arena.jobs import recover_matches
 from arena.models import Match
 from arena.processes import descendants
+from arena.queries.tournaments import Progress, tournament_progress
 from arena.scheduling import matches_to_start, pending_window
 from arena.statuses import MatchStatus, TournamentStatus
-from arena.store import Progress, tournament_progress
 from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
 
 JOB_FUNCTION: Final = "arena.jobs.play_match_job"

@@ -14,14 +14,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.errors import NotFoundError
 from arena.models import Bot, Match, MatchSeat, Replay, Tournament
+from arena.queries.matches import deal_finished
 from arena.replays import decode
-from arena.statuses import MatchStatus
-from arena.store import deal_done_clause
 
 #: Referee measurements in a hand log that are not part of tonk-hand/1.
 REFEREE_KEYS = ("latency_us", "faults")
@@ -31,12 +30,6 @@ BATCH = 200
 
 class ExportNotFoundError(NotFoundError):
     """An export of a tournament or bot that does not exist."""
-
-
-def deal_finished() -> ColumnElement[bool]:
-    """SQL: the match (``Match``) is done and so is every other match of its deal (the same
-    rule that gates replays: :func:`arena.store.deal_done_clause`)."""
-    return and_(Match.status == MatchStatus.DONE, deal_done_clause())
 
 
 def finished_deal_matches(

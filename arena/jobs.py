@@ -47,13 +47,13 @@ from arena.addresses import redact_addresses
 from arena.config import load_settings
 from arena.db import dispose_engines, session_scope
 from arena.deals import reveal_if_complete
+from arena.errors import MatchNotFoundError
 from arena.link.player import BotOfflineError, GatewayLostError
 from arena.link.waiting import release, start_grace, wait_for_bots
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
 from arena.statuses import MatchStatus, TournamentStatus
-from arena.store import MatchNotFoundError
 from arena.text import REASON_LIMIT, clean_text
 from arena.tournaments import finish_if_complete
 from sdk.referee import Fault, HandLog, MatchResult

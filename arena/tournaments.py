@@ -35,12 +35,11 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
-from arena.errors import ArenaError, ConflictError, NotFoundError
+from arena.errors import ArenaError, ConflictError, NotFoundError, TournamentNotFoundError
 from arena.match_runner import match_label, rules_to_column
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
 from arena.seating import arrangements
 from arena.statuses import BotStatus, MatchStatus, TournamentStatus
-from arena.store import TournamentNotFoundError
 from arena.text import clean_text
 from sdk.dealing import SEED_LIMIT, derive_seed, new_seed
 from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules

@@ -49,8 +49,8 @@ from arena.execution import EmbeddedBackend, run_tournament  # noqa: E402
 from arena.jobs import play_match_job  # noqa: E402
 from arena.models import Match  # noqa: E402
 from arena.processes import descendants, kill_all  # noqa: E402
+from arena.queries.tournaments import tournament_progress  # noqa: E402
 from arena.registry import host_bot  # noqa: E402
-from arena.store import tournament_progress  # noqa: E402
 from arena.tournaments import create_tournament, pause_tournament, start_tournament  # noqa: E402
 
 HOUSE = {

@@ -10,7 +10,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from dashboard.queries.leaderboard import scale
+from arena.queries.leaderboard import scale
 
 
 def _line(klass: str, x1: float, y1: float, x2: float, y2: float) -> str:

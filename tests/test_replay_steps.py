@@ -1,4 +1,4 @@
-"""The replay's steps come from the engine (dashboard/queries/replay_steps.py): for recorded
+"""The replay's steps come from the engine (arena/queries/replay_steps.py): for recorded
 hands at 2 to 6 seats, ending every way (drops that win and drops that are caught, going out,
 TONK, stock-out, turn limit, faults), every step's totals and the last step's payments are the
 engine's, and the caption names every seat's payment."""
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from arena.queries.replay_steps import REFEREE_KEYS, hand_steps, match_steps
 from bots.random_bot import RandomBot
-from dashboard.queries.replay_steps import REFEREE_KEYS, hand_steps, match_steps
 from sdk.actions import DROP, Action
 from sdk.bot import Bot
 from sdk.cards import RANKS, hand_value

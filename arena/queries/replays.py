@@ -11,12 +11,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from arena import store
+from arena.errors import MatchNotFoundError, NotFinishedError, NotFoundError
 from arena.match_runner import match_label, referee_config
 from arena.models import Match, Tournament
+from arena.queries.cache import cached
+from arena.queries.matches import deal_done, get_replay
 from arena.statuses import MatchStatus
-from dashboard.errors import NotFinishedError, NotFoundError
-from dashboard.queries.cache import cached
 from sdk.observation import observe
 from sdk.record import HandRecord
 from sdk.referee import DecisionRequest, RefereeConfig
@@ -28,7 +28,7 @@ REFEREE_KEYS = ("latency_us", "faults")
 def get_match(session: Session, match_id: int) -> Match:
     match = session.get(Match, match_id)
     if match is None:
-        raise store.MatchNotFoundError(f"there is no match {match_id}")
+        raise MatchNotFoundError(f"there is no match {match_id}")
     return match
 
 
@@ -39,14 +39,14 @@ def load_hands(session: Session, url: str, match: Match) -> list[dict[str, Any]]
             f"match {match.id} is {match.status}; "
             "its replay is published when every match of its deal is done"
         )
-    if not store.deal_done(session, match):
+    if not deal_done(session, match):
         raise NotFinishedError(
             f"match {match.id} is done, but other matches of its deal (dealt the same cards) are still to "
             "be played; its replay is published when every match of its deal is done"
         )
 
     def read() -> list[dict[str, Any]]:
-        hands = store.get_replay(session, match.id)
+        hands = get_replay(session, match.id)
         if hands is None:
             raise NotFoundError(f"match {match.id} has no stored replay")
         return hands
