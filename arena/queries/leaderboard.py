@@ -123,13 +123,3 @@ def link_flags(session: Session) -> dict[int, dict[str, Any]]:
     status = link_status(session, ids)
     return {i: {"connected": True, "online": i in status} for i in ids}
 
-
-def scale(rows: list[dict[str, Any]]) -> tuple[float, float]:
-    """The Elo range an interval chart of ``rows`` should span (rounded out to 50s)."""
-    rated = [r["rating"] for r in rows if r["rating"]]
-    if not rated:
-        return 1300.0, 1700.0
-    lo = min(r["elo"] if r["low"] is None else r["low"] for r in rated)
-    hi = max(r["elo"] if r["high"] is None else r["high"] for r in rated)
-    lo, hi = 50 * ((lo - 10) // 50), 50 * (-(-(hi + 10) // 50))
-    return float(lo), float(max(hi, lo + 100))
