@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -21,9 +20,8 @@ from arena.errors import NotFoundError
 from arena.models import Bot, Match, MatchSeat, Replay, Tournament
 from arena.queries.matches import deal_finished
 from arena.replays import decode
+from sdk.referee import plain_record
 
-#: Referee measurements in a hand log that are not part of tonk-hand/1.
-REFEREE_KEYS = ("latency_us", "faults")
 #: Match ids read from the store per query while streaming.
 BATCH = 200
 
@@ -84,6 +82,6 @@ def _match_lines(session: Session, match_id: int) -> Iterator[str]:
         return
     fmt, data, tournament_id = row
     for index, log in enumerate(decode(fmt, data)):
-        record: dict[str, Any] = {k: v for k, v in log.items() if k not in REFEREE_KEYS}
+        record = plain_record(log)
         record["arena"] = {"tournament": tournament_id, "match": match_id, "hand": index}
         yield json.dumps(record, separators=(",", ":")) + "\n"

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from arena.queries.replay_steps import REFEREE_KEYS, hand_steps, match_steps
+from arena.queries.replay_steps import hand_steps, match_steps
 from bots.random_bot import RandomBot
 from sdk.actions import DROP, Action
 from sdk.bot import Bot
 from sdk.cards import RANKS, hand_value
 from sdk.observation import Observation
 from sdk.record import HandRecord
-from sdk.referee import LocalPlayer, play_match
+from sdk.referee import LocalPlayer, plain_record, play_match
 from sdk.rules import Rules
 
 
@@ -95,7 +95,7 @@ def test_every_step_shows_the_engines_totals_and_payments(logs: list[dict[str, A
     for log in logs:
         hand = hand_steps(log)
         steps = hand["steps"]
-        record = HandRecord.from_json({k: v for k, v in log.items() if k not in REFEREE_KEYS})
+        record = HandRecord.from_json(plain_record(log))
         state = record.initial_state()
         actions = list(record.actions)
         faulted = bool(log.get("faults"))

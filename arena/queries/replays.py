@@ -19,10 +19,7 @@ from arena.queries.matches import deal_done, get_replay
 from arena.statuses import MatchStatus
 from sdk.observation import observe
 from sdk.record import HandRecord
-from sdk.referee import DecisionRequest, RefereeConfig
-
-#: Keys the referee adds to a hand record (HandLog.to_json); a tonk-hand/1 download drops them.
-REFEREE_KEYS = ("latency_us", "faults")
+from sdk.referee import DecisionRequest, RefereeConfig, plain_record
 
 
 def get_match(session: Session, match_id: int) -> Match:
@@ -63,11 +60,6 @@ def hand_log(hands: list[dict[str, Any]], match: Match, hand_index: int) -> dict
     return hands[hand_index]
 
 
-def hand_record(log: dict[str, Any]) -> dict[str, Any]:
-    """The hand as a plain ``tonk-hand/1`` record: without the referee's measurements."""
-    return {k: v for k, v in log.items() if k not in REFEREE_KEYS}
-
-
 def decisions_in(log: dict[str, Any]) -> int:
     # Each decision played one action, except a faulted one, which ended the hand.
     return len(log.get("actions", [])) + len(log.get("faults", []) or [])
@@ -96,7 +88,7 @@ def decision_request(
         raise NotFoundError(
             f"hand {hand_index} of match {match.id} has {count} decisions; there is no decision {decision}"
         )
-    record = HandRecord.from_json(hand_record(log))
+    record = HandRecord.from_json(plain_record(log))
     state = record.initial_state()
     for seat, action in record.actions[:decision]:
         state.apply(action, seat)

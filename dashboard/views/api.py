@@ -23,6 +23,7 @@ from dashboard.errors import InvalidParameterError, MalformedJSONError
 from dashboard.params import choice_arg, paging
 from dashboard.views.common import db_url, match_filter, private_bot, settings
 from sdk.bot import BOT_NAME_RE
+from sdk.referee import plain_record
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -125,7 +126,7 @@ def get_hand_record(match_id: int, hand: int) -> Response:
     db = session()
     match = replays.get_match(db, match_id)
     log = replays.hand_log(replays.load_hands(db, db_url(), match), match, hand)
-    return _download(replays.hand_record(log), f"match-{match_id}-hand-{hand}.json")
+    return _download(plain_record(log), f"match-{match_id}-hand-{hand}.json")
 
 
 @bp.get("/matches/<id:match_id>/hands/<index:hand>/decisions/<index:decision>")
