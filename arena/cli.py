@@ -30,7 +30,7 @@ from sdk.progress import ProgressBar
 
 if TYPE_CHECKING:
     from arena.leaderboard import LeaderboardRow
-    from arena.store import Progress
+    from arena.queries.tournaments import Progress
 
 
 def register(subparsers: Any) -> None:
@@ -150,7 +150,7 @@ def _fail(command: str, exc: Exception) -> int:
 
 def cmd_create(args: argparse.Namespace) -> int:
     from arena.db import session_scope
-    from arena.store import get_tournament
+    from arena.queries.tournaments import get_tournament
     from arena.tournaments import create_tournament, resolve_bots
 
     settings = _settings()
@@ -243,7 +243,7 @@ def sprt_line(session: Any, tournament: Any) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from arena.db import session_scope
-    from arena.store import list_tournaments
+    from arena.queries.tournaments import list_tournaments
 
     settings = _settings()
     with session_scope(settings.database_url) as session:
@@ -257,8 +257,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from arena.db import session_scope
-    from arena.leaderboard import current_leaderboard
-    from arena.store import bot_stats, get_tournament
+    from arena.queries.leaderboard import board
+    from arena.queries.stats import bot_stats
+    from arena.queries.tournaments import get_tournament
     from arena.tournaments import get_tournament_row
 
     settings = _settings()
@@ -295,7 +296,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
     entrants = {e.bot_id for e in t.entries}
     with session_scope(settings.database_url) as session:
-        rows = [r for r in current_leaderboard(session).rows if r.bot_id in entrants]
+        rows = [r for r in board(session, settings.database_url).rows if r.bot_id in entrants]
     if rows:
         print("  ratings over every done match (ranks on the whole leaderboard):")
         print_ratings(rows)
@@ -320,7 +321,7 @@ def cmd_pause(args: argparse.Namespace) -> int:
 def cmd_extend(args: argparse.Namespace) -> int:
     from arena.db import session_scope
     from arena.execution import make_backend, run_tournament
-    from arena.store import get_tournament
+    from arena.queries.tournaments import get_tournament
     from arena.tournaments import extend_tournament
 
     settings = _settings()
@@ -357,7 +358,7 @@ def drive(settings: Settings, tournament_id: int, *, wait: bool = True, quiet: b
     """Run (or resume) a tournament with a progress bar; the exit code of ``run``."""
     from arena.db import session_scope
     from arena.execution import EmbeddedBackend, make_backend, run_tournament
-    from arena.store import get_tournament
+    from arena.queries.tournaments import get_tournament
     from arena.tournaments import pause_tournament
 
     if not wait and not settings.redis_url:
@@ -422,7 +423,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from arena.db import session_scope
-    from arena.leaderboard import current_leaderboard, rating_history
+    from arena.leaderboard import rating_history
+    from arena.queries.leaderboard import board
     from arena.rating_terms import rating_text
 
     settings = _settings()
@@ -433,9 +435,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                 print(f"{row.tournament_id:>4} {row.tournament_name[:20]:<20} {row.name[:24]:<24} "
                       f"{rating_text(row.elo, row.low, row.high) + mark:<22} {row.matches:>6}")
             return 0
-        board = current_leaderboard(session)
-    print_ratings(board.rows)
-    print(f"{board.done_matches} matches rated")
+        ratings = board(session, settings.database_url)
+    print_ratings(ratings.rows)
+    print(f"{ratings.done_matches} matches rated")
     return 0
 
 

@@ -4,7 +4,7 @@ A *deal* is the matches of a tournament dealt from one seed: the seat rotations 
 duplicate deal (one match in independent mode). While any of them is still to be played, a
 rotation's full records would show the cards of the others, so the referee sends each seat
 only its own view (``MatchPlan.reveal``) and the store hides replays, seeds and match ids
-(:func:`arena.store.deal_done`). Once the last one is recorded, the worker that recorded it
+(:func:`arena.queries.matches.deal_done`). Once the last one is recorded, the worker that recorded it
 sends every bot of the deal ``EndDeal``: the seed, and per match the bot played the match id
 it was given and every hand's complete record (:func:`reveal_if_complete`).
 
@@ -34,6 +34,7 @@ from arena.replays import decode
 from arena.statuses import MatchStatus
 from sdk.bot import DealMatch, DealSummary
 from sdk.grpc_player import GrpcPlayer
+from sdk.referee import plain_record
 
 logger = logging.getLogger("tonk.deals")
 
@@ -42,7 +43,6 @@ END_DEAL_TIMEOUT_S: Final = 1.0
 #: Past this much record JSON in one notice, the records are left out (the seed re-deals
 #: every hand): gRPC servers refuse messages over 4 MB by default.
 MAX_RECORD_BYTES: Final = 1_000_000
-_REFEREE_KEYS: Final = ("latency_us", "faults")
 
 
 def claim_reveal(session: Session, tournament_id: int, seed: int) -> bool:
@@ -96,7 +96,7 @@ def deal_notices(
     for match in matches:
         replay = session.get(Replay, match.id)
         logs = decode(replay.format, replay.data) if replay is not None else []
-        records[match.id] = tuple({k: v for k, v in log.items() if k not in _REFEREE_KEYS} for log in logs)
+        records[match.id] = tuple(plain_record(log) for log in logs)
     size = sum(len(json.dumps(r, separators=(",", ":"))) for rs in records.values() for r in rs)
     omit = size > MAX_RECORD_BYTES
     plans: dict[int, SeatPlan] = {}

@@ -72,11 +72,39 @@ class UnprocessableError(ArenaError):
     code = "unprocessable"
 
 
+# The read side's refusals (arena/queries), here so the write side (jobs, tournaments) can
+# raise them without importing the query layer.
+
+
+class TournamentNotFoundError(NotFoundError):
+    code = "tournament_not_found"
+
+
+class MatchNotFoundError(NotFoundError):
+    code = "match_not_found"
+
+
+class NotFinishedError(ConflictError):
+    """Replays and seeds stay secret until the match (or tournament) is over."""
+
+    code = "not_finished"
+
+
+class InvalidQueryError(ArenaError):
+    """A filter or paging value out of range (an unknown status, a negative offset)."""
+
+    code = "invalid_query"
+
+
 __all__ = [
     "ArenaError",
     "AuthenticationError",
     "ConflictError",
+    "InvalidQueryError",
+    "MatchNotFoundError",
+    "NotFinishedError",
     "NotFoundError",
     "PermissionDeniedError",
+    "TournamentNotFoundError",
     "UnprocessableError",
 ]

@@ -38,8 +38,9 @@ from arena.db import session_scope
 from arena.jobs import recover_matches
 from arena.models import Match, Tournament
 from arena.processes import descendants
+from arena.queries.tournaments import Progress, tournament_progress
 from arena.scheduling import matches_to_start, pending_window
-from arena.store import Progress, tournament_progress
+from arena.statuses import MatchStatus, TournamentStatus
 from arena.tournaments import finish_if_complete, get_tournament_row, start_tournament
 
 log = logging.getLogger("tonk.execution")
@@ -372,7 +373,7 @@ def unfinished_matches(database_url: str, tournament_id: int) -> list[int]:
         return list(
             session.scalars(
                 select(Match.id)
-                .where(Match.tournament_id == tournament_id, Match.status == "pending")
+                .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING)
                 .order_by(Match.deal_index, Match.table_index, Match.rotation)
             )
         )
@@ -397,7 +398,7 @@ def run_tournament(
     the counts from the store, and sweep for abandoned matches every ``RECOVER_S``. Returns
     the last progress."""
     with session_scope(database_url) as session:
-        if get_tournament_row(session, tournament_id).status == "finished":
+        if get_tournament_row(session, tournament_id).status == TournamentStatus.FINISHED:
             return tournament_progress(session, tournament_id)  # nothing to do: not an error
         start_tournament(session, tournament_id)
         reset = recover_matches(session, tournament_id, retry_failed=True)
@@ -419,12 +420,12 @@ def run_tournament(
             status = get_tournament_row(session, tournament_id).status
         if on_progress is not None:
             on_progress(progress)
-        if progress.unfinished == 0 or status != "running":
+        if progress.unfinished == 0 or status != TournamentStatus.RUNNING:
             with session_scope(database_url) as session:  # a sequential test may add pairs here
                 finish_if_complete(session, tournament_id)
                 progress = tournament_progress(session, tournament_id)
                 status = get_tournament_row(session, tournament_id).status
-            if progress.unfinished == 0 or status != "running":
+            if progress.unfinished == 0 or status != TournamentStatus.RUNNING:
                 break
             backend.submit(unfinished_matches(database_url, tournament_id))  # its next batch
         now = time.monotonic()

@@ -12,31 +12,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
-from sqlalchemy import ColumnElement, and_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.errors import NotFoundError
 from arena.models import Bot, Match, MatchSeat, Replay, Tournament
+from arena.queries.matches import deal_finished
 from arena.replays import decode
-from arena.statuses import MatchStatus
-from arena.store import deal_done_clause
+from sdk.referee import plain_record
 
-#: Referee measurements in a hand log that are not part of tonk-hand/1.
-REFEREE_KEYS = ("latency_us", "faults")
 #: Match ids read from the store per query while streaming.
 BATCH = 200
 
 
 class ExportNotFoundError(NotFoundError):
     """An export of a tournament or bot that does not exist."""
-
-
-def deal_finished() -> ColumnElement[bool]:
-    """SQL: the match (``Match``) is done and so is every other match of its deal (the same
-    rule that gates replays: :func:`arena.store.deal_done_clause`)."""
-    return and_(Match.status == MatchStatus.DONE, deal_done_clause())
 
 
 def finished_deal_matches(
@@ -91,6 +82,6 @@ def _match_lines(session: Session, match_id: int) -> Iterator[str]:
         return
     fmt, data, tournament_id = row
     for index, log in enumerate(decode(fmt, data)):
-        record: dict[str, Any] = {k: v for k, v in log.items() if k not in REFEREE_KEYS}
+        record = plain_record(log)
         record["arena"] = {"tournament": tournament_id, "match": match_id, "hand": index}
         yield json.dumps(record, separators=(",", ":")) + "\n"

@@ -47,13 +47,14 @@ from arena.addresses import redact_addresses
 from arena.config import load_settings
 from arena.db import dispose_engines, session_scope
 from arena.deals import reveal_if_complete
+from arena.errors import MatchNotFoundError
 from arena.link.admission import attribute_to_latest
 from arena.link.player import BotOfflineError, GatewayLostError
 from arena.link.waiting import release, start_grace, wait_for_bots
 from arena.match_runner import MatchPlan, load_plan, run_match, seat_stats
 from arena.models import FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.replays import FORMAT, encode_logs
-from arena.store import MatchNotFoundError
+from arena.statuses import MatchStatus, TournamentStatus
 from arena.text import REASON_LIMIT, clean_text
 from arena.tournaments import finish_if_complete
 from sdk.referee import Fault, HandLog, MatchResult
@@ -161,7 +162,7 @@ def _queue_next_batch(database_url: str, tournament_id: int, hosted: dict[str, s
         kind, status = session.execute(
             select(Tournament.kind, Tournament.status).where(Tournament.id == tournament_id)
         ).one()
-        if kind != "sprt" or status != "running":
+        if kind != "sprt" or status != TournamentStatus.RUNNING:
             return
     from arena.execution import RqBackend, unfinished_matches  # execution imports this module
 
@@ -180,22 +181,22 @@ def claim_match(session: Session, match_id: int, worker: str) -> str | None:
     when claimed, else the reason it was not (``already-done``, ``busy``, ``not-running``)."""
     now = utcnow()
     stale = now - dt.timedelta(seconds=LEASE_S)
-    running = select(Tournament.id).where(Tournament.status == "running").scalar_subquery()
+    running = select(Tournament.id).where(Tournament.status == TournamentStatus.RUNNING).scalar_subquery()
     claimed = session.execute(
         update(Match)
         .where(
             Match.id == match_id,
             or_(
-                Match.status == "pending",
+                Match.status == MatchStatus.PENDING,
                 and_(
-                    Match.status == "running",
+                    Match.status == MatchStatus.RUNNING,
                     or_(Match.heartbeat_at.is_(None), Match.heartbeat_at < stale),
                 ),
             ),
             Match.tournament_id.in_(running),
         )
         .values(
-            status="running",
+            status=MatchStatus.RUNNING,
             worker=worker,
             attempts=Match.attempts + 1,
             started_at=now,
@@ -211,7 +212,9 @@ def claim_match(session: Session, match_id: int, worker: str) -> str | None:
     status = session.execute(select(Match.status).where(Match.id == match_id)).scalar_one_or_none()
     if status is None:
         raise MatchNotFoundError(f"there is no match {match_id!r}")
-    return ALREADY_DONE if status == "done" else BUSY if status == "running" else NOT_RUNNING
+    if status == MatchStatus.DONE:
+        return ALREADY_DONE
+    return BUSY if status == MatchStatus.RUNNING else NOT_RUNNING
 
 
 def play_claimed(database_url: str, plan: MatchPlan, worker: str) -> tuple[MatchResult, int]:
@@ -242,9 +245,9 @@ def record_result(
         # PostgreSQL a racing writer blocks on the row and then sees status = 'done'.
         done = session.execute(
             update(Match)
-            .where(Match.id == plan.match_id, Match.status != "done")
+            .where(Match.id == plan.match_id, Match.status != MatchStatus.DONE)
             .values(
-                status="done",
+                status=MatchStatus.DONE,
                 worker=worker,
                 finished_at=utcnow(),
                 heartbeat_at=None,
@@ -335,8 +338,8 @@ def mark_failed(database_url: str, match_id: int, worker: str, exc: BaseExceptio
         with session_scope(database_url) as session:
             session.execute(
                 update(Match)
-                .where(Match.id == match_id, Match.status == "running", Match.worker == worker)
-                .values(status="failed", error=text, heartbeat_at=None)
+                .where(Match.id == match_id, Match.status == MatchStatus.RUNNING, Match.worker == worker)
+                .values(status=MatchStatus.FAILED, error=text, heartbeat_at=None)
                 .execution_options(synchronize_session=False)
             )
             capacity.release(session, match_id, worker)
@@ -352,7 +355,7 @@ def recover_matches(
     with ``retry_failed`` the ``failed`` ones. Returns their ids. Each reset is conditional on
     the row being as read, so a worker that is in fact alive and just wrote is not disturbed."""
     now = now or utcnow()
-    statuses = ("running", "failed") if retry_failed else ("running",)
+    statuses = (MatchStatus.RUNNING, MatchStatus.FAILED) if retry_failed else (MatchStatus.RUNNING,)
     rows = session.execute(
         select(Match.id, Match.status, Match.worker, Match.heartbeat_at).where(
             Match.tournament_id == tournament_id, Match.status.in_(statuses)
@@ -360,20 +363,20 @@ def recover_matches(
     ).all()
     reset: list[int] = []
     for match_id, status, worker, beat in rows:
-        if status == "running" and is_alive(worker, beat, now):
+        if status == MatchStatus.RUNNING and is_alive(worker, beat, now):
             continue
         guard = [Match.id == match_id, Match.status == status]
-        if status == "running":
+        if status == MatchStatus.RUNNING:
             guard.append(Match.heartbeat_at == beat if beat is not None else Match.heartbeat_at.is_(None))
         changed = session.execute(
             update(Match)
             .where(*guard)
-            .values(status="pending", heartbeat_at=None)
+            .values(status=MatchStatus.PENDING, heartbeat_at=None)
             .execution_options(synchronize_session=False)
         )
         if changed.rowcount == 1:  # type: ignore[attr-defined]
             reset.append(match_id)
-            if status == "running":  # its worker is gone: its bots' slots are free at once
+            if status == MatchStatus.RUNNING:  # its worker is gone: its bots' slots are free at once
                 capacity.release(session, match_id, worker)
     return reset
 
@@ -447,7 +450,7 @@ class _Heartbeat:
                         update(Match)
                         .where(
                             Match.id == self.match_id,
-                            Match.status == "running",
+                            Match.status == MatchStatus.RUNNING,
                             Match.worker == self.worker,
                         )
                         .values(heartbeat_at=utcnow(), hands_played=self.hands)

@@ -26,6 +26,7 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
+from arena.queries.stats import done_token
 from arena.ratings import RatedMatch, RatingModel, RatingTable, fit
 from arena.statuses import MatchStatus, TournamentStatus
 
@@ -86,8 +87,10 @@ class _Live:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_cache_lock = threading.Lock()
-_cache: dict[str, _Live] = {}
+# The rating model of each store, brought up to date as matches finish. This is the model's
+# state, not a read cache: arena/queries/leaderboard.py caches what is read (arena/queries/cache.py).
+_models_lock = threading.Lock()
+_models: dict[str, _Live] = {}
 
 
 def match_results(
@@ -124,21 +127,13 @@ def match_results(
     return results
 
 
-def done_token(session: Session) -> tuple[int, int | None]:
-    """Changes whenever another match is done: the count and the largest id of done matches."""
-    count, largest = session.execute(
-        select(func.count(Match.id), func.max(Match.id)).where(Match.status == MatchStatus.DONE)
-    ).one()
-    return (int(count), None if largest is None else int(largest))
-
-
 def current_leaderboard(session: Session) -> Leaderboard:
     """Ratings over every done match, best first; brought up to date only when a match has
     finished since the last call in this process (incrementally: see the module's notes)."""
     key = str(session.get_bind().engine.url)
     token = done_token(session)
-    with _cache_lock:
-        live = _cache.get(key)
+    with _models_lock:
+        live = _models.get(key)
     if live is not None and live.token == token:
         return live.board
     if live is None or token[0] < live.model.total:  # first call, or matches went away
@@ -167,8 +162,8 @@ def _full(session: Session, key: str, token: tuple[int, int | None]) -> Leaderbo
     model = RatingModel()
     model.add(match_results(session))
     board = _leaderboard(session, model.fit(pairwise=False), token[0])
-    with _cache_lock:
-        _cache[key] = _Live(model, token, board, since)
+    with _models_lock:
+        _models[key] = _Live(model, token, board, since)
     return board
 
 

@@ -21,9 +21,8 @@ from sqlalchemy.orm import Session
 
 from arena.addresses import resolve_for_dial
 from arena.config import load_settings
-from arena.errors import ArenaError, UnprocessableError
+from arena.errors import ArenaError, MatchNotFoundError, UnprocessableError
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament
-from arena.store import MatchNotFoundError
 from sdk.actions import Action
 from sdk.bot import HandResult, MatchInfo, MatchSummary
 from sdk.grpc_player import GrpcPlayer

@@ -37,7 +37,7 @@ from sdk.dealing import deck_order
 from sdk.engine import HandState
 from sdk.errors import TonkError
 from sdk.record import HandRecord
-from sdk.referee import Fault, FaultKind, HandLog
+from sdk.referee import Fault, FaultKind, HandLog, plain_record
 from sdk.rules import STANDARD, Rules
 from sdk.wire import encode_varint
 
@@ -50,7 +50,6 @@ _LAYOFF0: Final = _DISCARD0 + 52  # followed by the varint meld index
 _MELD0: Final = _LAYOFF0 + 52  # + (cards - 3), followed by the card indices
 _MAX_MELD: Final = 13
 _KINDS: Final = tuple(FaultKind)
-_REFEREE_KEYS: Final = ("latency_us", "faults")
 
 
 class ReplayError(ValueError):
@@ -135,7 +134,7 @@ def _compact_from_json(
 ) -> bytes | None:
     """The compact form of one hand dict, or None when it does not fit the compact form."""
     try:
-        record = HandRecord.from_json({k: v for k, v in hand.items() if k not in _REFEREE_KEYS})
+        record = HandRecord.from_json(plain_record(hand))
         latencies = [int(x) for x in hand.get("latency_us", [])]
         faults = [
             Fault(f["seat"], f["hand"], f["decision"], FaultKind(f["kind"]), str(f["reason"]))

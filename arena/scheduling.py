@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from arena import capacity
 from arena.models import Match, MatchSeat
+from arena.statuses import MatchStatus
 
 #: Pending matches considered per poll, in play order (a bound on the driver's work).
 WINDOW: Final = 2000
@@ -31,7 +32,7 @@ def pending_window(session: Session, tournament_id: int, limit: int = WINDOW) ->
     return list(
         session.scalars(
             select(Match.id)
-            .where(Match.tournament_id == tournament_id, Match.status == "pending")
+            .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING)
             .order_by(Match.deal_index, Match.table_index, Match.rotation)
             .limit(limit)
         )

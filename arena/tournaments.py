@@ -35,12 +35,11 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
-from arena.errors import ArenaError, ConflictError, NotFoundError
+from arena.errors import ArenaError, ConflictError, NotFoundError, TournamentNotFoundError
 from arena.match_runner import public_match_id, rules_to_column
 from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry, utcnow
 from arena.seating import arrangements
 from arena.statuses import BotStatus, MatchStatus, TournamentStatus
-from arena.store import TournamentNotFoundError
 from arena.text import clean_text
 from sdk.dealing import SEED_LIMIT, derive_seed, new_seed
 from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
@@ -235,7 +234,7 @@ def create_tournament(
     tournament = Tournament(
         name=name.strip(),
         seed=new_seed() if seed is None else seed,
-        status="created",
+        status=TournamentStatus.CREATED,
         table_sizes=sizes,
         deals_per_table=0,
         hands_per_match=hands_per_match,
@@ -296,7 +295,7 @@ def _add_deals(
                         "rotation": rotation,
                         "seed": match_seed(tournament.seed, tournament.deal_mode, table.index, deal, key),
                         "hands": tournament.hands_per_match,
-                        "status": "pending",
+                        "status": MatchStatus.PENDING,
                         "public_id": public_match_id(tournament.seed, key),
                     }
                 )
@@ -368,7 +367,7 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     finished = session.execute(
         update(Tournament)
         .where(Tournament.id == tournament_id, Tournament.status == TournamentStatus.RUNNING)
-        .values(status="finished", finished_at=utcnow())
+        .values(status=TournamentStatus.FINISHED, finished_at=utcnow())
         .execution_options(synchronize_session=False)
     )
     if finished.rowcount != 1:  # type: ignore[attr-defined]

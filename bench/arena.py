@@ -62,6 +62,7 @@ from arena.execution import RECOVER_S, EmbeddedBackend, RqBackend, run_tournamen
 from arena.jobs import play_match_job  # noqa: E402
 from arena.models import Match, Tournament  # noqa: E402
 from arena.registry import host_bot  # noqa: E402
+from arena.statuses import TournamentStatus  # noqa: E402
 from arena.tournaments import create_tournament, start_tournament  # noqa: E402
 
 PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -152,7 +153,7 @@ class Bench:
         while True:
             with session_scope(self.url) as session:
                 # Finished, not just all done: the last job marks it right after its match.
-                if session.get(Tournament, tid).status == "finished":  # type: ignore[union-attr]
+                if session.get(Tournament, tid).status == TournamentStatus.FINISHED:  # type: ignore[union-attr]
                     last = session.execute(
                         select(func.max(Match.finished_at)).where(Match.tournament_id == tid)
                     ).scalar_one()

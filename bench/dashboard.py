@@ -48,6 +48,7 @@ from arena.models import (  # noqa: E402
     utcnow,
 )
 from arena.replays import FORMAT, encode_logs  # noqa: E402
+from arena.statuses import MatchStatus, TournamentStatus  # noqa: E402
 from bots.random_bot import RandomBot  # noqa: E402
 from sdk.bot import Bot as BotBase  # noqa: E402
 from sdk.observation import Observation  # noqa: E402
@@ -103,8 +104,9 @@ def build(url: str, matches: int, rng: random.Random) -> None:
             for b in range(1, BOTS + 1)
         ])
         db.execute(insert(Tournament), [
-            {"id": t, "name": f"Bench Cup {t}", "seed": t, "status": "finished", "table_sizes": [2, 3, 4],
-             "deals_per_table": 1, "hands_per_match": HANDS, "rules": {}, "config": {}, "finished_at": now}
+            {"id": t, "name": f"Bench Cup {t}", "seed": t, "status": TournamentStatus.FINISHED,
+             "table_sizes": [2, 3, 4], "deals_per_table": 1, "hands_per_match": HANDS, "rules": {},
+             "config": {}, "finished_at": now}
             for t in range(1, TOURNAMENTS + 1)
         ])
         db.execute(insert(TournamentEntry), [
@@ -128,7 +130,7 @@ def build(url: str, matches: int, rng: random.Random) -> None:
             rows.append({
                 "id": match_id, "tournament_id": 1 + (match_id - 1) // per_tournament, "key": f"m{match_id}",
                 "table_index": match_id % 50, "deal_index": match_id // 50, "rotation": 0,
-                "seed": result.seed, "hands": HANDS, "status": "done", "attempts": 1,
+                "seed": result.seed, "hands": HANDS, "status": MatchStatus.DONE, "attempts": 1,
                 "hands_played": len(result.hands), "decisions": result.decisions,
                 "faults": len(result.faults),
                 "duration_ms": 40, "started_at": now, "finished_at": now, "public_id": f"bench-{match_id}",

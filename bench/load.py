@@ -49,8 +49,9 @@ from arena.execution import EmbeddedBackend, run_tournament  # noqa: E402
 from arena.jobs import play_match_job  # noqa: E402
 from arena.models import Match  # noqa: E402
 from arena.processes import descendants, kill_all  # noqa: E402
+from arena.queries.tournaments import tournament_progress  # noqa: E402
 from arena.registry import host_bot  # noqa: E402
-from arena.store import tournament_progress  # noqa: E402
+from arena.statuses import MatchStatus  # noqa: E402
 from arena.tournaments import create_tournament, pause_tournament, start_tournament  # noqa: E402
 
 HOUSE = {
@@ -90,7 +91,7 @@ def a_replay(url: str, tournament_id: int) -> int:
     with session_scope(url) as session:
         match_id = session.scalars(
             select(Match.id)
-            .where(Match.tournament_id == tournament_id, Match.status == "done")
+            .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.DONE)
             .order_by(Match.id)
         ).first()
     assert match_id is not None

@@ -1,4 +1,4 @@
-"""What the server-side replay costs: a match's steps (dashboard/queries/replay_steps.py)
+"""What the server-side replay costs: a match's steps (arena/queries/replay_steps.py)
 against decoding its stored replay (what /api/v1/matches/<id>/replay already did), and the
 size of the steps' JSON against the replay's.
 
@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from arena.queries.replay_steps import match_steps
 from arena.replays import decode, encode_logs
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
-from dashboard.queries.replay_steps import match_steps
 from sdk.referee import LocalPlayer, play_match
 from sdk.rules import STANDARD
 

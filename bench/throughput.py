@@ -52,6 +52,7 @@ from arena.db import dispose_engines, session_scope  # noqa: E402
 from arena.execution import EmbeddedBackend, RqBackend, run_tournament  # noqa: E402
 from arena.models import Match  # noqa: E402
 from arena.registry import register_bot  # noqa: E402
+from arena.statuses import MatchStatus  # noqa: E402
 from arena.tournaments import create_tournament  # noqa: E402
 from bots.random_bot import RandomBot  # noqa: E402
 from sdk.observation import Observation  # noqa: E402
@@ -163,7 +164,9 @@ class InFlight:
             with session_scope(self.url) as session:
                 self.samples.append(
                     session.execute(
-                        select(func.count()).where(Match.tournament_id == self.tid, Match.status == "running")
+                        select(func.count()).where(
+                            Match.tournament_id == self.tid, Match.status == MatchStatus.RUNNING
+                        )
                     ).scalar_one()
                 )
 

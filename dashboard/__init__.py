@@ -18,6 +18,8 @@ from arena.config import load_settings
 if TYPE_CHECKING:
     from flask import Flask
 
+    from arena.queries.cache import Settings as CacheSettings
+
 #: Request bodies are small JSON documents (a bot name and address, a tournament spec).
 DEFAULT_MAX_CONTENT_LENGTH = 64 * 1024
 
@@ -57,8 +59,11 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
+    from arena.queries import cache
     from dashboard import checks, db, errors, security, templating
     from dashboard.views import register_blueprints
+
+    cache.configure(cache_settings)
 
     checks.init_app(app)
     db.init_app(app)
@@ -69,4 +74,19 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     return app
 
 
-__all__ = ["create_app"]
+def cache_settings() -> CacheSettings:
+    """The query cache's settings (arena/queries/cache.py) from the current app's config."""
+    from flask import current_app, has_app_context
+
+    from arena.queries.cache import REFRESH_SECONDS, Settings
+
+    if not has_app_context():
+        return Settings()
+    config = current_app.config
+    return Settings(
+        refresh_seconds=float(config.get("CACHE_REFRESH_SECONDS", REFRESH_SECONDS)),
+        stale_ok=bool(config.get("CACHE_STALE_OK", True)),
+    )
+
+
+__all__ = ["cache_settings", "create_app"]

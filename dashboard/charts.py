@@ -6,11 +6,10 @@ Colours come from classes styled in static/css/site.css.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup, escape
-
-from dashboard.queries.leaderboard import scale
 
 
 def _line(klass: str, x1: float, y1: float, x2: float, y2: float) -> str:
@@ -31,6 +30,69 @@ def _ticks(lo: float, hi: float) -> list[float]:
         out.append(value)
         value += step
     return out
+
+
+def elo_range(lo: float, hi: float) -> tuple[float, float]:
+    """The Elo span of a chart showing ``lo`` to ``hi``: 10 to spare, rounded out to 50s."""
+    return 50.0 * ((lo - 10) // 50), 50.0 * -(-(hi + 10) // 50)
+
+
+@dataclass(frozen=True)
+class TournamentAxes:
+    """The frame of a rating-after-each-tournament chart (a bot's history, every bot's
+    ratings): ``n`` tournaments in finishing order along x, Elo ``lo`` to ``hi`` up y."""
+
+    lo: float
+    hi: float
+    n: int
+    width: int = 1100
+    height: int = 300
+    left: int = 56
+    right: int = 30
+    top: int = 16
+    bottom: int = 46
+
+    @classmethod
+    def spanning(cls, lo: float, hi: float, n: int) -> TournamentAxes:
+        return cls(*elo_range(lo, hi), n)
+
+    def x(self, i: int) -> float:
+        plot_w = self.width - self.left - self.right
+        return self.left + (plot_w / 2 if self.n == 1 else plot_w * i / (self.n - 1))
+
+    def y(self, elo: float) -> float:
+        plot_h = self.height - self.top - self.bottom
+        return self.top + plot_h * (self.hi - elo) / (self.hi - self.lo)
+
+    def open(self, klass: str, label: str, title: str) -> list[str]:
+        """The ``<svg>`` start, its title, and the Elo gridlines with their values."""
+        parts = [
+            f'<svg class="chart {klass}" viewBox="0 0 {self.width} {self.height}" width="100%" role="img" '
+            f'aria-label="{escape(label)}">',
+            f"<title>{escape(title)}</title>",
+        ]
+        for tick in _ticks(self.lo, self.hi):
+            parts.append(_line("grid", self.left, self.y(tick), self.width - self.right, self.y(tick)))
+            parts.append(_text("tick", self.left - 6, self.y(tick) + 4, "end", f"{tick:.0f}"))
+        return parts
+
+    def tournament_label(self, i: int, name: str) -> str | None:
+        """Tournament ``i``'s name under the plot: at most about 8 of them, always the last;
+        the end labels hug the plot's edges instead of spilling past them."""
+        if i % max(1, self.n // 8) and i != self.n - 1:
+            return None
+        n = self.n
+        anchor = "middle" if n == 1 else "start" if i == 0 else "end" if i == n - 1 else "middle"
+        return _text("tick", self.x(i), self.height - self.bottom + 18, anchor, name[:24])
+
+
+def scale(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """The Elo range an interval chart of ``rows`` should span (rounded out to 50s)."""
+    rated = [r["rating"] for r in rows if r["rating"]]
+    if not rated:
+        return 1300.0, 1700.0
+    lo, hi = elo_range(min(_low(r) for r in rated), max(_high(r) for r in rated))
+    return lo, max(hi, lo + 100)
 
 
 def _low(r: dict[str, Any]) -> float:
@@ -89,44 +151,24 @@ def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
         return Markup(
             '<p class="empty">No rating history yet: it is recorded after each finished tournament.</p>'
         )
-    width, height, left, right, top, bottom = 1100, 300, 56, 30, 16, 46
-    lo = float(min(_low(h) for h in history))
-    hi = float(max(_high(h) for h in history))
-    lo, hi = 50.0 * ((lo - 10) // 50), 50.0 * -(-(hi + 10) // 50)
-    plot_w, plot_h = width - left - right, height - top - bottom
     n = len(history)
-
-    def x(i: int) -> float:
-        return left + (plot_w / 2 if n == 1 else plot_w * i / (n - 1))
-
-    def y(elo: float) -> float:
-        return top + plot_h * (hi - elo) / (hi - lo)
-
-    parts = [
-        f'<svg class="chart history-chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
-        'aria-label="Rating history">',
-        "<title>Rating history with 95% intervals</title>",
-    ]
-    for tick in _ticks(lo, hi):
-        parts.append(_line("grid", left, y(tick), width - right, y(tick)))
-        parts.append(_text("tick", left - 6, y(tick) + 4, "end", f"{tick:.0f}"))
+    axes = TournamentAxes.spanning(min(_low(h) for h in history), max(_high(h) for h in history), n)
+    x, y = axes.x, axes.y
+    parts = axes.open("history-chart", "Rating history", "Rating history with 95% intervals")
     band = [f"{x(i):.1f},{y(_high(h)):.1f}" for i, h in enumerate(history)]
     band += [f"{x(i):.1f},{y(_low(h)):.1f}" for i, h in reversed(list(enumerate(history)))]
     if n > 1:
         parts.append(f'<polygon class="band" points="{" ".join(band)}"/>')
         line = " ".join(f"{x(i):.1f},{y(h['elo']):.1f}" for i, h in enumerate(history))
         parts.append(f'<polyline class="line" points="{line}"/>')
-    step = max(1, n // 8)
     for i, h in enumerate(history):
         tip = escape(f"after {h['tournament']['name']}: {h['text']}")
         parts.append(f'<g><title>{tip}</title>')
         if n == 1:
             parts.append(_line("interval", x(i), y(_low(h)), x(i), y(_high(h))))
         parts.append(f'<circle class="point" cx="{x(i):.1f}" cy="{y(h["elo"]):.1f}" r="4"/></g>')
-        if i % step == 0 or i == n - 1:
-            label = str(h["tournament"]["name"])[:24]
-            # The end labels hug the plot's edges instead of spilling past them.
-            anchor = "middle" if n == 1 else "start" if i == 0 else "end" if i == n - 1 else "middle"
-            parts.append(_text("tick", x(i), height - bottom + 18, anchor, label))
+        label = axes.tournament_label(i, str(h["tournament"]["name"]))
+        if label is not None:
+            parts.append(label)
     parts.append("</svg>")
     return Markup("".join(parts))

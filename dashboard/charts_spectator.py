@@ -11,7 +11,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from dashboard.charts import _line, _text, _ticks
+from dashboard.charts import TournamentAxes, _line, _text
 
 #: Series colours (classes s0..s7); more bots than this share colours, told apart by label.
 SERIES = 8
@@ -225,26 +225,11 @@ def ratings_chart(history: Sequence[dict[str, Any]]) -> Markup:
     tournaments = {renumber[row["order"]]: row["tournament"] for row in recent if row["order"] in renumber}
     series = {b: [(renumber[i], e) for i, e in pts] for b, pts in series.items()}
     n = len(tournaments)
-    lo = min(e for pts in series.values() for _, e in pts)
-    hi = max(e for pts in series.values() for _, e in pts)
-    lo, hi = 50.0 * ((lo - 10) // 50), 50.0 * -(-(hi + 10) // 50)
-    width, height, left, right, top, bottom = 1100, 300, 56, 30, 16, 46
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def x(i: int) -> float:
-        return left + (plot_w / 2 if n == 1 else plot_w * i / (n - 1))
-
-    def y(elo: float) -> float:
-        return top + plot_h * (hi - elo) / (hi - lo)
-
-    parts = [
-        f'<svg class="chart ratings-chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
-        'aria-label="Every bot\'s rating after each finished tournament">',
-        "<title>Ratings over time</title>",
-    ]
-    for tick in _ticks(lo, hi):
-        parts.append(_line("grid", left, y(tick), width - right, y(tick)))
-        parts.append(_text("tick", left - 6, y(tick) + 4, "end", f"{tick:.0f}"))
+    elos = [e for pts in series.values() for _, e in pts]
+    axes = TournamentAxes.spanning(min(elos), max(elos), n)
+    x, y = axes.x, axes.y
+    aria = "Every bot's rating after each finished tournament"
+    parts = axes.open("ratings-chart", aria, "Ratings over time")
     for k, name in enumerate(names):
         pts = series[name]
         klass = f"s{k % SERIES}"
@@ -259,11 +244,10 @@ def ratings_chart(history: Sequence[dict[str, Any]]) -> Markup:
                 f"<title>{tip}</title></circle>"
             )
         parts.append("</g>")
-    step = max(1, n // 8)
     for i in sorted(tournaments):
-        if i % step == 0 or i == n - 1:
-            anchor = "middle" if n == 1 else "start" if i == 0 else "end" if i == n - 1 else "middle"
-            parts.append(_text("tick", x(i), height - bottom + 18, anchor, tournaments[i][:24]))
+        label = axes.tournament_label(i, tournaments[i])
+        if label is not None:
+            parts.append(label)
     parts.append("</svg>")
     rows = [[tournaments[i], *(next((f"{e:.0f}" for j, e in series[b] if j == i), "\u2013") for b in names)]
             for i in sorted(tournaments)]

@@ -73,8 +73,8 @@ def run_demo(args: argparse.Namespace) -> int:
     from arena.config import describe_store
     from arena.db import session_scope
     from arena.hosting import house_bots
-    from arena.leaderboard import current_leaderboard
     from arena.migrate import migrate
+    from arena.queries.leaderboard import board
     from sdk.players import did_you_mean
 
     settings = demo_settings(load_settings())
@@ -105,8 +105,8 @@ def run_demo(args: argparse.Namespace) -> int:
     else:
         _play_round_robin(args, settings, {name: available[name] for name in wanted}, sizes)
     with session_scope(settings.database_url) as session:
-        board = current_leaderboard(session)
-    print_leaderboard(board)
+        ratings = board(session, settings.database_url)
+    print_leaderboard(ratings)
     if args.no_serve:
         return 0
     gateway = _gateway(settings)  # connected bots (tonk serve --connect) join the demo through it
@@ -143,7 +143,7 @@ def _play_round_robin(args: argparse.Namespace, settings: Settings, bots: dict[s
     from arena.execution import make_backend, run_tournament
     from arena.hosting import HostedBots, ensure_house_bots
     from arena.leaderboard import write_snapshot
-    from arena.store import tournament_progress
+    from arena.queries.tournaments import tournament_progress
     from arena.tournaments import create_tournament, resolve_bots
     from sdk.progress import ProgressBar
 

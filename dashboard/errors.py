@@ -14,12 +14,11 @@ from typing import Any
 from flask import Flask, Response, jsonify, make_response, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from arena.errors import ArenaError, ConflictError, NotFoundError
+from arena.errors import ArenaError, NotFoundError
 
 __all__ = [
     "InvalidParameterError",
     "MalformedJSONError",
-    "NotFinishedError",
     "NotFoundError",
     "init_app",
 ]
@@ -35,12 +34,6 @@ class InvalidParameterError(ArenaError):
 class MalformedJSONError(ArenaError):
     status = 400
     code = "malformed_json"
-
-
-class NotFinishedError(ConflictError):
-    """Replays and seeds stay secret until the match (or tournament) is over."""
-
-    code = "not_finished"
 
 
 _HTTP_CODES = {

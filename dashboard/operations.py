@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session
 from arena import tournaments
 from arena.config import Settings
 from arena.execution import RECOVER_S, Backend, Sweeper, make_backend, run_tournament
+from arena.queries.tournaments import get_tournament
 from arena.sprt import sprt_params
 from arena.statuses import TournamentStatus
-from arena.store import get_tournament
 from dashboard.errors import InvalidParameterError
 from sdk.errors import RulesError
 from sdk.rules import Rules

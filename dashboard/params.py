@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
+from arena.queries import Paging  # built here from ?page=&per_page=
 from dashboard.errors import InvalidParameterError
 from sdk.bot import BOT_NAME_RE
 
@@ -95,16 +95,6 @@ def name_arg(args: Mapping[str, str], name: str) -> str | None:
     if not BOT_NAME_RE.fullmatch(raw):
         raise InvalidParameterError(f"'{name}' is not a valid bot name: {raw[:40]!r}")
     return raw
-
-
-@dataclass(frozen=True)
-class Paging:
-    page: int
-    per_page: int
-
-    @property
-    def offset(self) -> int:
-        return (self.page - 1) * self.per_page
 
 
 def paging(args: Mapping[str, str], default_per_page: int = DEFAULT_PER_PAGE) -> Paging:

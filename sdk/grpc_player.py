@@ -54,6 +54,19 @@ def _identity(data: bytes) -> bytes:
     return data
 
 
+def bot_info(info: pb.GetInfoResponse | None, name: str) -> dict[str, str]:
+    """A bot's GetInfo as ``Player.describe`` gives it; ``name`` where the bot gave none, or
+    did not answer (``info`` None)."""
+    if info is None:
+        return {"name": name, "version": "", "author": "", "protocol_version": ""}
+    return {
+        "name": info.name or name,
+        "version": info.version,
+        "author": info.author,
+        "protocol_version": info.protocol_version,
+    }
+
+
 class GrpcPlayer:
     """A :class:`~sdk.referee.Player` talking to the bot at ``address`` (``HOST:PORT``).
 
@@ -112,13 +125,8 @@ class GrpcPlayer:
                 data = self._get_info(pb.GetInfoRequest(), timeout=self.lifecycle_timeout_s)
                 info = pb.GetInfoResponse.FromString(data)
             except Exception:
-                return {"name": self.address, "version": "", "author": "", "protocol_version": ""}
-            self._info = {
-                "name": info.name or self.address,
-                "version": info.version,
-                "author": info.author,
-                "protocol_version": info.protocol_version,
-            }
+                return bot_info(None, self.address)
+            self._info = bot_info(info, self.address)
         return dict(self._info)
 
     def match_start(self, info: MatchInfo) -> None:

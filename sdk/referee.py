@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -186,6 +186,16 @@ class SlowNotice:
     def reason(self) -> str:
         ended = "; no more notices to this seat in the match" if self.cut_off else ""
         return f"{self.rpc}: slow lifecycle notice, took {self.elapsed_ms} ms{ended}"
+
+
+#: The keys :meth:`HandLog.to_json` adds to the hand's ``tonk-hand/1`` record.
+REFEREE_KEYS = ("latency_us", "faults")
+
+
+def plain_record(log: Mapping[str, Any]) -> dict[str, Any]:
+    """A hand log (:meth:`HandLog.to_json`) as a plain ``tonk-hand/1`` record: without what the
+    referee measured (as a replay download, an export and a bot's EndDeal give it)."""
+    return {k: v for k, v in log.items() if k not in REFEREE_KEYS}
 
 
 @dataclass

@@ -23,7 +23,7 @@ from arena.db import dispose_engines, session_scope
 from arena.execution import EmbeddedBackend, RqBackend, run_tournament
 from arena.match_runner import load_plan, run_match
 from arena.models import Match, RatingSnapshot
-from arena.store import get_tournament, tournament_progress
+from arena.queries.tournaments import get_tournament, tournament_progress
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.cli import main as tonk

@@ -15,7 +15,7 @@ from arena import jobs
 from arena.db import session_scope
 from arena.match_runner import load_plan, run_match
 from arena.models import BotVersion, FaultRecord, Match, MatchSeat, Replay, utcnow
-from arena.store import tournament_progress
+from arena.queries.tournaments import tournament_progress
 from arena.tournaments import start_tournament
 
 

@@ -11,11 +11,12 @@ import pytest
 from helpers.arena import CrashBot, IllegalBot, ReversedMelder, hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena import replays, store
+from arena import replays
 from arena.db import session_scope
 from arena.jobs import play_match_job
 from arena.match_runner import load_plan, run_match
 from arena.models import Match
+from arena.queries.matches import get_match, get_replay
 from arena.tournaments import start_tournament
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
@@ -116,7 +117,7 @@ def test_corrupt_data_is_refused_by_name() -> None:
 
 
 def test_stored_replays_round_trip(db_url: str) -> None:
-    """Played by the job, written to the store, read back through arena.store: identical to
+    """Played by the job, written to the store, read back through arena.queries: identical to
     the same match played again from its plan (same seed, same deals, deterministic bots)."""
     ids = hosted_bots(db_url, ["greedy", "random", "helpers.arena:CrashBot"])
     tid = new_tournament(
@@ -127,17 +128,17 @@ def test_stored_replays_round_trip(db_url: str) -> None:
         match_id, *siblings = session.scalars(
             select(Match.id).where(Match.tournament_id == tid).order_by(Match.id)
         ).all()
-        assert store.get_replay(session, match_id) is None  # nothing before it is done
-        assert store.get_match(session, match_id).seed is None
+        assert get_replay(session, match_id) is None  # nothing before it is done
+        assert get_match(session, match_id).seed is None
     assert play_match_job(match_id, db_url) == "done"
     with session_scope(db_url) as session:  # nor while its deal's other rotations are unplayed
-        assert store.get_replay(session, match_id) is None
-        assert store.get_match(session, match_id).seed is None
+        assert get_replay(session, match_id) is None
+        assert get_match(session, match_id).seed is None
     assert [play_match_job(i, db_url) for i in siblings] == ["done"] * len(siblings)
     with session_scope(db_url) as session:
-        stored = store.get_replay(session, match_id)
+        stored = get_replay(session, match_id)
         plan = load_plan(session, match_id)
-        view = store.get_match(session, match_id)
+        view = get_match(session, match_id)
     again = run_match(plan)
     assert stored is not None
 

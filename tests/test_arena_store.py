@@ -6,13 +6,15 @@ from __future__ import annotations
 from helpers.arena import hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena import leaderboard, store
+from arena import leaderboard
 from arena.db import session_scope
 from arena.jobs import play_match_job
 from arena.models import Match
+from arena.queries.matches import MatchFilter, get_match, match_list
+from arena.queries.stats import bot_stats
+from arena.queries.tournaments import list_tournaments
 from arena.tournaments import extend_tournament, start_tournament
 from dashboard.params import Paging
-from dashboard.queries.matches import MatchFilter, match_list
 
 
 def play_all(url: str, tid: int) -> None:
@@ -47,18 +49,18 @@ def test_queries_stats_and_ratings(db_url: str) -> None:
         crashed = match_list(session, db_url, MatchFilter(bot_id=crash_id), Paging(1, 100))["matches"]
         crash_ids = [m["id"] for m in crashed]
         assert len(crash_ids) == 4
-        crash_matches = [store.get_match(session, i) for i in crash_ids]
+        crash_matches = [get_match(session, i) for i in crash_ids]
         detail = crash_matches[0]
         assert detail.fault_records and all(f.bot_id == crash_id for f in detail.fault_records)
         assert detail.public_id and detail.seed is not None and detail.has_replay
 
-        stats = {s.bot_id: s for s in store.bot_stats(session)}
+        stats = {s.bot_id: s for s in bot_stats(session)}
         assert sum(s.chips for s in stats.values()) == 0
         assert {s.matches for s in stats.values()} == {4}
         assert stats[crash_id].faults == sum(
             f.faults for m in crash_matches for f in m.seats if f.bot_id == crash_id
         ) > 0
-        only = store.bot_stats(session, bot_id=greedy_id, tournament_id=tid)
+        only = bot_stats(session, bot_id=greedy_id, tournament_id=tid)
         assert len(only) == 1 and only[0] == stats[greedy_id]
         assert only[0].hands == 40 and only[0].chips_per_100 == 100 * only[0].chips / 40
         assert 0 < (only[0].win_rate or 0) < 1 and (only[0].latency_us_mean or 0) > 0
@@ -80,9 +82,9 @@ def test_queries_stats_and_ratings(db_url: str) -> None:
         assert again is not board and again.done_matches == 12
         rows = leaderboard.rating_history(session, bot_id=greedy_id)
         assert len(rows) == 1 and rows[0].matches == 8  # the snapshot was rewritten, not added
-        tournaments = store.list_tournaments(session)
+        tournaments = list_tournaments(session)
         assert tournaments.total == 1 and tournaments.items[0].progress.done == 12
-        assert store.list_tournaments(session, status="running").total == 0
+        assert list_tournaments(session, status="running").total == 0
 
 
 def test_statuses_are_the_stored_strings() -> None:

@@ -8,12 +8,12 @@ import pytest
 from helpers.arena import SETTINGS, hosted_bots, new_tournament, seats_by_key
 from sqlalchemy import select
 
-from arena import store
 from arena.db import session_scope
 from arena.execution import EmbeddedBackend, run_tournament
 from arena.jobs import play_match_job, record_result
 from arena.match_runner import load_plan, run_match
 from arena.models import Match, MatchSeat, Tournament, TournamentEntry
+from arena.queries.tournaments import get_tournament, tournament_progress
 from arena.seating import arrangements
 from arena.tournaments import (
     InvalidTournamentError,
@@ -61,10 +61,10 @@ def test_round_robin_in_duplicate(db_url: str) -> None:
             assert m.hands == 7 and m.status == "pending"
             assert m.public_id and str(seed) not in m.public_id
         assert len({m.public_id for m in matches}) == len(matches)
-        assert store.tournament_progress(session, tid).to_json() == {
+        assert tournament_progress(session, tid).to_json() == {
             "pending": 72, "running": 0, "done": 0, "failed": 0, "total": 72
         }
-        view = store.get_tournament(session, tid)
+        view = get_tournament(session, tid)
         assert view.seed is None  # secret until finished
         assert [e.bot_id for e in view.entries] == ids
         assert view.config == {"decision_deadline_ms": 2000, "time_bank_ms": 5000, "max_faults": 3}
@@ -81,16 +81,16 @@ def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:
     with session_scope(db_url) as session:
         t = session.get(Tournament, tid)
         assert t is not None and t.status == "finished" and t.finished_at is not None
-        assert store.get_tournament(session, tid).seed == 12345
+        assert get_tournament(session, tid).seed == 12345
         before = bots_by_key(db_url, tid)
         assert extend_tournament(session, tid, 2) == 4
         assert t.status == "paused" and t.deals_per_table == 3 and t.finished_at is None
     after = bots_by_key(db_url, tid)
     assert set(after) == set(before) | {f"t0/d{d}/r{r}" for d in (1, 2) for r in (0, 1)}
     with session_scope(db_url) as session:
-        progress = store.tournament_progress(session, tid)
+        progress = tournament_progress(session, tid)
         assert (progress.done, progress.pending) == (2, 4)
-        assert store.get_tournament(session, tid).seed is None  # secret again until finished
+        assert get_tournament(session, tid).seed is None  # secret again until finished
 
 
 def test_pause_stops_new_matches_and_resume_continues(db_url: str) -> None:
@@ -106,12 +106,12 @@ def test_pause_stops_new_matches_and_resume_continues(db_url: str) -> None:
         pause_tournament(session, tid)
     assert play_match_job(match_ids[1], db_url) == "not-running"
     with session_scope(db_url) as session:
-        assert store.tournament_progress(session, tid).pending == 3
+        assert tournament_progress(session, tid).pending == 3
         start_tournament(session, tid)
     for match_id in match_ids[1:]:
         assert play_match_job(match_id, db_url) == "done"
     with session_scope(db_url) as session:
-        assert store.get_tournament(session, tid).status == "finished"
+        assert get_tournament(session, tid).status == "finished"
         with pytest.raises(TournamentStateError, match="is finished"):
             pause_tournament(session, tid)
         with pytest.raises(TournamentStateError, match="is finished"):
@@ -153,7 +153,7 @@ def test_bad_tournaments_are_refused_with_the_input_quoted(sqlite_url: str) -> N
         with pytest.raises(TournamentNotFoundError, match="no tournament 42"):
             pause_tournament(session, 42)
         with pytest.raises(TournamentNotFoundError, match="no tournament 42"):
-            store.get_tournament(session, 42)
+            get_tournament(session, 42)
         assert isinstance(InvalidTournamentError("x"), ValueError)
 
 
@@ -175,4 +175,4 @@ def test_resuming_a_paused_tournament_whose_matches_are_all_done_finishes_it(sql
         backend.close()
     assert progress.done == 2
     with session_scope(sqlite_url) as session:
-        assert store.get_tournament(session, tid).status == "finished"
+        assert get_tournament(session, tid).status == "finished"

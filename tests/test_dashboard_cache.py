@@ -1,5 +1,6 @@
-"""The dashboard's cache: recomputed when its token changes, and while a slow recompute
-(the ratings fit) runs in the background the previous value is answered."""
+"""The query cache (arena/queries/cache.py): recomputed when its token changes, and while a
+slow recompute (the ratings fit) runs in the background the previous value is answered; the
+dashboard's app config sets how stale it may be."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import time
 
 from flask import Flask
 
-from dashboard.queries import cache
+from arena.queries import cache
+from dashboard import cache_settings
 
 
 def test_cached_recomputes_only_when_the_token_changes() -> None:
@@ -22,6 +24,7 @@ def test_cached_recomputes_only_when_the_token_changes() -> None:
 
 def test_revalidated_answers_the_old_value_while_refitting() -> None:
     cache.clear()
+    cache.configure(cache_settings)
     app = Flask(__name__)
     release = threading.Event()
 
@@ -47,6 +50,7 @@ def test_revalidated_answers_the_old_value_while_refitting() -> None:
 
 def test_throttled_reuses_a_value_for_the_refresh_window() -> None:
     cache.clear()
+    cache.configure(cache_settings)
     app = Flask(__name__)
     app.config["CACHE_REFRESH_SECONDS"] = 60
     counter = iter(range(100))

@@ -15,9 +15,10 @@ from flask import Flask
 from helpers.arena import grpc_bots, hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena import jobs, store
+from arena import jobs
 from arena.db import session_scope
 from arena.models import Match
+from arena.queries.matches import get_replay
 from arena.tournaments import InvalidTournamentError, start_tournament
 from bots.greedy import GreedyBot
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
@@ -192,7 +193,7 @@ def test_tournament_bots_hear_the_deal_only_when_it_is_done(
     records: dict[str, list[dict[str, Any]]] = {}
     with session_scope(db_url) as session:
         for match in matches:
-            hands = store.get_replay(session, match.id)
+            hands = get_replay(session, match.id)
             assert hands is not None  # every deal is done now
             records[match.public_id or ""] = [
                 {k: v for k, v in h.items() if k not in ("latency_us", "faults")} for h in hands

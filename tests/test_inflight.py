@@ -18,11 +18,12 @@ from rq import Queue, Worker
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from sqlalchemy import select
 
-from arena import capacity, store
+from arena import capacity
 from arena.auth import get_or_create_operator
 from arena.db import dispose_engines, session_scope
 from arena.execution import EmbeddedBackend, RqBackend, run_tournament
 from arena.models import BotVersion, FaultRecord, Match
+from arena.queries.tournaments import tournament_progress
 from arena.registry import register_bot
 from arena.scheduling import matches_to_start, pending_window
 from bots.random_bot import RandomBot
@@ -269,7 +270,7 @@ def test_matches_submitted_at_once_without_a_driver_all_get_played(sqlite_url: s
             nonlocal most
             with session_scope(url) as session:
                 most = max(most, capacity.in_flight(session, ids).get(ids[0], 0))
-                return store.tournament_progress(session, tid).done == 6
+                return tournament_progress(session, tid).done == 6
 
         wait_for(all_done, timeout=90, step=0.02)
     finally:

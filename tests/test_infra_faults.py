@@ -34,7 +34,7 @@ from arena.db import dispose_engines, session_scope
 from arena.execution import RqBackend, run_tournament
 from arena.jobs import play_match_job
 from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Replay
-from arena.store import Progress
+from arena.queries.tournaments import Progress
 from arena.tournaments import create_tournament
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot

@@ -128,6 +128,20 @@ def post(url: str, body: dict[str, Any] | None = None) -> Any:
         return json.load(response)
 
 
+def play_over_api(
+    arena: str, name: str, bots: list[str], *, deals: int, hands: int
+) -> dict[str, Any]:
+    """Create a tournament at one table of two through the API, run it, wait until it is
+    finished; the leaderboard's rows by bot name."""
+    created: dict[str, Any] = post(arena + "/api/v1/tournaments", {
+        "name": name, "bots": bots, "table_sizes": [2], "deals_per_table": deals, "hands_per_match": hands,
+    })["tournament"]
+    post(f"{arena}/api/v1/tournaments/{created['id']}/run")
+    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
+    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
+    return {row["bot"]: row for row in get_json(arena + "/api/v1/leaderboard")["leaderboard"]}
+
+
 def start_bots(procs: Procs, env: dict[str, str], names: dict[str, str]) -> None:
     for name, house in names.items():
         procs.start(name, ["serve", house, "--connect", "--name", name, "--capacity", "2"], env)
@@ -168,14 +182,7 @@ def test_connected_bots_play_a_tournament_against_tonk_dashboard(
     for name in ("link1", "link2"):  # no listening port on the bots' side
         assert listening_ports(procs.running[name].pid) == set(), procs.log(name)
 
-    created = post(arena + "/api/v1/tournaments", {
-        "name": "connected", "bots": ["link1", "link2"], "table_sizes": [2],
-        "deals_per_table": 3, "hands_per_match": 5,
-    })["tournament"]
-    post(f"{arena}/api/v1/tournaments/{created['id']}/run")
-    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
-    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
-    board = {row["bot"]: row for row in get_json(arena + "/api/v1/leaderboard")["leaderboard"]}
+    board = play_over_api(arena, "connected", ["link1", "link2"], deals=3, hands=5)
     assert set(board) >= {"link1", "link2"}
     for name in ("link1", "link2"):
         assert board[name]["matches"] == 6 and board[name]["faults"] == 0 and board[name]["rating"]
@@ -329,14 +336,7 @@ def test_the_node_example_connects_out_and_plays_a_tournament(
     start_bots(procs, base_env(tmp_path, TONK_ARENA=arena, TONK_TOKEN=token), {"pybot": "greedy"})
     wait_for("both bots connected", lambda: connected(sqlite_url, "nodebot", "pybot"), 120)
     assert listening_ports(node.pid) == set()
-    created = post(arena + "/api/v1/tournaments", {
-        "name": "polyglot", "bots": ["nodebot", "pybot"], "table_sizes": [2],
-        "deals_per_table": 2, "hands_per_match": 10,
-    })["tournament"]
-    post(f"{arena}/api/v1/tournaments/{created['id']}/run")
-    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
-    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
-    board = {row["bot"]: row for row in get_json(arena + "/api/v1/leaderboard")["leaderboard"]}
+    board = play_over_api(arena, "polyglot", ["nodebot", "pybot"], deals=2, hands=10)
     node_log = (tmp_path / "node.log").read_text()
     assert board["nodebot"]["matches"] == 4 and board["nodebot"]["faults"] == 0, node_log
     with session_scope(sqlite_url) as session:

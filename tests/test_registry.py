@@ -28,6 +28,7 @@ from arena.config import Settings
 from arena.db import dispose_engines, session_scope
 from arena.errors import ArenaError
 from arena.models import Bot, BotVersion, Owner
+from arena.queries.bots import bot_list
 from arena.registry import (
     BotNotFoundError,
     BotUnhealthyError,
@@ -45,7 +46,6 @@ from arena.registry import (
 )
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
-from dashboard.queries.bots import bot_list
 from sdk.actions import Action
 from sdk.bot import Bot as SdkBot
 from sdk.observation import Observation

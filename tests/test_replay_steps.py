@@ -1,4 +1,4 @@
-"""The replay's steps come from the engine (dashboard/queries/replay_steps.py): for recorded
+"""The replay's steps come from the engine (arena/queries/replay_steps.py): for recorded
 hands at 2 to 6 seats, ending every way (drops that win and drops that are caught, going out,
 TONK, stock-out, turn limit, faults), every step's totals and the last step's payments are the
 engine's, and the caption names every seat's payment."""
@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
+from arena.queries.replay_steps import hand_steps, match_steps
 from bots.random_bot import RandomBot
-from dashboard.queries.replay_steps import REFEREE_KEYS, hand_steps, match_steps
 from sdk.actions import DROP, Action
 from sdk.bot import Bot
 from sdk.cards import RANKS, hand_value
 from sdk.observation import Observation
 from sdk.record import HandRecord
-from sdk.referee import LocalPlayer, play_match
+from sdk.referee import LocalPlayer, plain_record, play_match
 from sdk.rules import Rules
 
 
@@ -95,7 +95,7 @@ def test_every_step_shows_the_engines_totals_and_payments(logs: list[dict[str, A
     for log in logs:
         hand = hand_steps(log)
         steps = hand["steps"]
-        record = HandRecord.from_json({k: v for k, v in log.items() if k not in REFEREE_KEYS})
+        record = HandRecord.from_json(plain_record(log))
         state = record.initial_state()
         actions = list(record.actions)
         faulted = bool(log.get("faults"))

@@ -33,7 +33,7 @@ from google.protobuf.message import DecodeError
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.clock import charged_ns
-from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES
+from sdk.grpc_player import DEFAULT_LIFECYCLE_TIMEOUT_S, DEFAULT_MAX_REPLY_BYTES, bot_info
 from sdk.messages import (
     MalformedReplyError,
     deal_summary_to_proto,
@@ -152,15 +152,9 @@ class LinkPlayer:
         if self._info is None:
             try:
                 reply = self._send("get_info", pb.GetInfoRequest(), "GetInfo")
-                info = reply.get_info
             except (PlayerFaultError, GatewayLostError):
-                return {"name": self.name, "version": "", "author": "", "protocol_version": ""}
-            self._info = {
-                "name": info.name or self.name,
-                "version": info.version,
-                "author": info.author,
-                "protocol_version": info.protocol_version,
-            }
+                return bot_info(None, self.name)
+            self._info = bot_info(reply.get_info, self.name)
         return dict(self._info)
 
     def match_start(self, info: MatchInfo) -> None:

@@ -120,7 +120,12 @@ def release(
     done = session.execute(
         update(Match)
         .where(Match.id == match_id, Match.status == MatchStatus.RUNNING, Match.worker == worker)
-        .values(status="pending", heartbeat_at=None, worker=None, waiting_since=waiting_since or utcnow())
+        .values(
+            status=MatchStatus.PENDING,
+            heartbeat_at=None,
+            worker=None,
+            waiting_since=waiting_since or utcnow(),
+        )
         .execution_options(synchronize_session=False)
     )
     return bool(done.rowcount)  # type: ignore[attr-defined]

@@ -11,18 +11,19 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from arena.auth import authenticate, parse_bearer, require_operator
 from arena.models import Owner
+from arena.queries import replays
+from arena.queries.bots import bot_detail, bot_list
+from arena.queries.leaderboard import leaderboard
+from arena.queries.matches import match_detail, match_list
+from arena.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
+from arena.queries.tournaments import progress, tournament_detail, tournament_list
 from dashboard import checks, operations
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError, MalformedJSONError
 from dashboard.params import choice_arg, paging
-from dashboard.queries import replays
-from dashboard.queries.bots import bot_detail, bot_list
-from dashboard.queries.leaderboard import leaderboard
-from dashboard.queries.matches import match_detail, match_list
-from dashboard.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
-from dashboard.queries.tournaments import progress, tournament_detail, tournament_list
 from dashboard.views.common import db_url, match_filter, private_bot, settings
 from sdk.bot import BOT_NAME_RE
+from sdk.referee import plain_record
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -125,7 +126,7 @@ def get_hand_record(match_id: int, hand: int) -> Response:
     db = session()
     match = replays.get_match(db, match_id)
     log = replays.hand_log(replays.load_hands(db, db_url(), match), match, hand)
-    return _download(replays.hand_record(log), f"match-{match_id}-hand-{hand}.json")
+    return _download(plain_record(log), f"match-{match_id}-hand-{hand}.json")
 
 
 @bp.get("/matches/<id:match_id>/hands/<index:hand>/decisions/<index:decision>")

@@ -13,14 +13,14 @@ from flask import Blueprint, Response, get_template_attribute, jsonify, request
 
 from arena import export
 from arena.db import session_scope
+from arena.queries import replays
+from arena.queries.cache import cached
+from arena.queries.live import running_matches, timing
+from arena.queries.replay_steps import match_steps
+from arena.queries.tournaments import tournament_detail
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
 from dashboard.params import choice_arg
-from dashboard.queries import replays
-from dashboard.queries.cache import cached
-from dashboard.queries.live import running_matches, timing
-from dashboard.queries.replay_steps import match_steps
-from dashboard.queries.tournaments import tournament_detail
 from dashboard.views.common import db_url
 from sdk.bot import BOT_NAME_RE
 

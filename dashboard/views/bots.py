@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
+from arena.queries.bots import bot_detail, bot_list
 from dashboard import charts
 from dashboard.db import session
 from dashboard.errors import NotFoundError
-from dashboard.queries.bots import bot_detail, bot_list
 from dashboard.views.common import db_url, private_bot
 from sdk.bot import BOT_NAME_RE
 

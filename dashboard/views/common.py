@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 from arena.auth import authenticate, parse_bearer
 from arena.config import Settings
 from arena.models import Bot, Owner, Tournament
+from arena.queries.matches import STATUSES, MatchFilter
 from dashboard.errors import InvalidParameterError
 from dashboard.params import MAX_ID, choice_arg, int_arg, name_arg
-from dashboard.queries.matches import STATUSES, MatchFilter
 
 
 def db_url() -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
+from arena.queries.leaderboard import leaderboard
 from dashboard import charts
 from dashboard.db import session
-from dashboard.queries.leaderboard import leaderboard
 from dashboard.views.common import db_url
 
 bp = Blueprint("leaderboard", __name__)

@@ -6,9 +6,9 @@ from flask import Blueprint, render_template, request
 from sqlalchemy import select
 
 from arena.models import Bot, Tournament
+from arena.queries.matches import STATUSES, match_detail, match_list
 from dashboard.db import session
 from dashboard.params import paging
-from dashboard.queries.matches import STATUSES, match_detail, match_list
 from dashboard.views.common import db_url, match_filter
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")

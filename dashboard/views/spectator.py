@@ -11,12 +11,12 @@ from markupsafe import Markup
 from sqlalchemy import select
 
 from arena.errors import ArenaError
-from arena.export import deal_finished
 from arena.models import Bot, Match, Tournament
+from arena.queries import replays, spectator
+from arena.queries.live import running_match
+from arena.queries.matches import deal_finished
 from dashboard import charts_spectator
 from dashboard.db import session
-from dashboard.queries import replays, spectator
-from dashboard.queries.live import running_match
 from dashboard.views.common import db_url
 
 bp = Blueprint("spectator", __name__)

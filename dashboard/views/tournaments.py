@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template, request
 
+from arena.queries.live import running_matches, timing
+from arena.queries.tournaments import STATUSES, tournament_detail, tournament_list
 from dashboard.db import session
 from dashboard.params import choice_arg, paging
-from dashboard.queries.live import running_matches, timing
-from dashboard.queries.tournaments import STATUSES, tournament_detail, tournament_list
 from dashboard.views.common import db_url
 
 bp = Blueprint("tournaments", __name__, url_prefix="/tournaments")

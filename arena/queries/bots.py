@@ -11,11 +11,11 @@ from sqlalchemy.orm import Session, aliased
 from arena.fairplay import fair_play_check
 from arena.leaderboard import rating_history
 from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
+from arena.queries import iso
+from arena.queries.leaderboard import rating_fields, rating_json, ratings_by_bot, stats_by_bot
+from arena.queries.stats import bot_stats, record
 from arena.registry import BotNotFoundError
 from arena.statuses import MatchStatus
-from arena.store import bot_stats
-from dashboard.queries import iso
-from dashboard.queries.leaderboard import rating_fields, rating_json, ratings_by_bot, record, stats_by_bot
 
 
 def bot_list(session: Session, url: str) -> list[dict[str, Any]]:

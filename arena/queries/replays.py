@@ -11,24 +11,21 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from arena import store
+from arena.errors import MatchNotFoundError, NotFinishedError, NotFoundError
 from arena.match_runner import public_match_id, referee_config
 from arena.models import Match, Tournament
+from arena.queries.cache import cached
+from arena.queries.matches import deal_done, get_replay
 from arena.statuses import MatchStatus
-from dashboard.errors import NotFinishedError, NotFoundError
-from dashboard.queries.cache import cached
 from sdk.observation import observe
 from sdk.record import HandRecord
-from sdk.referee import DecisionRequest, RefereeConfig
-
-#: Keys the referee adds to a hand record (HandLog.to_json); a tonk-hand/1 download drops them.
-REFEREE_KEYS = ("latency_us", "faults")
+from sdk.referee import DecisionRequest, RefereeConfig, plain_record
 
 
 def get_match(session: Session, match_id: int) -> Match:
     match = session.get(Match, match_id)
     if match is None:
-        raise store.MatchNotFoundError(f"there is no match {match_id}")
+        raise MatchNotFoundError(f"there is no match {match_id}")
     return match
 
 
@@ -39,14 +36,14 @@ def load_hands(session: Session, url: str, match: Match) -> list[dict[str, Any]]
             f"match {match.id} is {match.status}; "
             "its replay is published when every match of its deal is done"
         )
-    if not store.deal_done(session, match):
+    if not deal_done(session, match):
         raise NotFinishedError(
             f"match {match.id} is done, but other matches of its deal (dealt the same cards) are still to "
             "be played; its replay is published when every match of its deal is done"
         )
 
     def read() -> list[dict[str, Any]]:
-        hands = store.get_replay(session, match.id)
+        hands = get_replay(session, match.id)
         if hands is None:
             raise NotFoundError(f"match {match.id} has no stored replay")
         return hands
@@ -61,11 +58,6 @@ def hand_log(hands: list[dict[str, Any]], match: Match, hand_index: int) -> dict
             f"match {match.id} has {len(hands)} hands (0 to {len(hands) - 1}); there is no hand {hand_index}"
         )
     return hands[hand_index]
-
-
-def hand_record(log: dict[str, Any]) -> dict[str, Any]:
-    """The hand as a plain ``tonk-hand/1`` record: without the referee's measurements."""
-    return {k: v for k, v in log.items() if k not in REFEREE_KEYS}
 
 
 def decisions_in(log: dict[str, Any]) -> int:
@@ -96,7 +88,7 @@ def decision_request(
         raise NotFoundError(
             f"hand {hand_index} of match {match.id} has {count} decisions; there is no decision {decision}"
         )
-    record = HandRecord.from_json(hand_record(log))
+    record = HandRecord.from_json(plain_record(log))
     state = record.initial_state()
     for seat, action in record.actions[:decision]:
         state.apply(action, seat)

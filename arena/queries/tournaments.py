@@ -1,26 +1,159 @@
-"""Tournaments: the list with progress, and one tournament's standings, pairwise score
-matrix and per-table results."""
+"""Tournaments: the list with progress, one tournament (its entries, and its seed once it is
+finished), and its standings, pairwise score matrix and per-table results."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena import store
-from arena.models import Bot, Match, MatchSeat, Tournament, TournamentEntry
+from arena.errors import TournamentNotFoundError
+from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
+from arena.queries import Page, Paging, check_paging, iso, vars_of
+from arena.queries.cache import cached
+from arena.queries.stats import bot_stats, done_token, record
 from arena.rating_terms import PAIRWISE
 from arena.sprt import sprt_state
-from arena.statuses import MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus
-from dashboard.params import Paging
-from dashboard.queries import iso
-from dashboard.queries.cache import cached
-from dashboard.queries.leaderboard import record
+from arena.statuses import MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus, TournamentStatus
+
+
+@dataclass(frozen=True)
+class Progress:
+    pending: int = 0
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.pending + self.running + self.done + self.failed
+
+    @property
+    def unfinished(self) -> int:
+        """Matches still to be played (failed ones wait for a resume)."""
+        return self.pending + self.running
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "pending": self.pending,
+            "running": self.running,
+            "done": self.done,
+            "failed": self.failed,
+            "total": self.total,
+        }
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    bot_id: int
+    bot_name: str
+    bot_version_id: int
+    version: int
+
+
+@dataclass(frozen=True)
+class TournamentRow:
+    id: int
+    name: str
+    status: str
+    table_sizes: list[int]
+    deals_per_table: int
+    hands_per_match: int
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class TournamentView(TournamentRow):
+    entries: list[EntryRow]
+    rules: dict[str, Any]
+    config: dict[str, Any]
+    seed: int | None  # only once finished
+    deal_mode: str = "duplicate"  # or "independent" (arena/tournaments.py)
+
+
+def tournament_progress(session: Session, tournament_id: int) -> Progress:
+    """Counts of the tournament's matches by status (one indexed GROUP BY)."""
+    return _progress_of(session, [tournament_id]).get(tournament_id, Progress())
+
+
+def _progress_of(session: Session, ids: Sequence[int]) -> dict[int, Progress]:
+    counts: dict[int, dict[str, int]] = {i: {} for i in ids}
+    if ids:
+        rows = session.execute(
+            select(Match.tournament_id, Match.status, func.count(Match.id))
+            .where(Match.tournament_id.in_(ids))
+            .group_by(Match.tournament_id, Match.status)
+        )
+        for tid, status, count in rows:
+            counts[tid][status] = int(count)
+    return {tid: Progress(**{s: c.get(s, 0) for s in MATCH_STATUSES}) for tid, c in counts.items()}
+
+
+def list_tournaments(
+    session: Session, *, status: str | None = None, limit: int = 50, offset: int = 0
+) -> Page[TournamentRow]:
+    """Tournaments, newest first, each with its progress."""
+    check_paging(limit, offset)
+    query = select(Tournament)
+    count = select(func.count(Tournament.id))
+    if status is not None:
+        query, count = query.where(Tournament.status == status), count.where(Tournament.status == status)
+    total = session.execute(count).scalar_one()
+    rows = list(session.scalars(query.order_by(Tournament.id.desc()).limit(limit).offset(offset)))
+    progress = _progress_of(session, [t.id for t in rows])
+    return Page([_tournament_row(t, progress[t.id]) for t in rows], total, limit, offset)
+
+
+def get_tournament(session: Session, tournament_id: int) -> TournamentView:
+    tournament = session.get(Tournament, tournament_id)
+    if tournament is None:
+        raise TournamentNotFoundError(f"there is no tournament {tournament_id!r}")
+    entries = [
+        EntryRow(bot_id, name, version_id, number)
+        for bot_id, name, version_id, number in session.execute(
+            select(TournamentEntry.bot_id, Bot.name, TournamentEntry.bot_version_id, BotVersion.number)
+            .join(Bot, Bot.id == TournamentEntry.bot_id)
+            .join(BotVersion, BotVersion.id == TournamentEntry.bot_version_id)
+            .where(TournamentEntry.tournament_id == tournament_id)
+            .order_by(TournamentEntry.id)
+        )
+    ]
+    row = _tournament_row(tournament, tournament_progress(session, tournament_id))
+    return TournamentView(
+        **vars_of(row),
+        entries=entries,
+        rules=dict(tournament.rules or {}),
+        config=dict(tournament.config or {}),
+        seed=tournament.seed if tournament.status == TournamentStatus.FINISHED else None,
+        deal_mode=tournament.deal_mode,
+    )
+
+
+def _tournament_row(t: Tournament, progress: Progress) -> TournamentRow:
+    return TournamentRow(
+        t.id,
+        t.name,
+        t.status,
+        [int(n) for n in t.table_sizes],
+        t.deals_per_table,
+        t.hands_per_match,
+        t.created_at,
+        t.finished_at,
+        progress,
+    )
+
+
+# -- the pages' shapes ------------------------------------------------------------------------
+
 
 STATUSES = TOURNAMENT_STATUSES
 
@@ -39,7 +172,7 @@ def _hands(session: Session, ids: list[int]) -> dict[int, tuple[int, int]]:
     return {tid: (int(played), int(planned)) for tid, played, planned in rows}
 
 
-def progress_json(p: store.Progress, status: str, hands: tuple[int, int]) -> dict[str, Any]:
+def progress_json(p: Progress, status: str, hands: tuple[int, int]) -> dict[str, Any]:
     finished = p.done + p.failed
     return {
         "status": status,
@@ -50,7 +183,7 @@ def progress_json(p: store.Progress, status: str, hands: tuple[int, int]) -> dic
     }
 
 
-def _header(t: store.TournamentRow, hands: tuple[int, int]) -> dict[str, Any]:
+def _header(t: TournamentRow, hands: tuple[int, int]) -> dict[str, Any]:
     return {
         "id": t.id,
         "name": t.name,
@@ -66,7 +199,7 @@ def _header(t: store.TournamentRow, hands: tuple[int, int]) -> dict[str, Any]:
 
 
 def tournament_list(session: Session, status: str | None, page: Paging) -> dict[str, Any]:
-    result = store.list_tournaments(session, status=status, limit=page.per_page, offset=page.offset)
+    result = list_tournaments(session, status=status, limit=page.per_page, offset=page.offset)
     entries = dict(
         session.execute(
             select(TournamentEntry.tournament_id, func.count(TournamentEntry.id))
@@ -88,7 +221,7 @@ def tournament_list(session: Session, status: str | None, page: Paging) -> dict[
 
 
 def progress(session: Session, tournament_id: int) -> dict[str, Any]:
-    t = store.get_tournament(session, tournament_id)
+    t = get_tournament(session, tournament_id)
     out = {"id": t.id, **progress_json(t.progress, t.status, _hands(session, [t.id]).get(t.id, (0, 0)))}
     test = _kind(session, tournament_id).get("sprt")
     if test is not None:  # a sequential test: its LLR as it plays, for the live page
@@ -96,16 +229,10 @@ def progress(session: Session, tournament_id: int) -> dict[str, Any]:
     return out
 
 
-def _token(session: Session, tournament_id: int) -> Hashable:
-    done = (Match.tournament_id == tournament_id) & (Match.status == MatchStatus.DONE)
-    count = session.scalar(select(func.count()).select_from(Match).where(done))
-    return (count, session.scalar(select(func.max(Match.id)).where(done)))
-
-
 def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[str, Any]:
-    t = store.get_tournament(session, tournament_id)
+    t = get_tournament(session, tournament_id)
     results = cached(
-        ("tournament", url, tournament_id), _token(session, tournament_id),
+        ("tournament", url, tournament_id), done_token(session, tournament_id),
         lambda: _results(session, tournament_id),
     )
     return {
@@ -150,7 +277,7 @@ def _results(session: Session, tournament_id: int) -> dict[str, Any]:
         tab = tables.setdefault(table, {"table": table, "matches": set(), "chips": defaultdict(int)})
         tab["matches"].add(match_id)
         tab["chips"][name] += score or 0
-    stats = store.bot_stats(session, tournament_id=tournament_id)
+    stats = bot_stats(session, tournament_id=tournament_id)
     standings = [{"bot": st.name, **record(st)} for st in stats]
     standings.sort(key=lambda r: (-r["chips"], r["bot"]))
     return {

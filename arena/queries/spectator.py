@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.export import deal_finished
 from arena.leaderboard import rating_history
 from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament
-from dashboard.queries import iso
-from dashboard.queries.cache import cached
+from arena.queries import iso
+from arena.queries.cache import cached
+from arena.queries.matches import deal_finished
 
 #: Matches a bot's distributions are drawn from (its most recent ones).
 SAMPLE_MATCHES = 500

@@ -5,9 +5,12 @@ the rows it was computed from, e.g. the number and the largest id of done matche
 lookup with another token recomputes.
 
 ``throttled(key, compute)``: a value (typically such a token, or a row count) recomputed at
-most once every ``REFRESH_SECONDS`` (the app's ``CACHE_REFRESH_SECONDS``, default 1 s). Even
-a cheap fingerprint is a scan of an index, 5 ms on SQLite at 100,000 matches; a dashboard
-may be a second behind a finished match. Tests set it to 0.
+most once every ``refresh_seconds`` (default 1 s). Even a cheap fingerprint is a scan of an
+index, 5 ms on SQLite at 100,000 matches; a dashboard may be a second behind a finished match.
+
+The settings come from :func:`configure`: the dashboard hands it its app's
+``CACHE_REFRESH_SECONDS`` and ``CACHE_STALE_OK`` (tests set 0 and False); the ``tonk``
+commands keep the defaults. Nothing here knows Flask.
 
 Gunicorn workers each keep their own copy, which is fine: each notices changes on its own.
 """
@@ -19,9 +22,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any, TypeVar
-
-from flask import current_app, has_app_context
 
 T = TypeVar("T")
 
@@ -32,6 +34,23 @@ _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Hashable, Any]] = OrderedDict()
 _recent: dict[Hashable, tuple[float, Any]] = {}
 _refreshing: set[Hashable] = set()
+
+
+@dataclass(frozen=True)
+class Settings:
+    refresh_seconds: float = REFRESH_SECONDS
+    #: False: a changed value is computed at once, never answered stale (tests).
+    stale_ok: bool = True
+
+
+_settings: Callable[[], Settings] = Settings
+
+
+def configure(settings: Callable[[], Settings]) -> None:
+    """Where the settings come from, asked at each lookup (the dashboard: the current app's
+    config, so two apps in one process each keep their own)."""
+    global _settings
+    _settings = settings
 
 
 def _store(key: Hashable, token: Hashable, value: Any) -> None:
@@ -60,9 +79,9 @@ def revalidated(key: Hashable, token: Hashable, compute: Callable[[], T]) -> T:
 
     For the ratings fit (5 s at 100,000 matches): during a tournament another match is done
     every few seconds, and no page should wait for a refit each time. ``compute`` runs
-    outside the request, so it must open its own session. With the app's ``CACHE_STALE_OK``
-    false (tests), it runs at once, like :func:`cached`."""
-    stale_ok = not has_app_context() or bool(current_app.config.get("CACHE_STALE_OK", True))
+    outside the request, so it must open its own session. With ``stale_ok`` false (tests), it
+    runs at once, like :func:`cached`."""
+    stale_ok = _settings().stale_ok
     with _lock:
         hit = _entries.get(key)
         if hit is not None and (hit[0] == token or (stale_ok and key in _refreshing)):
@@ -88,15 +107,9 @@ def _refresh(key: Hashable, token: Hashable, compute: Callable[[], Any]) -> None
             _refreshing.discard(key)
 
 
-def refresh_seconds() -> float:
-    if has_app_context():
-        return float(current_app.config.get("CACHE_REFRESH_SECONDS", REFRESH_SECONDS))
-    return REFRESH_SECONDS
-
-
 def throttled(key: Hashable, compute: Callable[[], T]) -> T:
     now = time.monotonic()
-    seconds = refresh_seconds()
+    seconds = _settings().refresh_seconds
     with _lock:
         hit = _recent.get(key)
         if hit is not None and now - hit[0] < seconds:

@@ -4,24 +4,18 @@ finish), for the live tournament page and its poll."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
-from sqlalchemy import exists, func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from arena.models import Bot, Match, MatchSeat, Tournament, utcnow
-from arena.statuses import MatchStatus
-from dashboard.queries import iso
+from arena.queries import aware, iso
+from arena.queries.matches import unfinished_in_deal
+from arena.statuses import MatchStatus, TournamentStatus
 
 #: Running matches listed on the page at most (a big tournament may play hundreds at once).
 RUNNING_SHOWN = 30
-
-
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    if value is not None and value.tzinfo is None:  # SQLite: naive, stored as UTC
-        value = value.replace(tzinfo=dt.UTC)
-    return value
 
 
 def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> dict[str, Any]:
@@ -29,13 +23,13 @@ def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> di
     over that time, and the time left at that pace (None until a hand is played)."""
     t = session.get(Tournament, tournament_id)
     first = select(func.min(Match.started_at)).where(Match.tournament_id == tournament_id)
-    started = _aware(session.scalar(first))
-    finished = progress["status"] == "finished"
-    end = _aware(t.finished_at if t is not None else None) if finished else None
+    started = aware(session.scalar(first))
+    finished = progress["status"] == TournamentStatus.FINISHED
+    end = aware(t.finished_at if t is not None else None) if finished else None
     if started is None:
         return {"started_at": None, "elapsed_s": 0, "hands_per_min": None, "matches_per_min": None,
                 "eta_s": None, "finished": finished}
-    elapsed = max(0.0, ((end or _aware(utcnow())) - started).total_seconds())  # type: ignore[operator]
+    elapsed = max(0.0, ((end or aware(utcnow())) - started).total_seconds())  # type: ignore[operator]
     played, planned = progress["hands_played"], progress["hands_planned"]
     done = progress["matches"]["done"] + progress["matches"]["failed"]
     hands_rate = played / elapsed if elapsed > 0 and played else None
@@ -68,13 +62,7 @@ def _running(session: Session, where: Any) -> list[dict[str, Any]]:
     # Duplicate deals: the other rotations of a deal play the same cards. While one of them
     # is unfinished, a running score would tell its bots how hands of those cards went, so
     # it is shown only for the last rotation of a deal still being played.
-    sibling = aliased(Match)
-    open_sibling = exists().where(
-        sibling.tournament_id == Match.tournament_id,
-        sibling.seed == Match.seed,  # a deal is its seed (arena.store.deal_done_clause)
-        sibling.id != Match.id,
-        sibling.status != MatchStatus.DONE,
-    )
+    open_sibling = unfinished_in_deal(other=True)
     matches = session.execute(
         select(Match.id, Match.table_index, Match.hands_played, Match.hands, open_sibling.label("shared"))
         .where(where, Match.status == MatchStatus.RUNNING)

@@ -1,36 +1,29 @@
-"""The leaderboard: every bot's rating with its interval (arena.leaderboard, cached there
-until another match is done) and its playing record (arena.store.bot_stats, cached here on
-the same condition)."""
+"""The leaderboard: every bot's rating with its interval (arena.leaderboard's model) and its
+playing record (arena.queries.stats), each kept in arena/queries/cache.py until another match
+is done. The dashboard and ``tonk leaderboard`` / ``tonk tournament status`` read it here."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.db import session_scope
 from arena.leaderboard import Leaderboard, LeaderboardRow, current_leaderboard
-from arena.models import Bot, Match, Owner
+from arena.models import Bot, Owner
+from arena.queries import stats
+from arena.queries.cache import revalidated, throttled
+from arena.queries.stats import BotStats, bot_stats, record
 from arena.rating_terms import rating_text, reason_text
-from arena.statuses import BotStatus, MatchStatus
-from arena.store import BotStats, bot_stats
-from dashboard.queries.cache import revalidated, throttled
+from arena.statuses import BotStatus
 
 
 def done_token(session: Session, url: str) -> Hashable:
-    """Changes whenever another match is done: how many are, and the largest id. Two
-    separate queries: on SQLite, count(*) and max(id) each use the status index alone
-    (5 ms and 0.02 ms at 100,000 matches), where one query with both scans for 13 ms."""
-
-    def fingerprint() -> Hashable:
-        done = Match.status == MatchStatus.DONE
-        count = session.scalar(select(func.count()).select_from(Match).where(done))
-        largest = session.scalar(select(func.max(Match.id)).where(done))
-        return (count, largest)
-
-    return throttled(("done", url), fingerprint)
+    """:func:`arena.queries.stats.done_token`, read at most once a refresh window (even that
+    is an index scan: a page may be a second behind a finished match)."""
+    return throttled(("done", url), lambda: stats.done_token(session))
 
 
 def _fresh_board(url: str) -> Leaderboard:
@@ -53,28 +46,6 @@ def stats_by_bot(session: Session, url: str) -> dict[int, BotStats]:
     """Every bot's record over done matches: a GROUP BY over all seats, so kept until the
     set of done matches changes, like the ratings."""
     return revalidated(("bot_stats", url), done_token(session, url), lambda: _fresh_stats(url))
-
-
-def record(stats: BotStats | None) -> dict[str, Any]:
-    """A bot's playing record in the units the pages show."""
-    if stats is None:
-        return {
-            "matches": 0, "hands": 0, "hands_won": 0, "win_rate": None, "chips": 0, "chips_per_100": None,
-            "faults": 0, "decisions": 0, "latency_ms_mean": None, "latency_ms_max": None,
-        }
-    mean = stats.latency_us_mean
-    return {
-        "matches": stats.matches,
-        "hands": stats.hands,
-        "hands_won": stats.hands_won,
-        "win_rate": None if stats.win_rate is None else round(stats.win_rate, 4),
-        "chips": stats.chips,
-        "chips_per_100": None if stats.chips_per_100 is None else round(stats.chips_per_100, 2),
-        "faults": stats.faults,
-        "decisions": stats.decisions,
-        "latency_ms_mean": None if mean is None else round(mean / 1000, 3),
-        "latency_ms_max": round(stats.latency_us_max / 1000, 3) if stats.decisions else None,
-    }
 
 
 def rating_json(row: LeaderboardRow | None) -> dict[str, Any] | None:
@@ -152,13 +123,3 @@ def link_flags(session: Session) -> dict[int, dict[str, Any]]:
     status = link_status(session, ids)
     return {i: {"connected": True, "online": i in status} for i in ids}
 
-
-def scale(rows: list[dict[str, Any]]) -> tuple[float, float]:
-    """The Elo range an interval chart of ``rows`` should span (rounded out to 50s)."""
-    rated = [r["rating"] for r in rows if r["rating"]]
-    if not rated:
-        return 1300.0, 1700.0
-    lo = min(r["elo"] if r["low"] is None else r["low"] for r in rated)
-    hi = max(r["elo"] if r["high"] is None else r["high"] for r in rated)
-    lo, hi = 50 * ((lo - 10) // 50), 50 * (-(-(hi + 10) // 50))
-    return float(lo), float(max(hi, lo + 100))

@@ -23,10 +23,9 @@ from sdk.engine import HandState, Outcome
 from sdk.errors import TonkError
 from sdk.melds import TableMeld
 from sdk.record import HandRecord
+from sdk.referee import plain_record
 from sdk.rules import HAND_SIZE, Rules
 
-#: Keys the referee adds to a hand record (HandLog.to_json), not part of tonk-hand/1.
-REFEREE_KEYS = ("latency_us", "faults")
 SYMBOL = {"c": "\u2663", "d": "\u2666", "h": "\u2665", "s": "\u2660"}
 SUIT_NAME = {"c": "clubs", "d": "diamonds", "h": "hearts", "s": "spades"}
 RANK_NAME = {1: "aces", 11: "jacks", 12: "queens", 13: "kings"}
@@ -182,7 +181,7 @@ def _words(event: Event, before: HandState, after: HandState, names: Sequence[st
 
 def hand_steps(log: dict[str, Any]) -> dict[str, Any]:
     """One hand's steps from its hand log (see the module docstring)."""
-    record = HandRecord.from_json({k: v for k, v in log.items() if k not in REFEREE_KEYS})
+    record = HandRecord.from_json(plain_record(log))
     names = [str(p) for p in record.players]
     latencies = list(log.get("latency_us") or [])
     faults = list(log.get("faults") or [])

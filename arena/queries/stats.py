@@ -1,0 +1,106 @@
+"""Playing records: per bot over done matches (chips, hands won, faults, decision times),
+as the store keeps them per seat, and in the units the pages show; and the fingerprint of the
+done matches that the cached results (records, ratings, standings) are kept against."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from arena.models import Bot, Match, MatchSeat
+from arena.statuses import MatchStatus
+
+
+def done_token(session: Session, tournament_id: int | None = None) -> tuple[int, int | None]:
+    """Changes whenever another match is done (of the tournament, if given): how many are, and
+    the largest id. Two separate queries: on SQLite, count(*) and max(id) each use the status
+    index alone (5 ms and 0.02 ms at 100,000 matches), where one query with both scans for 13 ms."""
+    done = Match.status == MatchStatus.DONE
+    if tournament_id is not None:
+        done = done & (Match.tournament_id == tournament_id)
+    count = session.scalar(select(func.count()).select_from(Match).where(done))
+    largest = session.scalar(select(func.max(Match.id)).where(done))
+    return (int(count or 0), None if largest is None else int(largest))
+
+
+@dataclass(frozen=True)
+class BotStats:
+    bot_id: int
+    name: str
+    matches: int
+    hands: int
+    hands_won: int
+    chips: int
+    faults: int
+    decisions: int
+    latency_us_total: int
+    latency_us_max: int
+
+    @property
+    def win_rate(self) -> float | None:
+        return self.hands_won / self.hands if self.hands else None
+
+    @property
+    def chips_per_100(self) -> float | None:
+        return 100 * self.chips / self.hands if self.hands else None
+
+    @property
+    def latency_us_mean(self) -> float | None:
+        return self.latency_us_total / self.decisions if self.decisions else None
+
+
+def bot_stats(
+    session: Session, *, bot_id: int | None = None, tournament_id: int | None = None
+) -> list[BotStats]:
+    """Playing record per bot over done matches (one indexed GROUP BY, no replay opened):
+    every bot that played, or only ``bot_id``; optionally within one tournament. ``hands``
+    counts the hands of the match (a forfeited rest of a match is charged in chips too)."""
+    query = (
+        select(
+            MatchSeat.bot_id,
+            Bot.name,
+            func.count(MatchSeat.id),
+            func.coalesce(func.sum(Match.hands), 0),
+            func.coalesce(func.sum(MatchSeat.hands_won), 0),
+            func.coalesce(func.sum(MatchSeat.score), 0),
+            func.coalesce(func.sum(MatchSeat.faults), 0),
+            func.coalesce(func.sum(MatchSeat.decisions), 0),
+            func.coalesce(func.sum(MatchSeat.latency_us_total), 0),
+            func.coalesce(func.max(MatchSeat.latency_us_max), 0),
+        )
+        .join(Match, Match.id == MatchSeat.match_id)
+        .join(Bot, Bot.id == MatchSeat.bot_id)
+        .where(Match.status == MatchStatus.DONE)
+        .group_by(MatchSeat.bot_id, Bot.name)
+        .order_by(Bot.name)
+    )
+    if bot_id is not None:
+        query = query.where(MatchSeat.bot_id == bot_id)
+    if tournament_id is not None:
+        query = query.where(Match.tournament_id == tournament_id)
+    return [BotStats(int(r[0]), r[1], *(int(v or 0) for v in r[2:])) for r in session.execute(query)]
+
+
+def record(stats: BotStats | None) -> dict[str, Any]:
+    """A bot's playing record in the units the pages show."""
+    if stats is None:
+        return {
+            "matches": 0, "hands": 0, "hands_won": 0, "win_rate": None, "chips": 0, "chips_per_100": None,
+            "faults": 0, "decisions": 0, "latency_ms_mean": None, "latency_ms_max": None,
+        }
+    mean = stats.latency_us_mean
+    return {
+        "matches": stats.matches,
+        "hands": stats.hands,
+        "hands_won": stats.hands_won,
+        "win_rate": None if stats.win_rate is None else round(stats.win_rate, 4),
+        "chips": stats.chips,
+        "chips_per_100": None if stats.chips_per_100 is None else round(stats.chips_per_100, 2),
+        "faults": stats.faults,
+        "decisions": stats.decisions,
+        "latency_ms_mean": None if mean is None else round(mean / 1000, 3),
+        "latency_ms_max": round(stats.latency_us_max / 1000, 3) if stats.decisions else None,
+    }
