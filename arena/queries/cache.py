@@ -9,8 +9,8 @@ most once every ``refresh_seconds`` (default 1 s). Even a cheap fingerprint is a
 index, 5 ms on SQLite at 100,000 matches; a dashboard may be a second behind a finished match.
 
 The settings come from :func:`configure`: the dashboard hands it its app's
-``CACHE_REFRESH_SECONDS`` and ``CACHE_STALE_OK`` (tests set 0 and False); the ``tonk``
-commands keep the defaults. Nothing here knows Flask.
+``CACHE_REFRESH_SECONDS`` and ``CACHE_STALE_OK`` (tests set 0 and False); anything else, the
+``tonk`` commands included, gets current answers (:class:`Settings`). Nothing here knows Flask.
 
 Gunicorn workers each keep their own copy, which is fine: each notices changes on its own.
 """
@@ -38,9 +38,13 @@ _refreshing: set[Hashable] = set()
 
 @dataclass(frozen=True)
 class Settings:
-    refresh_seconds: float = REFRESH_SECONDS
-    #: False: a changed value is computed at once, never answered stale (tests).
-    stale_ok: bool = True
+    """Outside a dashboard (the ``tonk`` commands, ``tonk demo``'s summary) every answer is
+    current: a command that has just played matches must not print the board from before
+    them. The dashboard asks for throttling and stale answers (REFRESH_SECONDS, stale_ok)."""
+
+    refresh_seconds: float = 0.0
+    #: False: a changed value is computed at once, never answered stale.
+    stale_ok: bool = False
 
 
 _settings: Callable[[], Settings] = Settings
