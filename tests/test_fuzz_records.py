@@ -276,7 +276,7 @@ def mutate(ch: Chooser, record: dict[str, Any]) -> Any:
         elif op == 15 and actions:  # an action by the wrong seat
             index = ch.below(len(actions))
             if isinstance(actions[index], dict):
-                actions[index]["seat"] = ch.below(n)
+                actions[index]["seat"] = ch.below(max(n, 1))  # (players may be [] by now)
             return record
     places = paths(record)
     path = pick(ch, places[1:]) if len(places) > 1 else ()
