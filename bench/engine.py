@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import pstats
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -32,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import sdk.record as record_module
 from sdk.dealing import deck_order
 from sdk.engine import HandState
 from sdk.record import HandRecord
@@ -146,21 +149,64 @@ def bench_replay(hands: int, repeat: int) -> tuple[float, float]:
             done += len(record.actions)
         return done
 
+    def loads_only(loads: Callable[[str], Any], texts: list[str], actions: int) -> int:
+        for text in texts:
+            loads(text)
+        return actions
+
     record_chunks, text_chunks = split(records, CHUNKS), split(texts, CHUNKS)
+    chunk_actions = [sum(len(r.actions) for r in c) for c in record_chunks]
     replayed = best_of_chunks(
-        repeat, [partial(replay, c, sum(len(r.actions) for r in c)) for c in record_chunks]
+        repeat, [partial(replay, c, a) for c, a in zip(record_chunks, chunk_actions, strict=True)]
     )
     print_baseline(replayed)
     rate = report("replay (verify) parsed records", replayed, "actions")
-    report("parse (JSON text -> checked record)",
-           best_of_chunks(repeat, [partial(parse, c) for c in text_chunks]), "actions")
+    # Each JSON reader HandRecord.from_text can use, in the same run: parsing's cost over the
+    # replay's (under 1: parsing is the cheaper), and the JSON decoder's cost alone.
+    costs = []
+    for name, loads in backends():
+        with json_backend(loads):
+            parsed = best_of_chunks(repeat, [partial(parse, c) for c in text_chunks])
+        report(f"parse, {name}", parsed, "actions")
+        decoder = loads or json.loads
+        alone = best_of_chunks(
+            repeat,
+            [partial(loads_only, decoder, t, a) for t, a in zip(text_chunks, chunk_actions, strict=True)],
+        )
+        report("  of which the JSON decoder alone", alone, "actions")
+        costs.append(f"{name} {parsed.cpu / replayed.cpu:.2f} (decoder alone {alone.cpu / replayed.cpu:.2f})")
     both = best_of_chunks(repeat, [partial(parse_replay, c) for c in text_chunks])
     report("parse + replay", both, "actions", f"   ({hands / both.cpu:,.0f} hands/s)")
+    print(f"  parse cost / replay cost: {', '.join(costs)}; the goal is under 1")
     ratio = replayed.base_cpu / replayed.cpu
     verdict = "meets" if rate >= TARGET_REPLAY else "MISSES"
     print(f"  replay {verdict} the target of {TARGET_REPLAY:,} actions/s (cpu) here; at this ratio "
           f"it needs a baseline of {TARGET_REPLAY / ratio:,.0f} items/s")
     return rate, ratio
+
+
+def backends() -> list[tuple[str, Callable[[str | bytes], Any] | None]]:
+    """The JSON readers HandRecord.from_text can use here: the standard library's, and
+    orjson's when it is installed (the arena extra installs it)."""
+    found: list[tuple[str, Callable[[str | bytes], Any] | None]] = [("stdlib json", None)]
+    try:
+        import orjson
+    except ImportError:
+        print("  (orjson is not installed: pip install -e '.[arena]' to compare it)")
+    else:
+        found.append((f"orjson {orjson.__version__}", orjson.loads))
+    return found
+
+
+@contextmanager
+def json_backend(loads: Callable[[str | bytes], Any] | None) -> Iterator[None]:
+    """HandRecord.from_text reads with ``loads`` (orjson's) or, given None, the stdlib only."""
+    saved = record_module._orjson_loads
+    record_module._orjson_loads = loads
+    try:
+        yield
+    finally:
+        record_module._orjson_loads = saved
 
 
 def bench_selfplay(hands_per_size: int, repeat: int) -> tuple[float, float]:

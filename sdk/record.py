@@ -8,11 +8,13 @@ kept as they were.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from operator import itemgetter
+from typing import Any, Final
 
-from sdk.actions import Action
-from sdk.cards import Card, parse_cards
+from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Layoff, Meld, discard_of
+from sdk.cards import DECK, Card, parse_cards
 from sdk.engine import HandState, Outcome
 from sdk.errors import (
     IllegalActionError,
@@ -23,6 +25,14 @@ from sdk.errors import (
 )
 from sdk.melds import TableMeld, parse_table
 from sdk.rules import MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
+
+# orjson's reader, an optional accelerator (the arena extra installs it), or None: the
+# standard library's only (tests and bench/engine.py set it to compare the two).
+_orjson_loads: Callable[[str | bytes], Any] | None
+try:
+    from orjson import loads as _orjson_loads
+except ImportError:  # the bot author's install
+    _orjson_loads = None
 
 FORMAT = "tonk-hand/1"
 _KNOWN = (
@@ -42,6 +52,22 @@ _KNOWN = (
 )
 _OUTCOME_KEYS = ("end", "winners", "payoffs", "totals")
 _OPTIONAL = ("note", "rules", "table", "to_act", "outcome")
+_REQUIRED = ("players", "dealer", "start", "hands", "discard", "stock", "actions")
+_REQUIRED_SET: Final = frozenset(_REQUIRED)
+_KNOWN_SET: Final = frozenset(_KNOWN)
+_STR: Final = frozenset((str,))
+_INT: Final = frozenset((int,))
+_FIVE: Final = frozenset((5,))
+_LIST: Final = frozenset((list,))
+_SCALARS: Final = frozenset((str, int, bool, type(None)))
+_PLAIN_DEPTH = 100  # nesting that the standard library reads at any stack depth a caller has
+_CARD_BY_TEXT: Final[dict[str, Card]] = {card.text: card for card in DECK}
+# key -> text value -> the action, for the actions written as Action.to_json writes them whose
+# value is text (actions are immutable, so every record shares these)
+_TEXT_ACTIONS: Final[dict[str, dict[str, Action]]] = {
+    "draw": {"stock": DRAW_STOCK, "discard": DRAW_DISCARD},
+    "discard": {card.text: discard_of(card) for card in DECK},
+}
 
 
 @dataclass
@@ -68,6 +94,19 @@ class HandRecord:
 
     @classmethod
     def from_text(cls, text: str | bytes) -> HandRecord:
+        """Read and check a record's JSON text (see :meth:`from_json`). With ``orjson``
+        installed it reads the text several times faster; the result, and the error for a
+        text that is not a record, are the same as the standard library's."""
+        loads = _orjson_loads
+        if loads is not None and (type(text) is bytes or type(text) is str):
+            try:
+                record = cls.from_json(loads(text))
+            except Exception:  # not JSON to orjson, or not a record: read again below
+                pass
+            else:
+                if record._reads_the_same():
+                    return record
+        # The standard library's reading is the reference: its errors name what is wrong.
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -78,21 +117,48 @@ class HandRecord:
             raise RecordError("not valid JSON: nested too deeply") from None
         return cls.from_json(data)
 
+    def _reads_the_same(self) -> bool:
+        """Whether the standard library reads this record's text as orjson did. The fields
+        :meth:`from_json` checks only take strings, booleans and small integers, which both
+        read alike; the values it keeps unchecked (unknown fields, outcome keys past the four)
+        must hold no float (orjson reads an integer past 64 bits as one) and no deep nesting
+        (the standard library's recursion limit)."""
+        extra, outcome = self.extra, self.outcome
+        if extra and not all(_plain(v, 0) for v in extra.values()):
+            return False
+        if outcome is not None and len(outcome) > len(_OUTCOME_KEYS):
+            return all(_plain(v, 0) for k, v in outcome.items() if k not in _OUTCOME_KEYS)
+        return True
+
     @classmethod
     def from_json(cls, data: Any) -> HandRecord:
+        """Read and check a record's JSON value; :class:`RecordError` names the first problem.
+
+        Each field is checked where it is read, in the order of docs/hand-record.md. The usual
+        record (52 cards in canonical spelling, actions written as ``to_json`` writes them)
+        takes fast paths; anything else goes through the field's full checks, which say what
+        is wrong with it."""
         if not isinstance(data, dict):
             raise RecordError(f"a hand record is a JSON object, got {type(data).__name__}")
         if data.get("format") != FORMAT:
             raise RecordError(f"'format' must be {FORMAT!r}, got {data.get('format')!r}")
-        for key in ("players", "dealer", "start", "hands", "discard", "stock", "actions"):
-            if key not in data:
-                raise RecordError(f"missing field {key!r}")
-        try:
-            rules = Rules.from_json(data.get("rules"))
-        except RulesError as exc:
-            raise RecordError(f"'rules': {exc}") from None
+        if not data.keys() >= _REQUIRED_SET:
+            for key in _REQUIRED:
+                if key not in data:
+                    raise RecordError(f"missing field {key!r}")
+        rules_json = data.get("rules")
+        if rules_json is None:
+            rules = STANDARD
+        else:
+            try:
+                rules = Rules.from_json(rules_json)
+            except RulesError as exc:
+                raise RecordError(f"'rules': {exc}") from None
         players = data["players"]
-        if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
+        # {str}.issuperset(map(type, ...)): the all() below, in C, for a list of plain strings
+        if not (type(players) is list and _STR.issuperset(map(type, players))) and (
+            not isinstance(players, list) or not all(isinstance(p, str) for p in players)
+        ):
             raise RecordError(f"'players' must be a list of names, got {players!r}")
         if not MIN_PLAYERS <= len(players) <= MAX_PLAYERS:
             raise RecordError(
@@ -108,12 +174,21 @@ class HandRecord:
         hands_raw = data["hands"]
         if not isinstance(hands_raw, list) or len(hands_raw) != n:
             raise RecordError(f"'hands' must hold one list of cards per player ({n}), got {hands_raw!r}")
-        hands = [_cards(h, f"hands[{i}]") for i, h in enumerate(hands_raw)]
-        discard = _cards(data["discard"], "discard")
-        stock = _cards(data["stock"], "stock")
-        nulls = tuple(k for k in _OPTIONAL if k in data and data[k] is None)
-        table = parse_table(data["table"], n, rules) if data.get("table") is not None else None
-        if start == "deal" and any(len(h) != 5 for h in hands):
+        discard_raw, stock_raw, table_raw = data["discard"], data["stock"], data.get("table")
+        # With no table, a whole deck in canonical spelling reads in a few C loops, and is
+        # then known to be one deck (the check initial_state would make).
+        parts = None if table_raw else _whole_deck(hands_raw, discard_raw, stock_raw)
+        if parts is not None:
+            stock = parts.pop()
+            discard = parts.pop()
+            hands = parts
+        else:
+            hands = [_cards(h, f"hands[{i}]") for i, h in enumerate(hands_raw)]
+            discard = _cards(discard_raw, "discard")
+            stock = _cards(stock_raw, "stock")
+        nulls = tuple(k for k in _OPTIONAL if k in data and data[k] is None) if None in data.values() else ()
+        table = parse_table(table_raw, n, rules) if table_raw is not None else None
+        if start == "deal" and not _FIVE.issuperset(map(len, hands)):
             raise RecordError("a record that starts from a deal has 5 cards in each hand")
         to_act = data.get("to_act")
         if to_act is not None and (type(to_act) is not int or not 0 <= to_act < n):
@@ -121,41 +196,30 @@ class HandRecord:
         actions_raw = data["actions"]
         if not isinstance(actions_raw, list):
             raise RecordError(f"'actions' must be a list, got {actions_raw!r}")
-        actions: list[tuple[int, Action]] = []
-        for i, raw in enumerate(actions_raw):
-            if not isinstance(raw, dict):
-                raise RecordError(f"action {i} must be an object, got {raw!r}")
-            seat = raw.get("seat")
-            if type(seat) is not int or not 0 <= seat < n:
-                raise RecordError(f"action {i}: 'seat' must be a seat from 0 to {n - 1}, got {seat!r}")
-            try:
-                actions.append((seat, Action.from_json(raw)))
-            except NotationError as exc:
-                raise RecordError(f"action {i}: {exc}") from None
+        actions = _read_actions(actions_raw, n)
         outcome = data.get("outcome")
         if outcome is not None:
             _check_outcome_shape(outcome, n)
         note = data.get("note")
         if note is not None and not isinstance(note, str):
             raise RecordError(f"'note' must be text, got {note!r}")
-        record = cls(
-            players=list(players),
-            dealer=dealer,
-            start=start,
-            hands=hands,
-            discard=discard,
-            stock=stock,
-            actions=actions,
-            rules=rules,
-            table=table,
-            to_act=to_act,
-            outcome=outcome,
-            note=note,
-            rules_json=data.get("rules"),
-            extra={k: v for k, v in data.items() if k not in _KNOWN},
-            nulls=nulls,
-        )
-        record.initial_state()  # checks the deck: every card exactly once
+        record = cls(  # positional (the fields' order): cheaper than 15 keywords, once per record
+            list(players), dealer, start, hands, discard, stock, actions, rules, table, to_act,
+            outcome, note, rules_json,
+            {} if _KNOWN_SET.issuperset(data) else {k: v for k, v in data.items() if k not in _KNOWN},
+            nulls,
+        )  # fmt: skip
+        if parts is not None:  # one deck, checked above: build the start as initial_state would
+            if not all(hands):
+                i = next(i for i, h in enumerate(hands) if not h)
+                raise RecordError(f"hands[{i}] is empty: a player with no cards has already gone out")
+            record.__dict__["_start"] = HandState._build(
+                rules, n, dealer, "deal" if start == "deal" else "position",
+                [h[:] for h in hands], discard[:], stock[:], [],
+                (dealer + 1) % n if to_act is None else to_act,
+            )  # fmt: skip
+        else:
+            record.initial_state()  # checks the deck: every card exactly once
         if start == "deal":
             if len(discard) != 1:
                 raise RecordError(
@@ -313,6 +377,94 @@ def _cards(value: Any, where: str) -> list[Card]:
         raise RecordError(f"'{where}': {exc}") from None
 
 
+def _whole_deck(hands: list[Any], discard: Any, stock: Any) -> list[list[Card]] | None:
+    """The cards of ``hands``, ``discard`` and ``stock`` (in that order, one list each) when
+    they are lists of the 52 cards, each once, in canonical spelling: the usual record. None
+    for anything else, which the field-by-field checks then read (or say what is wrong)."""
+    if type(discard) is not list or type(stock) is not list or not _LIST.issuperset(map(type, hands)):
+        return None
+    texts: list[Any] = []
+    for hand in hands:
+        texts += hand
+    texts += discard
+    texts += stock
+    if len(texts) != 52:
+        return None
+    try:  # the 52 look-ups in one C call (an itemgetter of 52 keys gives a tuple)
+        cards = itemgetter(*texts)(_CARD_BY_TEXT)
+    except (KeyError, TypeError):  # not a card in canonical spelling (or not even text)
+        return None
+    if len(set(texts)) != 52:  # a card twice (the texts' hashes are cached by now)
+        return None
+    parts = []
+    i = 0
+    for hand in hands:
+        j = i + len(hand)
+        parts.append([*cards[i:j]])
+        i = j
+    j = i + len(discard)
+    parts.append([*cards[i:j]])
+    parts.append([*cards[j:]])
+    return parts
+
+
+def _read_actions(actions: list[Any], n: int) -> list[tuple[int, Action]]:
+    """The ``(seat, action)`` list of a record's ``actions``. An action written as
+    :meth:`Action.to_json` writes it (seat first, canonical cards) is read with a look-up or
+    two; any other goes through :func:`_read_action`, which reads it or says what is wrong."""
+    read: list[tuple[int, Action]] = []
+    append = read.append
+    by_key = _TEXT_ACTIONS.get
+    card = _CARD_BY_TEXT.get
+    for i, raw in enumerate(actions):
+        if type(raw) is dict:
+            size = len(raw)
+            if size == 2:
+                (key0, seat), (kind, value) = raw.items()
+                if key0 == "seat" and type(seat) is int and 0 <= seat < n:
+                    if type(value) is str:
+                        texts = by_key(kind)
+                        action = texts.get(value) if texts is not None else None
+                        if action is not None:
+                            append((seat, action))
+                            continue
+                    elif value is True and kind == "drop":
+                        append((seat, DROP))
+                        continue
+                    elif kind == "meld" and type(value) is list:
+                        try:
+                            append((seat, Meld(tuple(map(_CARD_BY_TEXT.__getitem__, value)))))
+                            continue
+                        except (KeyError, TypeError):
+                            pass
+            elif size == 3:
+                (key0, seat), (kind, value), (key2, onto) = raw.items()
+                if (
+                    key0 == "seat" and kind == "layoff" and key2 == "onto"
+                    and type(seat) is int and 0 <= seat < n
+                    and type(onto) is int and onto >= 0 and type(value) is str
+                ):  # fmt: skip
+                    laid = card(value)
+                    if laid is not None:
+                        append((seat, Layoff(laid, onto)))
+                        continue
+        append(_read_action(i, raw, n))
+    return read
+
+
+def _read_action(i: int, raw: Any, n: int) -> tuple[int, Action]:
+    """Action ``i`` of a record, any way it may be written, fully checked."""
+    if not isinstance(raw, dict):
+        raise RecordError(f"action {i} must be an object, got {raw!r}")
+    seat = raw.get("seat")
+    if type(seat) is not int or not 0 <= seat < n:
+        raise RecordError(f"action {i}: 'seat' must be a seat from 0 to {n - 1}, got {seat!r}")
+    try:
+        return seat, Action.from_json(raw)
+    except NotationError as exc:
+        raise RecordError(f"action {i}: {exc}") from None
+
+
 def _check_outcome_shape(outcome: Any, n: int) -> None:
     if not isinstance(outcome, dict):
         raise RecordError(f"'outcome' must be an object, got {outcome!r}")
@@ -322,8 +474,24 @@ def _check_outcome_shape(outcome: Any, n: int) -> None:
         )
     for key in ("winners", "payoffs", "totals"):
         value = outcome.get(key)
-        if not isinstance(value, list) or not all(type(v) is int for v in value):
+        # {int}.issuperset(map(type, value)): every element's type is int, checked in C
+        if not isinstance(value, list) or not _INT.issuperset(map(type, value)):
             raise RecordError(f"outcome {key!r} must be a list of integers, got {value!r}")
     for key in ("payoffs", "totals"):
         if len(outcome[key]) != n:
             raise RecordError(f"outcome {key!r} needs one entry per player ({n}), got {outcome[key]!r}")
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` (read by orjson) holds no float and nests at most ``_PLAIN_DEPTH``
+    levels deep: then the standard library reads its text as the same value."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if depth >= _PLAIN_DEPTH:
+        return False
+    if kind is list:
+        return _SCALARS.issuperset(map(type, value)) or all(_plain(v, depth + 1) for v in value)
+    if kind is dict:
+        return all(_plain(v, depth + 1) for v in value.values())
+    return False  # a float

@@ -19,14 +19,17 @@ import random
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
 from helpers.case_files import CASES
+from helpers.record_reference import reference_from_json, reference_from_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import sdk.record as record_module
 from sdk.cards import DECK
 from sdk.commands.record import check_file
 from sdk.dealing import deck_order
@@ -276,7 +279,7 @@ def mutate(ch: Chooser, record: dict[str, Any]) -> Any:
         elif op == 15 and actions:  # an action by the wrong seat
             index = ch.below(len(actions))
             if isinstance(actions[index], dict):
-                actions[index]["seat"] = ch.below(n)
+                actions[index]["seat"] = ch.below(max(n, 1))  # (players may be [] by now)
             return record
     places = paths(record)
     path = pick(ch, places[1:]) if len(places) > 1 else ()
@@ -469,3 +472,158 @@ def test_an_object_is_not_a_list_of_cards() -> None:
     record["hands"][0] = {card: 1 for card in record["hands"][0]}
     with pytest.raises(TonkError):
         HandRecord.from_json(record)
+
+
+# -- the reader's fast paths against the plain reading ---------------------------------------
+# HandRecord.from_json takes shortcuts for the usual record, and from_text reads with orjson
+# when it is installed. Neither may change what is read or what an error says: both are
+# compared with tests/helpers/record_reference.py, the checks written once each, in order.
+
+try:
+    import orjson
+
+    ORJSON: list[Any] = [orjson.loads]
+except ImportError:  # the bot author's install: only the standard library's reading
+    ORJSON = []
+
+
+def what_reading_gives(read: Callable[[Any], HandRecord], value: Any) -> tuple[Any, ...]:
+    """The record read (written out, with its checked start) or the error, comparably."""
+    try:
+        record = read(value)
+    except Exception as exc:
+        return ("error", type(exc).__name__, str(exc))
+    start = record.initial_state()
+    written = json.dumps(record.to_json())  # a float where an int was shows here (1.0 == 1)
+    state = [getattr(start, name) for name in ("_initial", "hands", "discard", "_stock", "table")]
+    state += [start.to_act, start.phase, start.outcome, start.rules, start.dealer]
+    return ("record", written, repr(record), record, state)
+
+
+def text_readers() -> list[Callable[[str | bytes], HandRecord]]:
+    """HandRecord.from_text with each JSON reader: the standard library's, orjson's."""
+
+    def reader(loads: Any) -> Callable[[str | bytes], HandRecord]:
+        def read(text: str | bytes) -> HandRecord:
+            saved = record_module._orjson_loads
+            record_module._orjson_loads = loads
+            try:
+                return HandRecord.from_text(text)
+            finally:
+                record_module._orjson_loads = saved
+
+        return read
+
+    return [reader(None), *map(reader, ORJSON)]
+
+
+def assert_read_alike(text: str | bytes) -> tuple[Any, ...]:
+    expected = what_reading_gives(reference_from_text, text)
+    for read in text_readers():
+        assert what_reading_gives(read, text) == expected
+    return expected
+
+
+@settings(max_examples=FUZZ_EXAMPLES // 2, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**64 - 1))
+def test_the_reader_agrees_with_the_plain_reading(seed: int) -> None:
+    record = mutated(RandomChooser(random.Random(seed)))
+    expected = what_reading_gives(reference_from_json, copy.deepcopy(record))
+    assert what_reading_gives(HandRecord.from_json, copy.deepcopy(record)) == expected
+    with contextlib.suppress(ValueError):  # NaN and the like, which JSON text cannot hold
+        text = json.dumps(record, allow_nan=False)
+        assert_read_alike(text)
+        assert_read_alike(text.encode())
+
+
+def test_valid_records_read_alike_every_way() -> None:
+    for record in SEEDS:
+        text = json.dumps(record)
+        assert assert_read_alike(text)[0] == "record"
+        assert assert_read_alike(text.encode())[0] == "record"
+        assert what_reading_gives(HandRecord.from_json, copy.deepcopy(record)) == what_reading_gives(
+            reference_from_json, copy.deepcopy(record)
+        )
+
+
+def with_field(key: str, value_text: str, record: dict[str, Any] | None = None) -> str:
+    """A valid record's text with ``key`` set to the JSON ``value_text``, written verbatim."""
+    base = dict(record or SEEDS[0])
+    base[key] = "@@"
+    return json.dumps(base).replace('"@@"', value_text)
+
+
+# Where orjson and the standard library part ways: a number past 64 bits (orjson reads a
+# float), NaN and Infinity (the standard library reads them), nesting between the standard
+# library's recursion limit and orjson's 1024, byte order marks, UTF-16, lone surrogates.
+ODD_FIELDS = [
+    str(2**64),
+    str(-(2**63) - 1),
+    "9" * 30,
+    "1" * 5000,
+    "[1, 18446744073709551616]",
+    '{"k": [0, 99999999999999999999]}',
+    "1e400",
+    "NaN",
+    "-Infinity",
+    "0.5",
+    "-0",
+    "[" * 990 + "]" * 990,
+    "[" * 1020 + "]" * 1020,
+    "[" * 1100 + "]" * 1100,
+    '{"a": ' * 500 + "1" + "}" * 500,
+    '"\\ud800"',
+    '"caf\\u00e9 \\ud83d\\ude00"',
+    '{"a": 1, "a": [2]}',
+]
+
+
+ODD_PLACES = ["extra", "faulted", "note", "dealer", "players", "outcome", "rules", "actions"]
+
+
+@pytest.mark.parametrize("value", ODD_FIELDS, ids=lambda v: v[:24])
+@pytest.mark.parametrize("key", ODD_PLACES)
+def test_where_json_readers_differ_the_standard_library_decides(key: str, value: str) -> None:
+    if key == "faulted":  # an outcome key that is kept unchecked
+        outcome = json.dumps(SEEDS[0]["outcome"])
+        assert_read_alike(with_field("outcome", outcome[:-1] + ', "faulted": ' + value + "}"))
+    else:
+        assert_read_alike(with_field(key, value))
+
+
+def test_odd_texts_read_alike() -> None:
+    text = json.dumps(SEEDS[0])
+    for odd in [
+        *ODD_TEXTS,
+        DEEP,
+        text.encode("utf-8-sig"),  # a BOM: the standard library reads bytes with one
+        "\ufeff" + text,  # and refuses a str with one
+        text.encode("utf-16"),
+        text.replace('"p0"', '"\\ud800"'),
+        text.replace('"p0"', '"\ud800"'),  # a lone surrogate in the str itself
+        text.encode() + b"\xff",
+        text + " \n\t",
+        text + " x",
+        text.replace(", ", " ,\r\n  "),
+    ]:
+        assert_read_alike(odd)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(st.text(), st.binary(), json_values.map(json.dumps)))
+def test_arbitrary_texts_read_alike(text: str | bytes) -> None:
+    assert_read_alike(text)
+
+
+def test_the_sdk_reads_records_without_orjson() -> None:
+    """The bot author's install has no orjson: the standard library reads every record."""
+    case = sorted(CASES.glob("*.json"))[0]
+    code = (
+        "import sys; sys.modules['orjson'] = None\n"
+        "import sdk.record as r\n"
+        "assert r._orjson_loads is None\n"
+        f"print(r.HandRecord.from_text(open({str(case)!r}, 'rb').read()).verify().end)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() in ("tonk", "drop", "out", "stock", "cap", "fault")
