@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from arena.auth import get_or_create_operator
 from arena.config import Settings
 from arena.db import session_scope
-from arena.jobs import play_match_job
+from arena.jobs import SLOW, play_match_job
 from arena.models import FaultRecord, Match, MatchSeat, Replay
 from arena.registry import host_bot, register_bot
 from arena.tournaments import create_tournament
@@ -85,7 +85,7 @@ def scores_by_key(url: str, tournament_id: int) -> dict[str, list[int | None]]:
 
 def counted_once(url: str, tournament_id: int) -> None:
     """Every done match has exactly one replay, scored seats summing to zero, and its faults
-    recorded once; nothing else has a replay."""
+    recorded once (slow notices, recorded but not charged, apart); nothing else has a replay."""
     with session_scope(url) as session:
         matches = session.execute(
             select(Match.id, Match.status, Match.faults).where(Match.tournament_id == tournament_id)
@@ -97,7 +97,9 @@ def counted_once(url: str, tournament_id: int) -> None:
         )
         faults = dict(
             session.execute(
-                select(FaultRecord.match_id, func.count()).group_by(FaultRecord.match_id)
+                select(FaultRecord.match_id, func.count())
+                .where(FaultRecord.kind != SLOW)  # slow notices are on the record, not charged
+                .group_by(FaultRecord.match_id)
             ).all()
         )
         for match_id, status, fault_count in matches:
