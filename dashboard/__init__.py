@@ -43,6 +43,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         # running tournament's page polls, and whether new bots are checked before registering.
         CACHE_REFRESH_SECONDS=1.0,
         CACHE_STALE_OK=True,
+        CACHE_FRESH_WAIT_SECONDS=1.0,
         PROGRESS_POLL_MS=3000,
         BOT_CHECKS=True,
         BOT_CHECKER=None,
@@ -78,7 +79,7 @@ def cache_settings() -> CacheSettings:
     """The query cache's settings (arena/queries/cache.py) from the current app's config."""
     from flask import current_app, has_app_context
 
-    from arena.queries.cache import REFRESH_SECONDS, Settings
+    from arena.queries.cache import FRESH_WAIT_SECONDS, REFRESH_SECONDS, Settings
 
     if not has_app_context():
         return Settings()
@@ -86,6 +87,7 @@ def cache_settings() -> CacheSettings:
     return Settings(
         refresh_seconds=float(config.get("CACHE_REFRESH_SECONDS", REFRESH_SECONDS)),
         stale_ok=bool(config.get("CACHE_STALE_OK", True)),
+        fresh_wait_seconds=float(config.get("CACHE_FRESH_WAIT_SECONDS", FRESH_WAIT_SECONDS)),
     )
 
 

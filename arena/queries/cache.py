@@ -28,12 +28,13 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 REFRESH_SECONDS = 1.0
+FRESH_WAIT_SECONDS = 1.0
 MAX_ENTRIES = 256
 
 _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Hashable, Any]] = OrderedDict()
 _recent: dict[Hashable, tuple[float, Any]] = {}
-_refreshing: set[Hashable] = set()
+_refreshing: dict[Hashable, threading.Event] = {}
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,9 @@ class Settings:
     refresh_seconds: float = 0.0
     #: False: a changed value is computed at once, never answered stale.
     stale_ok: bool = False
+    #: With stale_ok: how long a request waits for a value being recomputed before it
+    #: answers the old one.
+    fresh_wait_seconds: float = FRESH_WAIT_SECONDS
 
 
 _settings: Callable[[], Settings] = Settings
@@ -78,37 +82,51 @@ def cached(key: Hashable, token: Hashable, compute: Callable[[], T]) -> T:
 
 
 def revalidated(key: Hashable, token: Hashable, compute: Callable[[], T]) -> T:
-    """Like :func:`cached`, but once a value exists a changed token does not make anyone
-    wait: the old value is answered while one background thread computes the new one.
+    """Like :func:`cached`, but once a value exists a changed token makes nobody wait long:
+    one background thread computes the new value, and the request waits for it at most
+    ``fresh_wait_seconds``, then answers the old value.
 
     For the ratings fit (5 s at 100,000 matches): during a tournament another match is done
-    every few seconds, and no page should wait for a refit each time. ``compute`` runs
-    outside the request, so it must open its own session. With ``stale_ok`` false (tests), it
-    runs at once, like :func:`cached`."""
-    stale_ok = _settings().stale_ok
+    every few seconds, and no page should wait for a refit each time; in a small arena the
+    fit takes milliseconds and the page right after a tournament shows its result.
+    ``compute`` runs outside the request, so it must open its own session. With ``stale_ok``
+    false (tests, commands), it runs at once, like :func:`cached`."""
+    settings = _settings()
+    stale_ok = settings.stale_ok
+    done: threading.Event | None = None
     with _lock:
         hit = _entries.get(key)
-        if hit is not None and (hit[0] == token or (stale_ok and key in _refreshing)):
+        if hit is not None and hit[0] == token:
             value: T = hit[1]
             return value
         if hit is not None and stale_ok:
-            _refreshing.add(key)
-            threading.Thread(target=_refresh, args=(key, token, compute), daemon=True).start()
+            done = _refreshing.get(key)
+            if done is None:
+                done = _refreshing[key] = threading.Event()
+                threading.Thread(target=_refresh, args=(key, token, compute, done), daemon=True).start()
             stale: T = hit[1]
-            return stale
+    if hit is not None and done is not None:
+        if done.wait(settings.fresh_wait_seconds):
+            with _lock:
+                now = _entries.get(key)
+            if now is not None and now[0] == token:
+                fresh: T = now[1]
+                return fresh
+        return stale
     value = compute()
     _store(key, token, value)
     return value
 
 
-def _refresh(key: Hashable, token: Hashable, compute: Callable[[], Any]) -> None:
+def _refresh(key: Hashable, token: Hashable, compute: Callable[[], Any], done: threading.Event) -> None:
     try:
         _store(key, token, compute())
     except Exception:  # the old value stays; the next request tries again
         logging.getLogger(__name__).exception("refreshing %r failed", key)
     finally:
         with _lock:
-            _refreshing.discard(key)
+            _refreshing.pop(key, None)
+        done.set()
 
 
 def throttled(key: Hashable, compute: Callable[[], T]) -> T:
