@@ -23,6 +23,7 @@ import asyncio
 import collections
 import functools
 import hmac
+import inspect
 import logging
 import secrets
 import socket
@@ -663,9 +664,19 @@ class GatewayThread:
         return self.gateway
 
     def stop(self) -> None:
+        """Idempotent. Interrupted (a signal while it waits), the loop still stops, and the
+        gateway's stop coroutine is closed rather than left unawaited (Python warns of that)."""
+        if self._loop.is_closed():
+            return
+        stopping = self.gateway.stop()
         try:
-            asyncio.run_coroutine_threadsafe(self.gateway.stop(), self._loop).result(30)
+            if self._thread.is_alive():
+                asyncio.run_coroutine_threadsafe(stopping, self._loop).result(30)
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-            self._loop.close()
+            if self._thread.is_alive():
+                self._loop.call_soon_threadsafe(self._loop.stop)
+                self._thread.join(10)
+            if inspect.getcoroutinestate(stopping) in (inspect.CORO_CREATED, inspect.CORO_SUSPENDED):
+                stopping.close()  # never started, or cut short: nothing will resume it
+            if not self._loop.is_running():
+                self._loop.close()
