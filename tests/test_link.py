@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from arena.auth import create_owner
 from arena.config import Settings
@@ -538,6 +538,34 @@ def test_a_bot_gone_before_the_store_knows_waits_and_is_charged_only_after_its_g
     with session_scope(arena.url) as session:
         faults = session.execute(select(FaultRecord.bot_id, FaultRecord.kind)).all()
         assert faults and set(faults) == {(ids[0], "unreachable")}
+
+
+def test_a_connection_row_that_outlived_its_connection_is_pruned(arena: Arena, clients: list[Client]) -> None:
+    """However a connection's removal was lost (a cancelled task, a crash between two
+    writes), the gateway's heartbeat deletes rows of its own that it does not hold open,
+    and leaves those it holds and other gateways' alone."""
+    import datetime as dt
+
+    from arena.models import LinkGateway, utcnow
+
+    clients.append(Client(arena, "alice", "alive").wait())
+    alive = bot_id(arena, "alive")
+    with session_scope(arena.url) as session:
+        owner = session.scalars(select(Bot.owner_id).where(Bot.id == alive)).one()
+        now = utcnow()
+        session.add(LinkGateway(id="elsewhere", address="10.0.0.9:1", started_at=now, heartbeat_at=now))
+        session.flush()
+        directory.add_connection(session, "ghost", arena.gateway.id, alive, owner, 3, "gone")
+        directory.add_connection(session, "theirs", "elsewhere", alive, owner, 1, "far")
+        old = utcnow() - dt.timedelta(seconds=60)
+        for row in session.scalars(select(LinkConnection).where(LinkConnection.id.in_(["ghost", "theirs"]))):
+            row.connected_at = old
+    wait_until(lambda: _capacity(arena, alive) == 2 + 1)  # the ghost's 3 gone: ours 2, theirs 1
+    with session_scope(arena.url) as session:
+        ids = set(session.scalars(select(LinkConnection.id)))
+        assert "ghost" not in ids and "theirs" in ids and len(ids) == 2
+        session.execute(delete(LinkConnection).where(LinkConnection.id == "theirs"))
+        session.execute(delete(LinkGateway).where(LinkGateway.id == "elsewhere"))
 
 
 def test_decide_calls_are_built_by_concatenation_like_the_message() -> None:

@@ -127,6 +127,21 @@ def remove_connection(session: Session, connection_id: str) -> None:
     session.execute(delete(LinkConnection).where(LinkConnection.id == connection_id))
 
 
+def prune_connections(session: Session, gateway_id: str, keep: Iterable[str]) -> int:
+    """Delete the gateway's connection rows but those in ``keep`` (the ones it holds open);
+    how many went. A row younger than ``HEARTBEAT_S`` is left for the next time: it may be
+    of a connection opened after ``keep`` was read."""
+    young = utcnow() - dt.timedelta(seconds=HEARTBEAT_S)
+    stale = delete(LinkConnection).where(
+        LinkConnection.gateway_id == gateway_id, LinkConnection.connected_at < young
+    )
+    kept = list(keep)
+    if kept:
+        stale = stale.where(LinkConnection.id.not_in(kept))
+    done = session.execute(stale.execution_options(synchronize_session=False))
+    return int(done.rowcount or 0)  # type: ignore[attr-defined]
+
+
 def owner_connections(session: Session, owner_id: int) -> int:
     """Live connections of the owner's bots, over every gateway."""
     return int(

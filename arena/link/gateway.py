@@ -124,6 +124,9 @@ class Gateway:
         #: Connections of a superseded version: out of ``by_bot`` (no new seats), each
         #: closed with its message once the seats it plays end.
         self.draining: dict[str, tuple[Connection, str]] = {}
+        #: Ids of the connections this gateway holds open (admitted or not yet): the store
+        #: may list no others of it (see _beat).
+        self.open_ids: set[str] = set()
         self._servers: list[grpc.aio.Server] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -228,6 +231,11 @@ class Gateway:
                     await self._store(self._register)  # presumed dead by someone: come back
             except Exception as exc:
                 log.warning("gateway %s: heartbeat failed: %s", self.id, exc)
+            try:  # a connection whose row outlived it (its removal lost in a race) goes now
+                prune = functools.partial(_prune_connections, self.id, frozenset(self.open_ids))
+                await self._store(prune)
+            except Exception as exc:
+                log.warning("gateway %s: could not prune its connections in the store: %s", self.id, exc)
             try:
                 await self._check_bots()
             except Exception as exc:
@@ -294,6 +302,7 @@ class Gateway:
             return
         capacity = min(max(hello.capacity, 1), MAX_CAPACITY)
         connection = Connection(hello.bot_name, owner_id, capacity, peer)
+        self.open_ids.add(connection.id)
         reader = asyncio.create_task(self._read(requests, connection))
         admit = asyncio.create_task(self._admit(connection, hello))
         try:
@@ -366,13 +375,14 @@ class Gateway:
             async for data in requests:
                 count += 1
                 connection.on_message(data, count)
-            connection.close()
         except ViolationError as exc:
             connection.close((exc.code, exc.message))
         except asyncio.CancelledError:
-            raise
+            raise  # the RPC ended under us (the bot gone) or connect() is done with us
         except Exception as exc:  # the transport failed (too large, reset): this stream only
             connection.close((grpc.StatusCode.INVALID_ARGUMENT, f"the stream failed: {exc}"[:300]))
+        finally:
+            connection.close()  # however reading ended, nothing more comes: connect() ends it
 
     async def _admit(self, connection: Connection, hello: lpb.LinkHello) -> None:
         self.admitting[connection.owner_id] += 1
@@ -469,6 +479,7 @@ class Gateway:
         )
 
     async def _forget(self, connection: Connection) -> None:
+        self.open_ids.discard(connection.id)
         held = self.by_bot.get(connection.bot_id)
         if held and connection in held:
             held.remove(connection)
@@ -629,6 +640,10 @@ class Gateway:
         held = self.sessions.pop(key, None)
         if held is not None:
             held.connection.sessions -= 1
+
+
+def _prune_connections(gateway_id: str, keep: frozenset[str], session: Any) -> None:
+    directory.prune_connections(session, gateway_id, keep)
 
 
 def _remove_connection(connection_id: str, session: Any) -> None:
