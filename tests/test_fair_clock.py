@@ -11,12 +11,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from helpers.saturation import play_seat0, saturated
 
 from bots.random_bot import RandomBot
 from sdk.clock import charged_ns, sampler
 from sdk.grpc_player import GrpcPlayer
 from sdk.observation import Observation
-from sdk.referee import FaultKind, LocalPlayer, RefereeConfig, play_match
+from sdk.referee import Fault, FaultKind, LocalPlayer, RefereeConfig, play_match
 from sdk.server import start_server
 
 
@@ -28,43 +29,18 @@ class Quick(RandomBot):
         return super().act(obs)
 
 
-@pytest.fixture
-def saturated() -> Iterator[None]:
-    """Four threads burning CPU in pure Python (on a 2-core machine): every other thread
-    of this process waits for the GIL (5 ms a turn, each) whenever it comes back from C."""
-    stop = threading.Event()
-
-    def burn() -> None:
-        x = 0
-        while not stop.is_set():
-            for i in range(2000):
-                x ^= i * i
-
-    burners = [threading.Thread(target=burn, daemon=True) for _ in range(4)]
-    for thread in burners:
-        thread.start()
-    try:
+@pytest.fixture(name="saturated")
+def saturated_fixture() -> Iterator[None]:
+    with saturated():
         yield
-    finally:
-        stop.set()
-        for thread in burners:
-            thread.join()
 
 
-def play(bot_address: str) -> tuple[list[object], list[int]]:
+def play(bot_address: str) -> tuple[list[Fault], list[int]]:
     player = GrpcPlayer(bot_address)
     try:
-        result = play_match(
-            [player, LocalPlayer(RandomBot)],
-            seed=4242,
-            hands=4,
-            config=RefereeConfig(decision_deadline_ms=100, time_bank_ms=0, max_faults=100),
-        )
+        return play_seat0(player)
     finally:
         player.close()
-    latencies = [us for log in result.hands for (seat, _), us in zip(log.record.actions, log.latencies_us,
-                                                                       strict=True) if seat == 0]
-    return [f for f in result.faults if f.seat == 0], latencies
 
 
 def test_a_saturated_referee_does_not_charge_its_lag_to_an_honest_bot(saturated: None) -> None:

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 from helpers.compose import BIN
 from helpers.net import free_port, get_json, listening, wait_for
+from helpers.saturation import play_seat0, saturated
 from sqlalchemy import func, select
 
 from arena.auth import create_owner
@@ -353,8 +353,7 @@ def test_a_connected_bot_is_not_charged_the_workers_own_lag(
     TIMEOUT, and no decision charged anywhere near the deadline. The gateway measures the
     bot's time on its stream; before, LinkPlayer was charged the worker's wall time."""
     from arena.link.player import LinkPlayer, RelayTransport, Routes
-    from bots.random_bot import RandomBot
-    from sdk.referee import FaultKind, LocalPlayer, RefereeConfig, play_match
+    from sdk.referee import FaultKind
 
     gateway, relay = free_port(), free_port()
     env = base_env(
@@ -373,32 +372,9 @@ def test_a_connected_bot_is_not_charged_the_workers_own_lag(
     with session_scope(sqlite_url) as session:
         bot_id = session.scalars(select(Bot.id).where(Bot.name == "fair")).one()
 
-    stop = threading.Event()
-
-    def burn() -> None:  # as tests/test_fair_clock.py's `saturated`
-        x = 0
-        while not stop.is_set():
-            for i in range(2000):
-                x ^= i * i
-
-    burners = [threading.Thread(target=burn, daemon=True) for _ in range(4)]
-    for thread in burners:
-        thread.start()
     player = LinkPlayer("fair", RelayTransport(bot_id, Routes(sqlite_url)))
-    try:
-        result = play_match(
-            [player, LocalPlayer(RandomBot)],
-            seed=4242,
-            hands=4,
-            config=RefereeConfig(decision_deadline_ms=100, time_bank_ms=0, max_faults=100),
-        )
-    finally:
-        stop.set()
-        for thread in burners:
-            thread.join()
-    latencies = [us for log in result.hands for (seat, _), us in zip(log.record.actions, log.latencies_us,
-                                                                       strict=True) if seat == 0]  # fmt: skip
-    faults = [f for f in result.faults if f.seat == 0]
+    with saturated():
+        faults, latencies = play_seat0(player)
     assert latencies, "the bot made no decision"
     assert [f for f in faults if f.kind is FaultKind.TIMEOUT] == []
     assert faults == []

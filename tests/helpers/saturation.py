@@ -1,0 +1,49 @@
+"""A referee process saturated by CPU-burning threads, and a short match played in it: the
+fair-clock tests (tests/test_fair_clock.py for a dialled bot, tests/test_link_processes.py
+for a connected one) check that the bot is charged its own time, not the process's lag."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from bots.random_bot import RandomBot
+from sdk.referee import Fault, LocalPlayer, Player, RefereeConfig, play_match
+
+
+@contextmanager
+def saturated() -> Iterator[None]:
+    """Four threads burning CPU in pure Python (on a 2-core machine): every other thread
+    of this process waits for the GIL (5 ms a turn, each) whenever it comes back from C."""
+    stop = threading.Event()
+
+    def burn() -> None:
+        x = 0
+        while not stop.is_set():
+            for i in range(2000):
+                x ^= i * i
+
+    burners = [threading.Thread(target=burn, daemon=True) for _ in range(4)]
+    for thread in burners:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in burners:
+            thread.join()
+
+
+def play_seat0(player: Player) -> tuple[list[Fault], list[int]]:
+    """Four hands of ``player`` (seat 0) against a random bot, 100 ms a decision and no time
+    bank: seat 0's faults and the µs charged for each of its decisions."""
+    result = play_match(
+        [player, LocalPlayer(RandomBot)],
+        seed=4242,
+        hands=4,
+        config=RefereeConfig(decision_deadline_ms=100, time_bank_ms=0, max_faults=100),
+    )
+    latencies = [us for log in result.hands for (seat, _), us in zip(log.record.actions, log.latencies_us,
+                                                                       strict=True) if seat == 0]  # fmt: skip
+    return [f for f in result.faults if f.seat == 0], latencies
