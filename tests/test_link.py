@@ -743,3 +743,27 @@ def test_calls_waiting_on_a_relay_stream_that_breaks_are_the_gateways_loss(
     thread.join(10)
     assert len(outcome) == 1 and isinstance(outcome[0], GatewayLostError), outcome
     assert routes.stream(arena.gateway.advertise, arena.gateway.secret) is not stream
+
+
+def test_a_gateway_that_falls_silent_is_its_loss_not_a_timeout_of_the_bot(
+    arena: Arena, clients: list[Client]
+) -> None:
+    """The gateway times each call to the bot itself and answers DEADLINE_EXCEEDED at the
+    deadline. A worker that hears nothing even RELAY_MARGIN_S later (the gateway's loop
+    stuck, its host gone quiet) has met the arena's failure: GatewayLostError, the match is
+    played again, and the bot is charged nothing."""
+    from arena.link.player import GatewayLostError
+
+    clients.append(Client(arena, "alice", "patient").wait())
+    player = LinkPlayer("patient", RelayTransport(bot_id(arena, "patient"), Routes(arena.url)))
+    assert player.describe()["name"] == "random"  # the stream is open
+    assert arena.gateway.loop is not None
+    frozen = threading.Event()
+    arena.gateway.loop.call_soon_threadsafe(frozen.wait, 5)  # the gateway's loop stops dead
+    try:
+        with pytest.raises(GatewayLostError, match="did not answer within"):
+            player.act(dataclasses.replace(_decision(), deadline_ms=200))
+    finally:
+        frozen.set()
+    assert player.act(_decision()) is not None  # the gateway back: the next call is played
+

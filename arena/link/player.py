@@ -9,10 +9,11 @@ to the gateway found in the store, or a unary ``Relay`` to a gateway without str
 the gateway itself, the connection (its admission check). The time charged for a decision
 is the gateway's measure of the bot's (``RelayResponse.bot_us``), not this worker's wall time.
 
-Failures map to faults as for a dialled bot: no reply in time is TIMEOUT, a bot that is not
-connected or whose connection dropped is UNREACHABLE, an error answer is CRASH, a reply of
-the wrong kind or unreadable is MALFORMED. One thing is not the bot's fault: the gateway
-itself unreachable (killed, restarting). That raises :class:`GatewayLostError`, which the
+Failures map to faults as for a dialled bot: no reply in time (the gateway's verdict) is
+TIMEOUT, a bot that is not connected or whose connection dropped is UNREACHABLE, an error
+answer is CRASH, a reply of the wrong kind or unreadable is MALFORMED. One thing is not the
+bot's fault: the gateway itself unreachable (killed, restarting) or silent past its own
+verdict's time. That raises :class:`GatewayLostError`, which the
 match job turns into "play this match again later" (arena/jobs.py), never into a fault.
 """
 
@@ -473,7 +474,12 @@ class RelayTransport:
             try:
                 response = stream.call(request, timeout_s + RELAY_MARGIN_S)
             except TimeoutError:
-                raise LinkTransportError(FaultKind.TIMEOUT, "no reply in time") from None
+                # The gateway times the bot itself and answers DEADLINE_EXCEEDED at the
+                # deadline: silence past the margin is the gateway failing, not the bot.
+                raise GatewayLostError(
+                    f"the gateway at {route.address} did not answer within "
+                    f"{timeout_s + RELAY_MARGIN_S:.1f} s"
+                ) from None
             except RelayStreamError as exc:
                 if exc.code is not grpc.StatusCode.UNIMPLEMENTED:
                     raise self._failure(exc.code, exc.details, False) from None
