@@ -22,6 +22,7 @@ from arena import capacity
 from arena.auth import get_or_create_operator
 from arena.db import dispose_engines, session_scope
 from arena.execution import EmbeddedBackend, RqBackend, run_tournament
+from arena.jobs import SLOW
 from arena.models import BotVersion, FaultRecord, Match
 from arena.queries.tournaments import tournament_progress
 from arena.registry import register_bot
@@ -158,7 +159,9 @@ def test_capacity_holds_across_two_rq_workers(
     assert max(g.most for g in gauges) == 2  # the bound, reached
     with session_scope(url) as session:
         assert capacity.in_flight(session) == {}
-        assert session.scalars(select(FaultRecord)).all() == []
+        # No fault charged; a slow notice (recorded, not charged) may come of a loaded machine.
+        charged = select(FaultRecord.kind, FaultRecord.reason).where(FaultRecord.kind != SLOW)
+        assert session.execute(charged).all() == []
     dispose_engines()
 
 
