@@ -49,11 +49,7 @@ def must_wait(session: Session, match_id: int, default_grace_s: int, now: dt.dat
     grace period the first time. The caller commits."""
     if not offline_bots(session, match_id):
         return False
-    row = session.execute(
-        select(Match.status, Match.waiting_since, Tournament.config)
-        .join(Tournament, Tournament.id == Match.tournament_id)
-        .where(Match.id == match_id)
-    ).first()
+    row = _grace_row(session, match_id)
     if row is None or row.status != MatchStatus.PENDING:
         return False  # the claim decides what happens to it
     now = now or utcnow()
@@ -65,6 +61,15 @@ def must_wait(session: Session, match_id: int, default_grace_s: int, now: dt.dat
             .execution_options(synchronize_session=False)
         )
     return grace_left(row.waiting_since, row.config, default_grace_s, now)
+
+
+def _grace_row(session: Session, match_id: int) -> Any:
+    """The match's status and ``waiting_since`` with its tournament's config, or None."""
+    return session.execute(
+        select(Match.status, Match.waiting_since, Tournament.config)
+        .join(Tournament, Tournament.id == Match.tournament_id)
+        .where(Match.id == match_id)
+    ).first()
 
 
 def grace_left(
@@ -87,11 +92,7 @@ def grace_left(
 def start_grace(session: Session, match_id: int, default_grace_s: int) -> tuple[bool, dt.datetime]:
     """Before a claim (which clears ``waiting_since``): whether the match may still wait for
     an offline bot, and since when it would be waiting (now, if it never has)."""
-    row = session.execute(
-        select(Match.waiting_since, Tournament.config)
-        .join(Tournament, Tournament.id == Match.tournament_id)
-        .where(Match.id == match_id)
-    ).first()
+    row = _grace_row(session, match_id)
     now = utcnow()
     if row is None:
         return False, now
