@@ -53,7 +53,7 @@ RECOVER_S: Final = 5.0
 #: A job claims its match first thing; one still "started" this long after the driver first
 #: saw it with its match pending lost its worker before the claim, and is replaced.
 UNCLAIMED_S: Final = 15.0
-_UNFINISHED: Final = ("pending", "running")
+_UNFINISHED: Final = (MatchStatus.PENDING, MatchStatus.RUNNING)
 #: RQ job statuses of a job that will still run.
 _WAITING: Final = frozenset({"queued", "scheduled", "deferred"})
 #: RQ keeps a finished job's result this long (seconds), a failed one's this long.
@@ -504,7 +504,7 @@ class Sweeper:
                     .outerjoin(
                         Match, and_(Match.tournament_id == Tournament.id, Match.status.in_(_UNFINISHED))
                     )
-                    .where(Tournament.status == "running")
+                    .where(Tournament.status == TournamentStatus.RUNNING)
                     .group_by(Tournament.id)
                 ).all()
             )
@@ -522,7 +522,7 @@ class Sweeper:
                 dead.update(recover_matches(session, tournament_id))
                 pending = session.scalar(
                     select(Match.id)
-                    .where(Match.tournament_id == tournament_id, Match.status == "pending")
+                    .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING)
                     .limit(1)
                 )
             if pending is not None:  # all in play by live workers: nothing to do here
