@@ -222,8 +222,11 @@ class HashOrderSetBot(Bot):
     name = "hash-order-set"
 
     def act(self, obs: Any) -> int:
-        tags = {f"action-{i}" for i in range(len(obs.legal_actions))}
-        return int(next(iter(tags)).split("-")[1])
+        # The decision's place in the hand is in every tag, so each decision's order is drawn
+        # afresh: a new process agrees on one with even odds at best, not once for all.
+        where = f"{obs.hand_index}.{obs.turn}.{len(obs.history)}"
+        tags = {f"{where}-{i}" for i in range(len(obs.legal_actions))}
+        return int(next(iter(tags)).rsplit("-", 1)[1])
 
 
 class LifecycleFaultBot(Bot):
