@@ -10,6 +10,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -23,14 +24,21 @@ from arena.link import connection as connection_module
 from arena.link import directory
 from arena.link import gateway as gateway_module
 from arena.link.gateway import Gateway, GatewayThread
-from arena.link.player import LinkPlayer, RelayTransport, Routes, decide_call
+from arena.link.player import (
+    LinkPlayer,
+    RelayStream,
+    RelayStreamError,
+    RelayTransport,
+    Routes,
+    decide_call,
+)
 from arena.link.waiting import must_wait
 from arena.models import Bot, BotVersion, LinkConnection, Match, Owner
 from bots.random_bot import RandomBot
 from sdk.bot import Bot as SdkBot
 from sdk.bot import MatchInfo
 from sdk.link import LinkClient, LinkRefusedError
-from sdk.protocol import LINK_SERVICE_NAME
+from sdk.protocol import LINK_SERVICE_NAME, RELAY_SERVICE_NAME
 from sdk.protocol import bot_pb2 as pb
 from sdk.protocol import link_pb2 as lpb
 from sdk.referee import FaultKind, LocalPlayer, PlayerFaultError, RefereeConfig, play_match
@@ -755,8 +763,10 @@ def test_a_gateway_that_falls_silent_is_its_loss_not_a_timeout_of_the_bot(
     from arena.link.player import GatewayLostError
 
     clients.append(Client(arena, "alice", "patient").wait())
-    player = LinkPlayer("patient", RelayTransport(bot_id(arena, "patient"), Routes(arena.url)))
+    routes = Routes(arena.url)
+    player = LinkPlayer("patient", RelayTransport(bot_id(arena, "patient"), routes))
     assert player.describe()["name"] == "random"  # the stream is open
+    silent = routes.stream(arena.gateway.advertise, arena.gateway.secret)
     assert arena.gateway.loop is not None
     frozen = threading.Event()
     arena.gateway.loop.call_soon_threadsafe(frozen.wait, 5)  # the gateway's loop stops dead
@@ -765,5 +775,109 @@ def test_a_gateway_that_falls_silent_is_its_loss_not_a_timeout_of_the_bot(
             player.act(dataclasses.replace(_decision(), deadline_ms=200))
     finally:
         frozen.set()
+    # The stream heard nothing after the call went out: it is given up, not reused.
+    assert silent is not None and silent.failure is not None
+    assert "sent nothing on the relay stream" in silent.failure[1]
+    assert routes.stream(arena.gateway.advertise, arena.gateway.secret) is not silent
     assert player.act(_decision()) is not None  # the gateway back: the next call is played
+
+
+class _PickyRelay:
+    """A real RelayStream server that answers every request except those whose id is in
+    ``drop`` (a gateway losing one reply), or none at all once ``mute`` is set."""
+
+    def __init__(self) -> None:
+        self.drop: set[int] = set()
+        self.mute = threading.Event()
+        self.server = grpc.server(ThreadPoolExecutor(max_workers=4))
+        handler = grpc.stream_stream_rpc_method_handler(
+            self._serve,
+            request_deserializer=lpb.RelayRequest.FromString,
+            response_serializer=lpb.RelayResponse.SerializeToString,
+        )
+        self.server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(RELAY_SERVICE_NAME, {"RelayStream": handler}),)
+        )
+        self.address = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        self.server.start()
+
+    def _serve(self, requests: Iterator[lpb.RelayRequest], context: Any) -> Iterator[lpb.RelayResponse]:
+        for request in requests:
+            if request.id not in self.drop and not self.mute.is_set():
+                yield lpb.RelayResponse(id=request.id, reply=b"ok")
+
+
+@pytest.fixture
+def picky() -> Iterator[_PickyRelay]:
+    relay = _PickyRelay()
+    yield relay
+    relay.server.stop(0).wait(5)
+
+
+def _open_stream(address: str) -> tuple[grpc.Channel, RelayStream]:
+    channel = grpc.insecure_channel(address)
+    return channel, RelayStream(channel, "secret")
+
+
+def test_a_relay_stream_that_loses_one_reply_but_answers_others_is_kept(picky: _PickyRelay) -> None:
+    """One reply lost while the stream keeps answering is that call's loss alone: the matches
+    sharing the stream go on with it."""
+    channel, stream = _open_stream(picky.address)
+    try:
+        assert stream.call(lpb.RelayRequest(), 5).reply == b"ok"  # id 1
+        picky.drop.add(2)
+        outcome: list[BaseException] = []
+
+        def lost_call() -> None:
+            try:
+                stream.call(lpb.RelayRequest(), 1.0)  # id 2: never answered
+            except BaseException as exc:  # judged below
+                outcome.append(exc)
+
+        thread = threading.Thread(target=lost_call)
+        thread.start()
+        wait_until(lambda: stream._waiting)  # id 2 is out before id 3 is sent
+        assert stream.call(lpb.RelayRequest(), 5).reply == b"ok"  # id 3: heard after id 2 went out
+        thread.join(10)
+        assert len(outcome) == 1 and isinstance(outcome[0], TimeoutError), outcome
+        assert stream.failure is None
+        assert stream.call(lpb.RelayRequest(), 5).reply == b"ok"
+    finally:
+        stream.close()
+        channel.close()
+
+
+def test_a_silent_relay_stream_is_abandoned_and_its_other_calls_fail_at_once(picky: _PickyRelay) -> None:
+    """A stream that hears nothing for a whole call's wait is dead (no RST will ever end it):
+    the timed-out call gives it up, and calls still waiting on it fail now with the reason
+    instead of each waiting out its own deadline."""
+    channel, stream = _open_stream(picky.address)
+    try:
+        assert stream.call(lpb.RelayRequest(), 5).reply == b"ok"
+        picky.mute.set()
+        outcome: list[tuple[BaseException, float]] = []
+
+        def patient_call() -> None:
+            started = time.monotonic()
+            try:
+                stream.call(lpb.RelayRequest(), 60)
+            except BaseException as exc:  # judged below
+                outcome.append((exc, time.monotonic() - started))
+
+        thread = threading.Thread(target=patient_call)
+        thread.start()
+        wait_until(lambda: stream._waiting)
+        with pytest.raises(TimeoutError):
+            stream.call(lpb.RelayRequest(), 0.5)
+        thread.join(30)
+        assert len(outcome) == 1, outcome
+        failure, waited = outcome[0]
+        assert isinstance(failure, RelayStreamError) and failure.code is grpc.StatusCode.UNAVAILABLE
+        assert "sent nothing on the relay stream for 0.5 s" in failure.details
+        assert waited < 30  # failed with the stream, not at its own 60 s deadline
+        with pytest.raises(RelayStreamError, match="sent nothing"):  # later calls are told too
+            stream.call(lpb.RelayRequest(), 5)
+    finally:
+        stream.close()
+        channel.close()
 

@@ -363,7 +363,12 @@ class RelayStream:
     a call is one message each way instead of a unary RPC (the gateway's CPU per decision is
     what limits throughput through it). Requests are numbered; a reader thread hands each
     response to the thread waiting for it. When the stream ends, every waiting call fails
-    with the stream's status and :meth:`Routes.stream` opens a new one for the next."""
+    with the stream's status and :meth:`Routes.stream` opens a new one for the next.
+
+    A call that times out on a stream which has heard nothing since the call was sent finds
+    the stream itself dead (a gateway whose host went quiet, a connection no RST will ever
+    end): the stream is abandoned, so the next call opens a new one instead of timing out
+    again. A stream still answering other calls is kept: only that one reply was lost."""
 
     def __init__(self, channel: grpc.Channel, secret: str):
         self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -372,6 +377,7 @@ class RelayStream:
         self._ids = itertools.count(1)
         #: (status code, details) once the stream has ended.
         self.failure: tuple[grpc.StatusCode | None, str] | None = None
+        self._heard = time.monotonic()  # when the last response came (or the stream opened)
         method = channel.stream_stream(
             f"/{RELAY_SERVICE_NAME}/RelayStream",
             request_serializer=_serialize,
@@ -388,11 +394,15 @@ class RelayStream:
             if self.failure is not None:
                 raise RelayStreamError(*self.failure)
             request.id = next(self._ids)
+            sent = time.monotonic()  # before any other thread can see the call waiting
             self._waiting[request.id] = waiter
         self._requests.put(request)
         if not waiter.event.wait(timeout_s):
             with self._lock:
                 self._waiting.pop(request.id, None)
+                silent = self._heard < sent
+            if silent:
+                self._abandon(f"the gateway sent nothing on the relay stream for {timeout_s:.1f} s")
             raise TimeoutError
         if waiter.response is None:
             assert waiter.failure is not None
@@ -404,6 +414,7 @@ class RelayStream:
         try:
             for response in self._responses:
                 with self._lock:
+                    self._heard = time.monotonic()
                     waiter = self._waiting.pop(response.id, None)
                 if waiter is not None:
                     waiter.response = response
@@ -412,8 +423,19 @@ class RelayStream:
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
             failure = (code, (exc.details() if isinstance(exc, grpc.Call) else "") or "")
+        self._fail(failure)
+
+    def _abandon(self, reason: str) -> None:
+        """Give up on a stream gone silent: its waiting calls fail now, and cancelling the
+        call ends the reader thread (its CANCELLED does not replace this failure)."""
+        self._fail((grpc.StatusCode.UNAVAILABLE, reason))
+        self._responses.cancel()
+
+    def _fail(self, failure: tuple[grpc.StatusCode | None, str]) -> None:
         with self._lock:
-            self.failure = failure
+            if self.failure is None:  # the first cause is the one calls are told
+                self.failure = failure
+            failure = self.failure
             waiters = list(self._waiting.values())
             self._waiting.clear()
         for waiter in waiters:
