@@ -675,16 +675,32 @@ def test_a_gateway_without_relay_streams_gets_unary_relays(arena: Arena, clients
     passes it on to the real gateway's."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from arena.link.player import GatewayLostError
     from sdk.protocol import RELAY_SERVICE_NAME
 
-    clients.append(Client(arena, "alice", "upgrading").wait())
+    stalling, hung = threading.Event(), threading.Event()
+
+    class Stalling(RandomBot):
+        def act(self, obs: Any) -> Any:
+            if stalling.is_set():
+                time.sleep(1.0)
+            return super().act(obs)
+
+    clients.append(Client(arena, "alice", "upgrading", bot=Stalling).wait())
     upstream = grpc.insecure_channel(arena.gateway.advertise)
     forward = upstream.unary_unary(f"/{RELAY_SERVICE_NAME}/Relay")
     relayed: list[lpb.RelayResponse] = []
 
     def relay(request: bytes, context: grpc.ServicerContext) -> bytes:
+        if hung.is_set():  # the older gateway's host gone quiet: no answer at all
+            time.sleep((context.time_remaining() or 0) + 0.5)
+            return b""
         metadata = [(k, v) for k, v in context.invocation_metadata() if k == "x-tonk-gateway-secret"]
-        answer: bytes = forward(request, metadata=metadata, timeout=context.time_remaining())
+        try:
+            answer: bytes = forward(request, metadata=metadata, timeout=context.time_remaining())
+        except grpc.RpcError as exc:  # the real gateway's verdict, passed on as it is
+            context.set_trailing_metadata(exc.trailing_metadata() or ())  # type: ignore[attr-defined]
+            context.abort(exc.code(), exc.details())  # type: ignore[attr-defined]
         relayed.append(lpb.RelayResponse.FromString(answer))
         return answer
 
@@ -705,7 +721,18 @@ def test_a_gateway_without_relay_streams_gets_unary_relays(arena: Arena, clients
         assert len(relayed) == 3  # GetInfo, StartMatch, Decide: each relayed once, unary
         # The unary Relay measures the bot's time too: that is what the decision is charged.
         assert relayed[-1].HasField("bot_us") and player.last_charged_us == relayed[-1].bot_us
+        # The gateway's verdict on a slow bot, at the bot's deadline, is the bot's TIMEOUT...
+        stalling.set()
+        with pytest.raises(PlayerFaultError) as slow:
+            player.act(dataclasses.replace(_decision(), deadline_ms=200))
+        assert slow.value.kind is FaultKind.TIMEOUT
+        stalling.clear()
+        # ...but nothing at all, past the worker's own deadline, is the gateway's loss.
+        hung.set()
+        with pytest.raises(GatewayLostError, match=r"did not answer within 1\.2 s"):
+            player.act(dataclasses.replace(_decision(), deadline_ms=200))
     finally:
+        hung.clear()
         old.stop(0)
         upstream.close()
 

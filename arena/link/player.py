@@ -512,6 +512,7 @@ class RelayTransport:
                     code = _status(response.code)
                     raise self._failure(code, response.message, response.bot_error) from None
                 return self._reply(response)
+        started = time.monotonic()
         try:
             response = self.routes.relay(route.address)(
                 request, timeout=timeout_s + RELAY_MARGIN_S, metadata=((SECRET_HEADER, secret),)
@@ -519,8 +520,18 @@ class RelayTransport:
         except grpc.RpcError as exc:
             if not isinstance(exc, grpc.Call):
                 raise self._failure(None, "", False) from None
+            code = exc.code()
+            # The gateway's verdict on the bot comes at the bot's deadline; this worker's own
+            # deadline expiring a margin later is the gateway silent, as on a stream.
+            if code is grpc.StatusCode.DEADLINE_EXCEEDED and (
+                time.monotonic() - started >= timeout_s + RELAY_MARGIN_S / 2
+            ):
+                raise GatewayLostError(
+                    f"the gateway at {route.address} did not answer within "
+                    f"{timeout_s + RELAY_MARGIN_S:.1f} s"
+                ) from None
             bot_error = dict(exc.trailing_metadata() or ()).get(BOT_ERROR_HEADER) == "bot"
-            raise self._failure(exc.code(), exc.details() or "", bot_error) from None
+            raise self._failure(code, exc.details() or "", bot_error) from None
         return self._reply(response)
 
     def _reply(self, response: lpb.RelayResponse) -> bytes:
