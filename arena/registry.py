@@ -184,6 +184,37 @@ def retire_bot(session: Session, owner: Owner, name: str) -> Bot:
     return bot
 
 
+def restore_bot(
+    session: Session,
+    owner: Owner,
+    name: str,
+    *,
+    settings: Settings,
+    check: bool = True,
+    checker: BotChecker | None = None,
+    resolver: Resolver | None = None,
+) -> Bot:
+    """Bring a retired bot back into future tournaments; an active bot is returned unchanged.
+
+    Owner or operator only (NotOwnerError, 403). A bot that connects (arena/link) becomes
+    active and may connect again: its next connection is asked its GetInfo as always, so the
+    same build plays on as its latest version and another build is checked as a new one. A
+    bot the arena hosts becomes active. A dialled bot is checked again at its address first
+    and recorded as a new version, as :func:`update_bot` does, with its errors."""
+    bot = get_bot(session, name)
+    _ensure_may_change(owner, bot)
+    if bot.status == BotStatus.ACTIVE:
+        return bot
+    if bot.address is not None and not bot.hosted and not bot.connected:
+        address = bot.address
+        return update_bot(
+            session, owner, name, address, settings=settings, check=check, checker=checker, resolver=resolver
+        )
+    bot.status = BotStatus.ACTIVE
+    session.flush()
+    return bot
+
+
 def host_bot(
     session: Session,
     operator: Owner,
@@ -259,6 +290,7 @@ def bot_to_json(bot: Bot) -> dict[str, Any]:
         "owner": bot.owner.name,
         "address": bot.address,
         "hosted": bot.hosted,
+        "connected": bool(bot.connected),  # it connects to the arena (arena/link), no address
         "status": bot.status,
         "created_at": bot.created_at.isoformat() if bot.created_at else None,
         "version": None
@@ -535,6 +567,7 @@ __all__ = [
     "host_bot",
     "latest_version",
     "register_bot",
+    "restore_bot",
     "retire_bot",
     "update_bot",
 ]

@@ -152,6 +152,18 @@ def test_retiring_a_connected_bot_ends_its_connections_and_refuses_new_ones(
         link.close()
     assert _capacity(arena, bot_id(arena, "staying")) == 2  # another bot plays on
 
+    # Its owner brings it back: it may connect again, as the version it was (same build).
+    answer = web.post(
+        "/api/v1/bots/leaving/restore", headers={"Authorization": f"Bearer {arena.tokens['alice']}"}
+    )
+    assert answer.status_code == 200, answer.get_json()
+    assert answer.get_json()["bot"]["status"] == "active" and answer.get_json()["bot"]["connected"] is True
+    back = Client(arena, "alice", "leaving", capacity=1).wait()
+    clients.append(back)
+    assert back.link.stats.calls == 1  # its GetInfo only: the same build is not checked again
+    assert versions(arena, "leaving") == [(1, "1.0.0")]
+    assert _capacity(arena, bot_id(arena, "leaving")) == 1
+
 
 def test_a_retired_bot_is_refused_before_any_call(arena: Arena) -> None:
     from arena.models import Owner

@@ -17,6 +17,7 @@ from arena.queries.leaderboard import leaderboard
 from arena.queries.matches import match_detail, match_list
 from arena.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
 from arena.queries.tournaments import progress, tournament_detail, tournament_list
+from arena.statuses import BotStatus
 from dashboard import checks, operations
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError, MalformedJSONError
@@ -250,6 +251,21 @@ def delete_bot(name: str) -> Response:
     db = session()
     bot = registry.retire_bot(db, owner, _bot_name(name))
     db.commit()
+    return jsonify({"bot": registry.bot_to_json(bot)})
+
+
+@bp.post("/bots/<name>/restore")
+def restore_bot(name: str) -> Response:
+    """Bring a retired bot back (a dialled one is checked again at its address first)."""
+    from arena import registry
+
+    owner = _owner()
+    db = session()
+    bot = registry.get_bot(db, _bot_name(name))
+    rechecked = not (bot.connected or bot.hosted) and bot.status != BotStatus.ACTIVE
+    with _check_slot(owner) if rechecked else nullcontext():
+        bot = registry.restore_bot(db, owner, _bot_name(name), settings=settings(), **_checks())
+        db.commit()
     return jsonify({"bot": registry.bot_to_json(bot)})
 
 

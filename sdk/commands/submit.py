@@ -1,8 +1,10 @@
-"""``tonk submit`` and ``tonk retire``: enter a bot in an arena, point it elsewhere, withdraw it.
+"""``tonk submit``, ``tonk retire``, ``tonk restore``: enter a bot in an arena, point it
+elsewhere, withdraw it, bring it back.
 
     tonk submit --name lowball --address bots.example.org:50051 --arena https://arena.example.org
     tonk submit --name lowball --address bots.example.org:50052 --update   # a new version
     tonk retire lowball
+    tonk restore lowball
 
 The token comes from ``--token`` or the ``TONK_TOKEN`` environment variable, the arena from
 ``--arena`` or ``TONK_ARENA``. Before accepting a bot the arena dials it, checks its health
@@ -25,13 +27,17 @@ The arena's HTTP API (JSON bodies; ``Authorization: Bearer <token>`` on every ca
     brings a retired bot back). 200 ``{"bot": BOT}``.
 ``DELETE /api/v1/bots/<name>``
     Retire the bot (owner or operator only; idempotent). 200 ``{"bot": BOT}``.
+``POST /api/v1/bots/<name>/restore``
+    Bring a retired bot back (owner or operator only; an active bot is returned unchanged).
+    A bot that connects (``tonk serve --connect``) may connect again; a dialled bot is checked
+    again at its address first and recorded as a new version. 200 ``{"bot": BOT}``.
 ``POST /api/v1/claims`` with ``{"address": "HOST:PORT"}``
     Your claim code for the address: 200 ``{"claim": {"address", "code"}}``. The bot must
     return it in GetInfo (``tonk serve BOT --claim CODE`` or ``TONK_CLAIM=CODE``) to be
     registered there: it shows that you run it (docs/protocol.md). ``tonk submit`` prints it
     when the arena asks for it, and ``--show-claim`` prints it without submitting.
 
-``BOT`` is ``{"name", "owner", "address", "hosted", "status", "created_at", "version":
+``BOT`` is ``{"name", "owner", "address", "hosted", "connected", "status", "created_at", "version":
 {"number", "address", "hosted", "info": {"name", "version", "author", "protocol_version",
 "language"}, "created_at"}}``. Errors are ``{"error": {"code", "message"[, "details"]}}``
 with the status: 400 a malformed name, address or body (``invalid_bot_name``,
@@ -89,6 +95,11 @@ def register(subparsers: Any) -> None:
     retire.add_argument("name", help="the bot's name in the arena")
     _common(retire)
     retire.set_defaults(func=run_retire)
+
+    restore = subparsers.add_parser("restore", help="bring one of your retired bots back into an arena")
+    restore.add_argument("name", help="the bot's name in the arena")
+    _common(restore)
+    restore.set_defaults(func=run_restore)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -167,6 +178,26 @@ def run_retire(args: argparse.Namespace) -> int:
         print(json.dumps(answer, indent=2))
     else:
         print(f"retired bot {(answer.get('bot') or {}).get('name', args.name)!r}")
+    return 0
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    prog = "tonk restore"
+    target = _target(args, prog)
+    if target is None:
+        return 2
+    base, token = target
+    answer = _call(prog, "POST", f"{base}/bots/{_quote(args.name)}/restore", token, {}, args.timeout)
+    if answer is None:
+        return 1
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    bot = answer.get("bot") or {}
+    name, number = bot.get("name", args.name), (bot.get("version") or {}).get("number", "?")
+    print(f"bot {name!r} is {bot.get('status', '?')} (version {number})")
+    if bot.get("connected"):
+        print("  it may connect again: tonk serve BOT --connect ...")
     return 0
 
 
