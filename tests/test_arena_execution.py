@@ -117,7 +117,9 @@ def test_rq_submit_queues_each_pending_match_that_has_no_job_waiting(
 
     import arena.execution
 
-    monkeypatch.setattr(arena.execution, "UNCLAIMED_S", 0.5)
+    # Long enough that the submits between "first seen started" and the wait below cannot
+    # outlast it on a loaded machine; short enough to wait out.
+    monkeypatch.setattr(arena.execution, "UNCLAIMED_S", 3.0)
     backend = RqBackend("sqlite:///unused.sqlite", redis_url, f"{queue_prefix}-submit")
     connection = backend.connection
 
@@ -140,7 +142,7 @@ def test_rq_submit_queues_each_pending_match_that_has_no_job_waiting(
         assert backend.submit([1, 2, 3, 4, 5]) == 3
         assert backend.submit([1, 2, 3, 4, 5]) == 0  # ...which is only believed after a while,
         assert backend.submit([1, 2, 3, 4, 5], replace=[5]) == 1  # or when the store knows it
-        time.sleep(0.6)
+        time.sleep(3.1)
         assert backend.submit([1, 2, 3, 4, 5]) == 1  # 4: unclaimed for too long
         statuses = [Job.fetch(backend.job_id(m), connection=connection).get_status() for m in range(1, 6)]
         assert statuses == [JobStatus.QUEUED] * 5
@@ -230,7 +232,13 @@ def test_cli_runs_pauses_on_ctrl_c_and_resumes(
     assert "no bot named 'nobody'" in capsys.readouterr().err
     run = subprocess.Popen(
         [sys.executable, "-m", "sdk.cli", "tournament", "run", "1"],
-        env={**worker_env(sqlite_url, "", "unused"), "TONK_EMBEDDED_WORKERS": "2"},
+        # One match in flight per worker: ten matches left when the interrupt is sent take
+        # five rounds, which a stall of the test between its look and its signal cannot hide.
+        env={
+            **worker_env(sqlite_url, "", "unused"),
+            "TONK_EMBEDDED_WORKERS": "2",
+            "TONK_MATCHES_PER_WORKER": "1",
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
