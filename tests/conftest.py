@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # The shared helpers' asserts explain themselves as a test's do.
 pytest.register_assert_rewrite("helpers")
@@ -34,6 +35,11 @@ from leakcheck import _no_process_left_behind, pytest_configure, pytest_sessionf
 _DATA_DIR = tempfile.mkdtemp(prefix="tonk-test-data-")
 os.environ["TONK_DATA_DIR"] = _DATA_DIR
 atexit.register(shutil.rmtree, _DATA_DIR, True)
+
+# CI (.ci/run) draws the same Hypothesis examples every run, so a landing is never blocked by
+# a draw nobody has seen; `make test` elsewhere explores anew each time (the default profile).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("TONK_HYPOTHESIS_PROFILE", "default"))
 
 PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_TEST_URL = os.environ.get("TONK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
