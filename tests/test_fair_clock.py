@@ -2,7 +2,9 @@
 referee process's own lag. A referee process saturated by CPU-burning threads (as a worker
 holding many matches can be) plays an honest bot that answers in 5 ms, with a 100 ms
 deadline and no time bank: no TIMEOUT, and no decision charged anywhere near the deadline.
-(Before sdk.clock the referee charged its own wall time: up to 300 ms here.)"""
+The bot runs in a process of its own, as the arena's bots do (served in the saturated process,
+its handler's own wait for the GIL would rightly be its time). (Before sdk.clock the referee
+charged its own wall time: up to 300 ms here.)"""
 
 from __future__ import annotations
 
@@ -15,18 +17,9 @@ from helpers.saturation import play_seat0, saturated
 
 from bots.random_bot import RandomBot
 from sdk.clock import charged_ns, sampler
+from sdk.fresh_process import serve_in_fresh_process
 from sdk.grpc_player import GrpcPlayer
-from sdk.observation import Observation
 from sdk.referee import Fault, FaultKind, LocalPlayer, RefereeConfig, play_match
-from sdk.server import start_server
-
-
-class Quick(RandomBot):
-    """Thinks 5 ms a decision (time.sleep: in the bot's process, not the referee's)."""
-
-    def act(self, obs: Observation) -> object:  # type: ignore[override]
-        time.sleep(0.005)
-        return super().act(obs)
 
 
 @pytest.fixture(name="saturated")
@@ -43,12 +36,9 @@ def play(bot_address: str) -> tuple[list[Fault], list[int]]:
         player.close()
 
 
-def test_a_saturated_referee_does_not_charge_its_lag_to_an_honest_bot(saturated: None) -> None:
-    server = start_server(Quick)
-    try:
-        faults, latencies = play(server.address)
-    finally:
-        server.stop(0)
+def test_a_saturated_referee_does_not_charge_its_lag_to_an_honest_bot() -> None:
+    with serve_in_fresh_process("helpers.saturation:Quick") as address, saturated():
+        faults, latencies = play(address)
     assert latencies, "the bot made no decision"
     assert [f for f in faults if f.kind is FaultKind.TIMEOUT] == []
     assert faults == []

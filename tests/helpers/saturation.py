@@ -1,15 +1,28 @@
 """A referee process saturated by CPU-burning threads, and a short match played in it: the
 fair-clock tests (tests/test_fair_clock.py for a dialled bot, tests/test_link_processes.py
-for a connected one) check that the bot is charged its own time, not the process's lag."""
+for a connected one) check that the bot is charged its own time, not the process's lag.
+The bot plays from a process of its own (as the arena's bots do): served in the saturated
+process, its own handler would wait for the GIL mid-call, and that wait is rightly its time."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bots.random_bot import RandomBot
+from sdk.observation import Observation
 from sdk.referee import Fault, LocalPlayer, Player, RefereeConfig, play_match
+
+
+class Quick(RandomBot):
+    """Thinks 5 ms a decision (time.sleep), served from its own process
+    (``sdk.fresh_process.serve_in_fresh_process("helpers.saturation:Quick")``)."""
+
+    def act(self, obs: Observation) -> object:  # type: ignore[override]
+        time.sleep(0.005)
+        return super().act(obs)
 
 
 @contextmanager
