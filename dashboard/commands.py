@@ -111,7 +111,7 @@ def run_demo(args: argparse.Namespace) -> int:
         return 0
     gateway = _gateway(settings)  # connected bots (tonk serve --connect) join the demo through it
     try:
-        return _serve(args.host, args.port, settings, demo=True)
+        return _serve(args.host, args.port, settings, demo=True, connect=gateway is not None)
     finally:
         if gateway is not None:
             gateway.stop()
@@ -212,7 +212,7 @@ def print_leaderboard(board: Any) -> None:
     print_ratings(board.rows)
 
 
-def _serve(host: str, port: int, settings: Settings, *, demo: bool = False) -> int:
+def _serve(host: str, port: int, settings: Settings, *, demo: bool = False, connect: bool = False) -> int:
     from dashboard.server import serve
 
     def ready(url: str) -> None:
@@ -227,6 +227,10 @@ def _serve(host: str, port: int, settings: Settings, *, demo: bool = False) -> i
             print(f"  tonk submit --name my-bot --address 127.0.0.1:50051 --arena {arena} "
                   f"--token {settings.operator_token}")  # fmt: skip
             print("  (or with your own owner's token: tonk owner create NAME, same store)")
+            if connect:  # no listening port at all: the bot dials the demo's gateway
+                print("or let it connect out, with no port of its own:")
+                print(f"  tonk serve my_bot:MyBot --connect --name my-bot --arena {arena} "
+                      f"--token {settings.operator_token}")  # fmt: skip
         sys.stdout.flush()
 
     serve(host, port, settings, ready=ready)

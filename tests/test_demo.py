@@ -80,13 +80,15 @@ def test_make_demo_takes_a_port() -> None:
 
 @pytest.mark.slow
 def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(tmp_path: Path) -> None:
-    """`tonk demo` prints its store, an operator token and a `tonk submit` line; that line
-    enters a bot served on 127.0.0.1 (a deployed arena refuses loopback addresses); run again
+    """`tonk demo` prints its store, an operator token, a `tonk submit` line and a
+    `tonk serve --connect` line; the first enters a bot served on 127.0.0.1 (a deployed arena
+    refuses loopback addresses), the second a bot with no port that connects out; run again
     on the same store it serves what it played instead of playing again."""
     from sdk.server import start_server
 
     env = {**os.environ, "TONK_DATA_DIR": str(tmp_path / "data"), "TONK_REDIS_URL": "",
-           "TONK_EMBEDDED_WORKERS": "2", "TONK_OPERATOR_TOKEN": ""}  # fmt: skip
+           "TONK_EMBEDDED_WORKERS": "2", "TONK_OPERATOR_TOKEN": "",
+           "TONK_GATEWAY_PORT": str(free_port()), "TONK_GATEWAY_RELAY_PORT": str(free_port())}  # fmt: skip
     env.pop("TONK_DATABASE_URL", None)
     port = free_port()
     command = [sys.executable, "-m", "sdk.cli", "demo", "--bots", "random,greedy", "--tables", "2",
@@ -99,8 +101,11 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
         assert demo.stdout is not None
         for line in demo.stdout:
             lines.append(line)
-            if line.strip().startswith("tonk submit"):
+            if line.strip().startswith("tonk serve my_bot:MyBot --connect"):
                 break
+        connect = lines.pop().split()
+        while not lines[-1].strip().startswith("tonk submit"):
+            lines.pop()
         out = "".join(lines)
         assert f"store: {tmp_path / 'data' / 'tonk-arena.sqlite'} (SQLite)" in out, out
         assert f"dashboard at http://127.0.0.1:{port}/" in out, out
@@ -115,6 +120,24 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
                                  capture_output=True, text=True, timeout=300)  # fmt: skip
         assert entered.returncode == 0, entered.stderr
         assert "registered bot 'my-bot' (version 1)" in entered.stdout
+        # The connect-out line as printed, for a house bot under another name: it registers
+        # through the demo's gateway with no port of its own.
+        connect[connect.index("my_bot:MyBot")] = "random"
+        connect[connect.index("--name") + 1] = "my-link"
+        assert f"--arena http://127.0.0.1:{port} --token {token.group(1)}" in " ".join(connect)
+        linked = subprocess.Popen([sys.executable, "-m", "sdk.cli", *connect[1:]], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        try:
+            assert linked.stdout is not None
+            said = []
+            for line in linked.stdout:
+                said.append(line)
+                if "as my-link" in line:
+                    break
+            assert said and "registered" in said[-1], "".join(said)
+        finally:
+            linked.terminate()
+            linked.wait(30)
     finally:
         bot.stop(0)
         left = stop(demo)  # Ctrl-C, as a terminal sends it to the demo's process group

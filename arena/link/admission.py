@@ -81,7 +81,7 @@ def find_connected_bot(session: Session, owner: Owner, name: str) -> KnownBot | 
 def retired_message(name: str) -> str:
     return (
         f"bot {name!r} is retired (tonk retire, or DELETE /api/v1/bots/{name}): the arena no "
-        "longer plays it and it cannot connect"
+        f"longer plays it and it cannot connect until its owner brings it back (tonk restore {name})"
     )
 
 
