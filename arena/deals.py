@@ -12,7 +12,10 @@ Exactly one worker sends it: the notice is claimed by one conditional UPDATE tha
 ``deal_revealed_at`` on every match of the deal only if none is stamped and all are done.
 It runs after the recording transaction has committed, so of two workers recording a deal's
 last two matches at once, the later one sees both done. It is a courtesy, like EndMatch: a
-short deadline per bot, failures ignored, and a crash between the two leaves it unsent.
+short deadline per bot, failures ignored. A worker that dies between recording a deal's last
+match and claiming its notice leaves the deal done and unstamped: the driver's and the
+dashboard's sweeps (arena/execution.py) find such deals and send it then
+(:func:`reveal_overdue`), through the same claim, so it still goes once.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import case, exists, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from arena.db import session_scope
@@ -130,13 +133,50 @@ def reveal_if_complete(
     """After ``plan``'s match was recorded: if that completed its deal, claim the notice and
     send EndDeal to each bot of the deal. Returns how many bots were sent it (0 when the deal
     is not complete or another worker claimed it). Never raises: it is a courtesy."""
+    return _reveal(database_url, plan.tournament_id, plan.seed, hosted_addresses)
+
+
+def overdue_deals(session: Session, tournament_id: int) -> list[int]:
+    """Seeds of the tournament's deals whose matches are all done but whose notice nobody
+    claimed (its worker died in between); a deal being revealed right now may be among them
+    for a moment, which the claim sorts out."""
+    pending = func.sum(case((Match.status != MatchStatus.DONE, 1), else_=0))
+    unstamped = func.sum(case((Match.deal_revealed_at.is_(None), 1), else_=0))
+    return list(
+        session.scalars(
+            select(Match.seed)
+            .where(Match.tournament_id == tournament_id)
+            .group_by(Match.seed)
+            .having(pending == 0, unstamped > 0)
+            .order_by(Match.seed)
+        )
+    )
+
+
+def reveal_overdue(
+    database_url: str, tournament_id: int, hosted_addresses: Mapping[str, str] | None = None
+) -> int:
+    """Send EndDeal for each of the tournament's done deals nobody claimed; returns to how
+    many bots in all. Never raises."""
     try:
         with session_scope(database_url) as session:
-            if not claim_reveal(session, plan.tournament_id, plan.seed):
-                return 0
-            notices = deal_notices(session, plan.tournament_id, plan.seed, hosted_addresses)
+            seeds = overdue_deals(session, tournament_id)
     except Exception:
-        logger.exception("could not prepare the EndDeal notices of match %s's deal", plan.match_id)
+        logger.exception("could not look for unsent EndDeal notices of tournament %s", tournament_id)
+        return 0
+    return sum(_reveal(database_url, tournament_id, seed, hosted_addresses) for seed in seeds)
+
+
+def _reveal(
+    database_url: str, tournament_id: int, seed: int, hosted_addresses: Mapping[str, str] | None
+) -> int:
+    try:
+        with session_scope(database_url) as session:
+            if not claim_reveal(session, tournament_id, seed):
+                return 0
+            notices = deal_notices(session, tournament_id, seed, hosted_addresses)
+    except Exception:
+        logger.exception("could not prepare the EndDeal notices of a deal of tournament %s", tournament_id)
         return 0
     if not notices:
         return 0

@@ -35,6 +35,7 @@ from sqlalchemy import and_, func, select
 
 from arena.config import Settings, load_settings
 from arena.db import session_scope
+from arena.deals import overdue_deals, reveal_overdue
 from arena.jobs import recover_matches
 from arena.models import Match, Tournament
 from arena.processes import descendants
@@ -433,12 +434,14 @@ def run_tournament(
             swept = now
             with session_scope(database_url) as session:
                 dead.update(recover_matches(session, tournament_id))
+            reveal_overdue(database_url, tournament_id, getattr(backend, "hosted", None))
         _schedule(database_url, tournament_id, backend, dead)
         pause = getattr(backend, "pause", None)  # a backend that can tell when a match ends
         if pause is not None:
             pause(poll_s)
         else:
             time.sleep(poll_s)
+    reveal_overdue(database_url, tournament_id, getattr(backend, "hosted", None))
     with session_scope(database_url) as session:
         finish_if_complete(session, tournament_id)
     return _progress(database_url, tournament_id)
@@ -513,6 +516,9 @@ class Sweeper:
         for tournament_id, count in sorted(unfinished.items()):
             if self._stop.is_set():
                 break
+            # EndDeal of deals whose worker died before it claimed the notice: before the
+            # tournament may finish (a finished one is not swept).
+            self._reveal_overdue(tournament_id)
             if not count:  # its last match was recorded as it was paused and resumed, say
                 with session_scope(self.database_url) as session:
                     finish_if_complete(session, tournament_id)
@@ -528,6 +534,13 @@ class Sweeper:
             if pending is not None:  # all in play by live workers: nothing to do here
                 submitted += _schedule(self.database_url, tournament_id, self.backend(), dead)
         return submitted
+
+
+    def _reveal_overdue(self, tournament_id: int) -> None:
+        with session_scope(self.database_url) as session:
+            if not overdue_deals(session, tournament_id):
+                return  # the usual case: no backend (and no pool) needed
+        reveal_overdue(self.database_url, tournament_id, getattr(self.backend(), "hosted", None))
 
 
 def _progress(database_url: str, tournament_id: int) -> Progress:

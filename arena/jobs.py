@@ -141,9 +141,11 @@ def _play(match_id: int, database_url: str, hosted_addresses: dict[str, str] | N
         raise
     if not recorded:
         return ALREADY_DONE
+    # EndDeal, once the deal is done; before the tournament may finish, so that a worker dying
+    # in between leaves it running and a sweep sends the notice (arena/deals.reveal_overdue).
+    reveal_if_complete(database_url, plan, hosted_addresses)
     with session_scope(database_url) as session:
         finish_if_complete(session, plan.tournament_id)
-    reveal_if_complete(database_url, plan, hosted_addresses)  # EndDeal, once the deal is done
     _queue_next_batch(database_url, plan.tournament_id, hosted_addresses)
     return DONE
 

@@ -363,3 +363,73 @@ def test_the_command_line_creates_independent_deals(
     except SystemExit as exc:  # argparse's own exit
         code = exc.code
     assert code == 2 and "'shuffled'" in capsys.readouterr().err
+
+
+class _WorkerDiedError(BaseException):
+    """A worker killed between recording a deal's last match and claiming its EndDeal."""
+
+
+def test_a_deal_whose_worker_died_before_its_notice_is_revealed_by_the_sweep(
+    db_url: str, recorder: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EndDeal goes out once even when the worker recording the deal's last match dies before
+    it sends it: the tournament is not finished yet (the notice comes first), so the sweep of
+    running tournaments finds the deal done and unstamped and sends it through the same claim."""
+    from helpers.arena import InlineBackend
+
+    from arena.deals import overdue_deals
+    from arena.execution import Sweeper
+    from arena.models import Tournament
+
+    tid, matches = _started(db_url, recorder.address, table_sizes=[2], deals_per_table=1, hands_per_match=2)
+    mine = next(m for m in matches if m.table_index == 0)  # recorder sits at table 0
+    last = max((m for m in matches if m.seed == mine.seed), key=lambda m: m.rotation)
+    _play(db_url, [m.id for m in matches if m.id != last.id])
+
+    def die(*_args: Any) -> int:
+        raise _WorkerDiedError
+
+    monkeypatch.setattr(jobs, "reveal_if_complete", die)
+    with pytest.raises(_WorkerDiedError):
+        jobs.play_match_job(last.id, db_url)
+    monkeypatch.undo()
+    told = [d.seed for kind, d in Recorder.inbox if kind == "deal"]
+    assert mine.seed not in told  # the notice died with its worker
+    with session_scope(db_url) as session:
+        assert session.get(Match, last.id).status == "done"  # type: ignore[union-attr]
+        assert session.get(Tournament, tid).status == "running"  # type: ignore[union-attr]
+        assert overdue_deals(session, tid) == [mine.seed]
+
+    sweeper = Sweeper(db_url, lambda: InlineBackend(db_url))
+    sweeper.sweep()
+    told = [d.seed for kind, d in Recorder.inbox if kind == "deal"]
+    assert told.count(mine.seed) == 1
+    deal = next(d for kind, d in Recorder.inbox if kind == "deal" and d.seed == mine.seed)
+    assert {m.match_id for m in deal.matches} == {m.public_id for m in matches if m.seed == mine.seed}
+    with session_scope(db_url) as session:
+        assert overdue_deals(session, tid) == []
+        assert session.get(Tournament, tid).status == "finished"  # type: ignore[union-attr]
+    sweeper.sweep()  # nothing left to send: once
+    assert [d.seed for kind, d in Recorder.inbox if kind == "deal"].count(mine.seed) == 1
+
+
+def test_the_driver_sends_a_deal_notice_its_worker_never_claimed(
+    db_url: str, recorder: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tonk tournament run`'s driver looks for done deals nobody revealed, as the sweep does,
+    and once more when the tournament ends."""
+    from helpers.arena import InlineBackend
+
+    from arena.execution import run_tournament
+
+    tid, matches = _started(db_url, recorder.address, table_sizes=[2], deals_per_table=1, hands_per_match=2)
+    seeds = {m.seed for m in matches if m.table_index == 0}
+    sent = jobs.reveal_if_complete
+
+    def lost_for_table_0(url: str, plan: Any, hosted: Any = None) -> int:
+        return 0 if plan.seed in seeds else sent(url, plan, hosted)  # that worker "died" first
+
+    monkeypatch.setattr(jobs, "reveal_if_complete", lost_for_table_0)
+    run_tournament(db_url, tid, InlineBackend(db_url))  # type: ignore[arg-type]
+    told = [d.seed for kind, d in Recorder.inbox if kind == "deal"]
+    assert sorted(s for s in told if s in seeds) == sorted(seeds)  # each once, from the driver
