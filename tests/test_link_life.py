@@ -152,6 +152,9 @@ def test_retiring_a_connected_bot_ends_its_connections_and_refuses_new_ones(
         link.close()
     assert _capacity(arena, bot_id(arena, "staying")) == 2  # another bot plays on
 
+    page = web.get("/bots/leaving").get_data(as_text=True)
+    assert "Retired: it enters no new tournament and may not connect" in page
+    assert "<code>tonk restore leaving</code>" in page
     # Its owner brings it back: it may connect again, as the version it was (same build).
     answer = web.post(
         "/api/v1/bots/leaving/restore", headers={"Authorization": f"Bearer {arena.tokens['alice']}"}
@@ -163,6 +166,7 @@ def test_retiring_a_connected_bot_ends_its_connections_and_refuses_new_ones(
     assert back.link.stats.calls == 1  # its GetInfo only: the same build is not checked again
     assert versions(arena, "leaving") == [(1, "1.0.0")]
     assert _capacity(arena, bot_id(arena, "leaving")) == 1
+    assert "tonk restore" not in web.get("/bots/leaving").get_data(as_text=True)
 
 
 def test_a_retired_bot_is_refused_before_any_call(arena: Arena) -> None:
