@@ -448,6 +448,13 @@ class RelayStream:
         self._responses.cancel()
 
 
+def _silent(address: str, timeout_s: float) -> GatewayLostError:
+    """The gateway said nothing by the worker's own deadline, a margin past the bot's."""
+    return GatewayLostError(
+        f"the gateway at {address} did not answer within {timeout_s + RELAY_MARGIN_S:.1f} s"
+    )
+
+
 class RelayStreamError(Exception):
     """The relay stream ended (its status code and details)."""
 
@@ -498,10 +505,7 @@ class RelayTransport:
             except TimeoutError:
                 # The gateway times the bot itself and answers DEADLINE_EXCEEDED at the
                 # deadline: silence past the margin is the gateway failing, not the bot.
-                raise GatewayLostError(
-                    f"the gateway at {route.address} did not answer within "
-                    f"{timeout_s + RELAY_MARGIN_S:.1f} s"
-                ) from None
+                raise _silent(route.address, timeout_s) from None
             except RelayStreamError as exc:
                 if exc.code is not grpc.StatusCode.UNIMPLEMENTED:
                     raise self._failure(exc.code, exc.details, False) from None
@@ -526,10 +530,7 @@ class RelayTransport:
             if code is grpc.StatusCode.DEADLINE_EXCEEDED and (
                 time.monotonic() - started >= timeout_s + RELAY_MARGIN_S / 2
             ):
-                raise GatewayLostError(
-                    f"the gateway at {route.address} did not answer within "
-                    f"{timeout_s + RELAY_MARGIN_S:.1f} s"
-                ) from None
+                raise _silent(route.address, timeout_s) from None
             bot_error = dict(exc.trailing_metadata() or ()).get(BOT_ERROR_HEADER) == "bot"
             raise self._failure(code, exc.details() or "", bot_error) from None
         return self._reply(response)
