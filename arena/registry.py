@@ -203,16 +203,27 @@ def restore_bot(
     and recorded as a new version, as :func:`update_bot` does, with its errors."""
     bot = get_bot(session, name)
     _ensure_may_change(owner, bot)
-    if bot.status == BotStatus.ACTIVE:
-        return bot
-    if bot.address is not None and not bot.hosted and not bot.connected:
-        address = bot.address
+    if restore_checks(bot) and bot.address is not None:
         return update_bot(
-            session, owner, name, address, settings=settings, check=check, checker=checker, resolver=resolver
+            session,
+            owner,
+            name,
+            bot.address,
+            settings=settings,
+            check=check,
+            checker=checker,
+            resolver=resolver,
         )
-    bot.status = BotStatus.ACTIVE
-    session.flush()
+    if bot.status != BotStatus.ACTIVE:
+        bot.status = BotStatus.ACTIVE
+        session.flush()
     return bot
+
+
+def restore_checks(bot: Bot) -> bool:
+    """Whether :func:`restore_bot` checks ``bot`` again (a retired dialled bot), so the
+    caller can take a check slot first."""
+    return bot.status != BotStatus.ACTIVE and not bot.hosted and not bot.connected
 
 
 def host_bot(
@@ -568,6 +579,7 @@ __all__ = [
     "latest_version",
     "register_bot",
     "restore_bot",
+    "restore_checks",
     "retire_bot",
     "update_bot",
 ]

@@ -17,7 +17,6 @@ from arena.queries.leaderboard import leaderboard
 from arena.queries.matches import match_detail, match_list
 from arena.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
 from arena.queries.tournaments import progress, tournament_detail, tournament_list
-from arena.statuses import BotStatus
 from dashboard import checks, operations
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError, MalformedJSONError
@@ -261,9 +260,8 @@ def restore_bot(name: str) -> Response:
 
     owner = _owner()
     db = session()
-    bot = registry.get_bot(db, _bot_name(name))
-    rechecked = not (bot.connected or bot.hosted) and bot.status != BotStatus.ACTIVE
-    with _check_slot(owner) if rechecked else nullcontext():
+    checked = registry.restore_checks(registry.get_bot(db, _bot_name(name)))  # a slot first, if so
+    with _check_slot(owner) if checked else nullcontext():
         bot = registry.restore_bot(db, owner, _bot_name(name), settings=settings(), **_checks())
         db.commit()
     return jsonify({"bot": registry.bot_to_json(bot)})
