@@ -63,6 +63,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 120.0  # the arena plays a short match before it answers
@@ -166,38 +167,43 @@ def run_submit(args: argparse.Namespace) -> int:
 
 
 def run_retire(args: argparse.Namespace) -> int:
-    prog = "tonk retire"
+    def say(bot: dict[str, Any]) -> None:
+        print(f"retired bot {bot.get('name', args.name)!r}")
+
+    return _bot_command(args, "tonk retire", "DELETE", "", None, say)
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    def say(bot: dict[str, Any]) -> None:
+        number = (bot.get("version") or {}).get("number", "?")
+        print(f"bot {bot.get('name', args.name)!r} is {bot.get('status', '?')} (version {number})")
+        if bot.get("connected"):
+            print("  it may connect again: tonk serve BOT --connect ...")
+
+    return _bot_command(args, "tonk restore", "POST", "/restore", {}, say)
+
+
+def _bot_command(
+    args: argparse.Namespace,
+    prog: str,
+    method: str,
+    suffix: str,
+    body: dict[str, Any] | None,
+    say: Callable[[dict[str, Any]], None],
+) -> int:
+    """One call about the bot ``args.name`` (``/bots/NAME`` + ``suffix``); ``say`` tells the
+    answer's bot (or ``--json`` prints the answer). The exit status."""
     target = _target(args, prog)
     if target is None:
         return 2
     base, token = target
-    answer = _call(prog, "DELETE", f"{base}/bots/{_quote(args.name)}", token, None, args.timeout)
+    answer = _call(prog, method, f"{base}/bots/{_quote(args.name)}{suffix}", token, body, args.timeout)
     if answer is None:
         return 1
     if args.json:
         print(json.dumps(answer, indent=2))
     else:
-        print(f"retired bot {(answer.get('bot') or {}).get('name', args.name)!r}")
-    return 0
-
-
-def run_restore(args: argparse.Namespace) -> int:
-    prog = "tonk restore"
-    target = _target(args, prog)
-    if target is None:
-        return 2
-    base, token = target
-    answer = _call(prog, "POST", f"{base}/bots/{_quote(args.name)}/restore", token, {}, args.timeout)
-    if answer is None:
-        return 1
-    if args.json:
-        print(json.dumps(answer, indent=2))
-        return 0
-    bot = answer.get("bot") or {}
-    name, number = bot.get("name", args.name), (bot.get("version") or {}).get("number", "?")
-    print(f"bot {name!r} is {bot.get('status', '?')} (version {number})")
-    if bot.get("connected"):
-        print("  it may connect again: tonk serve BOT --connect ...")
+        say(answer.get("bot") or {})
     return 0
 
 
