@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
@@ -164,6 +164,17 @@ def reveal_overdue(
     except Exception:
         logger.exception("could not look for unsent EndDeal notices of tournament %s", tournament_id)
         return 0
+    return reveal_deals(database_url, tournament_id, seeds, hosted_addresses)
+
+
+def reveal_deals(
+    database_url: str,
+    tournament_id: int,
+    seeds: Iterable[int],
+    hosted_addresses: Mapping[str, str] | None = None,
+) -> int:
+    """Claim and send EndDeal for each of ``seeds`` (:func:`overdue_deals`); returns to how
+    many bots in all. Never raises."""
     return sum(_reveal(database_url, tournament_id, seed, hosted_addresses) for seed in seeds)
 
 

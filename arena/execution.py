@@ -35,7 +35,7 @@ from sqlalchemy import and_, func, select
 
 from arena.config import Settings, load_settings
 from arena.db import session_scope
-from arena.deals import overdue_deals, reveal_overdue
+from arena.deals import overdue_deals, reveal_deals, reveal_overdue
 from arena.jobs import recover_matches
 from arena.models import Match, Tournament
 from arena.processes import descendants
@@ -535,12 +535,11 @@ class Sweeper:
                 submitted += _schedule(self.database_url, tournament_id, self.backend(), dead)
         return submitted
 
-
     def _reveal_overdue(self, tournament_id: int) -> None:
         with session_scope(self.database_url) as session:
-            if not overdue_deals(session, tournament_id):
-                return  # the usual case: no backend (and no pool) needed
-        reveal_overdue(self.database_url, tournament_id, getattr(self.backend(), "hosted", None))
+            seeds = overdue_deals(session, tournament_id)
+        if seeds:  # rare: only then is the backend (and its pool) wanted, for hosted bots
+            reveal_deals(self.database_url, tournament_id, seeds, getattr(self.backend(), "hosted", None))
 
 
 def _progress(database_url: str, tournament_id: int) -> Progress:
