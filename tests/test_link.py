@@ -466,6 +466,28 @@ def _capacity(arena: Arena, bot: int) -> int:
         return directory.connected_capacity(session, bot)
 
 
+def relay_server(methods: dict[str, grpc.RpcMethodHandler]) -> tuple[grpc.Server, str]:
+    """A started gRPC server on loopback with only ``methods`` of the relay service (a
+    stand-in gateway), and its address."""
+    server = grpc.server(ThreadPoolExecutor(max_workers=4))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(RELAY_SERVICE_NAME, methods),))
+    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    server.start()
+    return server, address
+
+
+def slow_while(event: threading.Event, seconds: float) -> type[RandomBot]:
+    """A random bot that thinks ``seconds`` a decision while ``event`` is set."""
+
+    class SlowWhile(RandomBot):
+        def act(self, obs: Any) -> Any:
+            if event.is_set():
+                time.sleep(seconds)
+            return super().act(obs)
+
+    return SlowWhile
+
+
 def wait_until(check: Any, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
@@ -673,20 +695,10 @@ def test_a_gateway_without_relay_streams_gets_unary_relays(arena: Arena, clients
     UNIMPLEMENTED, the call goes as a unary Relay instead (it never reached the bot), and so
     do the later ones. The older gateway here is a real server that has only Relay and
     passes it on to the real gateway's."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from arena.link.player import GatewayLostError
-    from sdk.protocol import RELAY_SERVICE_NAME
 
     stalling, hung = threading.Event(), threading.Event()
-
-    class Stalling(RandomBot):
-        def act(self, obs: Any) -> Any:
-            if stalling.is_set():
-                time.sleep(1.0)
-            return super().act(obs)
-
-    clients.append(Client(arena, "alice", "upgrading", bot=Stalling).wait())
+    clients.append(Client(arena, "alice", "upgrading", bot=slow_while(stalling, 1.0)).wait())
     upstream = grpc.insecure_channel(arena.gateway.advertise)
     forward = upstream.unary_unary(f"/{RELAY_SERVICE_NAME}/Relay")
     relayed: list[lpb.RelayResponse] = []
@@ -704,16 +716,12 @@ def test_a_gateway_without_relay_streams_gets_unary_relays(arena: Arena, clients
         relayed.append(lpb.RelayResponse.FromString(answer))
         return answer
 
-    old = grpc.server(ThreadPoolExecutor(4))
-    only_relay = {"Relay": grpc.unary_unary_rpc_method_handler(relay)}
-    old.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(RELAY_SERVICE_NAME, only_relay),))
-    port = old.add_insecure_port("127.0.0.1:0")
-    old.start()
+    old, address = relay_server({"Relay": grpc.unary_unary_rpc_method_handler(relay)})
     try:
         with session_scope(arena.url) as session:
             from arena.models import LinkGateway
 
-            session.get(LinkGateway, arena.gateway.id).address = f"127.0.0.1:{port}"  # type: ignore[union-attr]
+            session.get(LinkGateway, arena.gateway.id).address = address  # type: ignore[union-attr]
         player = link_player(arena, "upgrading")
         assert player.describe()["name"] == "random"
         player.match_start(MatchInfo("m", 0, ("upgrading", "x"), STANDARD, 1, 0, 1000, 0))
@@ -748,14 +756,7 @@ def test_calls_waiting_on_a_relay_stream_that_breaks_are_the_gateways_loss(
     from arena.link.player import GatewayLostError
 
     holding = threading.Event()
-
-    class Holding(RandomBot):
-        def act(self, obs: Any) -> Any:
-            if holding.is_set():
-                time.sleep(0.8)
-            return super().act(obs)
-
-    clients.append(Client(arena, "alice", "holding", bot=Holding).wait())
+    clients.append(Client(arena, "alice", "holding", bot=slow_while(holding, 0.8)).wait())
     routes = Routes(arena.url)
     player = LinkPlayer("holding", RelayTransport(bot_id(arena, "holding"), routes))
     assert player.describe()["name"] == "random"  # the stream is open
@@ -816,17 +817,12 @@ class _PickyRelay:
     def __init__(self) -> None:
         self.drop: set[int] = set()
         self.mute = threading.Event()
-        self.server = grpc.server(ThreadPoolExecutor(max_workers=4))
         handler = grpc.stream_stream_rpc_method_handler(
             self._serve,
             request_deserializer=lpb.RelayRequest.FromString,
             response_serializer=lpb.RelayResponse.SerializeToString,
         )
-        self.server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(RELAY_SERVICE_NAME, {"RelayStream": handler}),)
-        )
-        self.address = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
-        self.server.start()
+        self.server, self.address = relay_server({"RelayStream": handler})
 
     def _serve(self, requests: Iterator[lpb.RelayRequest], context: Any) -> Iterator[lpb.RelayResponse]:
         for request in requests:
