@@ -29,7 +29,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -56,8 +56,6 @@ from sdk.referee import (
 from sdk.rules import STANDARD, Rules
 
 DEFAULT_SEED: Final = 20_250_101
-#: The repeated match of the determinism check plays at least this many hands.
-DETERMINISM_HANDS: Final = 12
 
 
 def played_out(**options: Any) -> Rules:
@@ -764,10 +762,7 @@ def _check_determinism(player: Any, cfg: CheckConfig, report: CheckReport, fresh
 def _determinism_run(player: Any, cfg: CheckConfig, report: CheckReport) -> list[Decision]:
     log: list[Decision] = []
     scratch = CheckReport(report.target, decisions=log)
-    # At least DETERMINISM_HANDS hands: a bot that drops early makes a decision or two a
-    # hand, and a comparison of two decisions lets a process-dependent order pass by chance.
-    longer = replace(cfg, hands=max(cfg.hands, DETERMINISM_HANDS))
-    _run_match(RecordingPlayer(player, log), MATCHES[1], longer, scratch, match_id="check/determinism")
+    _run_match(RecordingPlayer(player, log), MATCHES[1], cfg, scratch, match_id="check/determinism")
     return log
 
 
