@@ -11,6 +11,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 import pytest
+from helpers.arena import charged_faults
 from helpers.faultbots import HOSTILE_TEXT, register_bots, serve_fault
 
 from arena.text import ELLIPSIS, NAME_LIMIT, REASON_LIMIT, clean_text, visible
@@ -97,11 +98,12 @@ def test_a_nul_bot_tournament_finishes_with_its_faults_and_every_result(url: str
         with session_scope(url) as session:
             assert session.get(Tournament, tid).status == "finished"  # type: ignore[union-attr]
             assert set(session.scalars(select(Match.error).where(Match.tournament_id == tid))) == {None}
-            faults = session.execute(select(FaultRecord.bot_id, FaultRecord.kind, FaultRecord.reason)).all()
+            charged = charged_faults(FaultRecord.bot_id, FaultRecord.kind, FaultRecord.reason)
+            faults = session.execute(charged).all()
             scores = session.execute(
                 select(Bot.name, MatchSeat.score).join(Bot, Bot.id == MatchSeat.bot_id)
             ).all()
-            fault_match = session.scalars(select(FaultRecord.match_id)).first()
+            fault_match = session.scalars(charged_faults(FaultRecord.match_id)).first()
         assert faults and {bot for bot, _, _ in faults} == {ids["nul-bot"]}
         for _bot, kind, reason in faults:
             assert kind == "crash" and "the bot answered INTERNAL: nul" in reason

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 import pytest
+from helpers.arena import charged_faults
 from helpers.faultbots import (
     FAULTS,
     LIFECYCLE_FAULTS,
@@ -409,7 +410,7 @@ def test_tournament_of_fault_bots_completes(pg_url: str, redis_url: str, redis_p
             ).all()
             assert {(status, attempts) for _, status, attempts, _ in matches} == {("done", 1)}
             stored = session.execute(
-                select(FaultRecord.match_id, FaultRecord.bot_id, FaultRecord.kind, FaultRecord.reason)
+                charged_faults(FaultRecord.match_id, FaultRecord.bot_id, FaultRecord.kind, FaultRecord.reason)
             ).all()
             replays = select(Replay.match_id, func.count()).group_by(Replay.match_id)
             per_match = dict(session.execute(replays).all())

@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
+from helpers.arena import charged_faults
 from sqlalchemy import delete, func, select
 
 from arena.auth import create_owner
@@ -566,7 +567,7 @@ def test_a_bot_gone_before_the_store_knows_waits_and_is_charged_only_after_its_g
 
     assert play_match_job(match_id, arena.url) == "done"
     with session_scope(arena.url) as session:
-        faults = session.execute(select(FaultRecord.bot_id, FaultRecord.kind)).all()
+        faults = session.execute(charged_faults(FaultRecord.bot_id, FaultRecord.kind)).all()
         assert faults and set(faults) == {(ids[0], "unreachable")}
 
 

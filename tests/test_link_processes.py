@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.arena import charged_faults
 from helpers.compose import BIN
 from helpers.net import free_port, get_json, listening, wait_for
 from helpers.saturation import play_seat0, saturated
@@ -299,7 +300,9 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
         seats = session.scalars(select(MatchSeat)).all()
         assert len(seats) == 40 and all(s.score is not None for s in seats)
         assert sum(s.decisions for s in seats) == sum(m.decisions for m in matches)
-        faults = session.execute(select(FaultRecord.bot_id, FaultRecord.kind, FaultRecord.match_id)).all()
+        faults = session.execute(
+            charged_faults(FaultRecord.bot_id, FaultRecord.kind, FaultRecord.match_id)
+        ).all()
         link1 = session.scalars(select(Bot.id).where(Bot.name == "link1")).one()
     # A match the gateway's death interrupted was played again from its start, not charged.
     assert any(m.attempts >= 2 for m in matches)
