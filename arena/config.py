@@ -59,7 +59,7 @@ class Settings:
     #: Hosts bots may be registered at besides public addresses, comma separated
     #: (e.g. "127.0.0.1,localhost" on a single-machine arena).
     allowed_bot_hosts: tuple[str, ...] = field(default_factory=tuple)
-    #: Ask a claim code (arena/claims.py) of bots at allowed hosts too, not only public ones.
+    #: Ask a claim code (arena/bots/claims.py) of bots at allowed hosts too, not only public ones.
     claim_allowed_hosts: bool = False
     #: Per-decision deadline and per-match time bank given to bots, in milliseconds.
     decision_deadline_ms: int = 1000

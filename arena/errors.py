@@ -9,8 +9,8 @@ subclass of :class:`ArenaError`, so the dashboard maps all of them with one hand
 and ``tonk submit`` prints ``message`` to the bot author as is. Messages therefore say what
 was wrong and quote the input, but never echo a secret (tokens are never quoted).
 
-The classes here are the generic kinds; arena/auth.py, arena/addresses.py and
-arena/registry.py define the specific ones (each also a :class:`ValueError`, so code that
+The classes here are the generic kinds; arena/bots/owners.py, arena/bots/addresses.py and
+arena/bots/registry.py define the specific ones (each also a :class:`ValueError`, so code that
 validates input can catch them broadly).
 """
 

@@ -55,15 +55,17 @@ from redis import Redis  # noqa: E402
 from rq import Queue, Worker  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
-from arena.auth import get_or_create_operator  # noqa: E402
+from arena.bots.owners import get_or_create_operator  # noqa: E402
+from arena.bots.registry import host_bot  # noqa: E402
 from arena.config import Settings  # noqa: E402
-from arena.db import dispose_engines, session_scope  # noqa: E402
-from arena.execution import RECOVER_S, EmbeddedBackend, RqBackend, run_tournament  # noqa: E402
-from arena.jobs import play_match_job  # noqa: E402
-from arena.models import Match, Tournament  # noqa: E402
-from arena.registry import host_bot  # noqa: E402
-from arena.statuses import TournamentStatus  # noqa: E402
-from arena.tournaments import create_tournament, start_tournament  # noqa: E402
+from arena.runtime.backends import EmbeddedBackend  # noqa: E402
+from arena.runtime.driver import RECOVER_S, run_tournament  # noqa: E402
+from arena.runtime.jobs import play_match_job  # noqa: E402
+from arena.runtime.rq_backend import RqBackend  # noqa: E402
+from arena.store.db import dispose_engines, session_scope  # noqa: E402
+from arena.store.models import Match, Tournament  # noqa: E402
+from arena.store.statuses import TournamentStatus  # noqa: E402
+from arena.tournaments.lifecycle import create_tournament, start_tournament  # noqa: E402
 
 PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 SEED = 20_240_601

@@ -33,8 +33,8 @@ sys.path.insert(0, str(_HERE.parent))
 
 from sqlalchemy import func, insert, select  # noqa: E402
 
-from arena.db import get_engine  # noqa: E402
-from arena.models import (  # noqa: E402
+from arena.store.db import get_engine  # noqa: E402
+from arena.store.models import (  # noqa: E402
     Bot,
     BotVersion,
     FaultRecord,
@@ -47,8 +47,8 @@ from arena.models import (  # noqa: E402
     TournamentEntry,
     utcnow,
 )
-from arena.replays import FORMAT, encode_logs  # noqa: E402
-from arena.statuses import MatchStatus, TournamentStatus  # noqa: E402
+from arena.store.replays import FORMAT, encode_logs  # noqa: E402
+from arena.store.statuses import MatchStatus, TournamentStatus  # noqa: E402
 from bots.random_bot import RandomBot  # noqa: E402
 from sdk.bot import Bot as BotBase  # noqa: E402
 from sdk.observation import Observation  # noqa: E402

@@ -376,10 +376,10 @@ def run(
 
 
 def honest_checks(a: str, b: str, checks: int, deals: int, hands: int, seed: int) -> list[float]:
-    """p-values of the fair-play check (arena/fairplay.py) for both bots of an honest pair,
+    """p-values of the fair-play check (arena/ratings/fairplay.py) for both bots of an honest pair,
     over ``checks`` independent runs of ``deals`` duplicate deals of ``hands`` hands, played
     as the arena plays them (rotation 0 first)."""
-    from arena.fairplay import paired_check  # the arena's own check, unchanged
+    from arena.ratings.fairplay import paired_check  # the arena's own check, unchanged
 
     cls_a, cls_b = load_bot_class(a), load_bot_class(b)
     config = RefereeConfig(decision_deadline_ms=60_000)

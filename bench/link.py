@@ -145,10 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         serve_bot(args.bot, int(port), link, token, name, int(capacity))
         return 0
 
-    from arena.auth import create_owner
-    from arena.db import session_scope
+    from arena.bots.owners import create_owner
     from arena.link.player import LinkPlayer, RelayTransport, Routes, routes_for
-    from arena.models import Bot
+    from arena.store.db import session_scope
+    from arena.store.models import Bot
     from sdk.grpc_player import GrpcPlayer
 
     with tempfile.TemporaryDirectory(prefix="tonk-bench-link-") as tmp:

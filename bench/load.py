@@ -43,16 +43,17 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import select  # noqa: E402
 
-from arena.auth import get_or_create_operator  # noqa: E402
-from arena.db import dispose_engines, session_scope  # noqa: E402
-from arena.execution import EmbeddedBackend, run_tournament  # noqa: E402
-from arena.jobs import play_match_job  # noqa: E402
-from arena.models import Match  # noqa: E402
-from arena.processes import descendants, kill_all  # noqa: E402
+from arena.bots.owners import get_or_create_operator  # noqa: E402
+from arena.bots.registry import host_bot  # noqa: E402
 from arena.queries.tournaments import tournament_progress  # noqa: E402
-from arena.registry import host_bot  # noqa: E402
-from arena.statuses import MatchStatus  # noqa: E402
-from arena.tournaments import create_tournament, pause_tournament, start_tournament  # noqa: E402
+from arena.runtime.backends import EmbeddedBackend  # noqa: E402
+from arena.runtime.driver import run_tournament  # noqa: E402
+from arena.runtime.jobs import play_match_job  # noqa: E402
+from arena.runtime.processes import descendants, kill_all  # noqa: E402
+from arena.store.db import dispose_engines, session_scope  # noqa: E402
+from arena.store.models import Match  # noqa: E402
+from arena.store.statuses import MatchStatus  # noqa: E402
+from arena.tournaments.lifecycle import create_tournament, pause_tournament, start_tournament  # noqa: E402
 
 HOUSE = {
     "random": "bots.random_bot:RandomBot",

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings import ELO_SCALE, RatedMatch, RatingModel, fit
+from arena.ratings.model import ELO_SCALE, RatedMatch, RatingModel, fit
 
 
 def peak_mb() -> float:

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings import ELO_SCALE, RatedMatch, fit
+from arena.ratings.model import ELO_SCALE, RatedMatch, fit
 
 
 def season(bots: int, matches: int, seed: int) -> tuple[np.ndarray, list[RatedMatch]]:

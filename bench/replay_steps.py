@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from arena.queries.replay_steps import match_steps
-from arena.replays import decode, encode_logs
+from arena.store.replays import decode, encode_logs
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.referee import LocalPlayer, play_match

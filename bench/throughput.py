@@ -46,14 +46,16 @@ import grpc  # noqa: E402
 from rq import Worker  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
-from arena.auth import get_or_create_operator  # noqa: E402
+from arena.bots.owners import get_or_create_operator  # noqa: E402
+from arena.bots.registry import register_bot  # noqa: E402
 from arena.config import Settings, load_settings  # noqa: E402
-from arena.db import dispose_engines, session_scope  # noqa: E402
-from arena.execution import EmbeddedBackend, RqBackend, run_tournament  # noqa: E402
-from arena.models import Match  # noqa: E402
-from arena.registry import register_bot  # noqa: E402
-from arena.statuses import MatchStatus  # noqa: E402
-from arena.tournaments import create_tournament  # noqa: E402
+from arena.runtime.backends import EmbeddedBackend  # noqa: E402
+from arena.runtime.driver import run_tournament  # noqa: E402
+from arena.runtime.rq_backend import RqBackend  # noqa: E402
+from arena.store.db import dispose_engines, session_scope  # noqa: E402
+from arena.store.models import Match  # noqa: E402
+from arena.store.statuses import MatchStatus  # noqa: E402
+from arena.tournaments.lifecycle import create_tournament  # noqa: E402
 from bots.random_bot import RandomBot  # noqa: E402
 from sdk.observation import Observation  # noqa: E402
 from sdk.protocol import bot_pb2, bot_pb2_grpc  # noqa: E402

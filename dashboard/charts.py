@@ -96,7 +96,7 @@ def scale(rows: list[dict[str, Any]]) -> tuple[float, float]:
 
 
 def _low(r: dict[str, Any]) -> float:
-    """The bar's lower end: a bound's open side ends at the bound (arena/rating_terms.py)."""
+    """The bar's lower end: a bound's open side ends at the bound (arena/ratings/terms.py)."""
     return float(r["elo"] if r["low"] is None else r["low"])
 
 

@@ -7,7 +7,7 @@ API. So the dashboard admits one check at a time per owner and at most ``BOT_CHE
 once in all; a request past either bound is refused at once with ``429 too_many_requests``
 and a ``Retry-After``, and changes nothing (the registry is not called).
 
-The running checks are rows of ``check_leases`` in the store (arena.models.CheckLease), so
+The running checks are rows of ``check_leases`` in the store (arena.store.models.CheckLease), so
 the bounds hold across every dashboard process and machine sharing it (gunicorn workers,
 replicas), not per process. A lease is taken in its own short transaction, committed before
 the check starts, and deleted when the check ends, passed or failed. A process that dies
@@ -31,7 +31,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from arena.errors import ArenaError
-from arena.models import CheckLease, utcnow
+from arena.store.models import CheckLease, utcnow
 from dashboard.db import engine
 
 DEFAULT_SLOTS: Final = 2

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from arena.config import Settings, load_settings
-from arena.statuses import TournamentStatus
+from arena.store.statuses import TournamentStatus
 
 
 def register(subparsers: Any) -> None:
@@ -54,7 +54,7 @@ def _sizes(text: str) -> list[int]:
 
 
 #: Loopback networks the demo accepts bots on: IP literals only, so the worker of any other
-#: process (``tonk tournament run``) dials them without its own allowance (arena/addresses.py).
+#: process (``tonk tournament run``) dials them without its own allowance (arena/bots/addresses.py).
 DEMO_ALLOWED_HOSTS = ("127.0.0.0/8", "::1")
 #: The name of every tournament the demo plays (a restart looks for one to reuse).
 DEMO_TOURNAMENT_PREFIX = "demo round-robin"
@@ -70,11 +70,11 @@ def demo_settings(settings: Settings) -> Settings:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from arena.bots.hosting import house_bots
     from arena.config import describe_store
-    from arena.db import session_scope
-    from arena.hosting import house_bots
-    from arena.migrate import migrate
     from arena.queries.leaderboard import board
+    from arena.store.db import session_scope
+    from arena.store.migrate import migrate
     from sdk.players import did_you_mean
 
     settings = demo_settings(load_settings())
@@ -121,8 +121,8 @@ def _earlier_demo(url: str) -> tuple[int, str] | None:
     """(id, name) of the newest finished demo tournament in the store, if any."""
     from sqlalchemy import select
 
-    from arena.db import session_scope
-    from arena.models import Tournament
+    from arena.store.db import session_scope
+    from arena.store.models import Tournament
 
     with session_scope(url) as session:
         row = session.execute(
@@ -139,12 +139,13 @@ def _earlier_demo(url: str) -> tuple[int, str] | None:
 
 def _play_round_robin(args: argparse.Namespace, settings: Settings, bots: dict[str, str],
                       sizes: list[int]) -> None:  # fmt: skip
-    from arena.db import session_scope
-    from arena.execution import make_backend, run_tournament
-    from arena.hosting import HostedBots, ensure_house_bots
-    from arena.leaderboard import write_snapshot
+    from arena.bots.hosting import HostedBots, ensure_house_bots
     from arena.queries.tournaments import tournament_progress
-    from arena.tournaments import create_tournament, resolve_bots
+    from arena.ratings.leaderboard import write_snapshot
+    from arena.runtime.backends import make_backend
+    from arena.runtime.driver import run_tournament
+    from arena.store.db import session_scope
+    from arena.tournaments.lifecycle import create_tournament, resolve_bots
     from sdk.progress import ProgressBar
 
     print(f"queue: {'RQ at ' + settings.redis_url if settings.redis_url else 'embedded process pool'}")
@@ -193,7 +194,7 @@ def _play_round_robin(args: argparse.Namespace, settings: Settings, bots: dict[s
 
 def _gateway(settings: Settings) -> Any:
     """The in-process gateway for connected bots (docs/protocol.md), or None (port 0 or busy)."""
-    from arena.link.cli import start_in_process
+    from arena.commands.gateway import start_in_process
 
     try:
         running = start_in_process(settings)
@@ -207,7 +208,7 @@ def _gateway(settings: Settings) -> Any:
 
 
 def print_leaderboard(board: Any) -> None:
-    from arena.cli import print_ratings  # the same table and words as `tonk leaderboard`
+    from arena.commands.tournament import print_ratings  # the same table and words as `tonk leaderboard`
 
     print_ratings(board.rows)
 

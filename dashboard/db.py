@@ -1,6 +1,6 @@
 """One SQLAlchemy session per request, opened on first use and closed at teardown.
 
-Engines come from :func:`arena.db.get_engine` (one per URL per process, schema created on
+Engines come from :func:`arena.store.db.get_engine` (one per URL per process, schema created on
 first use), so the dashboard and the workers share the arena's connection settings.
 """
 
@@ -10,7 +10,7 @@ from flask import Flask, current_app, g
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from arena.db import get_engine
+from arena.store.db import get_engine
 
 
 def engine() -> Engine:

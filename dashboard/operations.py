@@ -1,10 +1,10 @@
 """Operator actions on tournaments: the dashboard authenticates, checks the request body and
-reports; arena/tournaments.py builds and steps tournaments, arena/execution.py runs them.
+reports; arena/tournaments/lifecycle.py builds and steps tournaments, arena/runtime/driver.py runs them.
 
 Matches go to the app's backend (``TOURNAMENT_BACKEND`` in the config, else RQ when
 ``TONK_REDIS_URL`` is set, else a local process pool), made once per process. Nobody stays
 to drive a tournament started here, so the process that started one keeps sweeping the
-running tournaments (arena.execution.Sweeper; ``tonk dashboard`` from the start, so that one
+running tournaments (arena.runtime.driver.Sweeper; ``tonk dashboard`` from the start, so that one
 restarted takes up what its predecessor left). ``TOURNAMENT_SWEEP_S`` sets its period (0:
 none; the default is none for a ``TOURNAMENT_BACKEND`` passed in, which is the caller's).
 """
@@ -17,12 +17,13 @@ from typing import Any
 from flask import Flask
 from sqlalchemy.orm import Session
 
-from arena import tournaments
 from arena.config import Settings
-from arena.execution import RECOVER_S, Backend, Sweeper, make_backend, run_tournament
 from arena.queries.tournaments import get_tournament
-from arena.sprt import sprt_params
-from arena.statuses import TournamentStatus
+from arena.runtime.backends import Backend, make_backend
+from arena.runtime.driver import RECOVER_S, Sweeper, run_tournament
+from arena.store.statuses import TournamentStatus
+from arena.tournaments import lifecycle as tournaments
+from arena.tournaments.sprt import sprt_params
 from dashboard.errors import InvalidParameterError
 from sdk.errors import RulesError
 from sdk.rules import Rules

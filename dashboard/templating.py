@@ -9,7 +9,7 @@ from typing import Any
 from flask import Flask
 from markupsafe import Markup
 
-from arena.rating_terms import legend
+from arena.ratings.terms import legend
 from arena.text import visible
 
 DASH = "\u2013"  # shown for "no value"
@@ -62,7 +62,7 @@ def shown(value: Any) -> Any:
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(signed=signed, pct=pct, num=num, when=when, ms=ms, visible=visible)
     app.jinja_env.finalize = shown
-    # What the rating numbers mean, worded once (arena/rating_terms.py) for every page.
+    # What the rating numbers mean, worded once (arena/ratings/terms.py) for every page.
     app.jinja_env.globals["rating_legend"] = legend()
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True

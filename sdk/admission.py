@@ -13,7 +13,7 @@ arena that allows its address, and both say the same thing when it is not:
 4. **the protocol check** of :mod:`sdk.conformance` (every rule variant, 2 to 6 seats, crafted
    positions), again with no fault allowed.
 
-Steps 1 to 3 live here; the arena (arena/registry.py) calls them and turns an
+Steps 1 to 3 live here; the arena (arena/bots/registry.py) calls them and turns an
 :class:`AdmissionError` into its HTTP refusal of the same ``code``; ``tonk check`` reports
 them as problems. docs/protocol.md states the same requirements for bots in any language.
 """

@@ -28,7 +28,7 @@ from sdk.observation import Observation
 from sdk.rules import Rules
 
 #: A bot's name in an arena: 2 to 32 of a-z, 0-9, '_' and '-', starting with a letter or digit.
-#: The registry refuses any other (arena.addresses.validate_bot_name), and every page and API
+#: The registry refuses any other (arena.bots.addresses.validate_bot_name), and every page and API
 #: path that names a bot uses the same rule.
 BOT_NAME_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{1,31}$")
 

@@ -83,7 +83,7 @@ class GrpcPlayer:
         authority: str | None = None,
     ):
         # ``authority``: the HOST:PORT the bot is known by when ``address`` is the IP it was
-        # resolved to (the arena pins a checked resolution; see arena.addresses.resolve_for_dial).
+        # resolved to (the arena pins a checked resolution; see arena.bots.addresses.resolve_for_dial).
         self.address = address if authority is None else f"{authority} ({address})"
         self.lifecycle_timeout_s = lifecycle_timeout_s
         self.max_reply_bytes = max_reply_bytes

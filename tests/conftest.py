@@ -101,7 +101,7 @@ def redis_url(redis_prefix: str) -> Iterator[str]:
 @pytest.fixture(params=["sqlite", "postgres"])
 def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """The same test on SQLite and on the real local PostgreSQL."""
-    from arena.db import dispose_engines
+    from arena.store.db import dispose_engines
 
     url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
     yield url

@@ -18,12 +18,14 @@ from redis import Redis
 from rq import Queue, SimpleWorker
 from sqlalchemy import select
 
-from arena import capacity
-from arena.db import dispose_engines, session_scope
-from arena.execution import EmbeddedBackend, RqBackend, run_tournament
-from arena.match_runner import load_plan, run_match
-from arena.models import Match, RatingSnapshot
+from arena.play import capacity
+from arena.play.plan import load_plan, run_match
 from arena.queries.tournaments import get_tournament, tournament_progress
+from arena.runtime.backends import EmbeddedBackend
+from arena.runtime.driver import run_tournament
+from arena.runtime.rq_backend import RqBackend
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import Match, RatingSnapshot
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.cli import main as tonk
@@ -115,11 +117,11 @@ def test_rq_submit_queues_each_pending_match_that_has_no_job_waiting(
     is decided by the job's state alone (no worker runs here: the states are set by hand)."""
     from rq.job import Job, JobStatus
 
-    import arena.execution
+    import arena.runtime.driver
 
     # Long enough that the submits between "first seen started" and the wait below cannot
     # outlast it on a loaded machine; short enough to wait out.
-    monkeypatch.setattr(arena.execution, "UNCLAIMED_S", 3.0)
+    monkeypatch.setattr(arena.runtime.rq_backend, "UNCLAIMED_S", 3.0)
     backend = RqBackend("sqlite:///unused.sqlite", redis_url, f"{queue_prefix}-submit")
     connection = backend.connection
 

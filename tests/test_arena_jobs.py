@@ -11,12 +11,14 @@ import threading
 from helpers.arena import counted_once, hosted_bots, new_tournament
 from sqlalchemy import func, select, update
 
-from arena import jobs
-from arena.db import session_scope
-from arena.match_runner import load_plan, run_match
-from arena.models import BotVersion, FaultRecord, Match, MatchSeat, Replay, utcnow
+from arena.play.heartbeat import MATCH_LEASE_S
+from arena.play.lifecycle import MatchLife, worker_id
+from arena.play.plan import load_plan, run_match
 from arena.queries.tournaments import tournament_progress
-from arena.tournaments import start_tournament
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import BotVersion, FaultRecord, Match, MatchSeat, Replay, utcnow
+from arena.tournaments.lifecycle import start_tournament
 
 
 def started(url: str, **options: object) -> tuple[int, list[int]]:
@@ -42,9 +44,9 @@ def totals(url: str) -> tuple[int, int, int, int]:
 
 def test_running_a_job_twice_counts_once(db_url: str) -> None:
     tid, match_ids = started(db_url)
-    assert jobs.play_match_job(match_ids[0], db_url) == "done"
+    assert play_match_job(match_ids[0], db_url) == "done"
     once = totals(db_url)
-    assert jobs.play_match_job(match_ids[0], db_url) == "already-done"
+    assert play_match_job(match_ids[0], db_url) == "already-done"
     assert totals(db_url) == once
     assert once[:3] == (1, once[1], 3) and once[1] > 0  # CrashBot faults were recorded
     counted_once(db_url, tid)
@@ -62,7 +64,7 @@ def test_racing_writers_count_once(db_url: str) -> None:
 
     def record(i: int) -> None:
         barrier.wait()
-        outcomes.append(jobs.record_result(db_url, plan, results[i], 10, f"racer{i}"))
+        outcomes.append(MatchLife(db_url, plan.match_id, f"racer{i}").record(plan, results[i], 10))
 
     threads = [threading.Thread(target=record, args=(i,)) for i in range(2)]
     for t in threads:
@@ -78,7 +80,7 @@ def test_racing_writers_count_once(db_url: str) -> None:
 
     def job() -> None:
         barrier.wait()
-        answers.append(jobs.play_match_job(match_ids[1], db_url))
+        answers.append(play_match_job(match_ids[1], db_url))
 
     threads = [threading.Thread(target=job) for _ in range(3)]
     for t in threads:
@@ -94,11 +96,11 @@ def test_abandoned_matches_are_played_again(db_url: str) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     now = utcnow()
-    me = jobs.worker_id()
+    me = worker_id()
     host = me.rsplit(":", 1)[0]
     cases = {
         match_ids[0]: (f"{host}:{dead.stdout.strip()}", now),  # its process is gone
-        match_ids[1]: ("elsewhere:1", now - dt.timedelta(seconds=jobs.LEASE_S + 5)),  # silent
+        match_ids[1]: ("elsewhere:1", now - dt.timedelta(seconds=MATCH_LEASE_S + 5)),  # silent
         match_ids[2]: ("elsewhere:1", now),  # another host, beating: alive
         match_ids[3]: (me, now),  # this very process: alive
     }
@@ -109,11 +111,11 @@ def test_abandoned_matches_are_played_again(db_url: str) -> None:
                 .values(status="running", worker=worker, heartbeat_at=beat, attempts=1)
             )
     # A job does not take a match from a live worker, but does take a silent one.
-    assert jobs.play_match_job(match_ids[2], db_url) == "busy"
-    assert jobs.play_match_job(match_ids[1], db_url) == "done"
+    assert play_match_job(match_ids[2], db_url) == "busy"
+    assert play_match_job(match_ids[1], db_url) == "done"
     with session_scope(db_url) as session:
-        assert jobs.recover_matches(session, tid) == [match_ids[0]]
-    assert jobs.play_match_job(match_ids[0], db_url) == "done"
+        assert MatchLife.recover(session, tid) == [match_ids[0]]
+    assert play_match_job(match_ids[0], db_url) == "done"
     with session_scope(db_url) as session:
         attempts = dict(
             session.execute(select(Match.id, Match.attempts).where(Match.id.in_(match_ids[:2]))).all()
@@ -134,7 +136,7 @@ def test_an_arena_problem_fails_the_match_and_resume_retries_it(db_url: str) -> 
         good = version.hosted
         version.hosted = "bots.nowhere:Missing"
     try:
-        jobs.play_match_job(match_ids[0], db_url)
+        play_match_job(match_ids[0], db_url)
     except ValueError as exc:
         assert "cannot import 'bots.nowhere'" in str(exc)
     else:
@@ -142,8 +144,8 @@ def test_an_arena_problem_fails_the_match_and_resume_retries_it(db_url: str) -> 
     with session_scope(db_url) as session:
         match = session.get(Match, match_ids[0])
         assert match is not None and match.status == "failed" and "bots.nowhere" in (match.error or "")
-        assert jobs.recover_matches(session, tid) == []  # a sweep leaves failures alone
+        assert MatchLife.recover(session, tid) == []  # a sweep leaves failures alone
         session.execute(update(BotVersion).where(BotVersion.id == version_id).values(hosted=good))
-        assert jobs.recover_matches(session, tid, retry_failed=True) == [match_ids[0]]
-    assert jobs.play_match_job(match_ids[0], db_url) == "done"
+        assert MatchLife.recover(session, tid, retry_failed=True) == [match_ids[0]]
+    assert play_match_job(match_ids[0], db_url) == "done"
     counted_once(db_url, tid)

@@ -11,13 +11,13 @@ import pytest
 from helpers.arena import CrashBot, IllegalBot, ReversedMelder, hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena import replays
-from arena.db import session_scope
-from arena.jobs import play_match_job
-from arena.match_runner import load_plan, run_match
-from arena.models import Match
+from arena.play.plan import load_plan, run_match
 from arena.queries.matches import get_match, get_replay
-from arena.tournaments import start_tournament
+from arena.runtime.jobs import play_match_job
+from arena.store import replays
+from arena.store.db import session_scope
+from arena.store.models import Match
+from arena.tournaments.lifecycle import start_tournament
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.bot import Bot

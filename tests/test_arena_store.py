@@ -6,14 +6,14 @@ from __future__ import annotations
 from helpers.arena import hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena import leaderboard
-from arena.db import session_scope
-from arena.jobs import play_match_job
-from arena.models import Match
 from arena.queries.matches import MatchFilter, get_match, match_list
 from arena.queries.stats import bot_stats
 from arena.queries.tournaments import list_tournaments
-from arena.tournaments import extend_tournament, start_tournament
+from arena.ratings import leaderboard
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import Match
+from arena.tournaments.lifecycle import extend_tournament, start_tournament
 from dashboard.params import Paging
 
 
@@ -89,7 +89,7 @@ def test_queries_stats_and_ratings(db_url: str) -> None:
 
 def test_statuses_are_the_stored_strings() -> None:
     # The database and the API hold these strings: an enum value may never change.
-    from arena.statuses import BOT_STATUSES, MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus
+    from arena.store.statuses import BOT_STATUSES, MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus
 
     assert MATCH_STATUSES == ("pending", "running", "done", "failed")
     assert TOURNAMENT_STATUSES == ("created", "running", "paused", "finished")

@@ -8,14 +8,15 @@ import pytest
 from helpers.arena import SETTINGS, hosted_bots, new_tournament, seats_by_key
 from sqlalchemy import select
 
-from arena.db import session_scope
-from arena.execution import EmbeddedBackend, run_tournament
-from arena.jobs import play_match_job, record_result
-from arena.match_runner import load_plan, run_match
-from arena.models import Match, MatchSeat, Tournament, TournamentEntry
+from arena.play.lifecycle import MatchLife
+from arena.play.plan import load_plan, run_match
 from arena.queries.tournaments import get_tournament, tournament_progress
-from arena.seating import arrangements
-from arena.tournaments import (
+from arena.runtime.backends import EmbeddedBackend
+from arena.runtime.driver import run_tournament
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import Match, MatchSeat, Tournament, TournamentEntry
+from arena.tournaments.lifecycle import (
     InvalidTournamentError,
     TournamentNotFoundError,
     TournamentStateError,
@@ -27,6 +28,7 @@ from arena.tournaments import (
     resolve_bots,
     start_tournament,
 )
+from arena.tournaments.seating import arrangements
 from sdk.dealing import derive_seed
 
 
@@ -167,7 +169,7 @@ def test_resuming_a_paused_tournament_whose_matches_are_all_done_finishes_it(sql
     with session_scope(sqlite_url) as session:  # the last match is being played when we pause
         plan = load_plan(session, last)
         pause_tournament(session, tid)
-    assert record_result(sqlite_url, plan, run_match(plan), 5, "elsewhere:1")
+    assert MatchLife(sqlite_url, plan.match_id, "elsewhere:1").record(plan, run_match(plan), 5)
     backend = EmbeddedBackend(sqlite_url, 1)
     try:
         progress = run_tournament(sqlite_url, tid, backend, wait=False)

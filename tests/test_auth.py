@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.auth import (
+from arena.bots.owners import (
     AuthenticationError,
     InvalidOwnerNameError,
     OwnerNameTakenError,
@@ -24,9 +24,9 @@ from arena.auth import (
     rotate_token,
 )
 from arena.config import Settings
-from arena.db import dispose_engines, session_scope
 from arena.errors import ConflictError
-from arena.models import Owner
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import Owner
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -87,7 +87,7 @@ def test_tokens_are_compared_in_constant_time(sqlite_url: str, monkeypatch: pyte
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(hmac, "compare_digest", spy)  # arena.auth calls hmac.compare_digest
+    monkeypatch.setattr(hmac, "compare_digest", spy)  # arena.bots.owners calls hmac.compare_digest
     with session_scope(sqlite_url) as session:
         authenticate(session, token)
         assert calls, "authenticate must compare with hmac.compare_digest"

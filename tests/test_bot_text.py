@@ -70,10 +70,11 @@ def test_a_nul_bot_tournament_finishes_with_its_faults_and_every_result(url: str
     stored cleaned, the house bots' results are kept and the pages show the reasons safely."""
     from sqlalchemy import select
 
-    from arena.db import dispose_engines, session_scope
-    from arena.execution import EmbeddedBackend, run_tournament
-    from arena.models import Bot, FaultRecord, Match, MatchSeat, Tournament
-    from arena.tournaments import create_tournament
+    from arena.runtime.backends import EmbeddedBackend
+    from arena.runtime.driver import run_tournament
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.models import Bot, FaultRecord, Match, MatchSeat, Tournament
+    from arena.tournaments.lifecycle import create_tournament
     from dashboard import create_app
 
     with ExitStack() as stack:
@@ -136,11 +137,11 @@ def test_hostile_getinfo_fields_are_stored_clean_and_shown_escaped(url: str) -> 
     """A bot whose name, version, author and language carry NUL, RLO, ESC, BEL and 1 MB
     passes the real registration checks; what is stored is bounded and control-free on both
     databases, and its page shows the rest as visible escapes."""
-    from arena.auth import get_or_create_operator
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import find_bot, register_bot
     from arena.config import Settings
-    from arena.db import dispose_engines, session_scope
-    from arena.migrate import upgrade
-    from arena.registry import find_bot, register_bot
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.migrate import upgrade
     from dashboard import create_app
 
     upgrade(url)
@@ -175,10 +176,10 @@ def test_hostile_getinfo_fields_are_stored_clean_and_shown_escaped(url: str) -> 
 
 def test_a_tournament_name_with_control_characters_is_refused(url: str) -> None:
     """Users' text is refused rather than cleaned: they can send it again without the junk."""
-    from arena.db import dispose_engines, session_scope
-    from arena.migrate import upgrade
-    from arena.models import Tournament
-    from arena.tournaments import InvalidTournamentError, create_tournament
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.migrate import upgrade
+    from arena.store.models import Tournament
+    from arena.tournaments.lifecycle import InvalidTournamentError, create_tournament
 
     upgrade(url)
     try:
@@ -197,10 +198,10 @@ def test_a_tournament_name_with_control_characters_is_refused(url: str) -> None:
 def test_direction_changing_text_a_user_may_store_is_shown_escaped(sqlite_url: str) -> None:
     """Format characters (RLO, zero-width) are not controls, so a tournament name may hold
     them; every page that prints the name shows them as escapes."""
-    from arena.auth import get_or_create_operator
-    from arena.db import dispose_engines, session_scope
-    from arena.registry import host_bot
-    from arena.tournaments import create_tournament
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import host_bot
+    from arena.store.db import dispose_engines, session_scope
+    from arena.tournaments.lifecycle import create_tournament
     from dashboard import create_app
 
     try:

@@ -312,13 +312,13 @@ def test_a_six_seat_replay_fits_one_screen(browser: Any, tmp_path: Path) -> None
     from helpers.dashboard_fixtures import OPERATOR_TOKEN
     from sqlalchemy import select
 
-    from arena.auth import get_or_create_operator
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import host_bot
     from arena.config import Settings
-    from arena.db import session_scope
-    from arena.jobs import play_match_job
-    from arena.models import Match
-    from arena.registry import host_bot
-    from arena.tournaments import create_tournament, start_tournament
+    from arena.runtime.jobs import play_match_job
+    from arena.store.db import session_scope
+    from arena.store.models import Match
+    from arena.tournaments.lifecycle import create_tournament, start_tournament
     from dashboard.server import serve_in_thread
 
     url = f"sqlite:///{tmp_path / 'six.sqlite'}"
@@ -464,9 +464,9 @@ def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: P
     from helpers.dashboard_fixtures import OPERATOR_TOKEN
     from sqlalchemy import select, update
 
-    from arena.db import session_scope
-    from arena.jobs import play_match_job
-    from arena.models import Match, MatchSeat
+    from arena.runtime.jobs import play_match_job
+    from arena.store.db import session_scope
+    from arena.store.models import Match, MatchSeat
     from dashboard.server import serve_in_thread
 
     url = f"sqlite:///{tmp_path / 'live.sqlite'}"

@@ -1,4 +1,4 @@
-"""Addresses are private and claimed (arena/claims.py): a bot's address is shown only to its
+"""Addresses are private and claimed (arena/bots/claims.py): a bot's address is shown only to its
 owner and operators, registering one needs the registrant's claim code back from the bot,
 and a copy of another owner's address is refused. Real bots over gRPC, the real checks, the
 real dashboard app, on SQLite and PostgreSQL."""
@@ -14,8 +14,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from arena.addresses import redact_addresses
-from arena.claims import CLAIM_PREFIX, claim_code
+from arena.bots.addresses import redact_addresses
+from arena.bots.claims import CLAIM_PREFIX, claim_code
 from arena.config import Settings
 from bots.random_bot import RandomBot
 from sdk.protocol import bot_pb2 as pb
@@ -31,8 +31,8 @@ def url(request: pytest.FixtureRequest) -> str:
 def arena(url: str) -> Iterator[dict[str, Any]]:
     """The dashboard app with real checks, claims asked of loopback bots too (the only ones a
     test can run), and owners alice and bob plus an operator; their tokens and ids."""
-    from arena.auth import create_owner
-    from arena.db import dispose_engines, session_scope
+    from arena.bots.owners import create_owner
+    from arena.store.db import dispose_engines, session_scope
     from dashboard import create_app
 
     settings = Settings(
@@ -69,8 +69,8 @@ def call(
 def bot_names(url: str) -> list[str]:
     from sqlalchemy import select
 
-    from arena.db import session_scope
-    from arena.models import Bot
+    from arena.store.db import session_scope
+    from arena.store.models import Bot
 
     with session_scope(url) as session:
         return sorted(session.scalars(select(Bot.name)))
@@ -125,10 +125,10 @@ def test_registering_an_address_needs_the_claim_code_back_from_the_bot(
 def test_allow_listed_addresses_need_no_claim_unless_asked(url: str, bots: list[RunningServer]) -> None:
     """The operator's own network (TONK_ALLOWED_BOT_HOSTS: tonk demo, compose) is exempt by
     default: existing flows keep working. A public address always needs the claim."""
-    from arena.auth import create_owner
-    from arena.claims import ClaimRequiredError
-    from arena.db import dispose_engines, session_scope
-    from arena.registry import check_served_bot, register_bot
+    from arena.bots.claims import ClaimRequiredError
+    from arena.bots.owners import create_owner
+    from arena.bots.registry import check_served_bot, register_bot
+    from arena.store.db import dispose_engines, session_scope
 
     settings = Settings(database_url=url, allowed_bot_hosts=("127.0.0.1",), decision_deadline_ms=1000)
     try:
@@ -166,9 +166,9 @@ def test_a_bot_serves_its_claim_from_the_flag_or_the_environment(monkeypatch: py
 
 
 def test_a_bots_address_is_shown_only_to_its_owner_and_operators(arena: dict[str, Any]) -> None:
-    from arena.auth import authenticate
-    from arena.db import session_scope
-    from arena.registry import register_bot
+    from arena.bots.owners import authenticate
+    from arena.bots.registry import register_bot
+    from arena.store.db import session_scope
 
     app: Flask = arena["app"]
     tokens = arena["tokens"]
@@ -244,9 +244,9 @@ def test_tonk_submit_prints_the_claim_code_and_succeeds_once_the_bot_serves_it(
 def test_which_addresses_need_a_claim(
     address: str, allowed: tuple[str, ...], resolved: list[str], allow_listed: bool
 ) -> None:
-    from arena.addresses import pin_address
-    from arena.claims import required_claim
-    from arena.models import Owner
+    from arena.bots.addresses import pin_address
+    from arena.bots.claims import required_claim
+    from arena.store.models import Owner
 
     normalised, target = pin_address(address, allowed, resolver=lambda host: resolved)
     assert target.allow_listed is allow_listed

@@ -149,9 +149,9 @@ def test_a_bot_without_health_service_or_getinfo_fails_as_the_arena_refuses_it()
 
 
 def test_tonk_check_and_the_arena_refuse_in_the_same_words() -> None:
+    from arena.bots.registry import BotCheckFailedError
+    from arena.bots.registry import check_served_bot as admit
     from arena.config import Settings
-    from arena.registry import BotCheckFailedError
-    from arena.registry import check_served_bot as admit
 
     reply = pb.DecideResponse(action_index=0).SerializeToString()
     with raw_server({"Decide": lambda data, ctx: reply}) as address:

@@ -209,8 +209,8 @@ def test_hand_record_download(client: FlaskClient, seeded: Seeded) -> None:
 def test_decision_download_is_the_request_the_bot_received(client: FlaskClient, seeded: Seeded) -> None:
     """Play the match again with the same seed, label and bots, recording every request the
     referee sends, and compare each with the download."""
-    from arena.db import session_scope
-    from arena.match_runner import load_plan, run_match
+    from arena.play.plan import load_plan, run_match
+    from arena.store.db import session_scope
 
     with session_scope(seeded.url) as session:
         plan = load_plan(session, seeded.fault_match)
@@ -228,7 +228,7 @@ def test_decision_download_is_the_request_the_bot_received(client: FlaskClient, 
             sent[(int(hand), int(decision))] = request
             return self.inner.act(request)
 
-    from arena.match_runner import make_seat_player
+    from arena.play.plan import make_seat_player
 
     run_match(plan, player_factory=lambda seat: Recording(make_seat_player(seat)))
     assert sent

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 from markupsafe import escape
 
-from arena.rating_terms import PAIRWISE, legend
+from arena.ratings.terms import PAIRWISE, legend
 
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
@@ -91,7 +91,7 @@ def test_bot_pages(client: FlaskClient) -> None:
     flaky = page(client, "/bots/flaky")
     assert "crash \u00d7 " in flaky and "flaky bot fell over" in flaky
     croaker = page(client, "/bots/croaker")
-    # Where a bot listens is its owner's business (arena/claims.py): not on the public page.
+    # Where a bot listens is its owner's business (arena/bots/claims.py): not on the public page.
     assert "No rating history yet" in croaker and "127.0.0.1:50999" not in croaker
     assert "served over gRPC" in croaker
 
@@ -139,7 +139,7 @@ def test_nothing_is_loaded_from_elsewhere() -> None:
 def test_rating_pages_say_what_the_numbers_mean(client: FlaskClient, seeded: Seeded) -> None:
     for path in ("/", "/bots/lowball"):
         html = page(client, path)
-        for line in legend():  # worded once, in arena/rating_terms.py, as the CLI prints it
+        for line in legend():  # worded once, in arena/ratings/terms.py, as the CLI prints it
             assert str(escape(line)) in html, (path, line)
     spring = page(client, f"/tournaments/{seeded.tournaments['spring']}")
     assert str(escape(PAIRWISE)) in spring  # the matrix says what it shows

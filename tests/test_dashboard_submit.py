@@ -14,12 +14,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select, update
 
-from arena.auth import create_owner, get_or_create_operator
+from arena.bots.owners import create_owner, get_or_create_operator
+from arena.bots.registry import BotCheckFailedError, host_bot
 from arena.config import Settings
-from arena.db import session_scope
-from arena.jobs import play_match_job
-from arena.models import CheckLease, Owner, utcnow
-from arena.registry import BotCheckFailedError, host_bot
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import CheckLease, Owner, utcnow
 
 pytest_plugins = ["helpers.dashboard_fixtures"]
 

@@ -15,11 +15,11 @@ from helpers.guides import stop
 from helpers.net import free_port
 from sqlalchemy import select, text
 
-from arena.db import dispose_engines, session_scope
-from arena.migrate import VERSION_TABLE, migrate
-from arena.migrations import HEAD
-from arena.models import Match, Tournament
-from arena.rating_terms import legend
+from arena.ratings.terms import legend
+from arena.store.db import dispose_engines, session_scope
+from arena.store.migrate import VERSION_TABLE, migrate
+from arena.store.migrations import HEAD
+from arena.store.models import Match, Tournament
 from bots.random_bot import RandomBot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,7 +151,7 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
 
 
 def test_a_deployed_arena_still_refuses_loopback_bots_the_demo_accepts() -> None:
-    from arena.addresses import AddressNotAllowedError, check_address
+    from arena.bots.addresses import AddressNotAllowedError, check_address
     from arena.config import load_settings
     from dashboard.commands import demo_settings
 

@@ -1,5 +1,5 @@
 """Registered addresses are checked again right before a worker dials them, and the
-resolution that passed is the one dialled (arena.addresses.resolve_for_dial): a name that
+resolution that passed is the one dialled (arena.bots.addresses.resolve_for_dial): a name that
 was public at registration and points inside later (DNS rebinding) is never connected to."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from arena.addresses import (
+from arena.bots.addresses import (
     AddressNotAllowedError,
     DialTarget,
     InvalidAddressError,
     check_address,
     resolve_for_dial,
 )
-from arena.match_runner import MatchPlan, RefusedPlayer, SeatPlan, make_seat_player, run_match
+from arena.play.plan import MatchPlan, RefusedPlayer, SeatPlan, make_seat_player, run_match
 from bots.greedy import GreedyBot
 from sdk.observation import Observation
 from sdk.referee import FaultKind, RefereeConfig
@@ -223,11 +223,11 @@ def test_registration_checks_dial_only_the_address_that_was_checked(sqlite_url: 
     same port, which is also where gRPC's own resolution of ``localhost`` leads). The health
     check, GetInfo, the conformance match and the protocol check all reach the real bot; the
     trap hears nothing, and the name is looked up once."""
-    from arena.auth import get_or_create_operator
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import find_bot, register_bot, update_bot
     from arena.config import Settings
-    from arena.db import dispose_engines, session_scope
-    from arena.migrate import upgrade
-    from arena.registry import find_bot, register_bot, update_bot
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.migrate import upgrade
 
     upgrade(sqlite_url)
     real = start_server(GreedyBot, port=0, host="127.0.0.2")

@@ -1,4 +1,4 @@
-"""Exports of hands as tonk-hand/1 JSON lines (arena/export.py): streamed by the API and
+"""Exports of hands as tonk-hand/1 JSON lines (arena/queries/export.py): streamed by the API and
 written by ``tonk export``, every line verified by ``tonk record verify``, and only hands of
 finished deals (every seat rotation done)."""
 
@@ -12,8 +12,8 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from arena.db import session_scope
-from arena.models import Bot, Match, MatchSeat
+from arena.store.db import session_scope
+from arena.store.models import Bot, Match, MatchSeat
 from sdk.cli import main
 from sdk.record import HandRecord
 

@@ -15,11 +15,12 @@ from flask import Flask
 from helpers.arena import grpc_bots, hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena import jobs
-from arena.db import session_scope
-from arena.models import Match
+from arena.play import lifecycle
 from arena.queries.matches import get_replay
-from arena.tournaments import InvalidTournamentError, start_tournament
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import Match
+from arena.tournaments.lifecycle import InvalidTournamentError, start_tournament
 from bots.greedy import GreedyBot
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.cards import DECK
@@ -165,7 +166,7 @@ def test_a_seat_is_told_only_what_it_saw_over_grpc(recorder: RunningServer) -> N
 
 def _play(url: str, match_ids: list[int]) -> None:
     for match_id in match_ids:
-        assert jobs.play_match_job(match_id, url) == "done"
+        assert play_match_job(match_id, url) == "done"
 
 
 def _started(url: str, address: str, **options: Any) -> tuple[int, list[Match]]:
@@ -290,7 +291,7 @@ def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: An
 
 
 def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: str) -> None:
-    from arena.deals import claim_reveal
+    from arena.play.deal_end import claim_reveal
 
     ids = hosted_bots(db_url, ["greedy", "random"])
     tid = new_tournament(db_url, ids, table_sizes=[2], deals_per_table=1, hands_per_match=2)
@@ -298,10 +299,10 @@ def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: st
         start_tournament(session, tid)
         first, second = session.scalars(select(Match).where(Match.tournament_id == tid).order_by(Match.id))
         seed, ids_ = first.seed, [first.id, second.id]
-    assert jobs.play_match_job(ids_[0], db_url) == "done"
+    assert play_match_job(ids_[0], db_url) == "done"
     with session_scope(db_url) as session:
         assert not claim_reveal(session, tid, seed)  # a rotation is still to be played
-    assert jobs.play_match_job(ids_[1], db_url) == "done"  # its worker claimed the notice
+    assert play_match_job(ids_[1], db_url) == "done"  # its worker claimed the notice
     with session_scope(db_url) as session:
         assert not claim_reveal(session, tid, seed)
         stamped = session.scalars(select(Match.deal_revealed_at).where(Match.tournament_id == tid)).all()
@@ -311,8 +312,8 @@ def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: st
 def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:
     from sqlalchemy import MetaData, create_engine, insert, pool, text
 
-    from arena import migrate
-    from arena.match_runner import public_match_id
+    from arena.store import migrate
+    from arena.tournaments.layout import public_match_id
 
     assert migrate.migrate(db_url, "0002") == "0002"
     engine = create_engine(db_url, poolclass=pool.NullPool)
@@ -377,9 +378,9 @@ def test_a_deal_whose_worker_died_before_its_notice_is_revealed_by_the_sweep(
     running tournaments finds the deal done and unstamped and sends it through the same claim."""
     from helpers.arena import InlineBackend
 
-    from arena.deals import overdue_deals
-    from arena.execution import Sweeper
-    from arena.models import Tournament
+    from arena.play.deal_end import overdue_deals
+    from arena.runtime.driver import Sweeper
+    from arena.store.models import Tournament
 
     tid, matches = _started(db_url, recorder.address, table_sizes=[2], deals_per_table=1, hands_per_match=2)
     mine = next(m for m in matches if m.table_index == 0)  # recorder sits at table 0
@@ -389,9 +390,9 @@ def test_a_deal_whose_worker_died_before_its_notice_is_revealed_by_the_sweep(
     def die(*_args: Any) -> int:
         raise _WorkerDiedError
 
-    monkeypatch.setattr(jobs, "reveal_if_complete", die)
+    monkeypatch.setattr(lifecycle, "reveal_if_complete", die)
     with pytest.raises(_WorkerDiedError):
-        jobs.play_match_job(last.id, db_url)
+        play_match_job(last.id, db_url)
     monkeypatch.undo()
     told = [d.seed for kind, d in Recorder.inbox if kind == "deal"]
     assert mine.seed not in told  # the notice died with its worker
@@ -420,16 +421,16 @@ def test_the_driver_sends_a_deal_notice_its_worker_never_claimed(
     and once more when the tournament ends."""
     from helpers.arena import InlineBackend
 
-    from arena.execution import run_tournament
+    from arena.runtime.driver import run_tournament
 
     tid, matches = _started(db_url, recorder.address, table_sizes=[2], deals_per_table=1, hands_per_match=2)
     seeds = {m.seed for m in matches if m.table_index == 0}
-    sent = jobs.reveal_if_complete
+    sent = lifecycle.reveal_if_complete
 
     def lost_for_table_0(url: str, plan: Any, hosted: Any = None) -> int:
         return 0 if plan.seed in seeds else sent(url, plan, hosted)  # that worker "died" first
 
-    monkeypatch.setattr(jobs, "reveal_if_complete", lost_for_table_0)
+    monkeypatch.setattr(lifecycle, "reveal_if_complete", lost_for_table_0)
     run_tournament(db_url, tid, InlineBackend(db_url))  # type: ignore[arg-type]
     told = [d.seed for kind, d in Recorder.inbox if kind == "deal"]
     assert sorted(s for s in told if s in seeds) == sorted(seeds)  # each once, from the driver

@@ -16,10 +16,11 @@ import pytest
 from helpers.arena import hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena import fairplay, jobs
-from arena.db import session_scope
-from arena.models import Match
-from arena.tournaments import start_tournament
+from arena.ratings import fairplay
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import Match
+from arena.tournaments.lifecycle import start_tournament
 
 pytest_plugins = ["helpers.dashboard_fixtures"]
 
@@ -70,7 +71,7 @@ def test_only_balanced_deals_are_paired(db_url: str, hands: int, sizes: list[int
         table = select(Match.id).where(Match.tournament_id == tid, Match.table_index == 0)
         match_ids = list(session.scalars(table))
     for match_id in match_ids:
-        assert jobs.play_match_job(match_id, db_url) == "done"
+        assert play_match_job(match_id, db_url) == "done"
     with session_scope(db_url) as session:
         differences = fairplay.bot_differences(session, ids[0], tid)
     assert len(differences) == paired
@@ -94,7 +95,7 @@ def test_the_memory_keeping_bot_is_flagged_and_the_house_bots_are_not(
             session.scalars(select(Match.id).where(Match.tournament_id == tid).order_by(Match.id))
         )
     for match_id in match_ids:  # as the arena plays them: deal after deal, rotation 0 first
-        assert jobs.play_match_job(match_id, db_url) == "done"
+        assert play_match_job(match_id, db_url) == "done"
     assert cheater.MemoryBot.used[0] > 0  # it did use its memory
     with session_scope(db_url) as session:
         checks = {name: fairplay.fair_play_check(session, bot_id) for name, bot_id in zip(

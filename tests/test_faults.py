@@ -359,10 +359,11 @@ def test_tournament_of_fault_bots_completes(pg_url: str, redis_url: str, redis_p
     and reason, the house bots have none, every match counts once, and no worker dies."""
     from sqlalchemy import func, select
 
-    from arena.db import dispose_engines, session_scope
-    from arena.execution import RqBackend, run_tournament
-    from arena.models import Bot, FaultRecord, Match, MatchSeat, Replay, Tournament
-    from arena.tournaments import create_tournament
+    from arena.runtime.driver import run_tournament
+    from arena.runtime.rq_backend import RqBackend
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.models import Bot, FaultRecord, Match, MatchSeat, Replay, Tournament
+    from arena.tournaments.lifecycle import create_tournament
 
     queue = f"{redis_prefix}-faults"
     workers: list[subprocess.Popen[bytes]] = []

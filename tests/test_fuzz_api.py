@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from arena.db import dispose_engines, session_scope
-from arena.models import Base
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import Base
 
 pytest_plugins = ["helpers.dashboard_fixtures"]
 
@@ -69,10 +69,10 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     under way, owners alice and bob), that this module alone may write to."""
     from helpers import dashboard_fixtures as fx  # the registered plugin (imported after pytest rewrote it)
 
-    import arena.addresses
+    import arena.bots.addresses
 
     patch = pytest.MonkeyPatch()
-    patch.setattr(arena.addresses, "system_resolver", fake_resolver)
+    patch.setattr(arena.bots.addresses, "system_resolver", fake_resolver)
     name = None
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'arena.sqlite'}"
@@ -91,7 +91,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         )
         tokens = {"operator": fx.OPERATOR_TOKEN, "alice": seeded.alice_token, "bob": seeded.bob_token}
         with session_scope(url) as session:
-            from arena.models import Match, Tournament
+            from arena.store.models import Match, Tournament
 
             ids = {
                 "tournament": list(session.scalars(select(Tournament.id))),
@@ -385,8 +385,8 @@ def fresh_app(url: str) -> Flask:
     bot of theirs)."""
     from helpers import dashboard_fixtures as fx
 
-    from arena.auth import get_or_create_operator
-    from arena.registry import host_bot
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import host_bot
 
     with session_scope(url) as session:
         house = get_or_create_operator(session, "house")

@@ -60,9 +60,9 @@ def play_faults(output: str) -> list[int]:
 def local_arena(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     """A dashboard on loopback over a fresh SQLite store that accepts bots on 127.0.0.1;
     yields (its URL, an owner's token, the database URL)."""
-    from arena.auth import create_owner
+    from arena.bots.owners import create_owner
     from arena.config import load_settings
-    from arena.db import get_engine, session_scope
+    from arena.store.db import get_engine, session_scope
     from dashboard.server import serve_in_thread
 
     url = f"sqlite:///{tmp_path / 'arena.sqlite'}"
@@ -103,8 +103,8 @@ def test_guides_link_to_files_that_exist() -> None:
 def test_the_bot_author_guide_runs_as_written(tmp_path: Path) -> None:
     from sqlalchemy import select
 
-    from arena.db import session_scope
-    from arena.models import Bot
+    from arena.store.db import session_scope
+    from arena.store.models import Bot
 
     blocks = [b for b in sh_blocks(AUTHOR_GUIDE) if b.directive is None]
     text = script(blocks)

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flask]:
-    from arena.db import dispose_engines
+    from arena.store.db import dispose_engines
     from dashboard import create_app
 
     url = f"sqlite:///{tmp_path_factory.mktemp('params') / 'arena.sqlite'}"
@@ -116,7 +116,7 @@ def test_simulate_still_exits_0_when_every_file_replays(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     from arena.config import Settings
-    from arena.db import dispose_engines
+    from arena.store.db import dispose_engines
     from dashboard.server import make
 
     url = f"sqlite:///{tmp_path_factory.mktemp('served') / 'arena.sqlite'}"

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from arena.bots.hosting import HOUSE_OWNER, HostedBots, HostingError, ensure_house_bots, house_bots
+from arena.bots.registry import register_bot
 from arena.config import Settings
-from arena.db import dispose_engines, session_scope
-from arena.hosting import HOUSE_OWNER, HostedBots, HostingError, ensure_house_bots, house_bots
-from arena.match_runner import SeatPlan, make_seat_player
-from arena.models import Bot, BotVersion, Owner
-from arena.registry import register_bot
+from arena.play.plan import SeatPlan, make_seat_player
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import Bot, BotVersion, Owner
 from sdk.grpc_player import GrpcPlayer
 from sdk.health import check_health
 from sdk.protocol import PROTOCOL_VERSION

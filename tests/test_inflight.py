@@ -26,14 +26,16 @@ from rq import Queue, Worker
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from sqlalchemy import select
 
-from arena import capacity
-from arena.auth import get_or_create_operator
-from arena.db import dispose_engines, session_scope
-from arena.execution import EmbeddedBackend, RqBackend, run_tournament
-from arena.models import BotVersion, FaultRecord, Match
+from arena.bots.owners import get_or_create_operator
+from arena.bots.registry import register_bot
+from arena.play import capacity
 from arena.queries.tournaments import tournament_progress
-from arena.registry import register_bot
-from arena.scheduling import matches_to_start, pending_window
+from arena.runtime.backends import EmbeddedBackend
+from arena.runtime.driver import run_tournament
+from arena.runtime.rq_backend import RqBackend
+from arena.runtime.scheduling import matches_to_start, pending_window
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import BotVersion, FaultRecord, Match
 from bots.random_bot import RandomBot
 from sdk.bot import Bot, MatchInfo, MatchSummary
 from sdk.server import RunningServer, start_server
@@ -183,7 +185,7 @@ def test_the_scheduler_fills_free_capacity_in_play_order(sqlite_url: str) -> Non
             version.info = {**version.info, "max_concurrent_matches": cap}
     tid = new_tournament(url, ids, deals_per_table=2)  # tables (r,g) (r,h) (g,h), 2 rotations
     with session_scope(url) as session:
-        from arena.tournaments import start_tournament
+        from arena.tournaments.lifecycle import start_tournament
 
         start_tournament(session, tid)
     with session_scope(url) as session:

@@ -561,8 +561,8 @@ def test_api_reveals_no_seed_or_hand_of_an_unfinished_match(seeded: Any, client:
     any API response or page, and their replay, hand records and decisions are refused."""
     from sqlalchemy import select
 
-    from arena.db import session_scope
-    from arena.models import Match, Tournament
+    from arena.store.db import session_scope
+    from arena.store.models import Match, Tournament
 
     unfinished = [seeded.pending_match, seeded.running_match, seeded.failed_match]
     with session_scope(seeded.url) as session:

@@ -28,14 +28,15 @@ import pytest
 from helpers.arena import InlineBackend
 from helpers.faultbots import ROOT, serve_fault, start_worker, stop_process, worker_env
 
-import arena.execution
-import arena.jobs
-from arena.db import dispose_engines, session_scope
-from arena.execution import RqBackend, run_tournament
-from arena.jobs import play_match_job
-from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Replay
+import arena.play.lifecycle
+import arena.runtime.driver
 from arena.queries.tournaments import Progress
-from arena.tournaments import create_tournament
+from arena.runtime.driver import run_tournament
+from arena.runtime.jobs import play_match_job
+from arena.runtime.rq_backend import RqBackend
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import Bot, Match, MatchSeat, RatingSnapshot, Replay
+from arena.tournaments.lifecycle import create_tournament
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.server import start_server
@@ -347,8 +348,8 @@ def test_rq_tournament_survives_worker_kill_redis_restart_and_pg_outage(
     # The driver's periods, shortened so the test takes seconds, not minutes: how often it
     # sweeps (abandoned matches, pending ones with no job waiting, as after the restarted
     # Redis), and how long a silent match keeps its lease.
-    monkeypatch.setattr(arena.execution, "RECOVER_S", 1.0)
-    monkeypatch.setattr(arena.jobs, "LEASE_S", 8.0)
+    monkeypatch.setattr(arena.runtime.driver, "RECOVER_S", 1.0)
+    monkeypatch.setattr(arena.play.lifecycle, "MATCH_LEASE_S", 8.0)
     url = pg_url
     redis = PrivateRedis()
     redis.start()
@@ -424,7 +425,7 @@ def test_rq_job_that_fails_before_its_claim_is_queued_again(
     # A job that raises before it claims its match leaves the match pending and the job
     # failed: the driver must see that at its next sweep (a Redis restart looks the same:
     # pending matches with no job waiting) and queue the match again.
-    monkeypatch.setattr(arena.execution, "RECOVER_S", 0.5)
+    monkeypatch.setattr(arena.runtime.driver, "RECOVER_S", 0.5)
     url = pg_url
     tid = new_tournament(url, bots)
     refuse_claims(url, times=3)
@@ -502,7 +503,7 @@ def test_an_error_while_recording_fails_the_match_at_once(
     from sqlalchemy import select
     from sqlalchemy.exc import OperationalError
 
-    from arena.tournaments import start_tournament
+    from arena.tournaments.lifecycle import start_tournament
 
     tid = new_tournament(sqlite_url, bots)
     with session_scope(sqlite_url) as session:
@@ -513,7 +514,7 @@ def test_an_error_while_recording_fails_the_match_at_once(
     def cut(*args: Any, **kwargs: Any) -> bool:
         raise OperationalError("UPDATE matches ...", {}, Exception("terminating connection"))
 
-    monkeypatch.setattr(arena.jobs, "record_result", cut)
+    monkeypatch.setattr(arena.play.lifecycle.MatchLife, "record", cut)
     try:
         with pytest.raises(OperationalError):
             play_match_job(match_id, sqlite_url)

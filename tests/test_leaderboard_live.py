@@ -1,4 +1,4 @@
-"""The live leaderboard (arena.leaderboard.current_leaderboard) between full fits: matches that
+"""The live leaderboard (arena.ratings.leaderboard.current_leaderboard) between full fits: matches that
 finish are added to the process's model and rated by an update, which agrees with a full fit."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import pytest
 from helpers.arena import hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena import leaderboard
-from arena.db import dispose_engines, session_scope
-from arena.jobs import play_match_job
-from arena.models import Match
-from arena.ratings import RatingModel
-from arena.tournaments import start_tournament
+from arena.ratings import leaderboard
+from arena.ratings.model import RatingModel
+from arena.runtime.jobs import play_match_job
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import Match
+from arena.tournaments.lifecycle import start_tournament
 
 
 def play(url: str, tid: int, count: int) -> None:

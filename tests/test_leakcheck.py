@@ -11,7 +11,7 @@ from pathlib import Path
 
 from leakcheck import MARKER
 
-from arena.processes import process_info
+from arena.runtime.processes import process_info
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

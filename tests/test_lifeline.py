@@ -1,5 +1,5 @@
 """``kill -9`` of ``tonk tournament run`` leaves no process behind: the embedded pool's
-processes die with it (arena/processes.py, exit_with). The real command, a real SIGKILL."""
+processes die with it (arena/runtime/processes.py, exit_with). The real command, a real SIGKILL."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.processes import descendants, process_info
+from arena.runtime.processes import descendants, process_info
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,11 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_kill_9_of_tournament_run_leaves_no_pool_process(sqlite_url: str) -> None:
     from sqlalchemy import func, select
 
-    from arena.auth import get_or_create_operator
-    from arena.db import dispose_engines, session_scope
-    from arena.models import Match
-    from arena.registry import host_bot
-    from arena.tournaments import create_tournament
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import host_bot
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.models import Match
+    from arena.tournaments.lifecycle import create_tournament
 
     with session_scope(sqlite_url) as session:
         operator = get_or_create_operator(session, "house")

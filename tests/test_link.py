@@ -18,9 +18,8 @@ import pytest
 from helpers.arena import charged_faults
 from sqlalchemy import delete, func, select
 
-from arena.auth import create_owner
+from arena.bots.owners import create_owner
 from arena.config import Settings
-from arena.db import session_scope
 from arena.link import connection as connection_module
 from arena.link import directory
 from arena.link import gateway as gateway_module
@@ -33,8 +32,9 @@ from arena.link.player import (
     Routes,
     decide_call,
 )
-from arena.link.waiting import must_wait
-from arena.models import Bot, BotVersion, LinkConnection, Match, Owner
+from arena.play.offline import must_wait
+from arena.store.db import session_scope
+from arena.store.models import Bot, BotVersion, LinkConnection, Match, Owner
 from bots.random_bot import RandomBot
 from sdk.bot import Bot as SdkBot
 from sdk.bot import MatchInfo
@@ -374,7 +374,7 @@ def test_a_worker_needs_the_gateway_secret(arena: Arena, clients: list[Client]) 
     assert good.describe()["name"] == "random"
     gw_id = arena.gateway.id
     with session_scope(arena.url) as session:
-        from arena.models import LinkGateway
+        from arena.store.models import LinkGateway
 
         session.get(LinkGateway, gw_id).secret = None  # type: ignore[union-attr]
     bad = LinkPlayer("secretive", RelayTransport(bot_id(arena, "secretive"), Routes(arena.url, "wrong")))
@@ -500,7 +500,7 @@ def wait_until(check: Any, timeout: float = 10.0) -> None:
 def test_a_match_with_an_offline_bot_waits_within_its_grace(arena: Arena, clients: list[Client]) -> None:
     import datetime as dt
 
-    from arena.tournaments import create_tournament
+    from arena.tournaments.lifecycle import create_tournament
 
     client = Client(arena, "alice", "sleepy").wait()
     clients.append(Client(arena, "bob", "awake").wait())
@@ -521,11 +521,11 @@ def test_a_match_with_an_offline_bot_waits_within_its_grace(arena: Arena, client
         later = since.replace(tzinfo=dt.UTC) + dt.timedelta(seconds=31)
         assert not must_wait(session, match_id, 60, now=later)  # grace over: play and fault
     with session_scope(arena.url) as session:
-        from arena.jobs import claim_match
-        from arena.tournaments import start_tournament
+        from arena.play.lifecycle import MatchLife
+        from arena.tournaments.lifecycle import start_tournament
 
         start_tournament(session, tournament.id)
-        assert claim_match(session, match_id, "here:1") is None
+        assert MatchLife(arena.url, match_id, "here:1").claim(session) is None
         # Claimed: a later wait (e.g. after its gateway died) gets its whole grace again.
         assert session.get(Match, match_id).waiting_since is None  # type: ignore[union-attr]
 
@@ -538,9 +538,10 @@ def test_a_bot_gone_before_the_store_knows_waits_and_is_charged_only_after_its_g
     match is handed back, nothing recorded); once the grace is over it is the bot's fault."""
     import datetime as dt
 
-    from arena.jobs import WAITING, play_match_job
-    from arena.models import FaultRecord
-    from arena.tournaments import create_tournament, start_tournament
+    from arena.play.lifecycle import Outcome
+    from arena.runtime.jobs import play_match_job
+    from arena.store.models import FaultRecord
+    from arena.tournaments.lifecycle import create_tournament, start_tournament
 
     client = Client(arena, "alice", "flaky").wait()
     clients.append(Client(arena, "bob", "steady").wait())
@@ -558,7 +559,7 @@ def test_a_bot_gone_before_the_store_knows_waits_and_is_charged_only_after_its_g
     with session_scope(arena.url) as session:  # the store still says it is connected here
         directory.add_connection(session, "stale", arena.gateway.id, ids[0], owner, 1, "gone")
 
-    assert play_match_job(match_id, arena.url) == WAITING
+    assert play_match_job(match_id, arena.url) == Outcome.WAITING
     with session_scope(arena.url) as session:
         match = session.get(Match, match_id)
         assert match is not None and match.status == "pending" and match.waiting_since is not None
@@ -577,7 +578,7 @@ def test_a_connection_row_that_outlived_its_connection_is_pruned(arena: Arena, c
     and leaves those it holds and other gateways' alone."""
     import datetime as dt
 
-    from arena.models import LinkGateway, utcnow
+    from arena.store.models import LinkGateway, utcnow
 
     clients.append(Client(arena, "alice", "alive").wait())
     alive = bot_id(arena, "alive")
@@ -720,7 +721,7 @@ def test_a_gateway_without_relay_streams_gets_unary_relays(arena: Arena, clients
     old, address = relay_server({"Relay": grpc.unary_unary_rpc_method_handler(relay)})
     try:
         with session_scope(arena.url) as session:
-            from arena.models import LinkGateway
+            from arena.store.models import LinkGateway
 
             session.get(LinkGateway, arena.gateway.id).address = address  # type: ignore[union-attr]
         player = link_player(arena, "upgrading")

@@ -12,8 +12,8 @@ import test_link
 from sqlalchemy import select
 from test_link import Arena, Client, RawLink, _capacity, _decision, bot_id, link_player, wait_until
 
-from arena.db import session_scope
-from arena.models import Bot, BotVersion, Match, MatchSeat
+from arena.store.db import session_scope
+from arena.store.models import Bot, BotVersion, Match, MatchSeat
 from bots.random_bot import RandomBot
 from sdk.link import LinkRefusedError
 
@@ -51,8 +51,8 @@ def test_the_same_build_reconnecting_is_the_same_version(arena: Arena, clients: 
 def test_another_build_is_checked_and_recorded_as_the_next_version(
     arena: Arena, clients: list[Client]
 ) -> None:
-    from arena.jobs import play_match_job
-    from arena.tournaments import create_tournament, start_tournament
+    from arena.runtime.jobs import play_match_job
+    from arena.tournaments.lifecycle import create_tournament, start_tournament
 
     old = Client(arena, "alice", "evolving").wait()
     clients.append(Client(arena, "bob", "rival").wait())
@@ -170,8 +170,8 @@ def test_retiring_a_connected_bot_ends_its_connections_and_refuses_new_ones(
 
 
 def test_a_retired_bot_is_refused_before_any_call(arena: Arena) -> None:
-    from arena.models import Owner
-    from arena.registry import retire_bot
+    from arena.bots.registry import retire_bot
+    from arena.store.models import Owner
 
     owner = "alice"
     Client(arena, owner, "shelved", capacity=1).wait().stop()

@@ -25,10 +25,10 @@ from helpers.net import free_port, get_json, listening, wait_for
 from helpers.saturation import play_seat0, saturated
 from sqlalchemy import func, select
 
-from arena.auth import create_owner
-from arena.db import session_scope
+from arena.bots.owners import create_owner
 from arena.link import directory
-from arena.models import Bot, FaultRecord, Match, MatchSeat, Replay, utcnow
+from arena.store.db import session_scope
+from arena.store.models import Bot, FaultRecord, Match, MatchSeat, Replay, utcnow
 
 OPERATOR = "operator-token-for-link-tests"
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,9 +10,11 @@ import pytest
 from helpers.dashboard_fixtures import live_arena
 from sqlalchemy import select
 
-from arena.db import session_scope
-from arena.jobs import _Heartbeat, claim_match, play_match_job
-from arena.models import Match, MatchSeat
+from arena.play.heartbeat import Heartbeat
+from arena.play.lifecycle import MatchLife
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import Match, MatchSeat
 from dashboard import create_app
 
 pytest_plugins = ["helpers.dashboard_fixtures"]
@@ -30,9 +32,9 @@ def test_the_heartbeat_stamps_hands_and_the_running_score(
 ) -> None:
     _tournament, matches = live_arena(sqlite_url)
     with session_scope(sqlite_url) as session:
-        assert claim_match(session, matches[0], "w1") is None
-    monkeypatch.setattr("arena.jobs.HEARTBEAT_S", 0.05)
-    beat = _Heartbeat(sqlite_url, matches[0], "w1")
+        assert MatchLife(sqlite_url, matches[0], "w1").claim(session) is None
+    monkeypatch.setattr("arena.play.heartbeat.HEARTBEAT_S", 0.05)
+    beat = Heartbeat(sqlite_url, matches[0], "w1")
     beat.on_hand(None, [4, -4])  # type: ignore[arg-type]  # the log is not read
     beat.on_hand(None, [3, -3])  # type: ignore[arg-type]
     beat.start()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.processes import process_info
+from arena.runtime.processes import process_info
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,8 +53,8 @@ WATCHDOG = """
 import os, sys, time
 sys.path.insert(0, sys.argv[2])
 import load
-from arena.execution import EmbeddedBackend
-from arena.processes import descendants
+from arena.runtime.backends import EmbeddedBackend
+from arena.runtime.processes import descendants
 pool = EmbeddedBackend(sys.argv[1], 1)
 pool.submit([1])
 deadline = time.monotonic() + 60

@@ -1,6 +1,6 @@
-"""Alembic migrations (arena/migrations, arena/migrate.py) on SQLite and PostgreSQL:
+"""Alembic migrations (arena/migrations, arena/store/migrate.py) on SQLite and PostgreSQL:
 
-- the head revision is exactly arena/models.py (what ``alembic check`` verifies);
+- the head revision is exactly arena/store/models.py (what ``alembic check`` verifies);
 - a database at the initial revision, full of data, is upgraded to head with its data kept;
 - a database made by ``create_all`` before migrations existed is recognised and stamped;
 - ``tonk db upgrade`` / ``tonk db current``, and a wheel that ships the migrations.
@@ -25,8 +25,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, MetaData, create_engine, insert, pool, select, text
 from sqlalchemy.orm import Session
 
-from arena import migrate as m
-from arena.models import (
+from arena.store import migrate as m
+from arena.store.models import (
     Base,
     Bot,
     BotVersion,
@@ -202,7 +202,7 @@ def test_every_revision_downgrades_and_upgrades_again(tmp_path: Path) -> None:
 
 
 def test_a_database_made_by_create_all_is_recognised_and_stamped(db_url: str, engine: Engine) -> None:
-    # What arena/db.py did before migrations: create_all, no revision recorded.
+    # What arena/store/db.py did before migrations: create_all, no revision recorded.
     Base.metadata.create_all(engine)
     with Session(engine) as s:
         owner = Owner(name="carol", token_hash="d" * 64)
@@ -263,7 +263,7 @@ def test_ensure_schema_creates_and_stamps_a_fresh_database(
     assert "tonk db upgrade" not in caplog.text
     with engine.begin() as c:
         c.execute(text("DROP TABLE alembic_version"))
-    with caplog.at_level(logging.WARNING, logger="arena.migrate"):
+    with caplog.at_level(logging.WARNING, logger="arena.store.migrate"):
         m.ensure_schema(engine)  # tables but no revision: left alone, with a warning
     assert "tonk db upgrade" in caplog.text
     assert m.current_revision(db_url) is None
@@ -271,9 +271,9 @@ def test_ensure_schema_creates_and_stamps_a_fresh_database(
 
 
 def test_the_head_constant_is_the_newest_revision() -> None:
-    from arena.migrations import HEAD
+    from arena.store.migrations import HEAD
 
-    assert m.head_revision() == HEAD, "a new revision: update HEAD in arena/migrations/__init__.py"
+    assert m.head_revision() == HEAD, "a new revision: update HEAD in arena/store/migrations/__init__.py"
 
 
 def test_ensure_schema_on_a_set_up_database_does_not_import_alembic(tmp_path: Path) -> None:
@@ -281,7 +281,7 @@ def test_ensure_schema_on_a_set_up_database_does_not_import_alembic(tmp_path: Pa
     url = f"sqlite:///{tmp_path / 'ready.sqlite'}"
     m.migrate(url)
     code = (
-        "import sys; from sqlalchemy import create_engine; from arena.migrate import ensure_schema; "
+        "import sys; from sqlalchemy import create_engine; from arena.store.migrate import ensure_schema; "
         f"ensure_schema(create_engine({url!r})); "
         "print(sorted(n for n in sys.modules if n.startswith('alembic')))"
     )
@@ -333,11 +333,10 @@ def test_the_wheel_ships_the_migrations(tmp_path: Path) -> None:
     )  # fmt: skip
     (wheel,) = (tmp_path / "dist").glob("tonk_arena-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    wanted = {"arena/migrate.py", "arena/migrations/env.py", "arena/migrations/script.py.mako"}
-    wanted |= {
-        f"arena/migrations/versions/{p.name}" for p in (ROOT / "arena/migrations/versions").glob("*.py")
-    }
+    migrations = "arena/store/migrations"
+    wanted = {"arena/store/migrate.py", f"{migrations}/env.py", f"{migrations}/script.py.mako"}
+    wanted |= {f"{migrations}/versions/{p.name}" for p in (ROOT / migrations / "versions").glob("*.py")}
     assert wanted <= names, sorted(wanted - names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text_ = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "db = arena.migrate:register" in text_ and "owners = arena.owners_cli:register" in text_
+    assert "db = arena.commands.db:register" in text_ and "owners = arena.commands.owners:register" in text_

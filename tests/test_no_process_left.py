@@ -15,12 +15,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-from arena.auth import get_or_create_operator
-from arena.db import dispose_engines, session_scope
-from arena.execution import EmbeddedBackend
-from arena.processes import ProcessInfo, descendants, process_info
-from arena.registry import host_bot
-from arena.tournaments import create_tournament
+from arena.bots.owners import get_or_create_operator
+from arena.bots.registry import host_bot
+from arena.runtime.backends import EmbeddedBackend
+from arena.runtime.processes import ProcessInfo, descendants, process_info
+from arena.store.db import dispose_engines, session_scope
+from arena.tournaments.lifecycle import create_tournament
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "operator-token-for-process-tests"
@@ -68,8 +68,8 @@ def test_closing_the_last_pool_stops_its_workers_and_the_fork_server(sqlite_url:
 
 OWNER = """
 import os, sys, time
-from arena.execution import EmbeddedBackend
-from arena.processes import descendants
+from arena.runtime.backends import EmbeddedBackend
+from arena.runtime.processes import descendants
 pool = EmbeddedBackend(sys.argv[1], 2)
 pool.submit([1])
 deadline = time.monotonic() + 60
@@ -155,7 +155,7 @@ def test_stopping_tonk_dashboard_stops_the_pool_of_a_tournament_it_started(tmp_p
 
 HOST = """
 import sys, time
-from arena.hosting import HostedBots
+from arena.bots.hosting import HostedBots
 bots = HostedBots({"r1": "bots.random_bot:RandomBot"})
 bots.start()
 print(bots.pid("r1"), flush=True)

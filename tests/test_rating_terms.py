@@ -1,9 +1,9 @@
-"""The words and number formats every rating display shares (arena/rating_terms.py)."""
+"""The words and number formats every rating display shares (arena/ratings/terms.py)."""
 
 from __future__ import annotations
 
-from arena.rating_terms import legend, los_text, rating_text, reason_text
-from arena.ratings import RatedMatch, fit
+from arena.ratings.model import RatedMatch, fit
+from arena.ratings.terms import legend, los_text, rating_text, reason_text
 
 
 def test_numbers_and_bounds_are_written_one_way() -> None:

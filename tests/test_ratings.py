@@ -1,4 +1,4 @@
-"""The official rating fit (arena.ratings) on simulated seasons and hand-computed examples.
+"""The official rating fit (arena.ratings.model) on simulated seasons and hand-computed examples.
 
 Simulated matches give every seat a utility ``ELO_SCALE * true_elo + Gumbel noise`` and use it
 as the final score: the difference of two Gumbels is logistic, so every pair at a table of any
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.ratings import (
+from arena.ratings.model import (
     ELO_SCALE,
     DuplicateMatchError,
     OptionError,

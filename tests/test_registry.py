@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.addresses import (
+from arena.bots.addresses import (
     AddressNotAllowedError,
     InvalidAddressError,
     InvalidBotNameError,
@@ -23,13 +23,8 @@ from arena.addresses import (
     parse_address,
     validate_bot_name,
 )
-from arena.auth import PermissionDeniedError, create_owner
-from arena.config import Settings
-from arena.db import dispose_engines, session_scope
-from arena.errors import ArenaError
-from arena.models import Bot, BotVersion, Owner
-from arena.queries.bots import bot_list
-from arena.registry import (
+from arena.bots.owners import PermissionDeniedError, create_owner
+from arena.bots.registry import (
     BotNotFoundError,
     BotUnhealthyError,
     BotUnreachableError,
@@ -44,6 +39,11 @@ from arena.registry import (
     retire_bot,
     update_bot,
 )
+from arena.config import Settings
+from arena.errors import ArenaError
+from arena.queries.bots import bot_list
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import Bot, BotVersion, Owner
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.actions import Action

@@ -25,7 +25,7 @@ from helpers.net import free_port, get_json, wait_for
 from sqlalchemy import create_engine, pool, select
 from sqlalchemy.orm import Session
 
-from arena.models import Match, Owner
+from arena.store.models import Match, Owner
 from sdk.cli import main as tonk
 
 HOUSE = ("random", "greedy", "heuristic")
@@ -185,7 +185,7 @@ def arena_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_owner_create_prints_the_token_once_and_stores_its_hash(
     arena_db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from arena.auth import authenticate, hash_token
+    from arena.bots.owners import authenticate, hash_token
 
     assert tonk(["owner", "create", "alice"]) == 0
     out, err = capsys.readouterr()
@@ -203,7 +203,7 @@ def test_owner_create_prints_the_token_once_and_stores_its_hash(
 
 
 def test_owner_rotate_replaces_the_token(arena_db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from arena.auth import authenticate
+    from arena.bots.owners import authenticate
     from arena.errors import AuthenticationError
 
     tonk(["owner", "create", "alice"])

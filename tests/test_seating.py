@@ -1,4 +1,4 @@
-"""Balanced seating (arena.seating): every bot holds every seat's cards and sits after every
+"""Balanced seating (arena.tournaments.seating): every bot holds every seat's cards and sits after every
 other bot equally often within a deal, at every table size, and twin bots come out equal."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from arena.ratings import RatedMatch, fit
-from arena.seating import SeatingSizeError, arrangements, matches_per_deal
+from arena.ratings.model import RatedMatch, fit
+from arena.tournaments.seating import SeatingSizeError, arrangements, matches_per_deal
 from sdk.players import make_player
 from sdk.referee import play_match
 

@@ -1,4 +1,4 @@
-"""Gauntlets and sequential tests (arena/sprt.py): the LLR's arithmetic, and both kinds played
+"""Gauntlets and sequential tests (arena/tournaments/sprt.py): the LLR's arithmetic, and both kinds played
 for real through the match jobs on the store, extending themselves until decided."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 from helpers.arena import SETTINGS, InlineBackend, hosted_bots
 from sqlalchemy import select
 
-from arena.db import dispose_engines, session_scope
-from arena.execution import run_tournament
-from arena.models import Match, MatchSeat, Tournament
-from arena.rating_terms import legend
-from arena.sprt import InvalidSprtError, bounds, llr, sprt_params, sprt_state
-from arena.tournaments import InvalidTournamentError, create_tournament
+from arena.ratings.terms import legend
+from arena.runtime.driver import run_tournament
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import Match, MatchSeat, Tournament
+from arena.tournaments.lifecycle import InvalidTournamentError, create_tournament
+from arena.tournaments.sprt import InvalidSprtError, bounds, llr, sprt_params, sprt_state
 from bots.greedy import GreedyBot
 from sdk.cli import main as tonk
 
@@ -146,7 +146,7 @@ def test_on_rq_workers_the_test_goes_on_with_nobody_driving_it(
     from redis import Redis
     from rq import Queue, SimpleWorker
 
-    from arena.execution import RqBackend
+    from arena.runtime.rq_backend import RqBackend
 
     greedy, twin = hosted_bots(pg_url, ["greedy", "test_sprt:Twin"])
     tid = sprt(pg_url, [twin, greedy], batch=1)
@@ -170,9 +170,9 @@ def test_on_rq_workers_the_test_goes_on_with_nobody_driving_it(
 
 
 def test_a_test_interrupted_before_deciding_decides_on_resume(sqlite_url: str) -> None:
-    from arena.jobs import claim_match, play_claimed, record_result
-    from arena.match_runner import load_plan
-    from arena.tournaments import start_tournament
+    from arena.play.lifecycle import MatchLife
+    from arena.play.plan import load_plan
+    from arena.tournaments.lifecycle import start_tournament
 
     heuristic, random = hosted_bots(sqlite_url, ["heuristic", "random"])
     tid = sprt(sqlite_url, [heuristic, random], batch=6)
@@ -181,10 +181,11 @@ def test_a_test_interrupted_before_deciding_decides_on_resume(sqlite_url: str) -
         ids = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
     for match_id in ids:  # the job's steps, but the worker dies before the finishing step
         with session_scope(sqlite_url) as session:
-            assert claim_match(session, match_id, "w:1") is None
+            assert MatchLife(sqlite_url, match_id, "w:1").claim(session) is None
             plan = load_plan(session, match_id)
-        result, ms = play_claimed(sqlite_url, plan, "w:1")
-        assert record_result(sqlite_url, plan, result, ms, "w:1")
+        life = MatchLife(sqlite_url, match_id, "w:1")
+        result, ms = life.play_claimed(plan)
+        assert life.record(plan, result, ms)
     status, state, matches = state_of(sqlite_url, tid)
     assert (status, state["verdict"], state["pairs"], matches) == ("running", None, 6, 12)
     run_tournament(sqlite_url, tid, InlineBackend(sqlite_url))  # what `resume` does

@@ -39,10 +39,10 @@ def test_owner_create_from_any_folder_uses_and_names_the_one_store(tmp_path: Pat
 def test_a_wrong_bot_name_in_a_tournament_suggests_the_closest(sqlite_url: str) -> None:
     import pytest
 
+    from arena.bots.hosting import ensure_house_bots
     from arena.config import load_settings
-    from arena.db import session_scope
-    from arena.hosting import ensure_house_bots
-    from arena.tournaments import UnknownBotError, resolve_bots
+    from arena.store.db import session_scope
+    from arena.tournaments.lifecycle import UnknownBotError, resolve_bots
 
     with session_scope(sqlite_url) as session:
         with pytest.raises(UnknownBotError, match="no bot is registered yet"):

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from arena.auth import create_owner
+from arena.bots.owners import create_owner
 from arena.config import Settings
-from arena.db import session_scope
-from arena.models import Bot
+from arena.store.db import session_scope
+from arena.store.models import Bot
 from bots.random_bot import RandomBot
 from sdk.actions import Action
 from sdk.bot import Bot as SdkBot
@@ -317,7 +317,8 @@ def test_the_command_needs_only_the_sdk() -> None:
 def test_the_guide_lists_every_refusal_code_of_submit_with_its_fix() -> None:
     import inspect
 
-    from arena import addresses, errors, registry
+    from arena import errors
+    from arena.bots import addresses, registry
     from dashboard import checks
 
     codes = {errors.AuthenticationError.code}

@@ -1,4 +1,4 @@
-"""arena.execution.Sweeper, the driver's sweep for tournaments nobody drives (the dashboard's
+"""arena.runtime.driver.Sweeper, the driver's sweep for tournaments nobody drives (the dashboard's
 API starts them and returns): it submits the pending matches of every running tournament
 whose bots have room, replaces the jobs of matches whose worker died, leaves other
 tournaments alone, finishes one with nothing left, and starts no backend while idle."""
@@ -11,10 +11,10 @@ from collections.abc import Collection, Sequence
 from helpers.arena import InlineBackend, hosted_bots, new_tournament
 from sqlalchemy import select
 
-from arena.db import session_scope
-from arena.execution import Sweeper
-from arena.models import Match, Tournament
-from arena.tournaments import start_tournament
+from arena.runtime.driver import Sweeper
+from arena.store.db import session_scope
+from arena.store.models import Match, Tournament
+from arena.tournaments.lifecycle import start_tournament
 
 
 class Recording:

@@ -126,10 +126,11 @@ def url(request: pytest.FixtureRequest) -> str:
 def test_the_arena_stores_slow_notices_without_charging_them(url: str, slow_bot: RunningServer) -> None:
     from sqlalchemy import select
 
-    from arena.db import dispose_engines, session_scope
-    from arena.execution import EmbeddedBackend, run_tournament
-    from arena.models import FaultRecord, Match, MatchSeat
-    from arena.tournaments import create_tournament
+    from arena.runtime.backends import EmbeddedBackend
+    from arena.runtime.driver import run_tournament
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.models import FaultRecord, Match, MatchSeat
+    from arena.tournaments.lifecycle import create_tournament
 
     with ExitStack() as stack:
         stack.callback(dispose_engines)
@@ -187,10 +188,10 @@ def test_a_registration_check_stops_at_its_time_limit_and_frees_the_slot(sqlite_
 
     from sqlalchemy import select
 
-    from arena.auth import create_owner
+    from arena.bots.owners import create_owner
     from arena.config import Settings
-    from arena.db import dispose_engines, session_scope
-    from arena.models import Bot, CheckLease
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.models import Bot, CheckLease
     from dashboard import create_app
 
     server = start_server(SlowButLegalBot)

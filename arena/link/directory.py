@@ -16,7 +16,7 @@ from typing import Final
 from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from arena.models import LinkConnection, LinkGateway, utcnow
+from arena.store.models import LinkConnection, LinkGateway, utcnow
 
 #: Seconds between a gateway's heartbeats.
 HEARTBEAT_S: Final = 2.0
@@ -157,7 +157,7 @@ def owner_connections(session: Session, owner_id: int) -> int:
 def connected_capacity(session: Session, bot_id: int) -> int:
     """How many matches the bot's live connections play at once, summed (0: offline).
 
-    The hook for the scheduler's per-bot capacity (``arena.capacity.capacity_of``) for a
+    The hook for the scheduler's per-bot capacity (``arena.play.capacity.capacity_of``) for a
     connected bot."""
     total = session.scalar(
         select(func.coalesce(func.sum(LinkConnection.capacity), 0))

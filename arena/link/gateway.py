@@ -14,7 +14,7 @@ for workers only: every call carries the gateway's secret. The gateway never dia
 Every heartbeat also reads the status and latest version of the bots it holds, since they
 may change from anywhere (the dashboard, ``tonk retire``, another gateway): a retired bot's
 connections end at once; a connection of an older version than the latest (another build
-connected, arena/link/admission.py) takes no new match seats and ends once its seats end.
+connected, arena/bots/connected.py) takes no new match seats and ends once its seats end.
 """
 
 from __future__ import annotations
@@ -39,10 +39,7 @@ import grpc
 from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from arena.config import Settings
-from arena.db import session_scope
-from arena.link import directory
-from arena.link.admission import (
+from arena.bots.connected import (
     KnownBot,
     LinkRefusedError,
     bot_states,
@@ -54,6 +51,8 @@ from arena.link.admission import (
     retired_message,
     same_info,
 )
+from arena.config import Settings
+from arena.link import directory
 from arena.link.connection import (
     CLOSE,
     MAX_CALLS_IN_FLIGHT,
@@ -69,7 +68,8 @@ from arena.link.player import (
     SECRET_HEADER,
     LinkPlayer,
 )
-from arena.statuses import BotStatus
+from arena.store.db import session_scope
+from arena.store.statuses import BotStatus
 from sdk.protocol import LINK_SERVICE_NAME, RELAY_SERVICE_NAME
 from sdk.protocol import link_pb2 as lpb
 
@@ -328,10 +328,10 @@ class Gateway:
         for key, value in context.invocation_metadata() or ():
             if key == "authorization" and isinstance(value, str):
                 token = value
-        from arena.auth import parse_bearer
+        from arena.bots.owners import parse_bearer
 
         def owner_of(session: Any) -> int:
-            from arena.auth import authenticate
+            from arena.bots.owners import authenticate
             from arena.errors import ArenaError
 
             try:
@@ -389,7 +389,7 @@ class Gateway:
         try:
 
             def lookup(session: Any) -> KnownBot | None:
-                from arena.models import Owner
+                from arena.store.models import Owner
 
                 owner = session.get(Owner, connection.owner_id)
                 return find_connected_bot(session, owner, hello.bot_name)
@@ -407,7 +407,7 @@ class Gateway:
                     )
 
                     def record(session: Any) -> KnownBot:
-                        from arena.models import Owner
+                        from arena.store.models import Owner
 
                         owner = session.get(Owner, connection.owner_id)
                         return record_connected_version(session, owner, hello.bot_name, info)
@@ -420,7 +420,7 @@ class Gateway:
                 )
 
                 def register(session: Any) -> KnownBot:
-                    from arena.models import Owner
+                    from arena.store.models import Owner
 
                     owner = session.get(Owner, connection.owner_id)
                     return register_connected_bot(session, owner, hello.bot_name, info)

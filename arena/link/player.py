@@ -14,7 +14,7 @@ TIMEOUT, a bot that is not connected or whose connection dropped is UNREACHABLE,
 answer is CRASH, a reply of the wrong kind or unreadable is MALFORMED. One thing is not the
 bot's fault: the gateway itself unreachable (killed, restarting) or silent past its own
 verdict's time. That raises :class:`GatewayLostError`, which the
-match job turns into "play this match again later" (arena/jobs.py), never into a fault.
+match job turns into "play this match again later" (arena/play/lifecycle.py), never into a fault.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class GatewayLostError(RuntimeError):
 
 class BotOfflineError(RuntimeError):
     """A connected bot was not connected when its match started, while the match may still
-    wait for it (arena/link/waiting.py): the match is handed back, not charged."""
+    wait for it (arena/play/offline.py): the match is handed back, not charged."""
 
 
 class GatewayRelayError(RuntimeError):
@@ -194,7 +194,7 @@ class LinkPlayer:
         self._lifecycle("end_match", match_summary_to_proto(summary, self.seat), "EndMatch", last=True)
 
     def deal_end(self, deal: DealSummary) -> None:
-        """EndDeal: not part of a match (arena/deals.py sends it once a deal is over)."""
+        """EndDeal: not part of a match (arena/play/deal_end.py sends it once a deal is over)."""
         self._lifecycle("end_deal", deal_summary_to_proto(deal), "EndDeal")
 
     def close(self) -> None:
@@ -286,8 +286,8 @@ class Routes:
         with self._lock:
             cached = self._cache.get(bot_id)
         if cached is None or cached[0] < now:
-            from arena.db import session_scope
             from arena.link.directory import routes
+            from arena.store.db import session_scope
 
             with session_scope(self.database_url) as session:
                 found = routes(session, bot_id)

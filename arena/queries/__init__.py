@@ -1,6 +1,6 @@
 """The arena's read side: every query the dashboard, its API and the ``tonk`` commands make,
 one module per area, straight on the arena schema. Nothing outside this package reads the
-store for display (the write side lives in arena/tournaments.py, arena/jobs.py, ...).
+store for display (the write side lives in arena/tournaments/lifecycle.py, arena/play/lifecycle.py, ...).
 
 Every function takes an open :class:`~sqlalchemy.orm.Session` (the caller owns the
 transaction). The ``get_*``/``list_*`` functions return frozen dataclasses, never ORM objects,
@@ -50,14 +50,7 @@ class Paging:
         return (self.page - 1) * self.per_page
 
 
-def aware(value: dt.datetime | None) -> dt.datetime | None:
-    if value is not None and value.tzinfo is None:  # SQLite: naive, stored as UTC
-        value = value.replace(tzinfo=dt.UTC)
-    return value
-
-
 def iso(value: dt.datetime | None) -> str | None:
-    value = aware(value)
     return None if value is None else value.isoformat(timespec="seconds")
 
 

@@ -8,14 +8,14 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session, aliased
 
-from arena.fairplay import fair_play_check
-from arena.leaderboard import rating_history
-from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
+from arena.bots.registry import BotNotFoundError
 from arena.queries import iso
 from arena.queries.leaderboard import rating_fields, rating_json, ratings_by_bot, stats_by_bot
 from arena.queries.stats import bot_stats, record
-from arena.registry import BotNotFoundError
-from arena.statuses import MatchStatus
+from arena.ratings.fairplay import fair_play_check
+from arena.ratings.leaderboard import rating_history
+from arena.store.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
+from arena.store.statuses import MatchStatus
 
 
 def bot_list(session: Session, url: str) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The leaderboard: every bot's rating with its interval (arena.leaderboard's model) and its
+"""The leaderboard: every bot's rating with its interval (arena.ratings.leaderboard's model) and its
 playing record (arena.queries.stats), each kept in arena/queries/cache.py until another match
 is done. The dashboard and ``tonk leaderboard`` / ``tonk tournament status`` read it here."""
 
@@ -10,14 +10,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.db import session_scope
-from arena.leaderboard import Leaderboard, LeaderboardRow, current_leaderboard
-from arena.models import Bot, Owner
 from arena.queries import stats
 from arena.queries.cache import revalidated, throttled
 from arena.queries.stats import BotStats, bot_stats, record
-from arena.rating_terms import rating_text, reason_text
-from arena.statuses import BotStatus
+from arena.ratings.leaderboard import Leaderboard, LeaderboardRow, current_leaderboard
+from arena.ratings.terms import rating_text, reason_text
+from arena.store.db import session_scope
+from arena.store.models import Bot, Owner
+from arena.store.statuses import BotStatus
 
 
 def done_token(session: Session, url: str) -> Hashable:
@@ -37,7 +37,7 @@ def _fresh_stats(url: str) -> dict[int, BotStats]:
 
 
 def board(session: Session, url: str) -> Leaderboard:
-    """arena.leaderboard's ratings, refitted (in the background, once there is a previous
+    """arena.ratings.leaderboard's ratings, refitted (in the background, once there is a previous
     fit to show meanwhile) when the done matches changed."""
     return revalidated(("board", url), done_token(session, url), lambda: _fresh_board(url))
 
@@ -60,7 +60,7 @@ def rating_fields(
     elo: float, low: float | None, high: float | None, provisional: bool, basis: str, reason: str | None
 ) -> dict[str, Any]:
     """A rating as the API gives it: the numbers (``low``/``high`` None on a bound's open
-    side), how it was obtained, and the words of arena/rating_terms.py."""
+    side), how it was obtained, and the words of arena/ratings/terms.py."""
     return {
         "elo": round(elo, 1),
         "low": None if low is None else round(low, 1),

@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.models import Bot, Match, MatchSeat, Tournament, utcnow
-from arena.queries import aware, iso
+from arena.queries import iso
 from arena.queries.matches import unfinished_in_deal
-from arena.statuses import MatchStatus, TournamentStatus
+from arena.store.models import Bot, Match, MatchSeat, Tournament, utcnow
+from arena.store.statuses import MatchStatus, TournamentStatus
 
 #: Running matches listed on the page at most (a big tournament may play hundreds at once).
 RUNNING_SHOWN = 30
@@ -23,13 +23,13 @@ def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> di
     over that time, and the time left at that pace (None until a hand is played)."""
     t = session.get(Tournament, tournament_id)
     first = select(func.min(Match.started_at)).where(Match.tournament_id == tournament_id)
-    started = aware(session.scalar(first))
+    started = session.scalar(first)
     finished = progress["status"] == TournamentStatus.FINISHED
-    end = aware(t.finished_at if t is not None else None) if finished else None
+    end = t.finished_at if t is not None and finished else None
     if started is None:
         return {"started_at": None, "elapsed_s": 0, "hands_per_min": None, "matches_per_min": None,
                 "eta_s": None, "finished": finished}
-    elapsed = max(0.0, ((end or aware(utcnow())) - started).total_seconds())  # type: ignore[operator]
+    elapsed = max(0.0, ((end or utcnow()) - started).total_seconds())
     played, planned = progress["hands_played"], progress["hands_planned"]
     done = progress["matches"]["done"] + progress["matches"]["failed"]
     hands_rate = played / elapsed if elapsed > 0 and played else None

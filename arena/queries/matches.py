@@ -11,12 +11,12 @@ from typing import Any
 from sqlalchemy import ColumnElement, Exists, Select, and_, exists, func, select
 from sqlalchemy.orm import Session, aliased
 
-from arena import replays
 from arena.errors import MatchNotFoundError
-from arena.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Replay, Tournament
 from arena.queries import Paging, iso, vars_of
 from arena.queries.cache import throttled
-from arena.statuses import MATCH_STATUSES, MatchStatus
+from arena.store import replays
+from arena.store.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Replay, Tournament
+from arena.store.statuses import MATCH_STATUSES, MatchStatus
 
 
 @dataclass(frozen=True)

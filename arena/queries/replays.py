@@ -12,11 +12,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from arena.errors import MatchNotFoundError, NotFinishedError, NotFoundError
-from arena.match_runner import public_match_id, referee_config
-from arena.models import Match, Tournament
 from arena.queries.cache import cached
 from arena.queries.matches import deal_done, get_replay
-from arena.statuses import MatchStatus
+from arena.store.models import Match, Tournament
+from arena.store.statuses import MatchStatus
+from arena.tournaments.layout import public_match_id
+from arena.tournaments.settings import TournamentSettings
 from sdk.observation import observe
 from sdk.record import HandRecord
 from sdk.referee import DecisionRequest, RefereeConfig, plain_record
@@ -70,7 +71,7 @@ def referee_settings(session: Session, match: Match) -> tuple[str, RefereeConfig
     tournament = session.get(Tournament, match.tournament_id)
     assert tournament is not None  # a foreign key
     public_id = match.public_id or public_match_id(tournament.seed, match.key)
-    return public_id, referee_config(tournament.config or {}, RefereeConfig())
+    return public_id, TournamentSettings.from_column(tournament.config).referee()
 
 
 def decision_request(

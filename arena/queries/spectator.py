@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.leaderboard import rating_history
-from arena.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament
 from arena.queries import iso
 from arena.queries.cache import cached
 from arena.queries.matches import deal_finished
+from arena.ratings.leaderboard import rating_history
+from arena.store.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament
 
 #: Matches a bot's distributions are drawn from (its most recent ones).
 SAMPLE_MATCHES = 500

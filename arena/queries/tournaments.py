@@ -15,13 +15,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.errors import TournamentNotFoundError
-from arena.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
 from arena.queries import Page, Paging, check_paging, iso, vars_of
 from arena.queries.cache import cached
 from arena.queries.stats import bot_stats, done_token, record
-from arena.rating_terms import PAIRWISE
-from arena.sprt import sprt_state
-from arena.statuses import MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus, TournamentStatus
+from arena.ratings.terms import PAIRWISE
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
+from arena.store.statuses import MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus, TournamentStatus
+from arena.tournaments.sprt import sprt_state
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class TournamentView(TournamentRow):
     rules: dict[str, Any]
     config: dict[str, Any]
     seed: int | None  # only once finished
-    deal_mode: str = "duplicate"  # or "independent" (arena/tournaments.py)
+    deal_mode: str = "duplicate"  # or "independent" (arena/tournaments/lifecycle.py)
 
 
 def tournament_progress(session: Session, tournament_id: int) -> Progress:
@@ -249,7 +249,7 @@ def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[st
 
 def _kind(session: Session, tournament_id: int) -> dict[str, Any]:
     """The tournament's kind; a gauntlet's challenger; a sequential test's LLR, bounds and
-    verdict (arena/sprt.py)."""
+    verdict (arena/tournaments/sprt.py)."""
     row = session.get(Tournament, tournament_id)
     if row is None or row.kind == "round-robin":
         return {"kind": "round-robin"}
@@ -289,7 +289,7 @@ def _results(session: Session, tournament_id: int) -> dict[str, Any]:
 
 def _matrix(matches: dict[int, list[tuple[str, int]]]) -> dict[str, Any]:
     """Pairwise score of each bot against each other one, as the rating model counts it: per
-    match and pair 1 / ½ / 0 by final score, weighted 1/(seats - 1) (arena/rating_terms.py
+    match and pair 1 / ½ / 0 by final score, weighted 1/(seats - 1) (arena/ratings/terms.py
     PAIRWISE). ``p`` tests "no better than an even score" with a normal approximation over
     the matches (two-sided, on the weighted mean's effective number of matches)."""
     results: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)

@@ -9,14 +9,14 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from arena.auth import authenticate, parse_bearer, require_operator
-from arena.models import Owner
+from arena.bots.owners import authenticate, parse_bearer, require_operator
 from arena.queries import replays
 from arena.queries.bots import bot_detail, bot_list
 from arena.queries.leaderboard import leaderboard
 from arena.queries.matches import match_detail, match_list
 from arena.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
 from arena.queries.tournaments import progress, tournament_detail, tournament_list
+from arena.store.models import Owner
 from dashboard import checks, operations
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError, MalformedJSONError
@@ -205,9 +205,9 @@ def _check_slot(owner: Owner) -> AbstractContextManager[None]:
 
 @bp.post("/claims")
 def post_claim() -> Response:
-    """The caller's claim code for an address (arena/claims.py): the bot there returns it
+    """The caller's claim code for an address (arena/bots/claims.py): the bot there returns it
     in GetInfo to show that its registrant runs it."""
-    from arena.claims import claim_for
+    from arena.bots.claims import claim_for
 
     owner = _owner()
     address = _text_field(_body(), "address")
@@ -216,7 +216,7 @@ def post_claim() -> Response:
 
 @bp.post("/bots")
 def post_bot() -> tuple[Response, int, dict[str, str]]:
-    from arena import registry
+    from arena.bots import registry
 
     owner = _owner()
     body = _body()
@@ -231,7 +231,7 @@ def post_bot() -> tuple[Response, int, dict[str, str]]:
 
 @bp.put("/bots/<name>")
 def put_bot(name: str) -> Response:
-    from arena import registry
+    from arena.bots import registry
 
     owner = _owner()
     address = _text_field(_body(), "address")
@@ -244,7 +244,7 @@ def put_bot(name: str) -> Response:
 
 @bp.delete("/bots/<name>")
 def delete_bot(name: str) -> Response:
-    from arena import registry
+    from arena.bots import registry
 
     owner = _owner()
     db = session()
@@ -256,7 +256,7 @@ def delete_bot(name: str) -> Response:
 @bp.post("/bots/<name>/restore")
 def restore_bot(name: str) -> Response:
     """Bring a retired bot back (a dialled one is checked again at its address first)."""
-    from arena import registry
+    from arena.bots import registry
 
     owner = _owner()
     db = session()

@@ -1,6 +1,6 @@
 """The spectator's part of the JSON API (/api/v1): a replay's steps as the engine computed
 them, a tournament's live state, and exports of hands as ``tonk-hand/1`` JSON lines
-(arena/export.py; finished deals only)."""
+(arena/queries/export.py; finished deals only)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from typing import Any
 
 from flask import Blueprint, Response, get_template_attribute, jsonify, request
 
-from arena import export
-from arena.db import session_scope
-from arena.queries import replays
+from arena.queries import export, replays
 from arena.queries.cache import cached
 from arena.queries.live import running_matches, timing
 from arena.queries.replay_steps import match_steps
 from arena.queries.tournaments import tournament_detail
+from arena.store.db import session_scope
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
 from dashboard.params import choice_arg

@@ -9,10 +9,10 @@ from flask import current_app, request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.auth import authenticate, parse_bearer
+from arena.bots.owners import authenticate, parse_bearer
 from arena.config import Settings
-from arena.models import Bot, Owner, Tournament
 from arena.queries.matches import STATUSES, MatchFilter
+from arena.store.models import Bot, Owner, Tournament
 from dashboard.errors import InvalidParameterError
 from dashboard.params import MAX_ID, choice_arg, int_arg, name_arg
 
@@ -52,7 +52,7 @@ def viewer(session: Session) -> Owner | None:
 
 def private_bot(session: Session, detail: dict[str, Any]) -> dict[str, Any]:
     """A bot's detail as the asker may see it: where the bot listens is shown only to its
-    owner and operators (arena/claims.py: an address is its owner's to enter)."""
+    owner and operators (arena/bots/claims.py: an address is its owner's to enter)."""
     who = viewer(session)
     if who is not None and (who.is_operator or who.name == detail.get("owner")):
         return detail

@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, render_template, request
 from sqlalchemy import select
 
-from arena.models import Bot, Tournament
 from arena.queries.matches import STATUSES, match_detail, match_list
+from arena.store.models import Bot, Tournament
 from dashboard.db import session
 from dashboard.params import paging
 from dashboard.views.common import db_url, match_filter

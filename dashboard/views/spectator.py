@@ -11,10 +11,10 @@ from markupsafe import Markup
 from sqlalchemy import select
 
 from arena.errors import ArenaError
-from arena.models import Bot, Match, Tournament
 from arena.queries import replays, spectator
 from arena.queries.live import running_match
 from arena.queries.matches import deal_finished
+from arena.store.models import Bot, Match, Tournament
 from dashboard import charts_spectator
 from dashboard.db import session
 from dashboard.views.common import db_url

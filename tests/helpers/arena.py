@@ -1,4 +1,4 @@
-"""Shared pieces of the arena tests: house bots registered through arena.registry, tournaments
+"""Shared pieces of the arena tests: house bots registered through arena.bots.registry, tournaments
 made and played in-process (InlineBackend), and a few deliberately odd bots. The store on
 SQLite and PostgreSQL is conftest.py's ``db_url``."""
 
@@ -10,13 +10,14 @@ from typing import Any
 
 from sqlalchemy import Select, func, select
 
-from arena.auth import get_or_create_operator
+from arena.bots.owners import get_or_create_operator
+from arena.bots.registry import host_bot, register_bot
 from arena.config import Settings
-from arena.db import session_scope
-from arena.jobs import SLOW, play_match_job
-from arena.models import FaultRecord, Match, MatchSeat, Replay
-from arena.registry import host_bot, register_bot
-from arena.tournaments import create_tournament
+from arena.play.lifecycle import SLOW
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import FaultRecord, Match, MatchSeat, Replay
+from arena.tournaments.lifecycle import create_tournament
 from bots.greedy import GreedyBot
 from sdk.actions import Action, Meld
 from sdk.bot import Bot

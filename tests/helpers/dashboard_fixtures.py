@@ -1,7 +1,7 @@
 """Fixtures of the dashboard tests: an arena with real matches, and apps serving it.
 
 ``seeded`` builds a store the way the arena does (owners, hosted bots, tournaments created by
-arena.tournaments, every match played by arena.jobs.play_match_job under the real referee),
+arena.tournaments.lifecycle, every match played by arena.runtime.jobs.play_match_job under the real referee),
 once per test session and per database (SQLite and PostgreSQL); read-only tests share it.
 Tests that write use ``writable_url``, a fresh empty database of each kind.
 
@@ -22,13 +22,13 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select, update
 
-from arena.auth import create_owner, get_or_create_operator
+from arena.bots.owners import create_owner, get_or_create_operator
+from arena.bots.registry import host_bot, register_bot
 from arena.config import Settings
-from arena.db import session_scope
-from arena.jobs import play_match_job
-from arena.models import FaultRecord, Match, MatchSeat
-from arena.registry import host_bot, register_bot
-from arena.tournaments import create_tournament, start_tournament
+from arena.runtime.jobs import play_match_job
+from arena.store.db import session_scope
+from arena.store.models import FaultRecord, Match, MatchSeat
+from arena.tournaments.lifecycle import create_tournament, start_tournament
 from dashboard import create_app
 from sdk.actions import DRAW_STOCK, DROP, Action
 from sdk.bot import Bot
@@ -182,7 +182,7 @@ def _create_pg_database() -> tuple[str, str]:
 def _drop_pg_database(name: str) -> None:
     import psycopg
 
-    from arena.db import dispose_engines
+    from arena.store.db import dispose_engines
 
     dispose_engines()
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
@@ -276,12 +276,12 @@ def live_arena(url: str) -> tuple[int, list[int]]:
     """A fresh store with a started 3-bot tournament of 6 matches: its id and match ids."""
     from sqlalchemy import select
 
-    from arena.auth import get_or_create_operator
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import host_bot
     from arena.config import Settings
-    from arena.db import session_scope
-    from arena.models import Match
-    from arena.registry import host_bot
-    from arena.tournaments import create_tournament, start_tournament
+    from arena.store.db import session_scope
+    from arena.store.models import Match
+    from arena.tournaments.lifecycle import create_tournament, start_tournament
 
     with session_scope(url) as session:
         house = get_or_create_operator(session, "house")

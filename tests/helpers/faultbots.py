@@ -378,10 +378,10 @@ if __name__ == "__main__":
 def register_bots(database_url: str, addresses: dict[str, str], owner_name: str = "faults") -> dict[str, int]:
     """Register each ``name -> 127.0.0.1:PORT`` as a gRPC bot (checks skipped: a fault bot
     would fail them, which is the point); returns name -> bot id."""
-    from arena.auth import get_or_create_operator
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import register_bot
     from arena.config import Settings
-    from arena.db import session_scope
-    from arena.registry import register_bot
+    from arena.store.db import session_scope
 
     settings = Settings(allowed_bot_hosts=("127.0.0.1",))
     with session_scope(database_url) as session:

@@ -1,0 +1,106 @@
+"""Addresses are claimed: registering one proves that its registrant runs the bot there.
+
+Anyone can read where a bot listens once it plays (its faults name it, its operator may show
+it), so an address alone proves nothing: without a claim, another owner could register a
+copy of it under a new name and play someone else's bot as their own. So:
+
+- Each owner has a **claim code** per address, ``tonk-claim-`` and 24 hex digits, derived from
+  the owner's id and the normalised address (``POST /api/v1/claims`` returns it, and so does
+  the refusal of a registration that lacks it). It needs no storage and never expires.
+- The bot returns it in ``GetInfoResponse.claim`` (``tonk serve ... --claim CODE`` or
+  ``TONK_CLAIM=CODE``; any language: docs/protocol.md). The registration checks compare.
+  Reading another owner's code off their bot gains nothing: it is theirs, not yours.
+- A copy of an address another owner's active bot is registered at is refused (409).
+
+Operators are trusted and need no claim, nor do addresses the arena reaches only because its
+operator's allow-list lets it in (``TONK_ALLOWED_BOT_HOSTS``: the operator's own network,
+as in ``tonk demo`` or compose), unless ``TONK_CLAIM_ALLOWED_HOSTS=1`` asks for them too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Final
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from arena.bots.addresses import DialTarget, check_address
+from arena.config import Settings
+from arena.errors import ConflictError, UnprocessableError
+from arena.store.models import Bot, Owner
+from arena.store.statuses import BotStatus
+
+CLAIM_PREFIX: Final = "tonk-claim-"
+
+
+class ClaimRequiredError(UnprocessableError):
+    """The bot did not return its registrant's claim code; ``details`` carry the code."""
+
+    code = "claim_required"
+
+
+class AddressTakenError(ConflictError):
+    code = "address_taken"
+
+
+def claim_code(owner_id: int, address: str) -> str:
+    """The claim code of owner ``owner_id`` for the normalised ``address``."""
+    digest = hashlib.sha256(f"tonk-claim/v1\0{owner_id}\0{address}".encode()).hexdigest()
+    return CLAIM_PREFIX + digest[:24]
+
+
+def claim_for(owner: Owner, address: str, settings: Settings) -> dict[str, str]:
+    """What ``POST /api/v1/claims`` answers: the address as the arena writes it and the code
+    (the address is checked as a registration would check it)."""
+    normalised = check_address(address, settings.allowed_bot_hosts)
+    return {"address": normalised, "code": claim_code(owner.id, normalised)}
+
+
+def required_claim(owner: Owner, address: str, target: DialTarget, settings: Settings) -> str | None:
+    """The code the bot at ``address`` must return for ``owner`` to register it, or None
+    when no claim is asked (an operator, or an allow-listed address)."""
+    if owner.is_operator or (target.allow_listed and not settings.claim_allowed_hosts):
+        return None
+    return claim_code(owner.id, address)
+
+
+def check_claim(presented: str, expected: str | None, address: str, where: str) -> None:
+    """Refuse (ClaimRequiredError, 422) unless ``presented`` (GetInfo's ``claim``: one code or
+    several separated by spaces) holds ``expected``."""
+    if expected is None or expected in presented.split():
+        return
+    said = "returned no claim code" if not presented.strip() else "returned another claim code"
+    raise ClaimRequiredError(
+        f"{where} {said}: to show that you run it, serve it with this arena's claim code for you "
+        f"at {address} (`tonk serve BOT --claim {expected}`, or TONK_CLAIM={expected}; in another "
+        "language return it in GetInfoResponse.claim, docs/protocol.md), then submit again",
+        details={"claim": expected, "address": address},
+    )
+
+
+def ensure_address_free(session: Session, owner: Owner, address: str, bot_id: int | None = None) -> None:
+    """Refuse (AddressTakenError, 409) ``address`` when an active bot of another owner than
+    ``owner`` is registered at it (``bot_id``: the bot being updated, which does not count)."""
+    query = select(Bot.name).where(
+        Bot.address == address, Bot.status == BotStatus.ACTIVE, Bot.owner_id != owner.id
+    )
+    if bot_id is not None:
+        query = query.where(Bot.id != bot_id)
+    if session.scalars(query).first() is not None:
+        raise AddressTakenError(
+            f"bot address {address!r} is registered by another owner; an address can be entered "
+            "once, by whoever runs the bot there"
+        )
+
+
+__all__ = [
+    "CLAIM_PREFIX",
+    "AddressTakenError",
+    "ClaimRequiredError",
+    "check_claim",
+    "claim_code",
+    "claim_for",
+    "ensure_address_free",
+    "required_claim",
+]

@@ -1,6 +1,0 @@
-"""The arena's Alembic migrations (env.py, versions/), shipped inside the package so that an
-installed wheel can upgrade its database: ``tonk db upgrade`` (arena/migrate.py)."""
-
-#: The newest revision, for checks that must not import Alembic (arena.migrate.ensure_schema).
-#: tests/test_migrations.py fails when a new revision is added without updating it.
-HEAD = "0007"

@@ -1,0 +1,194 @@
+"""The fair-play check: does a bot do better in the later seat rotations of a deal than in the
+first one it played?
+
+In duplicate every seat order of a deal is dealt the same cards. The arena sends a bot nothing
+about a deal its seats did not see until the whole deal is over (arena/play/deal_end.py), but a bot can
+still *remember* what it saw itself: in a heads-up deal, the hand it held the first time is
+its opponent's the second time. A bot that uses such memory wins more in the rotations it
+plays after the first. An honest bot does not: which rotation comes first says nothing about
+the cards, so its results in the first-played and the later rotations have the same
+expectation when the match's hands give every seat the deal and the first turn equally often
+(``hands_per_match`` a multiple of the table size; see docs/arena.md).
+
+Per deal the bot played at least twice (its own matches of the deal, done, with no fault of
+its own: a bot that failed its first match while starting up would look like a cheater), the
+paired difference is ``mean(later) - first`` in chips per 100 hands, the first being the
+earliest started (ties by match id), the later ones those with the same order of bots round
+the table (:func:`bot_differences`). The check is a one-sided paired t-test of those
+differences against zero; a bot is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS``
+deals. With honest bots the false-alarm rate is ALPHA per bot checked (bench/fairplay.py
+``--false-alarms`` measures it).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from arena.store.models import Match, MatchSeat
+from arena.store.statuses import MatchStatus
+
+#: Flag a bot when its one-sided p-value is below this.
+ALPHA: Final = 0.001
+#: Fewer paired deals than this give no verdict.
+MIN_DEALS: Final = 20
+Z95: Final = 1.959963984540054
+
+
+@dataclass(frozen=True, slots=True)
+class FairPlayCheck:
+    deals: int  # paired deals used
+    mean: float | None  # mean(later - first), chips per 100 hands
+    low: float | None  # its 95% interval
+    high: float | None
+    better_later: int  # deals with a positive difference
+    worse_later: int  # deals with a negative one
+    t: float | None
+    p_value: float | None  # one-sided: later better than first
+    flagged: bool
+
+    def to_json(self) -> dict[str, Any]:
+        def rounded(value: float | None, digits: int) -> float | None:
+            return None if value is None else round(value, digits)
+
+        return {
+            "deals": self.deals,
+            "mean_difference_per_100_hands": rounded(self.mean, 2),
+            "interval_95": [rounded(self.low, 2), rounded(self.high, 2)],
+            "better_later": self.better_later,
+            "worse_later": self.worse_later,
+            "t": rounded(self.t, 3),
+            "p_value": None if self.p_value is None else float(f"{self.p_value:.3g}"),
+            "threshold": ALPHA,
+            "min_deals": MIN_DEALS,
+            "flagged": self.flagged,
+        }
+
+
+def paired_check(differences: Sequence[float]) -> FairPlayCheck:
+    """The one-sided paired t-test of ``differences`` (later minus first) against zero."""
+    n = len(differences)
+    better = sum(d > 0 for d in differences)
+    worse = sum(d < 0 for d in differences)
+    if n < 2:
+        mean = differences[0] if n else None
+        return FairPlayCheck(n, mean, None, None, better, worse, None, None, False)
+    mean = statistics.fmean(differences)
+    sd = statistics.stdev(differences)
+    half = Z95 * sd / math.sqrt(n)
+    if sd == 0:
+        t = math.inf if mean > 0 else -math.inf if mean < 0 else 0.0
+        p = 0.0 if mean > 0 else 1.0 if mean < 0 else 0.5
+    else:
+        t = mean / (sd / math.sqrt(n))
+        p = t_upper_tail(t, n - 1)
+    flagged = n >= MIN_DEALS and p < ALPHA
+    return FairPlayCheck(n, mean, mean - half, mean + half, better, worse, t, p, flagged)
+
+
+def bot_differences(session: Session, bot_id: int, tournament_id: int | None = None) -> list[float]:
+    """Per duplicate deal the bot played twice or more, ``mean(later) - first`` (chips per 100
+    hands), over done matches without a fault of its own.
+
+    Only comparable matches are paired: the later ones that seat the bots in the same order
+    round the table as the first (up to where the table starts: the same neighbours on each
+    side), and only when the match's hands are a multiple of the table size (every seat deals
+    and leads equally often). Otherwise a seat or neighbour advantage, not memory, could make
+    later rotations differ."""
+    mine = select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)
+    query = (
+        select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.hands, MatchSeat.score,
+               MatchSeat.faults)
+        .join(MatchSeat, MatchSeat.match_id == Match.id)
+        .where(MatchSeat.bot_id == bot_id, Match.status == MatchStatus.DONE)
+    )
+    seating_query = select(MatchSeat.match_id, MatchSeat.seat, MatchSeat.bot_id).where(
+        MatchSeat.match_id.in_(mine)
+    )
+    if tournament_id is not None:
+        query = query.where(Match.tournament_id == tournament_id)
+        seating_query = seating_query.join(Match, Match.id == MatchSeat.match_id).where(
+            Match.tournament_id == tournament_id
+        )
+    seatings: dict[int, list[tuple[int, int]]] = {}
+    for match_id, seat, seated in session.execute(seating_query):
+        seatings.setdefault(match_id, []).append((seat, seated))
+    deals: dict[tuple[int, int], list[tuple[Any, int, int, int]]] = {}
+    faulted: set[tuple[int, int]] = set()
+    for tid, seed, match_id, started, hands, score, faults in session.execute(query):
+        key = (tid, seed)
+        if faults:
+            faulted.add(key)
+        deals.setdefault(key, []).append((started, match_id, int(score or 0), int(hands or 0)))
+    out = []
+    for key, played in deals.items():
+        if key in faulted or len(played) < 2:
+            continue
+        played.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1]))
+        _, first_id, first, hands = played[0]
+        order = _cycle(seatings.get(first_id, []))
+        if hands <= 0 or not order or hands % len(order):
+            continue
+        later = [score for _, match_id, score, _ in played[1:] if _cycle(seatings.get(match_id, [])) == order]
+        if later:
+            out.append(100 * (statistics.fmean(later) - first) / hands)
+    return out
+
+
+def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
+    """The bots round the table in seat order, starting from the lowest bot id."""
+    bots = [bot for _, bot in sorted(seating)]
+    if not bots:
+        return ()
+    start = bots.index(min(bots))
+    return tuple(bots[start:] + bots[:start])
+
+
+def fair_play_check(session: Session, bot_id: int, tournament_id: int | None = None) -> FairPlayCheck:
+    return paired_check(bot_differences(session, bot_id, tournament_id))
+
+
+# -- Student's t ------------------------------------------------------------------------------
+
+
+def t_upper_tail(t: float, df: int) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom (no SciPy in the arena)."""
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
+    return tail if t > 0 else 1 - tail
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) (continued fraction, Lentz)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):  # the fraction converges fast only on this side
+        return 1 - _betainc(b, a, 1 - x)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    front = math.exp(log_front)
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1) < 1e-14:
+            break
+    return front * f / a

@@ -1,0 +1,90 @@
+"""Which pending matches a tournament's driver submits now: those whose bots have room.
+
+A bot plays at most :func:`arena.play.capacity.capacity_of` matches at once. The driver
+(arena.runtime.driver.run_tournament) asks :func:`matches_to_start` at every poll and submits
+only what fits, so workers are never handed a match that would have to wait, and a bot's
+free slots go to its matches in play order: deal-major (every table plays its deal ``d``
+before any table starts deal ``d + 1``), so standings grow evenly across tables while a
+tournament runs rather than table by table. The job's own lease (arena.play.lifecycle, at claim) is
+what enforces the bound across every driver and worker; this only avoids work that would
+be refused.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Sequence
+from typing import Final
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from arena.play import capacity
+from arena.store.db import session_scope
+from arena.store.models import Match, MatchSeat
+from arena.store.statuses import MatchStatus
+
+#: Pending matches considered per poll, in play order (a bound on the driver's work).
+WINDOW: Final = 2000
+
+
+def pending_window(session: Session, tournament_id: int, limit: int = WINDOW) -> list[int]:
+    """The first ``limit`` pending matches of the tournament, in play order."""
+    return list(
+        session.scalars(
+            select(Match.id)
+            .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING)
+            .order_by(Match.deal_index, Match.table_index, Match.rotation)
+            .limit(limit)
+        )
+    )
+
+
+def matches_to_start(
+    session: Session,
+    pending: Sequence[int],
+    waiting: Collection[int],
+    *,
+    capacity_of: Callable[[Session, int], int] | None = None,
+) -> list[int]:
+    """The matches of ``pending`` (in play order) to submit now: each whose bots all have a
+    free slot, counting the matches in flight (live leases) and those already ``waiting``
+    for a worker (submitted, not yet claimed), which are never picked again."""
+    if not pending:
+        return []
+    seats: dict[int, list[int]] = defaultdict(list)
+    for match_id, bot_id in session.execute(
+        select(MatchSeat.match_id, MatchSeat.bot_id).where(MatchSeat.match_id.in_(list(pending)))
+    ).all():
+        seats[match_id].append(bot_id)
+    bots = {bot for ids in seats.values() for bot in ids}
+    ask = capacity_of or capacity.capacity_of
+    room = {bot: ask(session, bot) for bot in bots}
+    for bot, count in capacity.in_flight(session, bots).items():
+        room[bot] -= count
+    queued = set(waiting)
+    for match_id in pending:
+        if match_id in queued:
+            for bot in seats[match_id]:
+                room[bot] -= 1
+    chosen: list[int] = []
+    for match_id in pending:
+        if match_id in queued or not seats[match_id]:
+            continue
+        if all(room[bot] > 0 for bot in seats[match_id]):
+            for bot in seats[match_id]:
+                room[bot] -= 1
+            chosen.append(match_id)
+    return chosen
+
+
+def unfinished_matches(database_url: str, tournament_id: int) -> list[int]:
+    """Ids of the tournament's pending matches, in play order (deal-major)."""
+    with session_scope(database_url) as session:
+        return list(
+            session.scalars(
+                select(Match.id)
+                .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING)
+                .order_by(Match.deal_index, Match.table_index, Match.rotation)
+            )
+        )

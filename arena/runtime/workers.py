@@ -1,0 +1,134 @@
+"""Worker processes that play many matches at once, each match in its own thread.
+
+A match spends nearly all its time waiting on bots (a blocking gRPC call releases the GIL),
+so one process holds many matches: :data:`~arena.config.Settings.matches_per_worker`
+threads each play one match through the same synchronous referee.
+
+:class:`ThreadedWorker`, behind ``tonk worker`` (:func:`run_worker`), is an RQ worker (a
+  ``SimpleWorker``) whose main loop dequeues a job only when a thread is free and runs it with RQ's own
+  ``prepare_execution``/``perform_job`` in that thread. rq 3 keeps one Execution per running
+  job (``worker.executions``), so the started registry, job statuses, results, the failed
+  registry and ``rq info`` stay right; a job's timeout is a timer per thread
+  (``TimerDeathPenalty``) since SIGALRM only reaches the main thread. A plain ``rq worker``
+  still runs the same job, one at a time. The embedded pool's processes do the same without
+  RQ (arena/runtime/pool.py).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final
+
+from rq import SimpleWorker
+from rq.job import Job
+from rq.queue import Queue
+from rq.timeouts import TimerDeathPenalty
+from rq.worker import WorkerStatus
+
+from arena.config import Settings
+from arena.runtime.rq_backend import QueueNotConfiguredError, safe_name
+
+#: Seconds between the worker's heartbeats while all its threads are busy.
+_BUSY_BEAT_S: Final = 5.0
+_BURST_RECHECK_S: Final = 0.05
+
+
+class ThreadedWorker(SimpleWorker):
+    """An RQ worker playing up to ``slots`` jobs at once, each in a thread of this process."""
+
+    death_penalty_class = TimerDeathPenalty
+
+    def __init__(self, *args: Any, slots: int = 32, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.slots = max(1, slots)
+        self._free = threading.Semaphore(self.slots)
+        self._threads = ThreadPoolExecutor(self.slots, thread_name_prefix="tonk-match")
+        self._running = 0
+        self._count_lock = threading.Lock()
+
+    def dequeue_job_and_maintain_ttl(
+        self, timeout: int | None, max_idle_time: int | None = None
+    ) -> tuple[Job, Queue] | None:
+        while True:
+            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            if result is not None or timeout is not None or not self._running:
+                return result
+            # Burst mode found the queue empty while jobs run: one may still put its match
+            # back (its bots were busy, arena.play.lifecycle), so the burst ends only when all are done.
+            time.sleep(_BURST_RECHECK_S)
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """Start ``job`` in a thread, then return once a thread is free for the next one
+        (heartbeating meanwhile), so the main loop never dequeues a job it cannot start."""
+        self._free.acquire()  # free: the previous call waited for it
+        try:
+            execution = self.prepare_execution(job)  # in the started registry before we return
+            with self._count_lock:
+                self._running += 1
+            self._threads.submit(self._perform, job, queue, execution)
+        except BaseException:
+            self._free.release()
+            raise
+        while not self._free.acquire(timeout=_BUSY_BEAT_S):
+            self.heartbeat()
+        self._free.release()
+
+    def _perform(self, job: Job, queue: Queue, execution: Any) -> None:
+        try:
+            self.perform_job(job, queue, execution)
+        finally:
+            with self._count_lock:
+                self._running -= 1
+            if not self.executions:
+                self.set_state(WorkerStatus.IDLE)
+            self._free.release()
+
+    def teardown(self) -> None:
+        # A warm shutdown (SIGTERM, or burst mode with an empty queue) lets the matches in
+        # play finish and be recorded first.
+        self._threads.shutdown(wait=True)
+        super().teardown()  # type: ignore[no-untyped-call]
+
+
+def worker_name(queue_name: str) -> str:
+    """Unique per process, and containing the queue name (so tooling can find a queue's
+    workers by name)."""
+    return f"{safe_name(queue_name)}.{safe_name(socket.gethostname())}.{os.getpid()}"
+
+
+def run_worker(
+    settings: Settings,
+    *,
+    burst: bool = False,
+    fork: bool = False,
+    name: str | None = None,
+    slots: int | None = None,
+) -> bool:
+    """Run an RQ worker on ``settings.queue_name`` until stopped (or, with ``burst``, until
+    the queue is empty and its matches are played). Matches run in threads of the worker
+    process, ``slots`` (default ``settings.matches_per_worker``) at once, unless ``fork``
+    (RQ's fork-per-job, one match at a time, which isolates a crashing hosted bot).
+    Returns whether any job ran."""
+    from redis import Redis
+    from rq import Queue, Worker
+
+    if not settings.redis_url:
+        raise QueueNotConfiguredError(
+            f"an RQ worker needs TONK_REDIS_URL, got {settings.redis_url!r}; without it matches run "
+            "in the embedded pool"
+        )
+    connection = Redis.from_url(settings.redis_url)
+    queues = [Queue(settings.queue_name, connection=connection)]
+    worker_name_ = name or worker_name(settings.queue_name)
+    worker: Worker | ThreadedWorker
+    if fork:
+        worker = Worker(queues, connection=connection, name=worker_name_)
+    else:
+        worker = ThreadedWorker(
+            queues, connection=connection, name=worker_name_, slots=slots or settings.matches_per_worker
+        )
+    return bool(worker.work(burst=burst, logging_level="WARNING"))

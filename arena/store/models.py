@@ -1,0 +1,350 @@
+"""The arena's tables (SQLAlchemy 2.0, typed). SQLite by default, PostgreSQL by URL.
+
+Design notes:
+- A match row is the unit of work and of idempotency: ``(tournament_id, key)`` is unique,
+  and its result, seats, faults and replay are written in one transaction when it finishes.
+- Per-seat results live in ``match_seats`` so the leaderboard and bot pages aggregate with
+  plain indexed SQL, without opening replays.
+- Replays are stored compressed (see arena/store/replays.py); seeds are stored but never shown
+  before the match is over.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from arena.store.statuses import BotStatus, MatchStatus, TournamentStatus
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A moment in UTC, timezone-aware on every backend. PostgreSQL keeps the zone; SQLite keeps
+    none and gives naive values back, so they are read as the UTC they were stored in, and an
+    aware value of another zone is converted to UTC before it is stored (SQLite would drop its
+    offset and keep the wrong wall time)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(dt.UTC)
+        return value
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return value
+
+
+class Seed(TypeDecorator[int]):
+    """A seed (0 <= seed < 2**64) in a signed 64-bit column: SQLite and PostgreSQL integers
+    stop at 2**63 - 1, so the upper half is stored as its two's complement and read back
+    unsigned. Comparisons with a seed in a query are converted the same way."""
+
+    impl = BigInteger
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        return dialect.type_descriptor(Integer() if dialect.name == "sqlite" else BigInteger())
+
+    def process_bind_param(self, value: int | None, dialect: Dialect) -> int | None:
+        return value - 2**64 if value is not None and value >= 2**63 else value
+
+    def process_result_value(self, value: int | None, dialect: Dialect) -> int | None:
+        return value + 2**64 if value is not None and value < 0 else value
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Owner(Base):
+    """A person or team holding an API token. Only the token's hash is stored."""
+
+    __tablename__ = "owners"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    is_operator: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    bots: Mapped[list[Bot]] = relationship(back_populates="owner")
+
+
+class Bot(Base):
+    """A registered bot. ``address`` is its gRPC HOST:PORT; ``hosted`` names a house-hosted
+    bot class (``module:Class``) the arena serves itself."""
+
+    __tablename__ = "bots"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+    address: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    hosted: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default=BotStatus.ACTIVE.value)  # BotStatus
+    #: The bot connects out to a gateway (protos/tonk/v1/link.proto) instead of being dialled.
+    connected: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    owner: Mapped[Owner] = relationship(back_populates="bots")
+    versions: Mapped[list[BotVersion]] = relationship(back_populates="bot", order_by="BotVersion.number")
+
+
+class BotVersion(Base):
+    """What a bot said about itself when (re)registered; matches point at the version played."""
+
+    __tablename__ = "bot_versions"
+    __table_args__ = (UniqueConstraint("bot_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... per bot
+    address: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    hosted: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # name/version/author/protocol
+    connected: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    bot: Mapped[Bot] = relationship(back_populates="versions")
+
+
+class Tournament(Base):
+    __tablename__ = "tournaments"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    seed: Mapped[int] = mapped_column(Seed())  # secret until over
+    status: Mapped[str] = mapped_column(String(16), default=TournamentStatus.CREATED.value)
+    table_sizes: Mapped[list[Any]] = mapped_column(JSON)  # e.g. [2, 3]
+    deals_per_table: Mapped[int] = mapped_column(Integer)  # deals per table, each played in duplicate
+    hands_per_match: Mapped[int] = mapped_column(Integer)
+    rules: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # Rules.to_json() as an object
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # deadline, time bank, max faults
+    #: "duplicate" (every seat order of a deal dealt from one seed) or "independent" (a seed
+    #: per match): arena/tournaments/lifecycle.py.
+    deal_mode: Mapped[str] = mapped_column(String(16), default="duplicate", server_default="duplicate")
+    #: round-robin | gauntlet (every table holds params["challenger"]) | sprt (arena/tournaments/sprt.py)
+    kind: Mapped[str] = mapped_column(String(16), default="round-robin", server_default="round-robin")
+    params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    entries: Mapped[list[TournamentEntry]] = relationship(back_populates="tournament")
+    matches: Mapped[list[Match]] = relationship(back_populates="tournament")
+
+
+class TournamentEntry(Base):
+    __tablename__ = "tournament_entries"
+    __table_args__ = (UniqueConstraint("tournament_id", "bot_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    bot_version_id: Mapped[int] = mapped_column(ForeignKey("bot_versions.id"))
+
+    tournament: Mapped[Tournament] = relationship(back_populates="entries")
+
+
+class Match(Base):
+    """One match of a tournament. ``key`` identifies it within the tournament (table, deal
+    number, seat rotation) and is what makes scheduling and retries idempotent."""
+
+    __tablename__ = "matches"
+    __table_args__ = (
+        UniqueConstraint("tournament_id", "key"),
+        Index("ix_matches_status", "status"),
+        Index("ix_matches_tournament_status", "tournament_id", "status"),
+        Index("ix_matches_finished", "finished_at"),
+        # A deal is the matches of a tournament dealt from one seed (arena/play/deal_end.py).
+        Index("ix_matches_deal", "tournament_id", "seed"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
+    key: Mapped[str] = mapped_column(String(128))
+    table_index: Mapped[int] = mapped_column(Integer)  # which combination of bots
+    deal_index: Mapped[int] = mapped_column(Integer)  # which set of deals at that table
+    rotation: Mapped[int] = mapped_column(Integer)  # duplicate: seats rotated this many places
+    seed: Mapped[int] = mapped_column(Seed())  # secret until done
+    hands: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default=MatchStatus.PENDING.value)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    #: The match id the referee gives the bots (decision ids are "{public_id}/{hand}/{decision}").
+    #: Derived from the tournament seed and the key, so a replay of the tournament with the
+    #: same seed plays identically; it reveals nothing about the seed.
+    public_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: Last sign of life of the worker playing it (arena/play/lifecycle.py): a running match whose
+    #: heartbeat is stale, or whose worker process is gone, is played again on resume.
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    hands_played: Mapped[int] = mapped_column(Integer, default=0)
+    #: When a worker first found a connected bot of this match offline (arena/link): the
+    #: match waits up to the tournament's ``offline_grace_s`` from then, then plays (and faults).
+    waiting_since: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    decisions: Mapped[int] = mapped_column(Integer, default=0)
+    faults: Mapped[int] = mapped_column(Integer, default=0)
+    forfeited_seat: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: When the deal's EndDeal notice was claimed (set on every match of the deal at once,
+    #: by the one worker that found the deal complete): arena/play/deal_end.py.
+    deal_revealed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    tournament: Mapped[Tournament] = relationship(back_populates="matches")
+    seats: Mapped[list[MatchSeat]] = relationship(back_populates="match", order_by="MatchSeat.seat")
+
+
+class MatchSeat(Base):
+    """One seat of a match: who sat there and how it went (filled when the match is done)."""
+
+    __tablename__ = "match_seats"
+    __table_args__ = (
+        UniqueConstraint("match_id", "seat"),
+        Index("ix_match_seats_bot", "bot_id", "match_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"))
+    seat: Mapped[int] = mapped_column(Integer)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    bot_version_id: Mapped[int] = mapped_column(ForeignKey("bot_versions.id"))
+    score: Mapped[int | None] = mapped_column(Integer, nullable=True)  # chips (stake units)
+    hands_won: Mapped[int] = mapped_column(Integer, default=0)
+    decisions: Mapped[int] = mapped_column(Integer, default=0)
+    faults: Mapped[int] = mapped_column(Integer, default=0)
+    latency_us_total: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), default=0)
+    latency_us_max: Mapped[int] = mapped_column(Integer, default=0)
+
+    match: Mapped[Match] = relationship(back_populates="seats")
+
+
+class Replay(Base):
+    """A finished match's hand logs, compressed (arena/store/replays.py)."""
+
+    __tablename__ = "replays"
+
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"), primary_key=True)
+    format: Mapped[str] = mapped_column(String(32))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class FaultRecord(Base):
+    __tablename__ = "faults"
+    __table_args__ = (Index("ix_faults_bot", "bot_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"))
+    seat: Mapped[int] = mapped_column(Integer)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    hand_index: Mapped[int] = mapped_column(Integer)
+    decision: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+
+
+class RatingSnapshot(Base):
+    """The official ratings after each finished tournament (the rating history)."""
+
+    __tablename__ = "rating_snapshots"
+    __table_args__ = (UniqueConstraint("tournament_id", "bot_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    elo: Mapped[float] = mapped_column(Float)  # a one-sided record: the bound
+    low: Mapped[float | None] = mapped_column(Float, nullable=True)  # None: no lower bound
+    high: Mapped[float | None] = mapped_column(Float, nullable=True)  # None: no upper bound
+    matches: Mapped[int] = mapped_column(Integer)
+    provisional: Mapped[bool] = mapped_column(Boolean, default=False)
+    # pool | fitted | one-sided (arena.ratings.model.Basis)
+    basis: Mapped[str] = mapped_column(String(16), default="pool", server_default="pool")
+    reason: Mapped[str | None] = mapped_column(String(16), nullable=True)  # why provisional
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class CheckLease(Base):
+    """A bot check running somewhere (dashboard.checks): one row per running check, so the
+    bound on checks holds across every dashboard process sharing the store. ``slot`` numbers
+    the running checks from 0 (two processes taking the same free slot collide on the key);
+    one row per owner; a row whose process died is ignored once ``expires_at`` passes."""
+
+    __tablename__ = "check_leases"
+
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"), unique=True)
+    holder: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
+class LinkGateway(Base):
+    """A running gateway (arena/link/gateway.py): where workers relay calls to the bots it
+    holds. Live while ``heartbeat_at`` is recent. ``secret`` is the relay secret it made up
+    when none is configured (TONK_GATEWAY_SECRET); whoever reads the store may relay."""
+
+    __tablename__ = "link_gateways"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    address: Mapped[str] = mapped_column(String(255))  # HOST:PORT workers dial
+    secret: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    heartbeat_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class LinkConnection(Base):
+    """One connected bot's live connection, held by one gateway, with its declared capacity."""
+
+    __tablename__ = "link_connections"
+    __table_args__ = (Index("ix_link_connections_bot", "bot_id"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    gateway_id: Mapped[str] = mapped_column(ForeignKey("link_gateways.id", ondelete="CASCADE"))
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+    capacity: Mapped[int] = mapped_column(Integer)
+    peer: Mapped[str] = mapped_column(String(128), default="")
+    connected_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class BotLease(Base):
+    """A match in flight holding one of its bot's capacity slots (arena.play.capacity): one row per
+    (bot, slot), ``slot`` numbered from 0 below the bot's capacity, so two workers taking the
+    same free slot collide on the key and a bot never has more matches in flight than slots.
+    The match's heartbeat renews ``expires_at``; a row whose worker died frees itself when it
+    passes (or at once when the recovery sweep resets the match)."""
+
+    __tablename__ = "bot_leases"
+    __table_args__ = (Index("ix_bot_leases_match", "match_id"),)
+
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), primary_key=True, autoincrement=False)
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"))
+    holder: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())

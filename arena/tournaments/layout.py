@@ -1,0 +1,154 @@
+"""A tournament's layout: its tables, deals and seat rotations as match rows, and each
+match's seed and public id (docs/arena.md, "Tournaments").
+
+Every combination of the entrants at each table size chosen is a *table*; each table plays
+``deals_per_table`` deals; a deal is played once per seat arrangement of
+arena/tournaments/seating.py. The match key ``t{t}/d{d}/r{r}`` is unique within the
+tournament, so creating or extending adds each match exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from arena.errors import TournamentNotFoundError
+from arena.store.models import Match, MatchSeat, Tournament, TournamentEntry
+from arena.store.statuses import MatchStatus, TournamentKind, TournamentStatus
+from arena.tournaments.seating import arrangements
+from arena.tournaments.settings import MAX_DEALS, InvalidTournamentError
+from sdk.dealing import derive_seed
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    index: int
+    bot_ids: tuple[int, ...]
+
+
+def match_key(table: int, deal: int, rotation: int) -> str:
+    return f"t{table}/d{deal}/r{rotation}"
+
+
+def deal_seed(tournament_seed: int, table: int, deal: int) -> int:
+    return derive_seed(tournament_seed, f"table{table}/deal{deal}")
+
+
+def match_seed(tournament_seed: int, deal_mode: str, table: int, deal: int, key: str) -> int:
+    """The seed a match is dealt from: its deal's (duplicate) or its own (independent)."""
+    if deal_mode == "independent":
+        return derive_seed(tournament_seed, f"match/{key}")
+    return deal_seed(tournament_seed, table, deal)
+
+
+def tables_of(bot_ids: Sequence[int], sizes: Iterable[int], challenger: int | None = None) -> list[Table]:
+    """Every combination of the entrants at every table size, numbered smallest size first;
+    in a gauntlet only those holding the ``challenger``."""
+    combos = [
+        c
+        for n in sorted(set(sizes))
+        for c in itertools.combinations(bot_ids, n)
+        if challenger is None or challenger in c
+    ]
+    return [Table(i, combo) for i, combo in enumerate(combos)]
+
+
+def public_match_id(tournament_seed: int, key: str) -> str:
+    """The match id the referee gives the bots: an HMAC of the match key under the secret
+    tournament seed, so it names neither the deal nor the seat rotation (a bot cannot tell
+    that two matches share their cards), stays stable for a tournament seed (the bots'
+    seeded RNGs, and with them the results, replay exactly), and says nothing about the seed.
+    Labels stored by older versions keep their old, readable form."""
+    mac = hmac.new(tournament_seed.to_bytes(8, "big"), f"tonk-match/{key}".encode(), hashlib.sha256)
+    return mac.hexdigest()[:20]
+
+
+def extend_tournament(session: Session, tournament_id: int, deals: int) -> int:
+    """Add ``deals`` more deals at every table (new matches only); returns how many matches
+    were added. A finished tournament goes back to ``paused`` until they are played."""
+    check_count("deals", deals, MAX_DEALS)
+    tournament = locked_tournament(session, tournament_id)
+    entries = session.execute(
+        select(TournamentEntry.bot_id, TournamentEntry.bot_version_id)
+        .where(TournamentEntry.tournament_id == tournament_id)
+        .order_by(TournamentEntry.id)
+    ).all()
+    ids = [bot for bot, _ in entries]
+    versions = {bot: version for bot, version in entries}
+    added = add_deals(session, tournament, ids, versions, deals)
+    if tournament.status == TournamentStatus.FINISHED:
+        tournament.status = TournamentStatus.PAUSED
+        tournament.finished_at = None
+    return added
+
+
+def add_deals(
+    session: Session, tournament: Tournament, ids: list[int], versions: dict[int, int], deals: int
+) -> int:
+    first = tournament.deals_per_table
+    gauntlet = tournament.kind != TournamentKind.ROUND_ROBIN
+    challenger = (tournament.params or {}).get("challenger") if gauntlet else None
+    tables = tables_of(ids, tournament.table_sizes, challenger)
+    rows: list[dict[str, Any]] = []
+    seats: list[tuple[str, list[int]]] = []
+    # Deal-major order: a tournament stopped half-way has played every table about equally.
+    for deal in range(first, first + deals):
+        for table in tables:
+            for rotation, order in enumerate(arrangements(len(table.bot_ids))):
+                key = match_key(table.index, deal, rotation)
+                rows.append(
+                    {
+                        "tournament_id": tournament.id,
+                        "key": key,
+                        "table_index": table.index,
+                        "deal_index": deal,
+                        "rotation": rotation,
+                        "seed": match_seed(tournament.seed, tournament.deal_mode, table.index, deal, key),
+                        "hands": tournament.hands_per_match,
+                        "status": MatchStatus.PENDING,
+                        "public_id": public_match_id(tournament.seed, key),
+                    }
+                )
+                seats.append((key, [table.bot_ids[i] for i in order]))
+    tournament.deals_per_table = first + deals
+    if not rows:
+        return 0
+    session.execute(insert(Match), rows)
+    match_ids = dict(
+        session.execute(
+            select(Match.key, Match.id).where(Match.tournament_id == tournament.id, Match.deal_index >= first)
+        ).all()
+    )
+    session.execute(
+        insert(MatchSeat),
+        [
+            {"match_id": match_ids[key], "seat": s, "bot_id": bot, "bot_version_id": versions[bot]}
+            for key, bots in seats
+            for s, bot in enumerate(bots)
+        ],
+    )
+    session.flush()
+    return len(rows)
+
+
+def locked_tournament(session: Session, tournament_id: int) -> Tournament:
+    # FOR UPDATE on PostgreSQL (ignored by SQLite, whose writers are serialised anyway), so
+    # two operators extending at once cannot both number their deals from the same start.
+    tournament = session.scalars(
+        select(Tournament).where(Tournament.id == tournament_id).with_for_update()
+    ).first()
+    if tournament is None:
+        raise TournamentNotFoundError(f"there is no tournament {tournament_id!r}")
+    return tournament
+
+
+def check_count(what: str, value: object, limit: int) -> None:
+    if type(value) is not int or not 1 <= value <= limit:
+        raise InvalidTournamentError(f"{what} must be an integer from 1 to {limit}, got {value!r}")
