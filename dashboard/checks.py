@@ -11,7 +11,7 @@ The running checks are rows of ``check_leases`` in the store (arena.store.models
 the bounds hold across every dashboard process and machine sharing it (gunicorn workers,
 replicas), not per process. A lease is taken in its own short transaction, committed before
 the check starts, and deleted when the check ends, passed or failed. A process that dies
-mid-check leaves its lease behind; it stops counting once ``expires_at`` (``LEASE_S`` after
+mid-check leaves its lease behind; it stops counting once ``expires_at`` (``CHECK_LEASE_S`` after
 it was taken) has passed. Callers commit their writes before the slot is given back: on
 SQLite the release needs the write lock their transaction would otherwise still hold.
 """
@@ -37,7 +37,7 @@ from dashboard.db import engine
 DEFAULT_SLOTS: Final = 2
 #: Seconds a lease counts without its process. Longer than any check: a check's every call has
 #: a deadline, and its conformance match is a few hands at the arena's decision deadline.
-LEASE_S: Final = 600.0
+CHECK_LEASE_S: Final = 600.0
 _EXTENSION: Final = "tonk_check_gate"
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class CheckGate:
     """Admits at most ``slots`` checks at once, and one per owner, among all processes that
     share the store."""
 
-    def __init__(self, slots: int = DEFAULT_SLOTS, lease_s: float = LEASE_S):
+    def __init__(self, slots: int = DEFAULT_SLOTS, lease_s: float = CHECK_LEASE_S):
         if slots < 1:
             raise ValueError(f"BOT_CHECK_SLOTS must be at least 1, got {slots!r}")
         self.slots = slots

@@ -71,7 +71,7 @@ def arena(sqlite_url: str) -> Iterator[Arena]:
     settings = Settings(database_url=sqlite_url, decision_deadline_ms=2000)
     running = GatewayThread(Gateway(settings, max_connections_per_owner=3))
     gateway = running.start()
-    gateway.started -= directory.LEASE_S  # as if up a while (see the test of a fresh gateway)
+    gateway.started -= directory.GATEWAY_LEASE_S  # as if up a while (see the test of a fresh gateway)
     try:
         yield Arena(sqlite_url, gateway, tokens)
     finally:

@@ -35,6 +35,7 @@ from arena.errors import ArenaError
 from arena.store.models import Bot, BotVersion, Owner
 from arena.store.statuses import BotStatus
 from arena.text import NAME_LIMIT, clean_text
+from sdk.referee import Player
 
 
 class LinkRefusedError(ValueError):
@@ -53,6 +54,15 @@ class KnownBot:
     #: Its latest version: number and info (what the admission check read).
     version: int = 1
     info: dict[str, Any] = field(default_factory=dict)
+
+
+def connected_owner(session: Session, owner_id: int | None) -> Owner:
+    """The owner a connection's token named; LinkRefusedError (UNAUTHENTICATED) when that
+    owner is gone since the token was checked."""
+    owner = session.get(Owner, owner_id) if owner_id is not None else None
+    if owner is None:
+        raise LinkRefusedError("UNAUTHENTICATED", "the owner of this token no longer exists")
+    return owner
 
 
 def find_connected_bot(session: Session, owner: Owner, name: str) -> KnownBot | None:
@@ -91,7 +101,7 @@ def _known(bot: Bot) -> KnownBot:
     return KnownBot(bot.id, bot.name, latest.number, dict(latest.info or {}))
 
 
-def read_info(player: Any) -> dict[str, Any]:
+def read_info(player: Player) -> dict[str, Any]:
     """The bot's GetInfo over its connection, as the admission check reads and stores it."""
     from sdk import admission
 
@@ -107,7 +117,7 @@ def same_info(info: dict[str, Any], known: KnownBot) -> bool:
 
 
 def check_connected_bot(
-    player: Any, name: str, settings: Settings, info: dict[str, Any] | None = None
+    player: Player, name: str, settings: Settings, info: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The admission check (sdk.admission, as for a dialled bot), played over the connection;
     the bot's info if it passes (``info``: its GetInfo, read_info, if read already). Raises
@@ -129,7 +139,7 @@ def check_connected_bot(
     return info
 
 
-def _protocol_check(player: Any, settings: Settings, where: str) -> None:
+def _protocol_check(player: Player, settings: Settings, where: str) -> None:
     from sdk.conformance import CheckConfig, check_player
 
     config = CheckConfig(deadline_ms=settings.decision_deadline_ms, hands=PROTOCOL_CHECK_HANDS, max_faults=1)

@@ -29,8 +29,11 @@ from arena.store.statuses import TournamentStatus
 from sdk.progress import ProgressBar
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from arena.queries.tournaments import Progress
     from arena.ratings.leaderboard import LeaderboardRow
+    from arena.store.models import Tournament
 
 
 def register(subparsers: Any) -> None:
@@ -227,7 +230,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     return code
 
 
-def sprt_line(session: Any, tournament: Any) -> str:
+def sprt_line(session: Session, tournament: Tournament) -> str:
     """The test's state in one line: pairs, LLR against its bounds, the verdict."""
     from arena.tournaments.sprt import sprt_state
 

@@ -1,6 +1,6 @@
 """Where connected bots are: gateways and their live connections, in the store.
 
-Every gateway stamps its row every ``HEARTBEAT_S``; one silent for ``LEASE_S`` is dead, and
+Every gateway stamps its row every ``HEARTBEAT_S``; one silent for ``GATEWAY_LEASE_S`` is dead, and
 its connections with it (they are not counted, and the next gateway to start deletes them).
 Workers on any machine read this to find the gateway holding a bot; the scheduler reads
 :func:`connected_capacity` to know how many of a bot's matches may be in flight.
@@ -21,7 +21,7 @@ from arena.store.models import LinkConnection, LinkGateway, utcnow
 #: Seconds between a gateway's heartbeats.
 HEARTBEAT_S: Final = 2.0
 #: A gateway whose heartbeat is older than this is dead.
-LEASE_S: Final = 10.0
+GATEWAY_LEASE_S: Final = 10.0
 #: Rows of gateways dead this long are deleted by the next gateway that starts.
 FORGET_S: Final = 300.0
 
@@ -49,7 +49,7 @@ class LinkStatus:
 
 
 def _live_since(now: dt.datetime | None = None) -> dt.datetime:
-    return (now or utcnow()) - dt.timedelta(seconds=LEASE_S)
+    return (now or utcnow()) - dt.timedelta(seconds=GATEWAY_LEASE_S)
 
 
 def register_gateway(session: Session, gateway_id: str, address: str, secret: str | None) -> None:

@@ -38,12 +38,14 @@ from typing import Any, Final
 import grpc
 from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from sqlalchemy.orm import Session
 
 from arena.bots.connected import (
     KnownBot,
     LinkRefusedError,
     bot_states,
     check_connected_bot,
+    connected_owner,
     find_connected_bot,
     read_info,
     record_connected_version,
@@ -216,7 +218,7 @@ class Gateway:
         assert self.loop is not None
         return await self.loop.run_in_executor(self.executor, run)
 
-    def _register(self, session: Any) -> None:
+    def _register(self, session: Session) -> None:
         stored_secret = None if self.configured_secret else self.secret
         directory.register_gateway(session, self.id, self.advertise, stored_secret)
         for connections in self.by_bot.values():
@@ -330,7 +332,7 @@ class Gateway:
                 token = value
         from arena.bots.owners import parse_bearer
 
-        def owner_of(session: Any) -> int:
+        def owner_of(session: Session) -> int:
             from arena.bots.owners import authenticate
             from arena.errors import ArenaError
 
@@ -388,10 +390,8 @@ class Gateway:
         self.admitting[connection.owner_id] += 1
         try:
 
-            def lookup(session: Any) -> KnownBot | None:
-                from arena.store.models import Owner
-
-                owner = session.get(Owner, connection.owner_id)
+            def lookup(session: Session) -> KnownBot | None:
+                owner = connected_owner(session, connection.owner_id)
                 return find_connected_bot(session, owner, hello.bot_name)
 
             known = await self._store(lookup)
@@ -406,10 +406,8 @@ class Gateway:
                         self.executor, check_connected_bot, player, hello.bot_name, self.settings, info
                     )
 
-                    def record(session: Any) -> KnownBot:
-                        from arena.store.models import Owner
-
-                        owner = session.get(Owner, connection.owner_id)
+                    def record(session: Session) -> KnownBot:
+                        owner = connected_owner(session, connection.owner_id)
                         return record_connected_version(session, owner, hello.bot_name, info)
 
                     known = await self._store(record)
@@ -419,10 +417,8 @@ class Gateway:
                     self.executor, check_connected_bot, player, hello.bot_name, self.settings
                 )
 
-                def register(session: Any) -> KnownBot:
-                    from arena.store.models import Owner
-
-                    owner = session.get(Owner, connection.owner_id)
+                def register(session: Session) -> KnownBot:
+                    owner = connected_owner(session, connection.owner_id)
                     return register_connected_bot(session, owner, hello.bot_name, info)
 
                 known = await self._store(register)
@@ -511,7 +507,7 @@ class Gateway:
         connection = self._pin(bot_id, session)
         if connection is not None:
             return connection, "", True
-        fresh = time.monotonic() - self.started < directory.LEASE_S
+        fresh = time.monotonic() - self.started < directory.GATEWAY_LEASE_S
         if fresh and bot_id not in self.seen:
             # Just (re)started and the bot has not reconnected yet: not the bot's fault; the
             # worker plays the match again later (arena/link/player.GatewayLostError).
@@ -642,11 +638,11 @@ class Gateway:
             held.connection.sessions -= 1
 
 
-def _prune_connections(gateway_id: str, keep: frozenset[str], session: Any) -> None:
+def _prune_connections(gateway_id: str, keep: frozenset[str], session: Session) -> None:
     directory.prune_connections(session, gateway_id, keep)
 
 
-def _remove_connection(connection_id: str, session: Any) -> None:
+def _remove_connection(connection_id: str, session: Session) -> None:
     directory.remove_connection(session, connection_id)
 
 

@@ -201,7 +201,8 @@ def send_end_deal(seat: SeatPlan, deal: DealSummary) -> bool:
     """One bot's EndDeal, with a short deadline; False when it could not be delivered."""
     try:
         player = make_seat_player(seat)
-    except Exception:
+    except Exception as exc:  # an address no longer usable, say: the bot's loss only
+        logger.info("EndDeal not sent to %s: %s", seat.name, exc)
         return False
     try:
         if isinstance(player, GrpcPlayer):
@@ -211,7 +212,8 @@ def send_end_deal(seat: SeatPlan, deal: DealSummary) -> bool:
             return False
         notify(deal)
         return True
-    except Exception:  # the bot's loss only: it is told nothing else
+    except Exception as exc:  # the bot's loss only: it is told nothing else
+        logger.info("EndDeal not delivered to %s: %s", seat.name, exc)
         return False
     finally:
         with contextlib.suppress(Exception):
