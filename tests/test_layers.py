@@ -69,7 +69,8 @@ def room(module: str, floors: Iterable[Iterable[str]]) -> tuple[int, str]:
     best: tuple[int, str] | None = None
     for level, rooms in enumerate(floors):
         for name in rooms:
-            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > len(best[1])):
+            inside = module == name or module.startswith(name + ".")
+            if inside and (best is None or len(name) > len(best[1])):
                 best = (level, name)
     if best is None:
         raise AssertionError(f"{module} is on no floor: name its package in the floors")
