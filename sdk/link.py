@@ -185,7 +185,7 @@ class LinkClient:
     def _session(self) -> None:
         outbox: queue.Queue[bytes | None] = queue.Queue()
         hello = lpb.LinkHello(bot_name=self.name, capacity=self.capacity, info=self.servicer.info)
-        outbox.put(lpb.BotToArena(hello=hello).SerializeToString())
+        outbox.put(lpb.ConnectRequest(hello=hello).SerializeToString())
 
         def requests() -> Iterator[bytes]:
             while True:
@@ -218,7 +218,7 @@ class LinkClient:
             channel.close()
 
     def _on_message(self, data: bytes, outbox: queue.Queue[bytes | None]) -> None:
-        message = lpb.ArenaToBot.FromString(data)
+        message = lpb.ConnectResponse.FromString(data)
         kind = message.WhichOneof("message")
         if kind == "call":
             self.stats.calls += 1
@@ -295,7 +295,7 @@ class LinkClient:
             reply.ClearField("result")
             reply.error.code = exc.code.value[0]
             reply.error.message = exc.details[:_MAX_DETAILS]
-        outbox.put(lpb.BotToArena(reply=reply).SerializeToString())
+        outbox.put(lpb.ConnectRequest(reply=reply).SerializeToString())
 
 
 def connect(

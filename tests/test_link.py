@@ -98,15 +98,15 @@ class RawLink:
     def _read(self) -> None:
         try:
             for data in self.call:
-                self.received.put(lpb.ArenaToBot.FromString(data))
+                self.received.put(lpb.ConnectResponse.FromString(data))
         except grpc.RpcError as exc:
             self.received.put(exc)
 
-    def send(self, message: lpb.BotToArena | bytes) -> None:
+    def send(self, message: lpb.ConnectRequest | bytes) -> None:
         self.out.put(message if isinstance(message, bytes) else message.SerializeToString())
 
     def hello(self, name: str, capacity: int = 1) -> None:
-        self.send(lpb.BotToArena(hello=lpb.LinkHello(bot_name=name, capacity=capacity)))
+        self.send(lpb.ConnectRequest(hello=lpb.LinkHello(bot_name=name, capacity=capacity)))
 
     def next(self, timeout: float = 10.0) -> Any:
         return self.received.get(timeout=timeout)
@@ -190,7 +190,7 @@ def welcomed(link: RawLink) -> lpb.LinkWelcome:
             reply.get_info.CopyFrom(pb.GetInfoResponse(name="raw", protocol_version="tonk.v1"))
         else:
             getattr(reply, kind).SetInParent()
-        link.send(lpb.BotToArena(reply=reply))
+        link.send(lpb.ConnectRequest(reply=reply))
 
 
 # -- connecting and registering -------------------------------------------------------------
@@ -262,9 +262,12 @@ def test_another_owner_cannot_connect_as_a_connected_bot(arena: Arena, clients: 
 @pytest.mark.parametrize(
     ("first", "text"),
     [
-        (b"\xff\xff\xff\xff", "not a BotToArena"),
-        (lpb.BotToArena(reply=lpb.LinkReply(call_id=1)).SerializeToString(), "must be a hello"),
-        (lpb.BotToArena(hello=lpb.LinkHello(bot_name="zero", capacity=0)).SerializeToString(), "capacity"),
+        (b"\xff\xff\xff\xff", "not a ConnectRequest"),
+        (lpb.ConnectRequest(reply=lpb.LinkReply(call_id=1)).SerializeToString(), "must be a hello"),
+        (
+            lpb.ConnectRequest(hello=lpb.LinkHello(bot_name="zero", capacity=0)).SerializeToString(),
+            "capacity",
+        ),
     ],
 )
 def test_a_bad_first_message_is_refused(arena: Arena, first: bytes, text: str) -> None:
@@ -326,11 +329,13 @@ def _status(link: RawLink) -> tuple[grpc.StatusCode, str]:
 def test_garbage_is_answered_invalid_argument(raw: RawLink) -> None:
     raw.send(b"\x0a\xff\xff\xff\xff\x0f")
     code, details = _status(raw)
-    assert code == grpc.StatusCode.INVALID_ARGUMENT and "is not a BotToArena" in details
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "is not a ConnectRequest" in details
 
 
 def test_a_reply_to_a_call_never_made_ends_the_connection(raw: RawLink) -> None:
-    raw.send(lpb.BotToArena(reply=lpb.LinkReply(call_id=10_000, decide=pb.DecideResponse(action_index=0))))
+    raw.send(
+        lpb.ConnectRequest(reply=lpb.LinkReply(call_id=10_000, decide=pb.DecideResponse(action_index=0)))
+    )
     code, details = _status(raw)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "call 10000, which was never made" in details
 
@@ -344,14 +349,14 @@ def test_a_second_hello_ends_the_connection(raw: RawLink) -> None:
 def test_a_message_over_the_size_limit_ends_the_connection(raw: RawLink) -> None:
     text = "x" * (gateway_module.MAX_MESSAGE_BYTES + 10)
     big = lpb.LinkReply(call_id=1, error=lpb.LinkError(code=13, message=text))
-    raw.send(lpb.BotToArena(reply=big))
+    raw.send(lpb.ConnectRequest(reply=big))
     code, _details = _status(raw)
     assert code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT)
 
 
 def test_late_replies_get_a_notice_and_a_flood_ends_the_connection(raw: RawLink) -> None:
     # Call 1 was answered during the admission check: answering it again is a stray reply.
-    stray = lpb.BotToArena(reply=lpb.LinkReply(call_id=1, get_info=pb.GetInfoResponse()))
+    stray = lpb.ConnectRequest(reply=lpb.LinkReply(call_id=1, get_info=pb.GetInfoResponse()))
     raw.send(stray)
     notice = raw.next()
     assert notice.WhichOneof("message") == "notice" and notice.notice.kind == "late_reply"
@@ -821,15 +826,17 @@ class _PickyRelay:
         self.mute = threading.Event()
         handler = grpc.stream_stream_rpc_method_handler(
             self._serve,
-            request_deserializer=lpb.RelayRequest.FromString,
-            response_serializer=lpb.RelayResponse.SerializeToString,
+            request_deserializer=lpb.RelayStreamRequest.FromString,
+            response_serializer=lpb.RelayStreamResponse.SerializeToString,
         )
         self.server, self.address = relay_server({"RelayStream": handler})
 
-    def _serve(self, requests: Iterator[lpb.RelayRequest], context: Any) -> Iterator[lpb.RelayResponse]:
+    def _serve(
+        self, requests: Iterator[lpb.RelayStreamRequest], context: Any
+    ) -> Iterator[lpb.RelayStreamResponse]:
         for request in requests:
             if request.id not in self.drop and not self.mute.is_set():
-                yield lpb.RelayResponse(id=request.id, reply=b"ok")
+                yield lpb.RelayStreamResponse(id=request.id, reply=b"ok")
 
 
 @pytest.fixture
@@ -849,24 +856,24 @@ def test_a_relay_stream_that_loses_one_reply_but_answers_others_is_kept(picky: _
     sharing the stream go on with it."""
     channel, stream = _open_stream(picky.address)
     try:
-        assert stream.call(lpb.RelayRequest(), 5).reply == b"ok"  # id 1
+        assert stream.call(lpb.RelayStreamRequest(), 5).reply == b"ok"  # id 1
         picky.drop.add(2)
         outcome: list[BaseException] = []
 
         def lost_call() -> None:
             try:
-                stream.call(lpb.RelayRequest(), 1.0)  # id 2: never answered
+                stream.call(lpb.RelayStreamRequest(), 1.0)  # id 2: never answered
             except BaseException as exc:  # judged below
                 outcome.append(exc)
 
         thread = threading.Thread(target=lost_call)
         thread.start()
         wait_until(lambda: stream._waiting)  # id 2 is out before id 3 is sent
-        assert stream.call(lpb.RelayRequest(), 5).reply == b"ok"  # id 3: heard after id 2 went out
+        assert stream.call(lpb.RelayStreamRequest(), 5).reply == b"ok"  # id 3: heard after id 2 went out
         thread.join(10)
         assert len(outcome) == 1 and isinstance(outcome[0], TimeoutError), outcome
         assert stream.failure is None
-        assert stream.call(lpb.RelayRequest(), 5).reply == b"ok"
+        assert stream.call(lpb.RelayStreamRequest(), 5).reply == b"ok"
     finally:
         stream.close()
         channel.close()
@@ -878,14 +885,14 @@ def test_a_silent_relay_stream_is_abandoned_and_its_other_calls_fail_at_once(pic
     instead of each waiting out its own deadline."""
     channel, stream = _open_stream(picky.address)
     try:
-        assert stream.call(lpb.RelayRequest(), 5).reply == b"ok"
+        assert stream.call(lpb.RelayStreamRequest(), 5).reply == b"ok"
         picky.mute.set()
         outcome: list[tuple[BaseException, float]] = []
 
         def patient_call() -> None:
             started = time.monotonic()
             try:
-                stream.call(lpb.RelayRequest(), 60)
+                stream.call(lpb.RelayStreamRequest(), 60)
             except BaseException as exc:  # judged below
                 outcome.append((exc, time.monotonic() - started))
 
@@ -893,7 +900,7 @@ def test_a_silent_relay_stream_is_abandoned_and_its_other_calls_fail_at_once(pic
         thread.start()
         wait_until(lambda: stream._waiting)
         with pytest.raises(TimeoutError):
-            stream.call(lpb.RelayRequest(), 0.5)
+            stream.call(lpb.RelayStreamRequest(), 0.5)
         thread.join(30)
         assert len(outcome) == 1, outcome
         failure, waited = outcome[0]
@@ -901,7 +908,7 @@ def test_a_silent_relay_stream_is_abandoned_and_its_other_calls_fail_at_once(pic
         assert "sent nothing on the relay stream for 0.5 s" in failure.details
         assert waited < 30  # failed with the stream, not at its own 60 s deadline
         with pytest.raises(RelayStreamError, match="sent nothing"):  # later calls are told too
-            stream.call(lpb.RelayRequest(), 5)
+            stream.call(lpb.RelayStreamRequest(), 5)
     finally:
         stream.close()
         channel.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, json_format
 from helpers.case_files import CASES
 from helpers.strategies import rules_st
 from hypothesis import HealthCheck, given, settings
@@ -46,8 +46,9 @@ from sdk.messages import (
     rules_to_proto,
 )
 from sdk.observation import Observation, observe
-from sdk.protocol import PROTOCOL_VERSION, SERVICE_NAME
+from sdk.protocol import LINK_SERVICE_NAME, PROTOCOL_VERSION, RELAY_SERVICE_NAME, SERVICE_NAME
 from sdk.protocol import bot_pb2 as pb
+from sdk.protocol import link_pb2 as lpb
 from sdk.record import HandRecord
 from sdk.referee import DecisionRequest, LocalPlayer, play_match
 from sdk.rules import STANDARD, Rules
@@ -170,6 +171,132 @@ def test_buf_style_names(proto_file: descriptor_pb2.FileDescriptorProto) -> None
     assert len(used) == 2 * len(service.method)  # each request/response belongs to one RPC
     names = [m.name for m in service.method]
     assert names == ["GetInfo", "StartMatch", "Decide", "EndHand", "EndMatch", "EndDeal"]
+
+
+def test_link_rpcs_have_their_own_request_and_response() -> None:
+    """Buf STANDARD's RPC rules for link.proto without buf (docs/protocol.md says how to run
+    it): each RPC has its own <Rpc>Request and <Rpc>Response. The service and RPC names are
+    the gRPC paths bots, gateways and workers of other versions call: they never change."""
+    rpcs = {}
+    used = set()
+    for service in lpb.DESCRIPTOR.services_by_name.values():
+        for method in service.methods:
+            assert method.input_type.full_name == f"tonk.v1.{method.name}Request"
+            assert method.output_type.full_name == f"tonk.v1.{method.name}Response"
+            used |= {method.input_type.full_name, method.output_type.full_name}
+            rpcs[f"/{service.full_name}/{method.name}"] = (method.client_streaming, method.server_streaming)
+    assert len(used) == 2 * len(rpcs)
+    assert rpcs == {
+        f"/{LINK_SERVICE_NAME}/Connect": (True, True),
+        f"/{RELAY_SERVICE_NAME}/Relay": (False, False),
+        f"/{RELAY_SERVICE_NAME}/RelayStream": (True, True),
+    }
+
+
+# link.proto messages with their bytes and JSON as the generated code at acea325 wrote them,
+# when Connect's messages were BotToArena and ArenaToBot and RelayStream shared Relay's
+# RelayRequest and RelayResponse. Message names are not on the wire; everything else is, so
+# bots and arena processes built before the rename read these messages the same.
+_INFO = pb.GetInfoResponse(name="lefty", version="1.0", protocol_version="tonk.v1")
+_LIMITS = lpb.LinkLimits(max_message_bytes=1 << 20, max_calls_in_flight=64, max_stray_replies_per_minute=30)
+_WELCOME = lpb.LinkWelcome(connection_id="c1", bot_name="lefty", capacity=4, registered=True, limits=_LIMITS)
+_END_DEAL = lpb.LinkCall(call_id=7, deadline_ms=500, end_deal=pb.EndDealRequest(seed=5))
+_RELAY_REQUEST: dict[str, Any] = dict(
+    bot_id=3, session="m1:0", call=b"\x08\x01", last=True, id=9, timeout_ms=500
+)
+_RELAY_RESPONSE: dict[str, Any] = dict(
+    reply=b"\x08\x07", connection_id="c1", bot_us=0, id=9, code=14, message="gone", bot_error=True
+)
+_RELAY_REQUEST_WIRE = (
+    "080312046d313a301a0208012001280930f403",
+    {"botId": "3", "session": "m1:0", "call": "CAE=", "last": True, "id": "9", "timeoutMs": "500"},
+)
+_RELAY_RESPONSE_WIRE = (
+    "0a0208071202633118002009280e3204676f6e653801",
+    {
+        "reply": "CAc=",
+        "connectionId": "c1",
+        "botUs": "0",
+        "id": "9",
+        "code": 14,
+        "message": "gone",
+        "botError": True,
+    },
+)
+LINK_WIRE: list[tuple[Any, str, dict[str, Any]]] = [
+    (
+        lpb.ConnectRequest(hello=lpb.LinkHello(bot_name="lefty", capacity=4, info=_INFO)),
+        "0a200a056c6566747910041a150a056c656674791203312e302207746f6e6b2e7631",
+        {"hello": {"botName": "lefty", "capacity": 4, "info": json_format.MessageToDict(_INFO)}},
+    ),
+    (
+        lpb.ConnectRequest(reply=lpb.LinkReply(call_id=7, decide=pb.DecideResponse(action_index=2))),
+        "1206080762020802",
+        {"reply": {"callId": "7", "decide": {"actionIndex": 2}}},
+    ),
+    (
+        lpb.ConnectRequest(reply=lpb.LinkReply(call_id=8, error=lpb.LinkError(code=12, message="no"))),
+        "120b0808a20106080c12026e6f",
+        {"reply": {"callId": "8", "error": {"code": 12, "message": "no"}}},
+    ),
+    (
+        lpb.ConnectResponse(welcome=_WELCOME),
+        "0a190a02633112056c65667479180420012a08088080401040181e",
+        {
+            "welcome": {
+                "connectionId": "c1",
+                "botName": "lefty",
+                "capacity": 4,
+                "registered": True,
+                "limits": {
+                    "maxMessageBytes": 1048576,
+                    "maxCallsInFlight": 64,
+                    "maxStrayRepliesPerMinute": 30,
+                },
+            }
+        },
+    ),
+    (
+        lpb.ConnectResponse(call=_END_DEAL),
+        "1209080710f4037a021005",
+        {"call": {"callId": "7", "deadlineMs": 500, "endDeal": {"seed": "5"}}},
+    ),
+    (
+        lpb.ConnectResponse(notice=lpb.LinkNotice(kind="late_reply", message="late")),
+        "1a120a0a6c6174655f7265706c7912046c617465",
+        {"notice": {"kind": "late_reply", "message": "late"}},
+    ),
+    (lpb.RelayRequest(**_RELAY_REQUEST), *_RELAY_REQUEST_WIRE),
+    (lpb.RelayStreamRequest(**_RELAY_REQUEST), *_RELAY_REQUEST_WIRE),
+    (lpb.RelayResponse(**_RELAY_RESPONSE), *_RELAY_RESPONSE_WIRE),
+    (lpb.RelayStreamResponse(**_RELAY_RESPONSE), *_RELAY_RESPONSE_WIRE),
+]
+
+
+@pytest.mark.parametrize(
+    ("message", "wire", "as_json"), LINK_WIRE, ids=[message.DESCRIPTOR.name for message, *_ in LINK_WIRE]
+)
+def test_link_messages_keep_their_bytes_and_json(message: Any, wire: str, as_json: dict[str, Any]) -> None:
+    assert message.SerializeToString().hex() == wire
+    assert type(message).FromString(bytes.fromhex(wire)) == message
+    assert json_format.MessageToDict(message) == as_json
+    assert json_format.ParseDict(as_json, type(message)()) == message
+
+
+def _layout(message: Any) -> list[tuple[Any, ...]]:
+    return [
+        (f.number, f.name, f.json_name, f.type, f.is_repeated, f.has_presence, oneof and oneof.name)
+        for f in message.DESCRIPTOR.fields
+        for oneof in [f.containing_oneof]
+    ]
+
+
+def test_relay_stream_messages_are_relays_field_for_field() -> None:
+    """So the pinned bytes above set every field of both, now and after later edits."""
+    assert _layout(lpb.RelayStreamRequest) == _layout(lpb.RelayRequest)
+    assert _layout(lpb.RelayStreamResponse) == _layout(lpb.RelayResponse)
+    assert [f.name for f in lpb.RelayRequest.DESCRIPTOR.fields] == list(_RELAY_REQUEST)
+    assert [f.name for f in lpb.RelayResponse.DESCRIPTOR.fields] == list(_RELAY_RESPONSE)
 
 
 def test_rules_message_carries_every_rule_option() -> None:

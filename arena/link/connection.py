@@ -68,7 +68,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bytes] = loop.create_future()
         self.pending[call_id] = future
-        self.outbox.put_nowait(b"\x12" + encode_varint(len(inner)) + inner)  # ArenaToBot.call
+        self.outbox.put_nowait(b"\x12" + encode_varint(len(inner)) + inner)  # ConnectResponse.call
         # A timer rather than asyncio.wait_for, which makes a task per call.
         timer = loop.call_later(max(timeout_s, 0.001), _expire, future)
         future.add_done_callback(lambda _: self._done(call_id, timer))
@@ -81,10 +81,10 @@ class Connection:
     def on_message(self, data: bytes, count: int) -> None:
         """One message from the bot after its hello; a protocol violation closes the stream."""
         try:
-            message = lpb.BotToArena.FromString(data)
+            message = lpb.ConnectRequest.FromString(data)
         except DecodeError as exc:
             raise ViolationError(
-                grpc.StatusCode.INVALID_ARGUMENT, f"message {count} is not a BotToArena: {exc}"
+                grpc.StatusCode.INVALID_ARGUMENT, f"message {count} is not a ConnectRequest: {exc}"
             ) from None
         kind = message.WhichOneof("message")
         if kind != "reply":
@@ -117,7 +117,7 @@ class Connection:
             kind="late_reply",
             message=f"the reply to call {call_id} came after its deadline (or twice) and was not used",
         )
-        self.outbox.put_nowait(lpb.ArenaToBot(notice=notice).SerializeToString())
+        self.outbox.put_nowait(lpb.ConnectResponse(notice=notice).SerializeToString())
 
     def close(self, error: tuple[grpc.StatusCode, str] | None = None) -> None:
         if self.closed:
@@ -172,7 +172,7 @@ class ConnectionTransport:
 def _reply_bytes(data: bytes, reply: lpb.LinkReply) -> bytes:
     """The LinkReply's bytes as the bot sent them when the message is that field alone (the
     usual case: no re-serialising), else re-serialised."""
-    if data[:1] == b"\x12":  # BotToArena.reply, length-delimited
+    if data[:1] == b"\x12":  # ConnectRequest.reply, length-delimited
         size, at = 0, 1
         for shift in range(0, 35, 7):
             if at >= len(data):

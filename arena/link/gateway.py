@@ -173,8 +173,8 @@ class Gateway:
                         ),
                         "RelayStream": grpc.stream_stream_rpc_method_handler(
                             self.relay_stream,
-                            request_deserializer=lpb.RelayRequest.FromString,
-                            response_serializer=lpb.RelayResponse.SerializeToString,
+                            request_deserializer=lpb.RelayStreamRequest.FromString,
+                            response_serializer=lpb.RelayStreamResponse.SerializeToString,
                         ),
                     },
                 ),
@@ -351,10 +351,10 @@ class Gateway:
         except StopAsyncIteration:
             raise LinkRefusedError("INVALID_ARGUMENT", "the stream ended before its hello") from None
         try:
-            message = lpb.BotToArena.FromString(first)
+            message = lpb.ConnectRequest.FromString(first)
         except DecodeError as exc:
             raise LinkRefusedError(
-                "INVALID_ARGUMENT", f"the first message is not a BotToArena: {exc}"
+                "INVALID_ARGUMENT", f"the first message is not a ConnectRequest: {exc}"
             ) from None
         if message.WhichOneof("message") != "hello":
             raise LinkRefusedError("INVALID_ARGUMENT", "the first message must be a hello (LinkHello)")
@@ -462,13 +462,13 @@ class Gateway:
                 max_stray_replies_per_minute=MAX_STRAY_PER_MINUTE,
             ),
         )
-        connection.outbox.put_nowait(lpb.ArenaToBot(welcome=welcome).SerializeToString())
+        connection.outbox.put_nowait(lpb.ConnectResponse(welcome=welcome).SerializeToString())
         if changed:
             notice = lpb.LinkNotice(
                 kind="new_version",
                 message=f"this build's GetInfo differs from the last one's: recorded as version {version}",
             )
-            connection.outbox.put_nowait(lpb.ArenaToBot(notice=notice).SerializeToString())
+            connection.outbox.put_nowait(lpb.ConnectResponse(notice=notice).SerializeToString())
             await self._supersede(connection.bot_id, version)
         log.info(
             "gateway: %s connected (%s, capacity %d)", hello.bot_name, connection.peer, connection.capacity
@@ -540,15 +540,15 @@ class Gateway:
         return lpb.RelayResponse(reply=reply, connection_id=connection.id, bot_us=bot_us)
 
     async def relay_stream(
-        self, requests: AsyncIterator[lpb.RelayRequest], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[lpb.RelayResponse]:
+        self, requests: AsyncIterator[lpb.RelayStreamRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[lpb.RelayStreamResponse]:
         """Relay, many calls on one stream: no RPC (and no task) per call, the point of it."""
         if not self._secret_ok(context):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "wrong or missing gateway secret")
-        out: asyncio.Queue[lpb.RelayResponse | None] = asyncio.Queue()
+        out: asyncio.Queue[lpb.RelayStreamResponse | None] = asyncio.Queue()
         open_calls = [0, 1]  # calls awaiting the bot; 1 while the worker may send more
 
-        def finish(response: lpb.RelayResponse | None) -> None:
+        def finish(response: lpb.RelayStreamResponse | None) -> None:
             if response is not None:
                 out.put_nowait(response)
                 open_calls[0] -= 1
@@ -571,13 +571,15 @@ class Gateway:
         finally:
             reader.cancel()
 
-    def _relay_one(self, request: lpb.RelayRequest, finish: Callable[[lpb.RelayResponse], None]) -> None:
+    def _relay_one(
+        self, request: lpb.RelayStreamRequest, finish: Callable[[lpb.RelayStreamResponse], None]
+    ) -> None:
         """Send one streamed call to its bot; ``finish`` gets its response (now or later)."""
         call_id, session, last = request.id, request.session, request.last
         unavailable = grpc.StatusCode.UNAVAILABLE.value[0]
         connection, why, about_bot = self._route(request.bot_id, session)
         if connection is None:
-            finish(lpb.RelayResponse(id=call_id, code=unavailable, message=why, bot_error=about_bot))
+            finish(lpb.RelayStreamResponse(id=call_id, code=unavailable, message=why, bot_error=about_bot))
             return
         timeout_s = (request.timeout_ms or 60_000) / 1000
         started = time.perf_counter_ns()
@@ -586,7 +588,7 @@ class Gateway:
         except ConnectionClosedError as exc:
             if last:
                 self._unpin(session)
-            finish(lpb.RelayResponse(id=call_id, code=unavailable, message=str(exc), bot_error=True))
+            finish(lpb.RelayStreamResponse(id=call_id, code=unavailable, message=str(exc), bot_error=True))
             return
 
         def done(future: asyncio.Future[bytes]) -> None:
@@ -595,10 +597,10 @@ class Gateway:
             error = None if future.cancelled() else future.exception()
             if future.cancelled() or isinstance(error, ConnectionClosedError):
                 text = str(error) if error else "the bot's connection closed during the call"
-                finish(lpb.RelayResponse(id=call_id, code=unavailable, message=text, bot_error=True))
+                finish(lpb.RelayStreamResponse(id=call_id, code=unavailable, message=text, bot_error=True))
             elif isinstance(error, TimeoutError):
                 finish(
-                    lpb.RelayResponse(
+                    lpb.RelayStreamResponse(
                         id=call_id,
                         code=grpc.StatusCode.DEADLINE_EXCEEDED.value[0],
                         message="the bot did not reply in time",
@@ -606,11 +608,11 @@ class Gateway:
                 )
             elif error is not None:
                 internal = grpc.StatusCode.INTERNAL.value[0]
-                finish(lpb.RelayResponse(id=call_id, code=internal, message=str(error)[:300]))
+                finish(lpb.RelayStreamResponse(id=call_id, code=internal, message=str(error)[:300]))
             else:
                 bot_us = (time.perf_counter_ns() - started) // 1000
                 finish(
-                    lpb.RelayResponse(
+                    lpb.RelayStreamResponse(
                         id=call_id, reply=future.result(), connection_id=connection.id, bot_us=bot_us
                     )
                 )

@@ -351,7 +351,7 @@ class _Waiter:
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.response: lpb.RelayResponse | None = None
+        self.response: lpb.RelayStreamResponse | None = None
         self.failure: tuple[grpc.StatusCode | None, str] | None = None
 
 
@@ -381,12 +381,12 @@ class RelayStream:
         method = channel.stream_stream(
             f"/{RELAY_SERVICE_NAME}/RelayStream",
             request_serializer=_serialize,
-            response_deserializer=lpb.RelayResponse.FromString,
+            response_deserializer=lpb.RelayStreamResponse.FromString,
         )
         self._responses = method(iter(self._requests.get, _END), metadata=((SECRET_HEADER, secret),))
         threading.Thread(target=self._read, name="tonk-relay-stream", daemon=True).start()
 
-    def call(self, request: lpb.RelayRequest, timeout_s: float) -> lpb.RelayResponse:
+    def call(self, request: lpb.RelayStreamRequest, timeout_s: float) -> lpb.RelayStreamResponse:
         """The gateway's response; raises RelayStreamError when the stream ended, TimeoutError
         when no response came within ``timeout_s``."""
         waiter = _Waiter()
@@ -496,12 +496,14 @@ class RelayTransport:
             raise LinkTransportError(FaultKind.UNREACHABLE, "the bot is not connected to the arena")
         self._route = route
         secret = route.secret or self.routes.secret
-        request = lpb.RelayRequest(bot_id=self.bot_id, session=session, call=call, last=last)
         stream = self.routes.stream(route.address, secret)
         if stream is not None:
-            request.timeout_ms = max(int(timeout_s * 1000), 1)
+            timeout_ms = max(int(timeout_s * 1000), 1)
+            streamed = lpb.RelayStreamRequest(
+                bot_id=self.bot_id, session=session, call=call, last=last, timeout_ms=timeout_ms
+            )
             try:
-                response = stream.call(request, timeout_s + RELAY_MARGIN_S)
+                response = stream.call(streamed, timeout_s + RELAY_MARGIN_S)
             except TimeoutError:
                 # The gateway times the bot itself and answers DEADLINE_EXCEEDED at the
                 # deadline: silence past the margin is the gateway failing, not the bot.
@@ -510,12 +512,12 @@ class RelayTransport:
                 if exc.code is not grpc.StatusCode.UNIMPLEMENTED:
                     raise self._failure(exc.code, exc.details, False) from None
                 self.routes.unary_only(route.address)  # never delivered: safe to send again
-                request.ClearField("timeout_ms")
             else:
                 if response.code:
                     code = _status(response.code)
                     raise self._failure(code, response.message, response.bot_error) from None
                 return self._reply(response)
+        request = lpb.RelayRequest(bot_id=self.bot_id, session=session, call=call, last=last)
         started = time.monotonic()
         try:
             response = self.routes.relay(route.address)(
@@ -535,7 +537,7 @@ class RelayTransport:
             raise self._failure(code, exc.details() or "", bot_error) from None
         return self._reply(response)
 
-    def _reply(self, response: lpb.RelayResponse) -> bytes:
+    def _reply(self, response: lpb.RelayResponse | lpb.RelayStreamResponse) -> bytes:
         self.last_bot_us = response.bot_us if response.HasField("bot_us") else None
         data: bytes = response.reply
         return data

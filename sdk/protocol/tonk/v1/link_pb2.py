@@ -25,37 +25,41 @@ _sym_db = _symbol_database.Default()
 from sdk.protocol.tonk.v1 import bot_pb2 as tonk_dot_v1_dot_bot__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12tonk/v1/link.proto\x12\x07tonk.v1\x1a\x11tonk/v1/bot.proto\"a\n\nBotToArena\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.tonk.v1.LinkHelloH\x00\x12#\n\x05reply\x18\x02 \x01(\x0b\x32\x12.tonk.v1.LinkReplyH\x00\x42\t\n\x07message\"W\n\tLinkHello\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\x12\x10\n\x08\x63\x61pacity\x18\x02 \x01(\x05\x12&\n\x04info\x18\x03 \x01(\x0b\x32\x18.tonk.v1.GetInfoResponse\"\xe4\x02\n\tLinkReply\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12,\n\x08get_info\x18\n \x01(\x0b\x32\x18.tonk.v1.GetInfoResponseH\x00\x12\x32\n\x0bstart_match\x18\x0b \x01(\x0b\x32\x1b.tonk.v1.StartMatchResponseH\x00\x12)\n\x06\x64\x65\x63ide\x18\x0c \x01(\x0b\x32\x17.tonk.v1.DecideResponseH\x00\x12,\n\x08\x65nd_hand\x18\r \x01(\x0b\x32\x18.tonk.v1.EndHandResponseH\x00\x12.\n\tend_match\x18\x0e \x01(\x0b\x32\x19.tonk.v1.EndMatchResponseH\x00\x12,\n\x08\x65nd_deal\x18\x0f \x01(\x0b\x32\x18.tonk.v1.EndDealResponseH\x00\x12#\n\x05\x65rror\x18\x14 \x01(\x0b\x32\x12.tonk.v1.LinkErrorH\x00\x42\x08\n\x06result\"*\n\tLinkError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x8a\x01\n\nArenaToBot\x12\'\n\x07welcome\x18\x01 \x01(\x0b\x32\x14.tonk.v1.LinkWelcomeH\x00\x12!\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x11.tonk.v1.LinkCallH\x00\x12%\n\x06notice\x18\x03 \x01(\x0b\x32\x13.tonk.v1.LinkNoticeH\x00\x42\t\n\x07message\"\x81\x01\n\x0bLinkWelcome\x12\x15\n\rconnection_id\x18\x01 \x01(\t\x12\x10\n\x08\x62ot_name\x18\x02 \x01(\t\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\x05\x12\x12\n\nregistered\x18\x04 \x01(\x08\x12#\n\x06limits\x18\x05 \x01(\x0b\x32\x13.tonk.v1.LinkLimits\"j\n\nLinkLimits\x12\x19\n\x11max_message_bytes\x18\x01 \x01(\x05\x12\x1b\n\x13max_calls_in_flight\x18\x02 \x01(\x05\x12$\n\x1cmax_stray_replies_per_minute\x18\x03 \x01(\x05\"\xce\x02\n\x08LinkCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x02 \x01(\x05\x12+\n\x08get_info\x18\n \x01(\x0b\x32\x17.tonk.v1.GetInfoRequestH\x00\x12\x31\n\x0bstart_match\x18\x0b \x01(\x0b\x32\x1a.tonk.v1.StartMatchRequestH\x00\x12(\n\x06\x64\x65\x63ide\x18\x0c \x01(\x0b\x32\x16.tonk.v1.DecideRequestH\x00\x12+\n\x08\x65nd_hand\x18\r \x01(\x0b\x32\x17.tonk.v1.EndHandRequestH\x00\x12-\n\tend_match\x18\x0e \x01(\x0b\x32\x18.tonk.v1.EndMatchRequestH\x00\x12+\n\x08\x65nd_deal\x18\x0f \x01(\x0b\x32\x17.tonk.v1.EndDealRequestH\x00\x42\t\n\x07request\"+\n\nLinkNotice\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"k\n\x0cRelayRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\x03\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x63\x61ll\x18\x03 \x01(\x0c\x12\x0c\n\x04last\x18\x04 \x01(\x08\x12\n\n\x02id\x18\x05 \x01(\x04\x12\x12\n\ntimeout_ms\x18\x06 \x01(\x03\"\x93\x01\n\rRelayResponse\x12\r\n\x05reply\x18\x01 \x01(\x0c\x12\x15\n\rconnection_id\x18\x02 \x01(\t\x12\x13\n\x06\x62ot_us\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\n\n\x02id\x18\x04 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x05 \x01(\x05\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x11\n\tbot_error\x18\x07 \x01(\x08\x42\t\n\x07_bot_us2I\n\x0e\x42otLinkService\x12\x37\n\x07\x43onnect\x12\x13.tonk.v1.BotToArena\x1a\x13.tonk.v1.ArenaToBot(\x01\x30\x01\x32\x8f\x01\n\x13GatewayRelayService\x12\x36\n\x05Relay\x12\x15.tonk.v1.RelayRequest\x1a\x16.tonk.v1.RelayResponse\x12@\n\x0bRelayStream\x12\x15.tonk.v1.RelayRequest\x1a\x16.tonk.v1.RelayResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12tonk/v1/link.proto\x12\x07tonk.v1\x1a\x11tonk/v1/bot.proto\"e\n\x0e\x43onnectRequest\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.tonk.v1.LinkHelloH\x00\x12#\n\x05reply\x18\x02 \x01(\x0b\x32\x12.tonk.v1.LinkReplyH\x00\x42\t\n\x07message\"W\n\tLinkHello\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\x12\x10\n\x08\x63\x61pacity\x18\x02 \x01(\x05\x12&\n\x04info\x18\x03 \x01(\x0b\x32\x18.tonk.v1.GetInfoResponse\"\xe4\x02\n\tLinkReply\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12,\n\x08get_info\x18\n \x01(\x0b\x32\x18.tonk.v1.GetInfoResponseH\x00\x12\x32\n\x0bstart_match\x18\x0b \x01(\x0b\x32\x1b.tonk.v1.StartMatchResponseH\x00\x12)\n\x06\x64\x65\x63ide\x18\x0c \x01(\x0b\x32\x17.tonk.v1.DecideResponseH\x00\x12,\n\x08\x65nd_hand\x18\r \x01(\x0b\x32\x18.tonk.v1.EndHandResponseH\x00\x12.\n\tend_match\x18\x0e \x01(\x0b\x32\x19.tonk.v1.EndMatchResponseH\x00\x12,\n\x08\x65nd_deal\x18\x0f \x01(\x0b\x32\x18.tonk.v1.EndDealResponseH\x00\x12#\n\x05\x65rror\x18\x14 \x01(\x0b\x32\x12.tonk.v1.LinkErrorH\x00\x42\x08\n\x06result\"*\n\tLinkError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x8f\x01\n\x0f\x43onnectResponse\x12\'\n\x07welcome\x18\x01 \x01(\x0b\x32\x14.tonk.v1.LinkWelcomeH\x00\x12!\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x11.tonk.v1.LinkCallH\x00\x12%\n\x06notice\x18\x03 \x01(\x0b\x32\x13.tonk.v1.LinkNoticeH\x00\x42\t\n\x07message\"\x81\x01\n\x0bLinkWelcome\x12\x15\n\rconnection_id\x18\x01 \x01(\t\x12\x10\n\x08\x62ot_name\x18\x02 \x01(\t\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\x05\x12\x12\n\nregistered\x18\x04 \x01(\x08\x12#\n\x06limits\x18\x05 \x01(\x0b\x32\x13.tonk.v1.LinkLimits\"j\n\nLinkLimits\x12\x19\n\x11max_message_bytes\x18\x01 \x01(\x05\x12\x1b\n\x13max_calls_in_flight\x18\x02 \x01(\x05\x12$\n\x1cmax_stray_replies_per_minute\x18\x03 \x01(\x05\"\xce\x02\n\x08LinkCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x02 \x01(\x05\x12+\n\x08get_info\x18\n \x01(\x0b\x32\x17.tonk.v1.GetInfoRequestH\x00\x12\x31\n\x0bstart_match\x18\x0b \x01(\x0b\x32\x1a.tonk.v1.StartMatchRequestH\x00\x12(\n\x06\x64\x65\x63ide\x18\x0c \x01(\x0b\x32\x16.tonk.v1.DecideRequestH\x00\x12+\n\x08\x65nd_hand\x18\r \x01(\x0b\x32\x17.tonk.v1.EndHandRequestH\x00\x12-\n\tend_match\x18\x0e \x01(\x0b\x32\x18.tonk.v1.EndMatchRequestH\x00\x12+\n\x08\x65nd_deal\x18\x0f \x01(\x0b\x32\x17.tonk.v1.EndDealRequestH\x00\x42\t\n\x07request\"+\n\nLinkNotice\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"k\n\x0cRelayRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\x03\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x63\x61ll\x18\x03 \x01(\x0c\x12\x0c\n\x04last\x18\x04 \x01(\x08\x12\n\n\x02id\x18\x05 \x01(\x04\x12\x12\n\ntimeout_ms\x18\x06 \x01(\x03\"\x93\x01\n\rRelayResponse\x12\r\n\x05reply\x18\x01 \x01(\x0c\x12\x15\n\rconnection_id\x18\x02 \x01(\t\x12\x13\n\x06\x62ot_us\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\n\n\x02id\x18\x04 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x05 \x01(\x05\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x11\n\tbot_error\x18\x07 \x01(\x08\x42\t\n\x07_bot_us\"q\n\x12RelayStreamRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\x03\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x63\x61ll\x18\x03 \x01(\x0c\x12\x0c\n\x04last\x18\x04 \x01(\x08\x12\n\n\x02id\x18\x05 \x01(\x04\x12\x12\n\ntimeout_ms\x18\x06 \x01(\x03\"\x99\x01\n\x13RelayStreamResponse\x12\r\n\x05reply\x18\x01 \x01(\x0c\x12\x15\n\rconnection_id\x18\x02 \x01(\t\x12\x13\n\x06\x62ot_us\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\n\n\x02id\x18\x04 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x05 \x01(\x05\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x11\n\tbot_error\x18\x07 \x01(\x08\x42\t\n\x07_bot_us2R\n\x0e\x42otLinkService\x12@\n\x07\x43onnect\x12\x17.tonk.v1.ConnectRequest\x1a\x18.tonk.v1.ConnectResponse(\x01\x30\x01\x32\x9b\x01\n\x13GatewayRelayService\x12\x36\n\x05Relay\x12\x15.tonk.v1.RelayRequest\x1a\x16.tonk.v1.RelayResponse\x12L\n\x0bRelayStream\x12\x1b.tonk.v1.RelayStreamRequest\x1a\x1c.tonk.v1.RelayStreamResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tonk.v1.link_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_BOTTOARENA']._serialized_start=50
-  _globals['_BOTTOARENA']._serialized_end=147
-  _globals['_LINKHELLO']._serialized_start=149
-  _globals['_LINKHELLO']._serialized_end=236
-  _globals['_LINKREPLY']._serialized_start=239
-  _globals['_LINKREPLY']._serialized_end=595
-  _globals['_LINKERROR']._serialized_start=597
-  _globals['_LINKERROR']._serialized_end=639
-  _globals['_ARENATOBOT']._serialized_start=642
-  _globals['_ARENATOBOT']._serialized_end=780
-  _globals['_LINKWELCOME']._serialized_start=783
-  _globals['_LINKWELCOME']._serialized_end=912
-  _globals['_LINKLIMITS']._serialized_start=914
-  _globals['_LINKLIMITS']._serialized_end=1020
-  _globals['_LINKCALL']._serialized_start=1023
-  _globals['_LINKCALL']._serialized_end=1357
-  _globals['_LINKNOTICE']._serialized_start=1359
-  _globals['_LINKNOTICE']._serialized_end=1402
-  _globals['_RELAYREQUEST']._serialized_start=1404
-  _globals['_RELAYREQUEST']._serialized_end=1511
-  _globals['_RELAYRESPONSE']._serialized_start=1514
-  _globals['_RELAYRESPONSE']._serialized_end=1661
-  _globals['_BOTLINKSERVICE']._serialized_start=1663
-  _globals['_BOTLINKSERVICE']._serialized_end=1736
-  _globals['_GATEWAYRELAYSERVICE']._serialized_start=1739
-  _globals['_GATEWAYRELAYSERVICE']._serialized_end=1882
+  _globals['_CONNECTREQUEST']._serialized_start=50
+  _globals['_CONNECTREQUEST']._serialized_end=151
+  _globals['_LINKHELLO']._serialized_start=153
+  _globals['_LINKHELLO']._serialized_end=240
+  _globals['_LINKREPLY']._serialized_start=243
+  _globals['_LINKREPLY']._serialized_end=599
+  _globals['_LINKERROR']._serialized_start=601
+  _globals['_LINKERROR']._serialized_end=643
+  _globals['_CONNECTRESPONSE']._serialized_start=646
+  _globals['_CONNECTRESPONSE']._serialized_end=789
+  _globals['_LINKWELCOME']._serialized_start=792
+  _globals['_LINKWELCOME']._serialized_end=921
+  _globals['_LINKLIMITS']._serialized_start=923
+  _globals['_LINKLIMITS']._serialized_end=1029
+  _globals['_LINKCALL']._serialized_start=1032
+  _globals['_LINKCALL']._serialized_end=1366
+  _globals['_LINKNOTICE']._serialized_start=1368
+  _globals['_LINKNOTICE']._serialized_end=1411
+  _globals['_RELAYREQUEST']._serialized_start=1413
+  _globals['_RELAYREQUEST']._serialized_end=1520
+  _globals['_RELAYRESPONSE']._serialized_start=1523
+  _globals['_RELAYRESPONSE']._serialized_end=1670
+  _globals['_RELAYSTREAMREQUEST']._serialized_start=1672
+  _globals['_RELAYSTREAMREQUEST']._serialized_end=1785
+  _globals['_RELAYSTREAMRESPONSE']._serialized_start=1788
+  _globals['_RELAYSTREAMRESPONSE']._serialized_end=1941
+  _globals['_BOTLINKSERVICE']._serialized_start=1943
+  _globals['_BOTLINKSERVICE']._serialized_end=2025
+  _globals['_GATEWAYRELAYSERVICE']._serialized_start=2028
+  _globals['_GATEWAYRELAYSERVICE']._serialized_end=2183
 # @@protoc_insertion_point(module_scope)

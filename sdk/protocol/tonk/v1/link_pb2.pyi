@@ -30,11 +30,12 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
-class BotToArena(_message.Message):
+class ConnectRequest(_message.Message):
     """---------------------------------------------------------------------------------------
     Bot to arena
 
-    Every message a connected bot sends.
+    Every message a connected bot sends. Named BotToArena before Buf's naming rules; the name is
+    not on the wire: the fields, and so the bytes and JSON, are the same.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -63,7 +64,7 @@ class BotToArena(_message.Message):
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
-Global___BotToArena: _TypeAlias = BotToArena  # noqa: Y015
+Global___ConnectRequest: _TypeAlias = ConnectRequest  # noqa: Y015
 
 @_typing.final
 class LinkHello(_message.Message):
@@ -190,11 +191,12 @@ class LinkError(_message.Message):
 Global___LinkError: _TypeAlias = LinkError  # noqa: Y015
 
 @_typing.final
-class ArenaToBot(_message.Message):
+class ConnectResponse(_message.Message):
     """---------------------------------------------------------------------------------------
     Arena to bot
 
-    Every message the arena sends on a connection.
+    Every message the arena sends on a connection. Named ArenaToBot before (same fields, same
+    bytes).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -231,7 +233,7 @@ class ArenaToBot(_message.Message):
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
-Global___ArenaToBot: _TypeAlias = ArenaToBot  # noqa: Y015
+Global___ConnectResponse: _TypeAlias = ConnectResponse  # noqa: Y015
 
 @_typing.final
 class LinkWelcome(_message.Message):
@@ -389,6 +391,10 @@ Global___LinkNotice: _TypeAlias = LinkNotice  # noqa: Y015
 
 @_typing.final
 class RelayRequest(_message.Message):
+    """One call to relay. RelayStreamRequest has the same fields (one message per RPC, as Buf's
+    STANDARD lint asks; the bytes are the same either way).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     BOT_ID_FIELD_NUMBER: _builtins.int
@@ -433,6 +439,8 @@ Global___RelayRequest: _TypeAlias = RelayRequest  # noqa: Y015
 
 @_typing.final
 class RelayResponse(_message.Message):
+    """Relay's answer. RelayStreamResponse has the same fields."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REPLY_FIELD_NUMBER: _builtins.int
@@ -482,3 +490,105 @@ class RelayResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__bot_us) -> _WhichOneofReturnType__bot_us | None: ...
 
 Global___RelayResponse: _TypeAlias = RelayResponse  # noqa: Y015
+
+@_typing.final
+class RelayStreamRequest(_message.Message):
+    """RelayRequest on RelayStream: the same fields and numbers (RelayStream shared RelayRequest
+    before; the bytes are unchanged).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_ID_FIELD_NUMBER: _builtins.int
+    SESSION_FIELD_NUMBER: _builtins.int
+    CALL_FIELD_NUMBER: _builtins.int
+    LAST_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    bot_id: _builtins.int
+    """The bot's id in the arena's store."""
+    session: _builtins.str
+    """Which match seat the call belongs to: calls with one session go to one connection
+    while it lasts (the bot keeps that seat's state there).
+    """
+    call: _builtins.bytes
+    """A serialized LinkCall; its call_id is left 0 (the gateway numbers calls per connection)."""
+    last: _builtins.bool
+    """True for the session's last call (EndMatch): the gateway forgets the session after it."""
+    id: _builtins.int
+    """The worker's number for the call, echoed by its RelayStreamResponse."""
+    timeout_ms: _builtins.int
+    """Milliseconds the gateway waits for the bot's reply."""
+    def __init__(
+        self,
+        *,
+        bot_id: _builtins.int = ...,
+        session: _builtins.str = ...,
+        call: _builtins.bytes = ...,
+        last: _builtins.bool = ...,
+        id: _builtins.int = ...,
+        timeout_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "call", b"call", "id", b"id", "last", b"last", "session", b"session", "timeout_ms", b"timeout_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RelayStreamRequest: _TypeAlias = RelayStreamRequest  # noqa: Y015
+
+@_typing.final
+class RelayStreamResponse(_message.Message):
+    """RelayResponse on RelayStream: the same fields and numbers (RelayStream shared RelayResponse
+    before; the bytes are unchanged).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPLY_FIELD_NUMBER: _builtins.int
+    CONNECTION_ID_FIELD_NUMBER: _builtins.int
+    BOT_US_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    BOT_ERROR_FIELD_NUMBER: _builtins.int
+    reply: _builtins.bytes
+    """A serialized LinkReply: the bot's answer."""
+    connection_id: _builtins.str
+    """The connection that answered (for logs)."""
+    bot_us: _builtins.int
+    """Microseconds from the gateway sending the call on the bot's stream to receiving its
+    reply: what the bot is charged (the worker's own lag is not the bot's). Unset from a
+    gateway that does not measure it.
+    """
+    id: _builtins.int
+    """The id of the RelayStreamRequest this answers."""
+    code: _builtins.int
+    """The status Relay would have ended with (a google.rpc.Code number; 0 OK, and then reply
+    is set) and its message.
+    """
+    message: _builtins.str
+    bot_error: _builtins.bool
+    """The error is about the bot (not connected there, or its connection dropped), not the
+    gateway: what Relay's trailing metadata "x-tonk-link: bot" says.
+    """
+    def __init__(
+        self,
+        *,
+        reply: _builtins.bytes = ...,
+        connection_id: _builtins.str = ...,
+        bot_us: _builtins.int | None = ...,
+        id: _builtins.int = ...,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+        bot_error: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_bot_us", b"_bot_us", "bot_us", b"bot_us"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_bot_us", b"_bot_us", "bot_error", b"bot_error", "bot_us", b"bot_us", "code", b"code", "connection_id", b"connection_id", "id", b"id", "message", b"message", "reply", b"reply"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__bot_us: _TypeAlias = _typing.Literal["bot_us"]  # noqa: Y015
+    _WhichOneofArgType__bot_us: _TypeAlias = _typing.Literal["_bot_us", b"_bot_us"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__bot_us) -> _WhichOneofReturnType__bot_us | None: ...
+
+Global___RelayStreamResponse: _TypeAlias = RelayStreamResponse  # noqa: Y015

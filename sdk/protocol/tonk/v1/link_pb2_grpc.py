@@ -37,8 +37,8 @@ class BotLinkServiceStub:
         """
         self.Connect = channel.stream_stream(
                 '/tonk.v1.BotLinkService/Connect',
-                request_serializer=tonk_dot_v1_dot_link__pb2.BotToArena.SerializeToString,
-                response_deserializer=tonk_dot_v1_dot_link__pb2.ArenaToBot.FromString,
+                request_serializer=tonk_dot_v1_dot_link__pb2.ConnectRequest.SerializeToString,
+                response_deserializer=tonk_dot_v1_dot_link__pb2.ConnectResponse.FromString,
                 _registered_method=True)
 
 
@@ -62,8 +62,8 @@ def add_BotLinkServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Connect': grpc.stream_stream_rpc_method_handler(
                     servicer.Connect,
-                    request_deserializer=tonk_dot_v1_dot_link__pb2.BotToArena.FromString,
-                    response_serializer=tonk_dot_v1_dot_link__pb2.ArenaToBot.SerializeToString,
+                    request_deserializer=tonk_dot_v1_dot_link__pb2.ConnectRequest.FromString,
+                    response_serializer=tonk_dot_v1_dot_link__pb2.ConnectResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -92,8 +92,8 @@ class BotLinkService:
             request_iterator,
             target,
             '/tonk.v1.BotLinkService/Connect',
-            tonk_dot_v1_dot_link__pb2.BotToArena.SerializeToString,
-            tonk_dot_v1_dot_link__pb2.ArenaToBot.FromString,
+            tonk_dot_v1_dot_link__pb2.ConnectRequest.SerializeToString,
+            tonk_dot_v1_dot_link__pb2.ConnectResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -125,8 +125,8 @@ class GatewayRelayServiceStub:
                 _registered_method=True)
         self.RelayStream = channel.stream_stream(
                 '/tonk.v1.GatewayRelayService/RelayStream',
-                request_serializer=tonk_dot_v1_dot_link__pb2.RelayRequest.SerializeToString,
-                response_deserializer=tonk_dot_v1_dot_link__pb2.RelayResponse.FromString,
+                request_serializer=tonk_dot_v1_dot_link__pb2.RelayStreamRequest.SerializeToString,
+                response_deserializer=tonk_dot_v1_dot_link__pb2.RelayStreamResponse.FromString,
                 _registered_method=True)
 
 
@@ -148,8 +148,8 @@ class GatewayRelayServiceServicer:
 
     def RelayStream(self, request_iterator, context):
         """The same relay over one long-lived stream (a worker process keeps one per gateway):
-        each RelayRequest carries an id and a timeout_ms, and is answered by one RelayResponse
-        with that id, in any order. What Relay reports as a status comes back in the response's
+        each RelayStreamRequest carries an id and a timeout_ms, and is answered by one
+        RelayStreamResponse with that id, in any order. What Relay reports as a status comes back in the response's
         code, message and bot_error; the stream itself ends only when the gateway goes or the
         secret is wrong (UNAUTHENTICATED, before any response).
         """
@@ -167,8 +167,8 @@ def add_GatewayRelayServiceServicer_to_server(servicer, server):
             ),
             'RelayStream': grpc.stream_stream_rpc_method_handler(
                     servicer.RelayStream,
-                    request_deserializer=tonk_dot_v1_dot_link__pb2.RelayRequest.FromString,
-                    response_serializer=tonk_dot_v1_dot_link__pb2.RelayResponse.SerializeToString,
+                    request_deserializer=tonk_dot_v1_dot_link__pb2.RelayStreamRequest.FromString,
+                    response_serializer=tonk_dot_v1_dot_link__pb2.RelayStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -227,8 +227,8 @@ class GatewayRelayService:
             request_iterator,
             target,
             '/tonk.v1.GatewayRelayService/RelayStream',
-            tonk_dot_v1_dot_link__pb2.RelayRequest.SerializeToString,
-            tonk_dot_v1_dot_link__pb2.RelayResponse.FromString,
+            tonk_dot_v1_dot_link__pb2.RelayStreamRequest.SerializeToString,
+            tonk_dot_v1_dot_link__pb2.RelayStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -45,7 +45,7 @@ class BotLinkServiceStub:
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> BotLinkServiceAsyncStub: ...
-    Connect: _grpc.StreamStreamMultiCallable[_link_pb2.BotToArena, _link_pb2.ArenaToBot]
+    Connect: _grpc.StreamStreamMultiCallable[_link_pb2.ConnectRequest, _link_pb2.ConnectResponse]
     """The bot's connection. Call metadata must carry "authorization: Bearer <owner token>".
     The bot's first message is a LinkHello; the arena answers LinkWelcome (the bot is
     playing from then on) or ends the stream with an error status saying why. Then the
@@ -58,7 +58,7 @@ class BotLinkServiceAsyncStub(BotLinkServiceStub):
     """The service the arena's gateway serves to bots."""
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    Connect: _aio.StreamStreamMultiCallable[_link_pb2.BotToArena, _link_pb2.ArenaToBot]  # type: ignore[assignment]
+    Connect: _aio.StreamStreamMultiCallable[_link_pb2.ConnectRequest, _link_pb2.ConnectResponse]  # type: ignore[assignment]
     """The bot's connection. Call metadata must carry "authorization: Bearer <owner token>".
     The bot's first message is a LinkHello; the arena answers LinkWelcome (the bot is
     playing from then on) or ends the stream with an error status saying why. Then the
@@ -72,9 +72,9 @@ class BotLinkServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
     def Connect(
         self,
-        request_iterator: _MaybeAsyncIterator[_link_pb2.BotToArena],
+        request_iterator: _MaybeAsyncIterator[_link_pb2.ConnectRequest],
         context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_link_pb2.ArenaToBot], _abc.AsyncIterator[_link_pb2.ArenaToBot]]:
+    ) -> _typing.Union[_abc.Iterator[_link_pb2.ConnectResponse], _abc.AsyncIterator[_link_pb2.ConnectResponse]]:
         """The bot's connection. Call metadata must carry "authorization: Bearer <owner token>".
         The bot's first message is a LinkHello; the arena answers LinkWelcome (the bot is
         playing from then on) or ends the stream with an error status saying why. Then the
@@ -99,10 +99,10 @@ class GatewayRelayServiceStub:
     gateway holds no connection of the bot (or it dropped), DEADLINE_EXCEEDED when the bot
     did not answer within the call's deadline_ms.
     """
-    RelayStream: _grpc.StreamStreamMultiCallable[_link_pb2.RelayRequest, _link_pb2.RelayResponse]
+    RelayStream: _grpc.StreamStreamMultiCallable[_link_pb2.RelayStreamRequest, _link_pb2.RelayStreamResponse]
     """The same relay over one long-lived stream (a worker process keeps one per gateway):
-    each RelayRequest carries an id and a timeout_ms, and is answered by one RelayResponse
-    with that id, in any order. What Relay reports as a status comes back in the response's
+    each RelayStreamRequest carries an id and a timeout_ms, and is answered by one
+    RelayStreamResponse with that id, in any order. What Relay reports as a status comes back in the response's
     code, message and bot_error; the stream itself ends only when the gateway goes or the
     secret is wrong (UNAUTHENTICATED, before any response).
     """
@@ -120,10 +120,10 @@ class GatewayRelayServiceAsyncStub(GatewayRelayServiceStub):
     gateway holds no connection of the bot (or it dropped), DEADLINE_EXCEEDED when the bot
     did not answer within the call's deadline_ms.
     """
-    RelayStream: _aio.StreamStreamMultiCallable[_link_pb2.RelayRequest, _link_pb2.RelayResponse]  # type: ignore[assignment]
+    RelayStream: _aio.StreamStreamMultiCallable[_link_pb2.RelayStreamRequest, _link_pb2.RelayStreamResponse]  # type: ignore[assignment]
     """The same relay over one long-lived stream (a worker process keeps one per gateway):
-    each RelayRequest carries an id and a timeout_ms, and is answered by one RelayResponse
-    with that id, in any order. What Relay reports as a status comes back in the response's
+    each RelayStreamRequest carries an id and a timeout_ms, and is answered by one
+    RelayStreamResponse with that id, in any order. What Relay reports as a status comes back in the response's
     code, message and bot_error; the stream itself ends only when the gateway goes or the
     secret is wrong (UNAUTHENTICATED, before any response).
     """
@@ -148,12 +148,12 @@ class GatewayRelayServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
     def RelayStream(
         self,
-        request_iterator: _MaybeAsyncIterator[_link_pb2.RelayRequest],
+        request_iterator: _MaybeAsyncIterator[_link_pb2.RelayStreamRequest],
         context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_link_pb2.RelayResponse], _abc.AsyncIterator[_link_pb2.RelayResponse]]:
+    ) -> _typing.Union[_abc.Iterator[_link_pb2.RelayStreamResponse], _abc.AsyncIterator[_link_pb2.RelayStreamResponse]]:
         """The same relay over one long-lived stream (a worker process keeps one per gateway):
-        each RelayRequest carries an id and a timeout_ms, and is answered by one RelayResponse
-        with that id, in any order. What Relay reports as a status comes back in the response's
+        each RelayStreamRequest carries an id and a timeout_ms, and is answered by one
+        RelayStreamResponse with that id, in any order. What Relay reports as a status comes back in the response's
         code, message and bot_error; the stream itself ends only when the gateway goes or the
         secret is wrong (UNAUTHENTICATED, before any response).
         """
