@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test services lint bench proto screenshots clean dist
+.PHONY: demo test test-under-load services lint bench proto screenshots clean dist
 
 $(VENV)/.installed-dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(VENV)/.installed-dev services
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The tests beside one busy loop per core (scripts/under_load.py): no verdict may depend on how
+# busy the machine is. ARGS are pytest's: make test-under-load ARGS="tests/test_faults.py -x"
+test-under-load: $(VENV)/.installed-dev services
+	$(BIN)/python scripts/under_load.py $(ARGS)
 
 services:
 	@scripts/services.sh

@@ -245,12 +245,17 @@ def play_match(
     config: RefereeConfig | None = None,
     on_hand: Callable[[HandLog, list[int]], None] | None = None,
     reveal: bool = True,
+    clock: Callable[[], int] = time.perf_counter_ns,
 ) -> MatchResult:
     """Play ``hands`` hands of the match with ``seed`` between ``players`` (seat order).
 
     ``reveal=False`` is for a match whose cards are dealt again in other matches (a seat
     rotation of a duplicate deal): EndHand then carries only each seat's own view and the
-    hands the rules show, EndMatch no seed; the arena reveals both once the deal is over."""
+    hands the rules show, EndMatch no seed; the arena reveals both once the deal is over.
+
+    ``clock`` (ns) is what the referee times each call by (a test passes one of its own to
+    time a bot exactly); a player's own measure (``last_charged_us``) and a transport's
+    deadline are their own."""
     n = len(players)
     if not MIN_PLAYERS <= n <= MAX_PLAYERS:
         raise ValueError(f"a match has {MIN_PLAYERS} to {MAX_PLAYERS} players, got {n}")
@@ -260,20 +265,20 @@ def play_match(
     result = MatchResult(match_id, seed, list(seat_names), rules, hands, [0] * n)
     fault_count = [0] * n
     bank_us = [cfg.time_bank_ms * 1000] * n
-    notify = _Notices(players, cfg.lifecycle_deadline_ms, result.slow_notices)
+    notify = _Notices(players, cfg.lifecycle_deadline_ms, result.slow_notices, clock)
     for seat, player in enumerate(players):
         info = MatchInfo(
             match_id, seat, seat_names, rules, hands, first_dealer, cfg.decision_deadline_ms, cfg.time_bank_ms
         )
         _bound_lifecycle(player, cfg.lifecycle_deadline_ms)
-        started = time.perf_counter_ns()
+        started = clock()
         try:
             player.match_start(info)
         except PlayerFaultError as exc:
             result.faults.append(Fault(seat, 0, -1, exc.kind, exc.reason))
             fault_count[seat] = cfg.max_faults  # a bot that cannot start cannot play
         else:
-            elapsed_ms = (time.perf_counter_ns() - started) // 1_000_000
+            elapsed_ms = (clock() - started) // 1_000_000
             if 2 * elapsed_ms > cfg.lifecycle_deadline_ms:  # started, but slowly: on the record
                 result.slow_notices.append(SlowNotice(seat, 0, "StartMatch", int(elapsed_ms), False))
     forfeiter = next((s for s in range(n) if fault_count[s] >= cfg.max_faults), None)
@@ -291,11 +296,11 @@ def play_match(
             request = DecisionRequest(
                 match_id, hand_index, f"{match_id}/{hand_index}/{decision}", obs, deadline_ms
             )
-            started = time.perf_counter_ns()
+            started = clock()
             fault: Fault | None = None
             try:
                 reply = players[seat].act(request)
-                elapsed_us = _charged(players[seat], started)
+                elapsed_us = _charged(players[seat], clock() - started)
                 over_us = elapsed_us - cfg.decision_deadline_ms * 1000
                 if over_us > 0:
                     bank_us[seat] -= over_us
@@ -312,7 +317,7 @@ def play_match(
             except PlayerFaultError as exc:
                 # A call that failed late (a transport timeout waits out deadline + bank) spends
                 # the bank too; otherwise a hanging bot would get its whole bank back every call.
-                over_us = _charged(players[seat], started) - cfg.decision_deadline_ms * 1000
+                over_us = _charged(players[seat], clock() - started) - cfg.decision_deadline_ms * 1000
                 if over_us > 0:
                     bank_us[seat] = max(0, bank_us[seat] - over_us)
                 fault = Fault(seat, hand_index, decision, exc.kind, exc.reason)
@@ -420,8 +425,11 @@ class _Notices:
     bounded cost: each is cut at the lifecycle deadline, one that is slow is recorded, and a
     seat cut off once gets no more notices in the match."""
 
-    def __init__(self, players: Sequence[Player], deadline_ms: int, slow: list[SlowNotice]):
+    def __init__(
+        self, players: Sequence[Player], deadline_ms: int, slow: list[SlowNotice], clock: Callable[[], int]
+    ):
         self.players = players
+        self.clock = clock
         self.deadline_ms = deadline_ms
         self.slow = slow
         self.off = [False] * len(players)
@@ -432,7 +440,7 @@ class _Notices:
         player = self.players[seat]
         call = player.hand_end if rpc == "EndHand" else player.match_end
         _bound_lifecycle(player, self.deadline_ms)
-        started = time.perf_counter_ns()
+        started = self.clock()
         timed_out = False
         try:
             call(message)
@@ -440,16 +448,16 @@ class _Notices:
             timed_out = exc.kind is FaultKind.TIMEOUT
         except Exception:  # a courtesy notice that fails is the bot's own business
             pass
-        elapsed_ms = (time.perf_counter_ns() - started) // 1_000_000
+        elapsed_ms = (self.clock() - started) // 1_000_000
         cut_off = timed_out or elapsed_ms >= self.deadline_ms
         if cut_off or 2 * elapsed_ms > self.deadline_ms:
             self.slow.append(SlowNotice(seat, hand_index, rpc, int(elapsed_ms), cut_off))
             self.off[seat] = self.off[seat] or cut_off
 
 
-def _charged(player: Player, started_ns: int) -> int:
-    """µs charged for the call that began at ``started_ns``: the player's own measure of
-    the bot's time when it has one (it excludes this process's lag), else the wall time."""
-    wall_us = (time.perf_counter_ns() - started_ns) // 1000
+def _charged(player: Player, wall_ns: int) -> int:
+    """µs charged for a call that took ``wall_ns`` by the referee's clock: the player's own
+    measure of the bot's time when it has one (it excludes this process's lag), else that."""
+    wall_us = wall_ns // 1000
     own = getattr(player, "last_charged_us", None)
     return min(wall_us, own) if type(own) is int and own >= 0 else wall_us

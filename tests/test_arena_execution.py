@@ -111,18 +111,20 @@ def test_rq_with_grpc_bots_equals_embedded(
 
 
 def test_rq_submit_queues_each_pending_match_that_has_no_job_waiting(
-    redis_url: str, queue_prefix: str, monkeypatch: pytest.MonkeyPatch
+    redis_url: str, queue_prefix: str
 ) -> None:
     """The driver hands every pending match to ``submit`` at each sweep; what gets queued
-    is decided by the job's state alone (no worker runs here: the states are set by hand)."""
+    is decided by the job's state alone (no worker runs here: the states are set by hand),
+    and how long one has been started unclaimed by the backend's clock (this test's: it
+    moves only when told, so no stall of the test counts)."""
     from rq.job import Job, JobStatus
 
-    import arena.runtime.driver
+    from arena.runtime.rq_backend import UNCLAIMED_S
 
-    # Long enough that the submits between "first seen started" and the wait below cannot
-    # outlast it on a loaded machine; short enough to wait out.
-    monkeypatch.setattr(arena.runtime.rq_backend, "UNCLAIMED_S", 3.0)
-    backend = RqBackend("sqlite:///unused.sqlite", redis_url, f"{queue_prefix}-submit")
+    now = [1000.0]
+    backend = RqBackend(
+        "sqlite:///unused.sqlite", redis_url, f"{queue_prefix}-submit", clock=lambda: now[0]
+    )
     connection = backend.connection
 
     def dequeue(match_id: int) -> str:
@@ -142,9 +144,10 @@ def test_rq_submit_queues_each_pending_match_that_has_no_job_waiting(
         set_status(4, JobStatus.STARTED)  # its worker died between dequeue and claim...
         set_status(5, JobStatus.STARTED)
         assert backend.submit([1, 2, 3, 4, 5]) == 3
+        now[0] += UNCLAIMED_S - 0.001
         assert backend.submit([1, 2, 3, 4, 5]) == 0  # ...which is only believed after a while,
         assert backend.submit([1, 2, 3, 4, 5], replace=[5]) == 1  # or when the store knows it
-        time.sleep(3.1)
+        now[0] += 0.001
         assert backend.submit([1, 2, 3, 4, 5]) == 1  # 4: unclaimed for too long
         statuses = [Job.fetch(backend.job_id(m), connection=connection).get_status() for m in range(1, 6)]
         assert statuses == [JobStatus.QUEUED] * 5

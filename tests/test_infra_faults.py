@@ -49,8 +49,12 @@ SHAPE: dict[str, Any] = {
     "deals_per_table": 2,
     "hands_per_match": 3,
     "seed": SEED,
-    # Ample deadlines: these tests are about the arena's machinery, not about late bots.
-    "config": {"decision_deadline_ms": 5000, "time_bank_ms": 0, "max_faults": 3},
+    # Ample deadlines: these tests are about the arena's machinery, not about late bots. The
+    # lifecycle one too: at its default 1 s, a StartMatch held up past it on a loaded machine
+    # (a worker restarting against a cut database) was a TIMEOUT, a forfeit, other scores.
+    "config": {
+        "decision_deadline_ms": 5000, "lifecycle_deadline_ms": 5000, "time_bank_ms": 0, "max_faults": 3,
+    },
 }
 MATCHES = (3 * 2 + 1 * 6) * 2  # three 2-seat tables and one 3-seat table (all 6 orders), 2 deals
 

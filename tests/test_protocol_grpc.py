@@ -355,7 +355,8 @@ def test_a_bot_with_only_decide_can_play() -> None:
 
 def test_referee_charges_each_fault_kind() -> None:
     # Bots that answer at once get a deadline a loaded machine cannot miss; only the hanging
-    # one waits it out.
+    # one waits it out. The referee's clock is stopped (every call takes 0 ms by it), so the
+    # in-process RandomBot is never late: the hanging bot's TIMEOUT is the transport's cut.
     cases: list[tuple[type[Bot], FaultKind, int]] = [
         (CrashBot, FaultKind.CRASH, 5000),
         (MalformedBot, FaultKind.MALFORMED, 5000),
@@ -365,7 +366,7 @@ def test_referee_charges_each_fault_kind() -> None:
         with serving(bot) as running:
             players: list[Player] = [LocalPlayer(RandomBot), GrpcPlayer(running.address)]
             config = RefereeConfig(decision_deadline_ms=deadline_ms, max_faults=2)
-            result = play_match(players, 8, 6, config=config)
+            result = play_match(players, 8, 6, config=config, clock=lambda: 0)
             players[1].close()
         assert {f.kind for f in result.faults} == {kind}
         assert result.forfeited == 1 and result.scores[0] > 0

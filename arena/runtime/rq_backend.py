@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 JOB_FUNCTION: Final = "arena.runtime.jobs.play_match_job"
@@ -41,6 +41,7 @@ class RqBackend:
         *,
         connection: Any = None,
         hosted_addresses: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         from redis import Redis
         from rq import Queue
@@ -49,8 +50,9 @@ class RqBackend:
         self.hosted = dict(hosted_addresses) if hosted_addresses else None
         self.connection = connection or Redis.from_url(redis_url)
         self.queue = Queue(queue_name, connection=self.connection)
-        # Matches seen pending while their job was "started", and since when (monotonic).
+        # Matches seen pending while their job was "started", and since when (by ``clock``).
         self._unclaimed: dict[int, float] = {}
+        self._clock = clock
 
     def job_id(self, match_id: int) -> str:
         return job_id(self.queue.name, match_id)
@@ -67,7 +69,7 @@ class RqBackend:
         # One pipelined HGET per job rather than Job.fetch_many: the driver asks about every
         # pending match at each sweep, and this is 6 to 9 times cheaper (bench/arena.py --sweep-only).
         statuses = self._statuses([self.job_id(m) for m in match_ids])
-        now = time.monotonic()
+        now = self._clock()
         unclaimed: dict[int, float] = {}
         todo, stale = [], []
         for match_id, status in zip(match_ids, statuses, strict=True):
@@ -112,7 +114,7 @@ class RqBackend:
         ids = list(match_ids)
         if not ids:
             return set()
-        now = time.monotonic()
+        now = self._clock()
         out = set()
         for match_id, status in zip(ids, self._statuses([self.job_id(m) for m in ids]), strict=True):
             if status == "started":
