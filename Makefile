@@ -29,7 +29,7 @@ test: $(VENV)/.installed-dev services
 	$(BIN)/pytest
 
 # The tests beside one busy loop per core (scripts/under_load.py): no verdict may depend on how
-# busy the machine is. ARGS are pytest's: make test-under-load ARGS="tests/test_faults.py -x"
+# busy the machine is. ARGS are pytest's: make test-under-load ARGS="tests/arena/play/test_faults.py -x"
 test-under-load: $(VENV)/.installed-dev services
 	$(BIN)/python scripts/under_load.py $(ARGS)
 
@@ -45,7 +45,7 @@ bench: $(VENV)/.installed-dev
 
 # docs/screenshots/: every dashboard page at 1360x900 and 390x844, from the browser tests.
 screenshots: $(VENV)/.installed-dev
-	TONK_UPDATE_SCREENSHOTS=1 $(BIN)/pytest -q tests/test_browser.py
+	TONK_UPDATE_SCREENSHOTS=1 $(BIN)/pytest -q tests/system/test_browser.py
 
 proto: $(VENV)/.installed-dev
 	$(BIN)/python scripts/gen_proto.py

@@ -29,7 +29,7 @@ which must be zero within its interval once the leak is closed. Printed: chips p
 hands with a 95% interval over deals, and the chips over the hands played (the issue's probe
 gained +292 chips in 400 hands against greedy).
 This is a measuring instrument, and ``MemoryBot`` is the bot the fair-play check must flag
-(docs/arena.md); tests/test_fairplay_check.py serves it over gRPC.
+(docs/arena.md); tests/arena/ratings/test_fairplay_check.py serves it over gRPC.
 """
 
 from __future__ import annotations

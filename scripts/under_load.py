@@ -2,7 +2,7 @@
 """Run pytest beside one busy loop per core (``make test-under-load``), so a test whose verdict
 depends on how busy the machine is fails here rather than now and then on someone's laptop.
 
-    scripts/under_load.py [pytest args...]     # e.g. tests/test_time_accounting.py -x
+    scripts/under_load.py [pytest args...]     # e.g. tests/arena/play/test_time_accounting.py -x
     TONK_LOAD_LOOPS=4 scripts/under_load.py    # another number of loops (default: nproc)
 
 The loops are killed however pytest ends (its exit, Ctrl-C, SIGTERM to this script), and each

@@ -1,6 +1,6 @@
 """From a match seed to every deck order, in a way anyone can reproduce in any language.
 
-The derivation (also in docs/dealing.md, with test vectors in tests/test_dealing.py):
+The derivation (also in docs/dealing.md, with test vectors in tests/sdk/test_dealing.py):
 
 1. The seed is an integer ``0 <= seed < 2**64``; the hand index ``h`` counts from 0.
 2. Block ``k`` (k = 0, 1, 2, ...) is ``SHA-256("tonk-deal/1:{seed}:{h}:{k}")`` over the ASCII

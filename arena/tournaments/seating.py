@@ -26,7 +26,7 @@ seats   cyclic orders x rotations  matches per deal                each ordered 
 ======  =========================  ==============================  ==================
 
 Everything here is table-relative: seat ``s`` of arrangement ``a`` holds the table's
-``arrangements(n)[a][s]``-th bot. tests/test_seating.py checks both balances.
+``arrangements(n)[a][s]``-th bot. tests/arena/tournaments/test_seating.py checks both balances.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import functools
 __all__ = ["SeatingSizeError", "arrangements", "matches_per_deal"]
 
 # (cyclic order, the rotations of it that are played), per table size. The 6-seat rotations
-# were found by a local search; any choice passing tests/test_seating.py would do.
+# were found by a local search; any choice passing tests/arena/tournaments/test_seating.py would do.
 _DESIGNS: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]] = {
     2: [((0, 1), (0, 1))],
     3: [((0, 1, 2), (0, 1, 2)), ((0, 2, 1), (0, 1, 2))],

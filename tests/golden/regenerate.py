@@ -7,7 +7,7 @@ of the records before committing them::
     python tests/golden/regenerate.py
 
 Each record is one hand of a match played by :func:`sdk.referee.play_match`, written with
-``HandRecord.to_text(indent=1)`` plus a newline. ``tests/test_golden.py`` replays each one
+``HandRecord.to_text(indent=1)`` plus a newline. ``tests/sdk/test_golden.py`` replays each one
 from its seed and from the record itself and compares byte for byte.
 
 The bots are the house ``RandomBot`` (uniform over the legal actions, from its seeded

@@ -1,5 +1,5 @@
 """docker-compose.yml read with compose's semantics and brought up as local processes
-(:class:`ComposeStack`), for tests/test_compose.py and tests/test_scaleout.py."""
+(:class:`ComposeStack`), for tests/system/test_compose.py and tests/system/test_scaleout.py."""
 
 from __future__ import annotations
 

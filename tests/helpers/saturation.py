@@ -1,5 +1,5 @@
 """A referee process saturated by CPU-burning threads, and a short match played in it: the
-fair-clock tests (tests/test_fair_clock.py for a dialled bot, tests/test_link_processes.py
+fair-clock tests (tests/sdk/test_fair_clock.py for a dialled bot, tests/system/test_connected_processes.py
 for a connected one) check that the bot is charged its own time, not the process's lag.
 The bot plays from a process of its own (as the arena's bots do): served in the saturated
 process, its own handler would wait for the GIL mid-call, and that wait is rightly its time."""

@@ -1,0 +1,198 @@
+"""Connecting to the gateway: who may connect as which bot, after the admission check, and
+bad input, each ending only the offending connection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+from helpers.link import (
+    Arena,
+    Client,
+    RawLink,
+    link_player,
+    status,
+    welcomed,
+)
+from sqlalchemy import func, select
+
+from arena.link import connection as connection_module
+from arena.link import directory
+from arena.link import gateway as gateway_module
+from arena.store.db import session_scope
+from arena.store.models import Bot, LinkConnection
+from sdk.bot import Bot as SdkBot
+from sdk.link import LinkClient, LinkRefusedError
+from sdk.protocol import bot_pb2 as pb
+from sdk.protocol import link_pb2 as lpb
+
+# -- connecting and registering -------------------------------------------------------------
+
+
+def test_a_new_name_is_registered_after_the_admission_check(arena: Arena, clients: list[Client]) -> None:
+    client = Client(arena, "alice", "linked")
+    clients.append(client)
+    client.wait()
+    with session_scope(arena.url) as session:
+        bot = session.scalars(select(Bot).where(Bot.name == "linked")).one()
+        assert bot.connected and bot.address is None and bot.owner.name == "alice"
+        assert bot.versions[0].connected and bot.versions[0].info["protocol_version"] == "tonk.v1"
+        assert directory.connectedcapacity(session, bot.id) == 2
+    assert client.link.stats.calls > 10  # the conformance match and protocol check ran over the link
+
+
+def test_a_bot_failing_the_admission_check_is_not_registered(arena: Arena) -> None:
+    class Crashing(SdkBot):
+        name = "crashing"
+
+        def act(self, obs: Any) -> int:
+            raise RuntimeError("boom")
+
+    link = LinkClient(Crashing, arena.address, arena.tokens["alice"], "crashing", capacity=1)
+    with pytest.raises(LinkRefusedError, match=r"FAILED_PRECONDITION.*admission check failed.*boom"):
+        link.run()
+    with session_scope(arena.url) as session:
+        assert session.scalars(select(Bot).where(Bot.name == "crashing")).first() is None
+        assert session.scalar(select(func.count(LinkConnection.id))) == 0
+
+
+@pytest.mark.parametrize(
+    ("owner", "name", "code", "text"),
+    [
+        (None, "anybot", grpc.StatusCode.UNAUTHENTICATED, "Bearer"),
+        ("nobody", "anybot", grpc.StatusCode.UNAUTHENTICATED, ""),
+        ("alice", "dialled", grpc.StatusCode.PERMISSION_DENIED, "belongs to another owner"),
+        ("bob", "dialled", grpc.StatusCode.FAILED_PRECONDITION, "dialled at an address"),
+        ("alice", "Not A Name!", grpc.StatusCode.INVALID_ARGUMENT, "not valid"),
+    ],
+)
+def test_a_token_connects_only_its_owners_bots(
+    arena: Arena, owner: str | None, name: str, code: grpc.StatusCode, text: str
+) -> None:
+    token = None if owner is None else arena.tokens.get(owner, "not-a-token")
+    link = RawLink(arena.address, token)
+    try:
+        link.hello(name)
+        error = link.closed_with()
+        assert error.code() == code and text in (error.details() or "")
+    finally:
+        link.close()
+
+
+def test_another_owner_cannot_connect_as_a_connected_bot(arena: Arena, clients: list[Client]) -> None:
+    clients.append(Client(arena, "alice", "mine").wait())
+    link = RawLink(arena.address, arena.tokens["bob"])
+    try:
+        link.hello("mine")
+        error = link.closed_with()
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        link.close()
+    # Alice's bot still plays.
+    assert link_player(arena, "mine").describe()["protocol_version"] == "tonk.v1"
+
+
+@pytest.mark.parametrize(
+    ("first", "text"),
+    [
+        (b"\xff\xff\xff\xff", "not a ConnectRequest"),
+        (lpb.ConnectRequest(reply=lpb.LinkReply(call_id=1)).SerializeToString(), "must be a hello"),
+        (
+            lpb.ConnectRequest(hello=lpb.LinkHello(bot_name="zero", capacity=0)).SerializeToString(),
+            "capacity",
+        ),
+    ],
+)
+def test_a_bad_first_message_is_refused(arena: Arena, first: bytes, text: str) -> None:
+    link = RawLink(arena.address, arena.tokens["alice"])
+    try:
+        link.send(first)
+        error = link.closed_with()
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and text in (error.details() or "")
+    finally:
+        link.close()
+
+
+def test_no_hello_in_time_is_refused(arena: Arena, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gateway_module, "HELLO_TIMEOUT_S", 0.5)
+    link = RawLink(arena.address, arena.tokens["alice"])
+    try:
+        error = link.closed_with()
+        assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED and "hello" in (error.details() or "")
+    finally:
+        link.close()
+
+
+def test_connections_per_owner_are_limited(arena: Arena, clients: list[Client]) -> None:
+    for _ in range(3):  # the fixture's limit
+        clients.append(Client(arena, "alice", "many", capacity=1).wait())
+    link = RawLink(arena.address, arena.tokens["alice"])
+    try:
+        link.hello("many")
+        error = link.closed_with()
+        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "3 connections" in (error.details() or "")
+    finally:
+        link.close()
+    clients.append(Client(arena, "bob", "bobs").wait())  # another owner is not affected
+
+
+# -- bad input after the welcome: only that connection pays ----------------------------------
+
+
+@pytest.fixture
+def raw(arena: Arena, clients: list[Client]) -> Iterator[RawLink]:
+    """A hand-made connection of a registered bot, welcomed, next to a well-behaved bot."""
+    clients.append(Client(arena, "bob", "bystander").wait())
+    link = RawLink(arena.address, arena.tokens["alice"])
+    link.hello("rawbot")
+    welcome = welcomed(link)
+    assert welcome.registered and welcome.limits.max_message_bytes == gateway_module.MAX_MESSAGE_BYTES
+    yield link
+    link.close()
+    # The other bot never noticed.
+    assert link_player(arena, "bystander").describe()["name"] == "random"
+
+
+def test_garbage_is_answered_invalid_argument(raw: RawLink) -> None:
+    raw.send(b"\x0a\xff\xff\xff\xff\x0f")
+    code, details = status(raw)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "is not a ConnectRequest" in details
+
+
+def test_a_reply_to_a_call_never_made_ends_the_connection(raw: RawLink) -> None:
+    raw.send(
+        lpb.ConnectRequest(reply=lpb.LinkReply(call_id=10_000, decide=pb.DecideResponse(action_index=0)))
+    )
+    code, details = status(raw)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "call 10000, which was never made" in details
+
+
+def test_a_second_hello_ends_the_connection(raw: RawLink) -> None:
+    raw.hello("rawbot")
+    code, details = status(raw)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "second hello" in details
+
+
+def test_a_message_over_the_size_limit_ends_the_connection(raw: RawLink) -> None:
+    text = "x" * (gateway_module.MAX_MESSAGE_BYTES + 10)
+    big = lpb.LinkReply(call_id=1, error=lpb.LinkError(code=13, message=text))
+    raw.send(lpb.ConnectRequest(reply=big))
+    code, _details = status(raw)
+    assert code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+def test_late_replies_get_a_notice_and_a_flood_ends_the_connection(raw: RawLink) -> None:
+    # Call 1 was answered during the admission check: answering it again is a stray reply.
+    stray = lpb.ConnectRequest(reply=lpb.LinkReply(call_id=1, get_info=pb.GetInfoResponse()))
+    raw.send(stray)
+    notice = raw.next()
+    assert notice.WhichOneof("message") == "notice" and notice.notice.kind == "late_reply"
+    for _ in range(connection_module.MAX_STRAY_PER_MINUTE + 1):
+        raw.send(stray)
+    code, details = status(raw)
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "answer no waiting call" in details
+
+

@@ -1,0 +1,236 @@
+"""docker-compose.yml, checked without Docker.
+
+The structure tests parse the file: every service has an image and a command, health checks
+where something runs for long, ``depends_on`` conditions that point at services able to meet
+them and no cycle, named volumes only, and configuration only through ``environment``.
+
+:class:`ComposeStack` then runs the file's own commands *outside containers*, as local
+processes: it interpolates the file as compose does, brings the services up in dependency
+order, waits on each condition with the service's own health check command, and rewrites
+only what a container network provides: ``SERVICE:PORT`` becomes ``127.0.0.1:LOCAL_PORT``,
+the database and queue become the test's own. tests/system/test_scaleout.py uses it too.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.compose import (
+    CLIENT_VARIABLES,
+    CONDITIONS,
+    CONTAINER_PORTS,
+    EXTERNAL,
+    ROOT,
+    VARIABLES,
+    ComposeStack,
+    InterpolationError,
+    depends,
+    interpolate,
+    is_one_shot,
+    load_compose,
+    stack_environment,
+    start_order,
+)
+from helpers.net import get_json
+
+yaml = pytest.importorskip("yaml")
+
+
+# --- compose semantics -----------------------------------------------------------------------
+
+
+# --- running the services as local processes --------------------------------------------------
+
+
+# --- structure --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return load_compose(VARIABLES)
+
+
+def arena_services(compose: dict[str, Any]) -> dict[str, Any]:
+    return {n: s for n, s in compose["services"].items() if n not in EXTERNAL}
+
+
+def test_every_service_has_an_image_and_a_command(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        assert service.get("image") or service.get("build"), name
+    for name, service in arena_services(compose).items():
+        assert service.get("build") == "." and service.get("image") == "tonk-arena:latest", name
+        assert isinstance(service.get("command"), list) and service["command"], f"{name}: exec-form command"
+
+
+def test_long_running_services_have_health_checks_and_restart(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        if is_one_shot(service):
+            assert "healthcheck" not in service, name
+            continue
+        check = service.get("healthcheck")
+        assert check and check["test"][0] == "CMD" and len(check["test"]) > 1, f"{name} needs a healthcheck"
+        assert service.get("restart") == "unless-stopped", name
+    assert {n for n, s in compose["services"].items() if is_one_shot(s)} == {"migrate", "setup"}
+
+
+def test_depends_on_conditions_can_be_met(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for name, service in services.items():
+        raw = service.get("depends_on")
+        assert raw is None or isinstance(raw, dict), f"{name}: give depends_on with conditions"
+        for dep, condition in depends(service).items():
+            assert dep in services, f"{name} depends on unknown service {dep}"
+            assert condition in CONDITIONS, f"{name} -> {dep}: {condition}"
+            if condition == "service_healthy":
+                assert "healthcheck" in services[dep], (
+                    f"{name} waits for {dep} to be healthy; it has no check"
+                )
+            if condition == "service_completed_successfully":
+                assert is_one_shot(services[dep]), f"{name} waits for {dep} to exit, but it runs forever"
+    order = start_order(services)
+    # The schema is upgraded before anything uses the store; the bots are entered once the
+    # dashboard and every bot answer.
+    for user in ("dashboard", "worker"):
+        assert depends(services[user])["migrate"] == "service_completed_successfully"
+        assert order.index("migrate") < order.index(user)
+    assert depends(services["migrate"]) == {"postgres": "service_healthy"}
+    bots = {n for n in services if n.startswith("bot-")}
+    assert set(depends(services["setup"])) == {"dashboard", *bots}
+
+
+def test_a_cycle_is_reported() -> None:
+    with pytest.raises(ValueError, match="cycle: a -> b -> a"):
+        start_order({"a": {"depends_on": ["b"]}, "b": {"depends_on": ["a"]}})
+
+
+def test_volumes_are_named_and_declared(compose: dict[str, Any]) -> None:
+    declared = set(compose.get("volumes") or {})
+    used = set()
+    for name, service in compose["services"].items():
+        for volume in service.get("volumes") or []:
+            source = str(volume).split(":", 1)[0]
+            assert not source.startswith((".", "/", "~")), f"{name}: bind mount {volume}; use a named volume"
+            assert source in declared, f"{name}: volume {source} is not declared"
+            used.add(source)
+    assert used == declared == {"redis-data", "postgres-data"}
+
+
+def test_configuration_is_only_environment(compose: dict[str, Any]) -> None:
+    from arena.config import load_settings
+
+    documented = set(re.findall(r"\| `(TONK_[A-Z_]+)` \|", (ROOT / "docs/configuration.md").read_text()))
+    for name, service in compose["services"].items():
+        assert "env_file" not in service and "configs" not in service and "secrets" not in service, name
+        environment = service.get("environment") or {}
+        assert isinstance(environment, dict), f"{name}: environment as a mapping"
+        for key in environment:
+            if key.startswith("TONK_"):
+                assert key in documented | CLIENT_VARIABLES, f"{name}: {key} is not in docs/configuration.md"
+    services = compose["services"]
+    env = services["dashboard"]["environment"]
+    for name in ("migrate", "worker"):
+        assert services[name]["environment"] == env, f"{name} must see the dashboard's settings"
+    settings = load_settings(env)  # the values parse
+    assert (
+        settings.database_url.startswith("postgresql+psycopg://")
+        and "@postgres:5432/" in settings.database_url
+    )
+    assert settings.redis_url == "redis://redis:6379/0"
+    assert settings.operator_token == VARIABLES["TONK_OPERATOR_TOKEN"]
+    assert settings.secret_key == VARIABLES["TONK_SECRET_KEY"]
+    bots = {n for n in services if n.startswith("bot-")}
+    assert set(settings.allowed_bot_hosts) == bots
+    assert services["setup"]["environment"]["TONK_TOKEN"] == VARIABLES["TONK_OPERATOR_TOKEN"]
+    assert (
+        services["setup"]["environment"]["TONK_ARENA"] == f"http://dashboard:{CONTAINER_PORTS['dashboard']}"
+    )
+
+
+def test_secrets_must_be_set() -> None:
+    with pytest.raises(InterpolationError, match="TONK_OPERATOR_TOKEN"):
+        load_compose({"TONK_SECRET_KEY": "x"})
+    with pytest.raises(InterpolationError, match="TONK_SECRET_KEY"):
+        load_compose({"TONK_OPERATOR_TOKEN": "x", "TONK_SECRET_KEY": ""})
+
+
+def test_interpolation_follows_compose() -> None:
+    env = {"A": "1", "E": ""}
+    assert interpolate("$$A ${A} $A ${B:-d} ${E:-d} ${E-d} ${B-d} x$${A}", env) == "$A 1 1 d d  d x${A}"
+
+
+def test_workers_scale_and_bots_are_house_bots(compose: dict[str, Any]) -> None:
+    from sdk.players import HOUSE_BOTS
+
+    services = compose["services"]
+    worker = services["worker"]
+    assert "container_name" not in worker and "ports" not in worker, "--scale worker=N needs neither"
+    assert worker["command"][:2] == ["tonk", "worker"]
+    for name in (n for n in services if n.startswith("bot-")):
+        command = services[name]["command"]
+        assert command[:2] == ["tonk", "serve"] and command[2] == name.removeprefix("bot-")
+        assert command[2] in HOUSE_BOTS
+        assert command[command.index("--host") + 1] == "0.0.0.0"
+        assert command[command.index("--port") + 1] == str(CONTAINER_PORTS[name])
+        # the setup service enters it at that address
+        assert f"register {command[2]} {name}:{CONTAINER_PORTS[name]}" in services["setup"]["command"][-1]
+    assert (
+        services["dashboard"]["command"][0] == "gunicorn"
+        and "dashboard.wsgi:app" in services["dashboard"]["command"]
+    )
+    assert "0.0.0.0:8000" in services["dashboard"]["command"]
+    assert services["dashboard"]["ports"] == ["8000:8000"]
+
+
+def test_the_dashboard_waits_as_long_as_tonk_submit(compose: dict[str, Any]) -> None:
+    """Entering a bot plays test matches before the answer: gunicorn must not kill the request
+    before the client gives up, and must serve other pages meanwhile."""
+    from sdk.commands.submit import DEFAULT_TIMEOUT_S
+
+    command = compose["services"]["dashboard"]["command"]
+    assert float(command[command.index("--timeout") + 1]) >= DEFAULT_TIMEOUT_S
+    assert int(command[command.index("--threads") + 1]) > 1
+
+
+def test_the_image_has_what_the_commands_need() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    for package in ("sdk", "arena", "dashboard", "bots"):
+        assert f"COPY {package} ./{package}" in dockerfile
+    assert re.search(r"pip install '\.\[arena,dashboard\]'", dockerfile)
+    assert "EXPOSE 8000 50051" in dockerfile
+
+
+# --- the commands, outside containers ---------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_the_services_run_outside_containers(
+    tmp_path: Path, pg_url: str, redis_url: str, redis_prefix: str
+) -> None:
+    """Every long-running service's command starts and passes its own health check, after
+    migrate (tonk db upgrade) on a test database: the dashboard under gunicorn, a worker on a
+    test queue, the three house bots. (The setup service, which needs all of them, runs in
+    tests/system/test_scaleout.py, on the same stack with two workers.)"""
+    stack = ComposeStack(tmp_path / "stack", VARIABLES, stack_environment(pg_url, redis_url, redis_prefix))
+    long_running = [n for n, s in stack.services.items() if not is_one_shot(s) and n not in EXTERNAL]
+    try:
+        stack.up(only=["migrate", *long_running])
+        assert "upgraded from an empty database" in stack.completed["migrate"].stdout
+        for name in long_running:
+            stack.wait_healthy(name)
+        assert get_json(stack.url("/healthz")) == {"status": "ok"}
+        # A worker stops cleanly on SIGTERM (docker compose stop), and --burst ends by itself.
+        (worker,) = stack.instances("worker")
+        assert stack.stop(worker) == 0, stack.log(worker)
+        burst = subprocess.run([*stack.command("worker"), "--burst"], env=stack.env("worker"),
+                               cwd=stack.workdir, capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert burst.returncode == 0, burst.stderr
+    finally:
+        stack.down()
+
+

@@ -1,0 +1,386 @@
+"""Connected bots as real processes (issue #14's "done when"): `tonk serve BOT --connect`
+with no listening socket, against `tonk dashboard` alone; then against `tonk gateway` on its
+own with RQ workers in other processes, the gateway killed and restarted mid-tournament and
+a bot process killed mid-match, and the tournament still finishing with every match counted
+once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.arena import charged_faults
+from helpers.compose import BIN
+from helpers.net import free_port, get_json, listening, wait_for
+from helpers.paths import ROOT, TESTS
+from helpers.saturation import play_seat0, saturated
+from sqlalchemy import func, select
+
+from arena.bots.owners import create_owner
+from arena.link import directory
+from arena.store.db import session_scope
+from arena.store.models import Bot, FaultRecord, Match, MatchSeat, Replay, utcnow
+
+OPERATOR = "operator-token-for-link-tests"
+#: A bot that plays randomly, 50 ms a decision (tests/helpers/faultbots.py).
+SLEEPY = "helpers.faultbots:SleepyBot"
+
+
+@dataclass
+class Procs:
+    """Processes started by a test, each with its log; all killed at the end."""
+
+    tmp: Path
+    running: dict[str, subprocess.Popen[str]] = field(default_factory=dict)
+    commands: dict[str, tuple[list[str], dict[str, str]]] = field(default_factory=dict)
+
+    def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+        self.commands[name] = (args, env)
+        log = open(self.tmp / f"{name}.log", "a")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [str(BIN / "tonk"), *args], env=env, stdout=log, stderr=subprocess.STDOUT, text=True
+        )
+        log.close()
+        self.running[name] = proc
+        return proc
+
+    def kill(self, name: str) -> None:
+        proc = self.running.pop(name)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+    def restart(self, name: str) -> subprocess.Popen[str]:
+        """Start ``name`` again as it was started last."""
+        return self.start(name, *self.commands[name])
+
+    def log(self, name: str) -> str:
+        path = self.tmp / f"{name}.log"
+        return path.read_text() if path.exists() else ""
+
+    def stop_all(self) -> None:
+        for proc in self.running.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.running.values():
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        self.running.clear()
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Procs]:
+    made = Procs(tmp_path)
+    try:
+        yield made
+    finally:
+        made.stop_all()
+
+
+def base_env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp), "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
+    env.update(extra)
+    return env
+
+
+def new_owner(url: str, name: str) -> str:
+    with session_scope(url) as session:
+        return create_owner(session, name)[1]
+
+
+def listening_ports(pid: int) -> set[int]:
+    """TCP ports process ``pid`` listens on (from /proc: its socket inodes in LISTEN state)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            parts = line.split()
+            if parts[3] == "0A" and parts[9] in inodes:
+                ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def post(url: str, body: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else b""
+    request = urllib.request.Request(
+        url, data=data, method="POST",
+        headers={"Authorization": f"Bearer {OPERATOR}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+def play_over_api(
+    arena: str, name: str, bots: list[str], *, deals: int, hands: int
+) -> dict[str, Any]:
+    """Create a tournament at one table of two through the API, run it, wait until it is
+    finished; the leaderboard's rows by bot name."""
+    created: dict[str, Any] = post(arena + "/api/v1/tournaments", {
+        "name": name, "bots": bots, "table_sizes": [2], "deals_per_table": deals, "hands_per_match": hands,
+    })["tournament"]
+    post(f"{arena}/api/v1/tournaments/{created['id']}/run")
+    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
+    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
+    return {row["bot"]: row for row in get_json(arena + "/api/v1/leaderboard")["leaderboard"]}
+
+
+def start_bots(procs: Procs, env: dict[str, str], names: dict[str, str]) -> None:
+    for name, house in names.items():
+        procs.start(name, ["serve", house, "--connect", "--name", name, "--capacity", "2"], env)
+
+
+def connected(url: str, *names: str) -> bool:
+    with session_scope(url) as session:
+        ids = session.scalars(select(Bot.id).where(Bot.name.in_(names))).all()
+        return len(ids) == len(names) and all(directory.connected_capacity(session, i) > 0 for i in ids)
+
+
+def start_dashboard(procs: Procs, tmp_path: Path, sqlite_url: str, owner: str) -> tuple[str, int, str]:
+    """`tonk dashboard` with its in-process gateway on free ports, and a new owner's token:
+    (the arena's URL, the gateway's port, the token)."""
+    port, gateway, relay = free_port(), free_port(), free_port()
+    arena_env = base_env(
+        tmp_path,
+        TONK_DATABASE_URL=sqlite_url,
+        TONK_OPERATOR_TOKEN=OPERATOR,
+        TONK_GATEWAY_PORT=str(gateway),
+        TONK_GATEWAY_RELAY_PORT=str(relay),
+        TONK_EMBEDDED_WORKERS="2",
+    )
+    token = new_owner(sqlite_url, owner)
+    procs.start("dashboard", ["dashboard", "--port", str(port)], arena_env)
+    wait_for("the dashboard", lambda: listening(port) and listening(gateway), 60)
+    return f"http://127.0.0.1:{port}", gateway, token
+
+
+def test_connected_bots_play_a_tournament_against_tonk_dashboard(
+    tmp_path: Path, sqlite_url: str, procs: Procs
+) -> None:
+    arena, gateway, token = start_dashboard(procs, tmp_path, sqlite_url, "student")
+    assert get_json(arena + "/api/v1/")["link"]["address"] == f"127.0.0.1:{gateway}"
+    bot_env = base_env(tmp_path, TONK_ARENA=arena, TONK_TOKEN=token)
+    start_bots(procs, bot_env, {"link1": "random", "link2": "greedy"})
+    wait_for("both bots connected", lambda: connected(sqlite_url, "link1", "link2"), 120)
+    for name in ("link1", "link2"):  # no listening port on the bots' side
+        assert listening_ports(procs.running[name].pid) == set(), procs.log(name)
+
+    board = play_over_api(arena, "connected", ["link1", "link2"], deals=3, hands=5)
+    assert set(board) >= {"link1", "link2"}
+    for name in ("link1", "link2"):
+        assert board[name]["matches"] == 6 and board[name]["faults"] == 0 and board[name]["rating"]
+    page = urllib.request.urlopen(arena + "/bots/link1", timeout=10).read().decode()
+    assert "connected" in page.lower()
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["running", "restarted"])
+def test_a_tournament_run_through_the_api_waits_for_an_offline_bot_and_finishes_without_a_driver(
+    tmp_path: Path, sqlite_url: str, procs: Procs, restart: bool
+) -> None:
+    """Started through the dashboard's API, with one of its bots offline: its matches wait
+    for it, and once it connects the tournament finishes with no `tonk tournament run`
+    anywhere, even when the dashboard (its pool and its gateway) was restarted meanwhile."""
+    arena, gateway, token = start_dashboard(procs, tmp_path, sqlite_url, "student")
+    bot_env = base_env(tmp_path, TONK_ARENA=arena, TONK_TOKEN=token)
+    start_bots(procs, bot_env, {"early": "random", "late": "greedy"})
+    wait_for("both bots registered", lambda: connected(sqlite_url, "early", "late"), 120)
+    procs.kill("late")
+    wait_for("the late bot offline", lambda: not connected(sqlite_url, "late"), 30)
+
+    created = post(arena + "/api/v1/tournaments", {
+        "name": "waits", "bots": ["early", "late"], "table_sizes": [2],
+        "deals_per_table": 2, "hands_per_match": 3, "config": {"offline_grace_s": 600},
+    })["tournament"]
+    post(f"{arena}/api/v1/tournaments/{created['id']}/run")
+
+    def waiting() -> bool:
+        with session_scope(sqlite_url) as session:
+            return bool(session.scalar(select(func.count(Match.id)).where(Match.waiting_since.is_not(None))))
+
+    wait_for("a match waiting for the offline bot", waiting, 60)
+    if restart:  # nobody runs the tournament again: the new dashboard must take it up itself
+        procs.kill("dashboard")
+        procs.restart("dashboard")
+        port = int(arena.rsplit(":", 1)[1])
+        wait_for("the dashboard again", lambda: listening(port) and listening(gateway), 60)
+    start_bots(procs, bot_env, {"late": "greedy"})
+    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
+    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 180)
+    board = {row["bot"]: row for row in get_json(arena + "/api/v1/leaderboard")["leaderboard"]}
+    for name in ("early", "late"):
+        assert board[name]["matches"] == 4 and board[name]["faults"] == 0, procs.log("dashboard")
+
+
+def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_dies(
+    tmp_path: Path, pg_url: str, redis_url: str, redis_prefix: str, procs: Procs
+) -> None:
+    port, gateway, relay = free_port(), free_port(), free_port()
+    arena_env = base_env(
+        tmp_path,
+        TONK_DATABASE_URL=pg_url,
+        TONK_REDIS_URL=redis_url,
+        TONK_QUEUE=redis_prefix,
+        TONK_OPERATOR_TOKEN=OPERATOR,
+        TONK_GATEWAY_PORT=str(gateway),
+        TONK_GATEWAY_RELAY_PORT=str(relay),
+        TONK_GATEWAY_SECRET="shared-secret-of-gateways-and-workers",
+    )
+    # The dashboard runs no gateway of its own and tells bots where `tonk gateway` is.
+    dash_env = {**arena_env, "TONK_GATEWAY_PORT": "0", "TONK_GATEWAY_PUBLIC": f"127.0.0.1:{gateway}"}
+    token = new_owner(pg_url, "student")
+    procs.start("gateway", ["gateway"], arena_env)
+    procs.start("dashboard", ["dashboard", "--port", str(port)], dash_env)
+    for n in range(2):
+        procs.start(f"worker{n}", ["worker"], arena_env)
+    wait_for("the dashboard and gateway", lambda: listening(port) and listening(gateway), 60)
+    bot_env = base_env(tmp_path, TONK_ARENA=f"http://127.0.0.1:{port}", TONK_TOKEN=token)
+    # link1 thinks 50 ms a decision: a match lasts seconds, so the kills below land mid-match.
+    bot_env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT)])
+    start_bots(procs, bot_env, {"link1": SLEEPY, "link2": "greedy"})
+    wait_for("both bots connected", lambda: connected(pg_url, "link1", "link2"), 120)
+
+    created = subprocess.run(
+        [str(BIN / "tonk"), "tournament", "create", "--name", "restarts", "--bots", "link1,link2",
+         "--tables", "2", "--deals", "10", "--hands", "4"],
+        env=arena_env, capture_output=True, text=True, timeout=60,
+    )
+    assert created.returncode == 0, created.stderr
+    tid = int(created.stdout.split()[1].rstrip(":"))
+    driver = procs.start("driver", ["tournament", "run", str(tid), "--quiet"], arena_env)
+
+    def done() -> int:
+        with session_scope(pg_url) as session:
+            return int(session.scalar(select(func.count(Match.id)).where(Match.status == "done")) or 0)
+
+    def running() -> bool:
+        """A match begun at least 0.3 s ago is still running: well inside its play."""
+        begun = utcnow() - dt.timedelta(seconds=0.3)
+        with session_scope(pg_url) as session:
+            return bool(session.scalar(select(func.count(Match.id)).where(
+                Match.status == "running", Match.started_at < begun)))
+
+    wait_for("a few matches", lambda: done() >= 3, 120)
+    wait_for("a match in flight", running, 60, poll=0.02)
+    procs.kill("gateway")  # mid-tournament: matches in flight lose their gateway
+    time.sleep(1.0)
+    procs.start("gateway", ["gateway"], arena_env)
+    wait_for("the bots to reconnect", lambda: connected(pg_url, "link1", "link2"), 90)
+    at_restart = done()
+
+    wait_for("more matches", lambda: done() >= at_restart + 3, 120)
+    wait_for("a match in flight", running, 60, poll=0.02)
+    procs.kill("link1")  # mid-match: its matches in flight fault
+    time.sleep(0.5)
+    start_bots(procs, bot_env, {"link1": SLEEPY})
+
+    assert driver.wait(300) == 0, procs.log("driver")
+    with session_scope(pg_url) as session:
+        matches = session.scalars(select(Match).where(Match.tournament_id == tid)).all()
+        assert len(matches) == 20 and {m.status for m in matches} == {"done"}
+        replays = session.scalar(select(func.count(Replay.match_id)))
+        assert replays == 20  # one replay per match: none lost, none twice
+        seats = session.scalars(select(MatchSeat)).all()
+        assert len(seats) == 40 and all(s.score is not None for s in seats)
+        assert sum(s.decisions for s in seats) == sum(m.decisions for m in matches)
+        faults = session.execute(
+            charged_faults(FaultRecord.bot_id, FaultRecord.kind, FaultRecord.match_id)
+        ).all()
+        link1 = session.scalars(select(Bot.id).where(Bot.name == "link1")).one()
+    # A match the gateway's death interrupted was played again from its start, not charged.
+    assert any(m.attempts >= 2 for m in matches)
+    # The gateway's restart cost nobody a fault; the killed bot's match(es) recorded theirs.
+    assert faults, "the killed bot's match in flight should have faulted"
+    assert {(bot, kind) for bot, kind, _ in faults} == {(link1, "unreachable")}
+    assert len({match for _, _, match in faults}) <= 2  # at most the two in flight
+    # Reconnected, the bot played on: matches after its restart have no faults.
+    assert sum(1 for m in matches if m.faults == 0) >= 20 - 2
+
+
+def test_the_node_example_connects_out_and_plays_a_tournament(
+    tmp_path: Path, sqlite_url: str, procs: Procs
+) -> None:
+    """examples/node-bot in its connect-out mode, written from link.proto and docs/protocol.md,
+    passes the admission check over its link and plays a tournament without a fault."""
+    import shutil
+
+    if not (shutil.which("node") and shutil.which("npm")):
+        pytest.skip("node and npm are not installed")
+    example = tmp_path / "node-bot"
+    shutil.copytree(ROOT / "examples" / "node-bot", example, ignore=shutil.ignore_patterns("node_modules"))
+    installed = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=example, capture_output=True,
+                               text=True, timeout=300)  # fmt: skip
+    if installed.returncode != 0:
+        pytest.skip(f"npm ci could not install @grpc/grpc-js: {installed.stderr[-500:]}")
+    arena, _gateway, token = start_dashboard(procs, tmp_path, sqlite_url, "polyglot")
+    node_env = base_env(tmp_path, TONK_PROTOS=str(ROOT / "protos"), TONK_ARENA=arena, TONK_TOKEN=token)
+    log = open(tmp_path / "node.log", "w")  # noqa: SIM115 - closed with the process
+    node = subprocess.Popen([shutil.which("node") or "node", "bot.js", "--connect", "--name", "nodebot"],
+                            cwd=example, env=node_env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    log.close()
+    procs.running["node"] = node  # type: ignore[assignment]
+    start_bots(procs, base_env(tmp_path, TONK_ARENA=arena, TONK_TOKEN=token), {"pybot": "greedy"})
+    wait_for("both bots connected", lambda: connected(sqlite_url, "nodebot", "pybot"), 120)
+    assert listening_ports(node.pid) == set()
+    board = play_over_api(arena, "polyglot", ["nodebot", "pybot"], deals=2, hands=10)
+    node_log = (tmp_path / "node.log").read_text()
+    assert board["nodebot"]["matches"] == 4 and board["nodebot"]["faults"] == 0, node_log
+    with session_scope(sqlite_url) as session:
+        info = session.scalars(select(Bot).where(Bot.name == "nodebot")).one().versions[0].info
+    assert info["name"] == "node-example"
+
+
+def test_a_connected_bot_is_not_charged_the_workers_own_lag(
+    tmp_path: Path, sqlite_url: str, procs: Procs
+) -> None:
+    """Fair clocks through the gateway (tests/sdk/test_fair_clock.py has a dialled bot): a worker
+    saturated by CPU-burning threads plays a connected bot (`tonk serve --connect`, via
+    `tonk gateway` in a process of its own) with a 100 ms deadline and no time bank: no
+    TIMEOUT, and no decision charged anywhere near the deadline. The gateway measures the
+    bot's time on its stream; before, LinkPlayer was charged the worker's wall time."""
+    from arena.link.player import LinkPlayer, RelayTransport, Routes
+    from sdk.referee import FaultKind
+
+    gateway, relay = free_port(), free_port()
+    env = base_env(
+        tmp_path,
+        TONK_DATABASE_URL=sqlite_url,
+        TONK_GATEWAY_PORT=str(gateway),
+        TONK_GATEWAY_RELAY_PORT=str(relay),
+    )
+    token = new_owner(sqlite_url, "fair")
+    procs.start("gateway", ["gateway"], env)
+    wait_for("the gateway", lambda: listening(gateway), 60)
+    bot_env = base_env(tmp_path, TONK_TOKEN=token)
+    procs.start("bot", ["serve", "random", "--connect", "--link", f"127.0.0.1:{gateway}",
+                        "--name", "fair", "--capacity", "1"], bot_env)  # fmt: skip
+    wait_for("the bot connected", lambda: connected(sqlite_url, "fair"), 120)
+    with session_scope(sqlite_url) as session:
+        bot_id = session.scalars(select(Bot.id).where(Bot.name == "fair")).one()
+
+    player = LinkPlayer("fair", RelayTransport(bot_id, Routes(sqlite_url)))
+    with saturated():
+        faults, latencies = play_seat0(player)
+    assert latencies, "the bot made no decision"
+    assert [f for f in faults if f.kind is FaultKind.TIMEOUT] == []
+    assert faults == []
+    # Charged: the bot's time and the network, not the worker's wait for the GIL.
+    assert max(latencies) < 60_000, sorted(latencies)[-5:]
+    assert player.transport.last_bot_us is not None  # the gateway's measure, not a fallback

@@ -1,0 +1,173 @@
+"""``tonk demo``, the README's main job, end to end (without serving the dashboard): house
+bots on local gRPC ports, a round-robin on the embedded pool, the leaderboard. Its store is
+the one an earlier demo may have left behind, so it is brought up to the current schema."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.guides import stop
+from helpers.net import free_port
+from helpers.paths import ROOT
+from sqlalchemy import select, text
+
+from arena.ratings.terms import legend
+from arena.store.db import dispose_engines, session_scope
+from arena.store.migrate import VERSION_TABLE, migrate
+from arena.store.migrations import HEAD
+from arena.store.models import Match, Tournament
+from bots.random_bot import RandomBot
+
+
+def run_demo(cwd: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``tonk demo ARGS --tables 2 --no-serve`` on the store ``url``, the embedded pool and
+    the search bot's demo budget; asserts it exits 0."""
+    env = {**os.environ, "TONK_DATABASE_URL": url, "TONK_REDIS_URL": "", "TONK_EMBEDDED_WORKERS": "2"}
+    env.pop("TONK_SEARCH_BUDGET_MS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sdk.cli", "demo", *args, "--tables", "2", "--no-serve"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def test_tonk_demo_plays_a_round_robin_on_a_store_an_older_version_left(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'tonk-arena.sqlite'}"
+    assert migrate(url, "0001") == "0001"  # as an earlier demo, before revision 0002, left it
+    done = run_demo(tmp_path, url, "--bots", "random,greedy", "--deals", "2", "--hands", "3")
+    assert "4 matches played, 0 failed" in done.stdout, done.stdout
+    board = done.stdout.split("Elo [95% interval]", 1)[1].splitlines()
+    for line in legend():  # the same words as the leaderboard page and `tonk leaderboard`
+        assert line in done.stdout
+    ranks = [line.split()[:2] for line in board if line.strip()[:1].isdigit()]
+    assert sorted(name for _rank, name in ranks) == ["greedy", "random"], done.stdout
+    with session_scope(url) as session:
+        assert session.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar() == HEAD
+        assert session.scalars(select(Tournament.status)).all() == ["finished"]
+        assert set(session.scalars(select(Match.status))) == {"done"}
+    dispose_engines()
+
+
+def test_tonk_demo_says_how_long_the_search_bot_thinks(tmp_path: Path) -> None:
+    # The demo cuts the search bot's budget to keep the run short; without saying so, its
+    # place on the leaderboard would read as the bot's strength.
+    url = f"sqlite:///{tmp_path / 'tonk-arena.sqlite'}"
+    done = run_demo(tmp_path, url, "--bots", "random,search", "--deals", "1", "--hands", "2")
+    lines = {line.split()[1]: line for line in done.stdout.splitlines() if line.startswith("bot ")}
+    assert lines["search"].endswith("(searching 20 ms a decision)"), done.stdout
+    assert "searching" not in lines["random"], done.stdout
+    assert "2 matches played, 0 failed" in done.stdout, done.stdout
+    dispose_engines()
+
+
+def test_make_demo_takes_a_port() -> None:
+    done = subprocess.run(["make", "-n", "demo", "PORT=8123"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "tonk demo --port 8123" in done.stdout, done.stdout
+
+
+@pytest.mark.slow
+def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(tmp_path: Path) -> None:
+    """`tonk demo` prints its store, an operator token, a `tonk submit` line and a
+    `tonk serve --connect` line; the first enters a bot served on 127.0.0.1 (a deployed arena
+    refuses loopback addresses), the second a bot with no port that connects out; run again
+    on the same store it serves what it played instead of playing again."""
+    from sdk.server import start_server
+
+    env = {**os.environ, "TONK_DATA_DIR": str(tmp_path / "data"), "TONK_REDIS_URL": "",
+           "TONK_EMBEDDED_WORKERS": "2", "TONK_OPERATOR_TOKEN": "",
+           "TONK_GATEWAY_PORT": str(free_port()), "TONK_GATEWAY_RELAY_PORT": str(free_port())}  # fmt: skip
+    env.pop("TONK_DATABASE_URL", None)
+    port = free_port()
+    command = [sys.executable, "-m", "sdk.cli", "demo", "--bots", "random,greedy", "--tables", "2",
+               "--deals", "1", "--hands", "2", "--port", str(port)]  # fmt: skip
+    demo = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)  # fmt: skip
+    bot = start_server(RandomBot, port=0, host="127.0.0.1")
+    try:
+        lines = []
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            lines.append(line)
+            if line.strip().startswith("tonk serve my_bot:MyBot --connect"):
+                break
+        connect = lines.pop().split()
+        while not lines[-1].strip().startswith("tonk submit"):
+            lines.pop()
+        out = "".join(lines)
+        assert f"store: {tmp_path / 'data' / 'tonk-arena.sqlite'} (SQLite)" in out, out
+        assert f"dashboard at http://127.0.0.1:{port}/" in out, out
+        token = re.search(r"^operator token: (\S+)", out, re.M)
+        assert token, out
+        submit = lines[-1].split()
+        assert submit[:2] == ["tonk", "submit"], out
+        assert f"--arena http://127.0.0.1:{port} --token {token.group(1)}" in lines[-1]
+        # The line as printed, for a bot served on this machine at another port.
+        submit[submit.index("--address") + 1] = f"127.0.0.1:{bot.port}"
+        entered = subprocess.run([sys.executable, "-m", "sdk.cli", *submit[1:]], env=env,
+                                 capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert entered.returncode == 0, entered.stderr
+        assert "registered bot 'my-bot' (version 1)" in entered.stdout
+        # The connect-out line as printed, for a house bot under another name: it registers
+        # through the demo's gateway with no port of its own.
+        connect[connect.index("my_bot:MyBot")] = "random"
+        connect[connect.index("--name") + 1] = "my-link"
+        assert f"--arena http://127.0.0.1:{port} --token {token.group(1)}" in " ".join(connect)
+        linked = subprocess.Popen([sys.executable, "-m", "sdk.cli", *connect[1:]], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        try:
+            assert linked.stdout is not None
+            said = []
+            for line in linked.stdout:
+                said.append(line)
+                if "as my-link" in line:
+                    break
+            assert said and "registered" in said[-1], "".join(said)
+        finally:
+            linked.terminate()
+            linked.wait(30)
+    finally:
+        bot.stop(0)
+        left = stop(demo)  # Ctrl-C, as a terminal sends it to the demo's process group
+    assert not left, left
+    again = run_demo_env(tmp_path, env, "--bots", "random,greedy", "--deals", "1", "--hands", "2")
+    assert re.search(r"reusing tournament 1 \('demo round-robin", again.stdout), again.stdout
+    assert "matches played" not in again.stdout
+    fresh = run_demo_env(tmp_path, env, "--bots", "random,greedy", "--deals", "1", "--hands", "2", "--fresh")
+    assert "2 matches played, 0 failed" in fresh.stdout, fresh.stdout
+    dispose_engines()
+
+
+def test_a_deployed_arena_still_refuses_loopback_bots_the_demo_accepts() -> None:
+    from arena.bots.addresses import AddressNotAllowedError, check_address
+    from arena.config import load_settings
+    from dashboard.commands import demo_settings
+
+    deployed = load_settings({"TONK_OPERATOR_TOKEN": "secret"})
+    with pytest.raises(AddressNotAllowedError):
+        check_address("127.0.0.1:50051", deployed.allowed_bot_hosts)
+    demo = demo_settings(deployed)
+    assert check_address("127.0.0.1:50051", demo.allowed_bot_hosts) == "127.0.0.1:50051"
+    assert check_address("[::1]:50051", demo.allowed_bot_hosts) == "[::1]:50051"
+    with pytest.raises(AddressNotAllowedError):  # loopback only, not the private networks
+        check_address("10.0.0.7:50051", demo.allowed_bot_hosts)
+    assert demo.operator_token == "secret"
+    assert demo_settings(load_settings({})).operator_token.startswith("tonk_demo_")
+
+
+def run_demo_env(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "sdk.cli", "demo", *args, "--tables", "2", "--no-serve"],
+                          env=env, cwd=cwd, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done

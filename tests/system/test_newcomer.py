@@ -1,0 +1,109 @@
+"""The newcomer's whole path, walked as a user would from a fresh clone: `make demo PORT=...`
+in the background, then the README's "Your bot in the demo arena" block from the clone's
+parent folder: `tonk new my-bot`, the project's own install and tests, `tonk serve` on
+127.0.0.1, `tonk owner create`, `tonk submit` to the running demo, `tonk tournament create`
+and `run`, and the bot's rating from `/api/v1/bots/my-bot`.
+
+To save ten minutes of installing, the clone's `.venv` is a copy of this one with the clone
+installed in it (no download) and `make`'s install marker set, so `make demo` starts at once;
+everything after that is the README's own commands. The store is the per-user one, with
+``XDG_DATA_HOME`` pointing into the test's folder. Nothing is left running: the demo and
+whatever the block started go with their process groups."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.guides import PROLOGUE, run_script, sh_blocks, stop
+from helpers.net import free_port
+from helpers.paths import ROOT
+
+README = ROOT / "README.md"
+
+pytestmark = pytest.mark.slow
+
+
+def readme_walk() -> str:
+    (block,) = [b.code for b in sh_blocks(README) if "tonk new my-bot" in b.code]
+    return block
+
+
+def clone_with_venv(tmp_path: Path) -> Path:
+    clone = tmp_path / "tonk-arena"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    venv = Path(sys.prefix)
+    shutil.copytree(venv, clone / ".venv", symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", ".installed-*"))  # fmt: skip
+    # Scripts and activate name the virtualenv by its path: point them at the copy.
+    old, new = str(venv).encode(), str(clone / ".venv").encode()
+    for path in (clone / ".venv" / "bin").iterdir():
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if old in data:
+                path.write_bytes(data.replace(old, new))
+    python = clone / ".venv" / "bin" / "python"
+    # The copy's tonk-arena is this checkout's: install the clone instead (no dependency to fetch).
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e",
+                    str(clone)], check=True, timeout=600, capture_output=True)  # fmt: skip
+    (clone / ".venv" / ".installed-server").touch()  # make's marker: the install step is done
+    return clone
+
+
+def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> None:
+    clone = clone_with_venv(tmp_path)
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", str(tmp_path)),  # pip's cache
+        "LANG": "C.UTF-8",
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),  # the per-user store, inside the test's folder
+        "PYTHONUNBUFFERED": "1",
+    }
+    for name in ("PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    demo = subprocess.Popen(["make", "demo", f"PORT={port}"], cwd=clone, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    shown: list[str] = []
+    try:
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            shown.append(line)
+            if line.strip().startswith("tonk submit"):
+                break
+        printed = "".join(shown)
+        store = tmp_path / "xdg" / "tonk-arena" / "tonk-arena.sqlite"
+        assert f"store: {store} (SQLite)" in printed, printed
+        assert f"dashboard at http://127.0.0.1:{port}/" in printed, printed
+        assert "pip install" not in printed, printed  # make's install step was done already
+
+        walk = readme_walk().replace("8123", str(port))
+        bot_port = free_port()
+        walk = walk.replace("50051", str(bot_port))
+        lines = []
+        for line in walk.splitlines():
+            lines.append(line)
+            if line.split("#")[0].rstrip().endswith("&"):
+                lines.append(f"wait_serving 127.0.0.1:{bot_port}")
+        result = run_script(PROLOGUE + "\n".join(lines) + "\n", tmp_path, env, timeout=1500)
+    finally:
+        left = stop(demo)
+    out = result.stdout
+    project = tmp_path / "my-bot"
+    assert (project / "my_bot.py").exists() and (project / ".venv" / "bin" / "pytest").exists()
+    assert f"tonk-arena @ file://{clone}" in (project / "requirements.txt").read_text()
+    assert re.search(r"\b3 passed\b", out), out
+    assert "registered bot 'my-bot' (version 1)" in out, out
+    assert f"its page: http://127.0.0.1:{port}/bots/my-bot" in out
+    assert re.search(r"tournament 2: finished; (\d+)/\1 done, 0 failed", out), out
+    answer = json.loads(out.strip().splitlines()[-1])
+    rating = answer["bot"]["rating"]
+    assert answer["bot"]["name"] == "my-bot" and rating and rating["matches"] > 0, answer
+    assert not left, left  # Ctrl-C stopped the demo and all it started
