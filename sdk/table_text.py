@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sdk.cards import sort_hand
-from sdk.engine import Phase
+from sdk.outcome import Phase
 
 if TYPE_CHECKING:
     from sdk.engine import HandState
