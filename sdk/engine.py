@@ -36,7 +36,8 @@ from sdk.dealing import deck_order
 from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
 from sdk.melds import TableMeld, hand_melds, make_meld
 from sdk.outcome import EndKind, Outcome, Phase
-from sdk.rules import HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
+from sdk.position_setup import assemble_position
+from sdk.rules import HAND_SIZE, STANDARD, Rules, check_players
 
 
 def deal_from_deck(
@@ -143,7 +144,7 @@ class HandState:
     @classmethod
     def deal(cls, deck: Sequence[Card], players: int, dealer: int = 0, rules: Rules = STANDARD) -> HandState:
         """A fresh hand dealt from ``deck`` (top first); TONK is checked at once."""
-        _check_players(players, dealer)
+        check_players(players, dealer)
         if not is_whole_deck(deck):
             check_deck([("the deck", deck)])
         hands, turned, stock = deal_from_deck(deck, players, dealer)
@@ -166,7 +167,7 @@ class HandState:
 
         Every hand must hold a card: a player with none has already gone out."""
         players = len(hands)
-        _check_players(players, dealer)
+        check_players(players, dealer)
         if to_act is None:
             to_act = (dealer + 1) % players
         elif type(to_act) is not int or not 0 <= to_act < players:
@@ -190,7 +191,7 @@ class HandState:
         if type(hand) is not int or hand < 0:
             raise NotationError(f"a hand index is an integer >= 0, got {hand!r}")
         if dealer is None:
-            _check_players(players, 0)
+            check_players(players, 0)
             dealer = hand % players
         return cls.deal(deck_order(seed, hand), players, dealer, rules)
 
@@ -209,13 +210,14 @@ class HandState:
         rules: Rules = STANDARD,
     ) -> HandState:
         """A position from the cards you care about, the rest of the deck filled in from
-        ``seed``: see :func:`sdk.position_setup.setup_position`."""
-        from sdk.position_setup import setup_position
-
-        return setup_position(
-            cls, hands, discard, stock, table,
+        ``seed``: see :func:`sdk.position_setup.assemble_position`."""
+        p = assemble_position(
+            hands, discard, stock, table,
             players=players, dealer=dealer, to_act=to_act, seed=seed, rules=rules,
         )  # fmt: skip
+        return cls.from_position(
+            p.hands, p.discard, p.stock, p.table, dealer=p.dealer, to_act=p.to_act, rules=rules
+        )
 
     @classmethod
     def _build(
@@ -731,13 +733,6 @@ class HandState:
 
 def _name(card: object) -> str:
     return card.text if isinstance(card, Card) else repr(card)
-
-
-def _check_players(players: int, dealer: int) -> None:
-    if not MIN_PLAYERS <= players <= MAX_PLAYERS:
-        raise RecordError(f"Tonk is played by {MIN_PLAYERS} to {MAX_PLAYERS} players, not {players}")
-    if type(dealer) is not int or not 0 <= dealer < players:
-        raise RecordError(f"dealer {dealer!r} is not a seat of a {players}-player hand")
 
 
 __all__ = ["Draw", "Drop", "HandState", "Outcome", "Phase", "check_deck", "deal_from_deck"]
