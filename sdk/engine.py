@@ -38,6 +38,7 @@ from sdk.melds import TableMeld, hand_melds, make_meld
 from sdk.outcome import EndKind, Outcome, Phase
 from sdk.position_setup import assemble_position
 from sdk.rules import HAND_SIZE, STANDARD, Rules, check_players
+from sdk.table_text import draw
 
 
 def deal_from_deck(
@@ -341,8 +342,6 @@ class HandState:
     def __str__(self) -> str:
         """The table in a few lines, as python-chess draws a board: see
         :func:`sdk.table_text.draw`."""
-        from sdk.table_text import draw
-
         return draw(self)
 
     def __repr__(self) -> str:
