@@ -1,7 +1,8 @@
 """Shared fixtures: real services, each test's data kept apart and cleaned up.
 
 - ``pg_url``: a fresh PostgreSQL database ``tonk_test_<random>`` on the local server,
-  dropped afterwards. Nothing else on the server is touched.
+  dropped afterwards. ``pg_empty_url``: the same, for tests of migrations and of
+  ``tonk db upgrade`` on a blank store. Nothing else on the server is touched.
 - ``redis_url`` / ``redis_prefix``: the local Redis, plus a unique key prefix (used for RQ
   queue names); every key created under the prefix is deleted afterwards.
 - ``sqlite_url``: a database file in the test's temporary folder.
@@ -21,6 +22,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -52,22 +54,45 @@ def _unavailable(what: str, exc: Exception) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
+def _pg_admin() -> Any:
+    """An autocommit connection to the server's maintenance database (skip when unreachable)."""
     psycopg = pytest.importorskip("psycopg")
-    name = f"tonk_test_{uuid.uuid4().hex[:12]}"
     try:
-        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+        return psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
     except Exception as exc:  # any connection failure means "not available"
         _unavailable("PostgreSQL", exc)
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+
+
+def _pg_database_url(name: str) -> str:
     base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    return f"{base}/{name}"
+
+
+def _drop_pg_database(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _pg_database(template: str | None) -> Iterator[str]:
+    name = f"tonk_test_{uuid.uuid4().hex[:12]}"
+    with _pg_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     try:
-        yield f"{base}/{name}"
+        yield _pg_database_url(name)
     finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _drop_pg_database(name)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    yield from _pg_database(template=None)
+
+
+@pytest.fixture
+def pg_empty_url() -> Iterator[str]:
+    yield from _pg_database(template=None)
 
 
 @pytest.fixture
@@ -104,5 +129,15 @@ def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
     from arena.db import dispose_engines
 
     url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+    yield url
+    dispose_engines()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_db_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """:func:`db_url` without the schema (as a new SQLite file is): for tests that migrate."""
+    from arena.db import dispose_engines
+
+    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_empty_url")
     yield url
     dispose_engines()

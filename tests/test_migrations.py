@@ -50,7 +50,7 @@ BIG_SEED = 2**64 - 5  # above 2**63: stored as a negative number
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'arena.sqlite'}"
-    url: str = request.getfixturevalue("pg_url")
+    url: str = request.getfixturevalue("pg_empty_url")
     return url
 
 
@@ -307,9 +307,9 @@ def test_tonk_db_upgrade_and_current(
 
 
 def test_tonk_db_upgrade_hides_the_password(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    pg_empty_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = pg_url.replace("postgres@", "postgres:s3cret-pw@", 1)  # trust auth ignores it
+    url = pg_empty_url.replace("postgres@", "postgres:s3cret-pw@", 1)  # trust auth ignores it
     monkeypatch.setenv("TONK_DATABASE_URL", url)
     assert tonk(["db", "upgrade"]) == 0
     out = capsys.readouterr().out
