@@ -1,8 +1,11 @@
 """Shared fixtures: real services, each test's data kept apart and cleaned up.
 
-- ``pg_url``: a fresh PostgreSQL database ``tonk_test_<random>`` on the local server,
-  dropped afterwards. ``pg_empty_url``: the same, for tests of migrations and of
-  ``tonk db upgrade`` on a blank store. Nothing else on the server is touched.
+- ``pg_url``: a fresh PostgreSQL database ``tonk_test_<random>`` on the local server with the
+  arena's schema already in it (stamped at head, so arena/db.py's first use has nothing to do),
+  dropped afterwards. It is a copy (``CREATE DATABASE ... TEMPLATE``) of ``tonk_tmpl_<random>``,
+  made once per session by the product's own first-use step (arena.migrate.ensure_schema) and
+  dropped at the session's end. ``pg_empty_url``: the same without any schema, for tests of
+  migrations and of ``tonk db upgrade`` on a blank store. Nothing else on the server is touched.
 - ``redis_url`` / ``redis_prefix``: the local Redis, plus a unique key prefix (used for RQ
   queue names); every key created under the prefix is deleted afterwards.
 - ``sqlite_url``: a database file in the test's temporary folder.
@@ -85,9 +88,30 @@ def _pg_database(template: str | None) -> Iterator[str]:
         _drop_pg_database(name)
 
 
+@pytest.fixture(scope="session")
+def pg_template(request: pytest.FixtureRequest) -> str:
+    """The name of this session's ``tonk_tmpl_<random>``: the arena's schema as a new store gets
+    it on first use (arena.db.get_engine calls ensure_schema), for ``pg_url`` to copy. Nothing
+    may stay connected to it, or the copies fail: its engine is disposed before it is used."""
+    from sqlalchemy import create_engine, pool
+
+    from arena.migrate import ensure_schema
+
+    name = f"tonk_tmpl_{uuid.uuid4().hex[:12]}"
+    with _pg_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    request.addfinalizer(lambda: _drop_pg_database(name))  # also after Ctrl-C or a failed setup
+    engine = create_engine(_pg_database_url(name), poolclass=pool.NullPool)
+    try:
+        ensure_schema(engine)
+    finally:
+        engine.dispose()
+    return name
+
+
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    yield from _pg_database(template=None)
+def pg_url(pg_template: str) -> Iterator[str]:
+    yield from _pg_database(template=pg_template)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, MetaData, create_engine, insert, pool, select, text
+from sqlalchemy import Engine, MetaData, create_engine, insert, inspect, pool, select, text
 from sqlalchemy.orm import Session
 
 from arena import migrate as m
@@ -268,6 +268,26 @@ def test_ensure_schema_creates_and_stamps_a_fresh_database(
     assert "tonk db upgrade" in caplog.text
     assert m.current_revision(db_url) is None
     assert m.upgrade(db_url).recognised == m.head_revision()
+
+
+@pytest.mark.postgres
+def test_the_postgresql_fixtures_are_a_set_up_store_and_a_blank_one(
+    pg_url: str, pg_empty_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """tests/conftest.py: ``pg_url`` copies a template made by ensure_schema, so arena/db.py's
+    first use finds it at head with nothing to do; ``pg_empty_url`` has no tables at all."""
+    engine, empty = (create_engine(url, poolclass=pool.NullPool) for url in (pg_url, pg_empty_url))
+    try:
+        assert m.current_revision(pg_url) == m.head_revision()
+        assert differences(engine) == []
+        with caplog.at_level(logging.WARNING, logger="arena.migrate"):
+            m.ensure_schema(engine)
+        assert "tonk db upgrade" not in caplog.text
+        with empty.connect() as c:
+            assert inspect(c).get_table_names() == []
+    finally:
+        engine.dispose()
+        empty.dispose()
 
 
 def test_the_head_constant_is_the_newest_revision() -> None:
