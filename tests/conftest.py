@@ -35,6 +35,9 @@ pytest.register_assert_rewrite("helpers")
 
 from leakcheck import _no_process_left_behind, pytest_configure, pytest_sessionfinish  # noqa: E402, F401
 
+# The dashboard tests' arena and apps (seeded, app, client, writable_url...), for every module.
+pytest_plugins = ["helpers.dashboard_fixtures"]
+
 # The default store lives in the user's data folder (arena/config.py): no test, nor any
 # command a test starts, may write there.
 _DATA_DIR = tempfile.mkdtemp(prefix="tonk-test-data-")

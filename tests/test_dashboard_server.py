@@ -19,7 +19,6 @@ import pytest
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,8 +21,6 @@ from arena.jobs import play_match_job
 from arena.models import CheckLease, Owner, utcnow
 from arena.registry import BotCheckFailedError, host_bot
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 OPERATOR_TOKEN = "operator-secret-for-tests"  # dashboard_fixtures.OPERATOR_TOKEN
 PUBLIC = "8.8.8.8:50051"  # a public address: accepted without DNS (checks are off here)
 

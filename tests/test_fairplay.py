@@ -29,8 +29,6 @@ from sdk.record import HandRecord
 from sdk.referee import LocalPlayer, play_match, shown_hands
 from sdk.server import RunningServer, start_server
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 TOKEN = "operator-secret-for-tests"  # dashboard_fixtures.OPERATOR_TOKEN
 
 CARD_TEXTS = frozenset(c.text for c in DECK)

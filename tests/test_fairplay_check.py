@@ -21,8 +21,6 @@ from arena.db import session_scope
 from arena.models import Match
 from arena.tournaments import start_tournament
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "fairplay.py"
 
 

@@ -15,8 +15,6 @@ from arena.jobs import _Heartbeat, claim_match, play_match_job
 from arena.models import Match, MatchSeat
 from dashboard import create_app
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 
 def live(client: Any, tournament_id: int, html: bool = False) -> dict[str, Any]:
     response = client.get(f"/api/v1/tournaments/{tournament_id}/live" + ("?html=1" if html else ""))

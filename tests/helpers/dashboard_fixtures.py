@@ -5,7 +5,7 @@ arena.tournaments, every match played by arena.jobs.play_match_job under the rea
 once per test session and per database (SQLite and PostgreSQL); read-only tests share it.
 Tests that write use ``writable_url``, a fresh empty database of each kind.
 
-Used from test modules with ``pytest_plugins = ["helpers.dashboard_fixtures"]``.
+Loaded for every test module by ``pytest_plugins`` in tests/conftest.py.
 """
 
 from __future__ import annotations
