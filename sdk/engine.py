@@ -13,8 +13,6 @@ and the like, and ``print(state)`` draws the table.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Literal
 
 from sdk.actions import (
@@ -37,63 +35,10 @@ from sdk.cards import DECK, Card, is_whole_deck
 from sdk.dealing import deck_order
 from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
 from sdk.melds import TableMeld, hand_melds, make_meld
-from sdk.rules import HAND_SIZE, MAX_PLAYERS, MIN_PLAYERS, STANDARD, Rules
-
-EndKind = Literal["tonk", "drop", "out", "stock", "cap", "fault"]
-
-
-class Phase(Enum):
-    START = "start"  # the seat to act may go down or draw
-    PLAY = "play"  # after the draw: meld, lay off, then discard
-    OVER = "over"
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a hand ended. ``payoffs`` are in stake units and sum to zero.
-
-    ``end == "fault"`` is the arena's extension of ``tonk-hand/1``: ``faulted`` lost the
-    hand as a penalty and pays every other seat 2x.
-    """
-
-    end: EndKind
-    winners: tuple[int, ...]
-    payoffs: tuple[int, ...]
-    totals: tuple[int, ...]
-    faulted: int | None = None
-
-    def __init__(
-        self,
-        end: EndKind,
-        winners: tuple[int, ...],
-        payoffs: tuple[int, ...],
-        totals: tuple[int, ...],
-        faulted: int | None = None,
-    ) -> None:
-        # Same as the generated frozen __init__, only faster (one per hand).
-        _set_end(self, end)
-        _set_winners(self, winners)
-        _set_payoffs(self, payoffs)
-        _set_totals(self, totals)
-        _set_faulted(self, faulted)
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "end": self.end,
-            "winners": list(self.winners),
-            "payoffs": list(self.payoffs),
-            "totals": list(self.totals),
-        }
-        if self.faulted is not None:
-            data["faulted"] = self.faulted
-        return data
-
-
-_set_end = Outcome.__dict__["end"].__set__  # the slots' descriptors
-_set_winners = Outcome.__dict__["winners"].__set__
-_set_payoffs = Outcome.__dict__["payoffs"].__set__
-_set_totals = Outcome.__dict__["totals"].__set__
-_set_faulted = Outcome.__dict__["faulted"].__set__
+from sdk.outcome import EndKind, Outcome, Phase
+from sdk.position_setup import assemble_position
+from sdk.rules import HAND_SIZE, STANDARD, Rules, check_players
+from sdk.table_text import draw
 
 
 def deal_from_deck(
@@ -200,7 +145,7 @@ class HandState:
     @classmethod
     def deal(cls, deck: Sequence[Card], players: int, dealer: int = 0, rules: Rules = STANDARD) -> HandState:
         """A fresh hand dealt from ``deck`` (top first); TONK is checked at once."""
-        _check_players(players, dealer)
+        check_players(players, dealer)
         if not is_whole_deck(deck):
             check_deck([("the deck", deck)])
         hands, turned, stock = deal_from_deck(deck, players, dealer)
@@ -223,7 +168,7 @@ class HandState:
 
         Every hand must hold a card: a player with none has already gone out."""
         players = len(hands)
-        _check_players(players, dealer)
+        check_players(players, dealer)
         if to_act is None:
             to_act = (dealer + 1) % players
         elif type(to_act) is not int or not 0 <= to_act < players:
@@ -247,7 +192,7 @@ class HandState:
         if type(hand) is not int or hand < 0:
             raise NotationError(f"a hand index is an integer >= 0, got {hand!r}")
         if dealer is None:
-            _check_players(players, 0)
+            check_players(players, 0)
             dealer = hand % players
         return cls.deal(deck_order(seed, hand), players, dealer, rules)
 
@@ -266,13 +211,14 @@ class HandState:
         rules: Rules = STANDARD,
     ) -> HandState:
         """A position from the cards you care about, the rest of the deck filled in from
-        ``seed``: see :func:`sdk.position_setup.setup_position`."""
-        from sdk.position_setup import setup_position
-
-        return setup_position(
-            cls, hands, discard, stock, table,
+        ``seed``: see :func:`sdk.position_setup.assemble_position`."""
+        p = assemble_position(
+            hands, discard, stock, table,
             players=players, dealer=dealer, to_act=to_act, seed=seed, rules=rules,
         )  # fmt: skip
+        return cls.from_position(
+            p.hands, p.discard, p.stock, p.table, dealer=p.dealer, to_act=p.to_act, rules=rules
+        )
 
     @classmethod
     def _build(
@@ -396,8 +342,6 @@ class HandState:
     def __str__(self) -> str:
         """The table in a few lines, as python-chess draws a board: see
         :func:`sdk.table_text.draw`."""
-        from sdk.table_text import draw
-
         return draw(self)
 
     def __repr__(self) -> str:
@@ -788,13 +732,6 @@ class HandState:
 
 def _name(card: object) -> str:
     return card.text if isinstance(card, Card) else repr(card)
-
-
-def _check_players(players: int, dealer: int) -> None:
-    if not MIN_PLAYERS <= players <= MAX_PLAYERS:
-        raise RecordError(f"Tonk is played by {MIN_PLAYERS} to {MAX_PLAYERS} players, not {players}")
-    if type(dealer) is not int or not 0 <= dealer < players:
-        raise RecordError(f"dealer {dealer!r} is not a seat of a {players}-player hand")
 
 
 __all__ = ["Draw", "Drop", "HandState", "Outcome", "Phase", "check_deck", "deal_from_deck"]

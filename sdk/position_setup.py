@@ -1,23 +1,32 @@
 """Building a hand from the cards one cares about (:meth:`sdk.engine.HandState.setup`): the
 named cards where they are said to be, the rest of the deck dealt in a seeded order. Kept apart
-from the engine, which plays hands; this only assembles the position it then checks."""
+from the engine, which plays hands; this only assembles the position (a :class:`Position`),
+which the engine then builds and checks with :meth:`~sdk.engine.HandState.from_position`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from sdk.cards import Card, parse_cards
 from sdk.dealing import deck_order
 from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
-from sdk.melds import make_meld
-from sdk.rules import HAND_SIZE, MIN_PLAYERS, STANDARD, Rules
+from sdk.melds import TableMeld, make_meld
+from sdk.rules import HAND_SIZE, MIN_PLAYERS, STANDARD, Rules, check_players
 
-if TYPE_CHECKING:
-    from sdk.engine import HandState
 
-def setup_position(
-    cls: type[HandState],
+class Position(NamedTuple):
+    """A position's cards and seats, as :meth:`sdk.engine.HandState.from_position` takes them."""
+
+    hands: list[list[Card]]
+    discard: list[Card]
+    stock: list[Card]  # top first
+    table: list[TableMeld]
+    dealer: int
+    to_act: int | None
+
+
+def assemble_position(
     hands: Mapping[int, str | Sequence[Card | str]] | Sequence[str | Sequence[Card | str]],
     discard: str | Sequence[Card | str] | None = None,
     stock: str | Sequence[Card | str] = "",
@@ -28,7 +37,7 @@ def setup_position(
     to_act: int | None = None,
     seed: int = 0,
     rules: Rules = STANDARD,
-) -> HandState:
+) -> Position:
     """A position from the cards you care about; the rest of the deck is filled in.
 
     ``hands`` maps seats to their cards as text (``{0: "Ah 2c 8h 8d 8s"}``) or lists them by
@@ -41,10 +50,9 @@ def setup_position(
     seats not named, then to the discard pile (when ``None``), then under the stock.
     Unknown cards raise :class:`NotationError` and cards named twice :class:`DeckError`,
     both quoting the input. The position is not checked for TONK (docs/rules.md: a
-    position already under way never is).
+    position already under way never is); the rest of its checks are
+    :meth:`~sdk.engine.HandState.from_position`'s.
     """
-    from sdk.engine import _check_players
-
     given: dict[int, str | Sequence[Card | str]]
     if isinstance(hands, Mapping):
         given = dict(hands)
@@ -61,11 +69,11 @@ def setup_position(
         if players is None:
             players = len(given)
     if dealer is None:
-        _check_players(players, 0)
+        check_players(players, 0)
         if to_act is not None and type(to_act) is not int:
             raise RecordError(f"seat to act {to_act!r} is not a seat of this hand")
         dealer = ((to_act or 0) - 1) % players
-    _check_players(players, dealer)
+    check_players(players, dealer)
     extra = [s for s in given if s >= players]
     if extra:
         raise RecordError(f"seat {extra[0]} is not a seat of a {players}-player hand")
@@ -111,13 +119,6 @@ def setup_position(
             hand_cards[seat], rest = rest[:HAND_SIZE], rest[HAND_SIZE:]
     if discard_cards is None:
         discard_cards, rest = rest[:1], rest[1:]
-    return cls.from_position(
-        [hand_cards[s] for s in range(players)],
-        discard_cards,
-        stock_cards + rest,
-        melds,
-        dealer=dealer,
-        to_act=to_act,
-        rules=rules,
+    return Position(
+        [hand_cards[s] for s in range(players)], discard_cards, stock_cards + rest, melds, dealer, to_act
     )
-

@@ -7,13 +7,21 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sdk.errors import RulesError
+from sdk.errors import RecordError, RulesError
 
 MIN_PLAYERS: Final = 2
 MAX_PLAYERS: Final = 6
 HAND_SIZE: Final = 5
 MAX_TURN_CAP: Final = 100_000
 MAX_TONK_TOTAL: Final = 1000  # far above any hand total: tonk_high=999 switches TONK-high off
+
+
+def check_players(players: int, dealer: int) -> None:
+    """Raise :class:`RecordError` unless ``players`` may play a hand and ``dealer`` is a seat."""
+    if not MIN_PLAYERS <= players <= MAX_PLAYERS:
+        raise RecordError(f"Tonk is played by {MIN_PLAYERS} to {MAX_PLAYERS} players, not {players}")
+    if type(dealer) is not int or not 0 <= dealer < players:
+        raise RecordError(f"dealer {dealer!r} is not a seat of a {players}-player hand")
 
 
 @dataclass(frozen=True, slots=True)

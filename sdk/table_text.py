@@ -1,19 +1,51 @@
 """A hand drawn in text: ``str(HandState)`` (:meth:`sdk.engine.HandState.__str__`), like
 python-chess's ``str(board)``: each seat's cards and total, the piles, the melds, and whose turn
-it is or how the hand ended."""
+it is or how the hand ended. It reads a hand only through :class:`Table` (which
+:class:`~sdk.engine.HandState` is), so it sits below the engine."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Sequence
+from typing import Protocol
 
-from sdk.cards import sort_hand
-from sdk.engine import Phase
+from sdk.actions import Action, Event
+from sdk.cards import Card, sort_hand
+from sdk.melds import TableMeld
+from sdk.outcome import Outcome, Phase
 
-if TYPE_CHECKING:
-    from sdk.engine import HandState
+
+class Table(Protocol):
+    """What :func:`draw` reads of a hand: the attributes of :class:`sdk.engine.HandState`."""
+
+    @property
+    def hands(self) -> Sequence[Sequence[Card]]: ...
+    @property
+    def dealer(self) -> int: ...
+    @property
+    def to_act(self) -> int: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def picked(self) -> Card | None: ...
+    @property
+    def locked(self) -> Collection[int]: ...
+    @property
+    def discard(self) -> Sequence[Card]: ...
+    @property
+    def stock(self) -> Sequence[Card]: ...
+    @property
+    def table(self) -> Sequence[TableMeld]: ...
+    @property
+    def turns(self) -> int: ...
+    @property
+    def history(self) -> Sequence[Event]: ...
+    @property
+    def outcome(self) -> Outcome | None: ...
+    def totals(self) -> tuple[int, ...]: ...
+    def legal_actions(self) -> list[Action]: ...
 
 
-def draw(self: HandState) -> str:
+def draw(self: Table) -> str:
     """The table in a few lines: each seat's cards and total (``>`` marks the seat to act,
     ``D`` the dealer), the stock, the discard pile, the melds with their owners, and
     whose turn it is (or how the hand ended)::
@@ -46,8 +78,7 @@ def draw(self: HandState) -> str:
     return "\n".join(lines)
 
 
-
-def status(self: HandState) -> str:
+def status(self: Table) -> str:
     """The last line: whose turn and what they may do, or how the hand ended."""
     outcome = self.outcome
     if outcome is None:
@@ -72,7 +103,6 @@ def status(self: HandState) -> str:
     payoffs = " ".join(f"{p:+d}" for p in outcome.payoffs)
     turns = f"{self.turns} turn" if self.turns == 1 else f"{self.turns} turns"
     return f"over after {turns}: {how}; payoffs by seat {payoffs}"
-
 
 
 def _count(n: int) -> str:

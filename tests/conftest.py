@@ -1,7 +1,11 @@
 """Shared fixtures: real services, each test's data kept apart and cleaned up.
 
-- ``pg_url``: a fresh PostgreSQL database ``tonk_test_<random>`` on the local server,
-  dropped afterwards. Nothing else on the server is touched.
+- ``pg_url``: a fresh PostgreSQL database ``tonk_test_<random>`` on the local server with the
+  arena's schema already in it (stamped at head, so arena/store/db.py's first use has nothing to do),
+  dropped afterwards. It is a copy (``CREATE DATABASE ... TEMPLATE``) of ``tonk_tmpl_<random>``,
+  made once per session by the product's own first-use step (arena.store.migrate.ensure_schema) and
+  dropped at the session's end. ``pg_empty_url``: the same without any schema, for tests of
+  migrations and of ``tonk db upgrade`` on a blank store. Nothing else on the server is touched.
 - ``redis_url`` / ``redis_prefix``: the local Redis, plus a unique key prefix (used for RQ
   queue names); every key created under the prefix is deleted afterwards.
 - ``sqlite_url``: a database file in the test's temporary folder.
@@ -21,6 +25,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -29,6 +34,9 @@ from hypothesis import settings
 pytest.register_assert_rewrite("helpers")
 
 from leakcheck import _no_process_left_behind, pytest_configure, pytest_sessionfinish  # noqa: E402, F401
+
+# The dashboard tests' arena and apps (seeded, app, client, writable_url...), for every module.
+pytest_plugins = ["helpers.dashboard_fixtures"]
 
 # The default store lives in the user's data folder (arena/config.py): no test, nor any
 # command a test starts, may write there.
@@ -52,22 +60,66 @@ def _unavailable(what: str, exc: Exception) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
+def _pg_admin() -> Any:
+    """An autocommit connection to the server's maintenance database (skip when unreachable)."""
     psycopg = pytest.importorskip("psycopg")
-    name = f"tonk_test_{uuid.uuid4().hex[:12]}"
     try:
-        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+        return psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
     except Exception as exc:  # any connection failure means "not available"
         _unavailable("PostgreSQL", exc)
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+
+
+def _pg_database_url(name: str) -> str:
     base = PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    return f"{base}/{name}"
+
+
+def _drop_pg_database(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _pg_database(template: str | None) -> Iterator[str]:
+    name = f"tonk_test_{uuid.uuid4().hex[:12]}"
+    with _pg_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     try:
-        yield f"{base}/{name}"
+        yield _pg_database_url(name)
     finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _drop_pg_database(name)
+
+
+@pytest.fixture(scope="session")
+def pg_template(request: pytest.FixtureRequest) -> str:
+    """The name of this session's ``tonk_tmpl_<random>``: the arena's schema as a new store gets
+    it on first use (arena.store.db.get_engine calls ensure_schema), for ``pg_url`` to copy. Nothing
+    may stay connected to it, or the copies fail: its engine is disposed before it is used."""
+    from sqlalchemy import create_engine, pool
+
+    from arena.store.migrate import ensure_schema
+
+    name = f"tonk_tmpl_{uuid.uuid4().hex[:12]}"
+    with _pg_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    request.addfinalizer(lambda: _drop_pg_database(name))  # also after Ctrl-C or a failed setup
+    engine = create_engine(_pg_database_url(name), poolclass=pool.NullPool)
+    try:
+        ensure_schema(engine)
+    finally:
+        engine.dispose()
+    return name
+
+
+@pytest.fixture
+def pg_url(pg_template: str) -> Iterator[str]:
+    yield from _pg_database(template=pg_template)
+
+
+@pytest.fixture
+def pg_empty_url() -> Iterator[str]:
+    yield from _pg_database(template=None)
 
 
 @pytest.fixture
@@ -104,5 +156,15 @@ def db_url(request: pytest.FixtureRequest) -> Iterator[str]:
     from arena.store.db import dispose_engines
 
     url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+    yield url
+    dispose_engines()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_db_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """:func:`db_url` without the schema (as a new SQLite file is): for tests that migrate."""
+    from arena.store.db import dispose_engines
+
+    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_empty_url")
     yield url
     dispose_engines()

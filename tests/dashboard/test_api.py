@@ -19,8 +19,6 @@ from sdk.protocol import bot_pb2 as pb
 from sdk.record import HandRecord
 from sdk.wire import encode_decide_request
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 
 def get_json(client: FlaskClient, url: str, status: int = 200) -> Any:
     response = client.get(url)

@@ -27,8 +27,6 @@ from sqlalchemy import func, select
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import Base
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 EXAMPLES = int(os.environ.get("TONK_API_FUZZ_EXAMPLES", "150"))
 
 

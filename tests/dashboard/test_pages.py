@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
 from flask.testing import FlaskClient
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 DASHBOARD = ROOT / "dashboard"
 
 

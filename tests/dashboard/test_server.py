@@ -19,7 +19,6 @@ from helpers.paths import ROOT
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
 
 
 

@@ -13,8 +13,6 @@ from flask.testing import FlaskClient
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 
 def get_json(client: FlaskClient, url: str, status: int = 200) -> Any:
     response = client.get(url)

@@ -21,8 +21,6 @@ from arena.runtime.jobs import play_match_job
 from arena.store.db import session_scope
 from arena.store.models import CheckLease, Owner, utcnow
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 OPERATOR_TOKEN = "operator-secret-for-tests"  # dashboard_fixtures.OPERATOR_TOKEN
 PUBLIC = "8.8.8.8:50051"  # a public address: accepted without DNS (checks are off here)
 

@@ -5,7 +5,7 @@ arena.tournaments.lifecycle, every match played by arena.runtime.jobs.play_match
 once per test session and per database (SQLite and PostgreSQL); read-only tests share it.
 Tests that write use ``writable_url``, a fresh empty database of each kind.
 
-Used from test modules with ``pytest_plugins = ["helpers.dashboard_fixtures"]``.
+Loaded for every test module by ``pytest_plugins`` in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -15,24 +15,19 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from flask import Flask
-from flask.testing import FlaskClient
-from sqlalchemy import select, update
 
-from arena.bots.owners import create_owner, get_or_create_operator
-from arena.bots.registry import host_bot, register_bot
-from arena.config import Settings
-from arena.runtime.jobs import play_match_job
-from arena.store.db import session_scope
-from arena.store.models import FaultRecord, Match, MatchSeat
-from arena.tournaments.lifecycle import create_tournament, start_tournament
-from dashboard import create_app
 from sdk.actions import DRAW_STOCK, DROP, Action
 from sdk.bot import Bot
 from sdk.observation import Observation
+
+# Flask, SQLAlchemy and the arena are imported where they are used: tests/conftest.py loads this
+# plugin for every session, and one of only the SDK's tests should not pay for importing them.
+if TYPE_CHECKING:
+    from flask import Flask
+    from flask.testing import FlaskClient
 
 PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 OPERATOR_TOKEN = "operator-secret-for-tests"
@@ -88,6 +83,12 @@ class Seeded:
 
 
 def _play_all(url: str, tournament_id: int, limit: int | None = None) -> None:
+    from sqlalchemy import select
+
+    from arena.runtime.jobs import play_match_job
+    from arena.store.db import session_scope
+    from arena.store.models import Match
+
     with session_scope(url) as session:
         ids = list(
             session.scalars(
@@ -99,6 +100,16 @@ def _play_all(url: str, tournament_id: int, limit: int | None = None) -> None:
 
 
 def seed_arena(url: str) -> Seeded:
+    from sqlalchemy import select, update
+
+    from arena.bots.owners import create_owner, get_or_create_operator
+    from arena.bots.registry import host_bot, register_bot
+    from arena.config import Settings
+    from arena.runtime.jobs import play_match_job
+    from arena.store.db import session_scope
+    from arena.store.models import FaultRecord, Match, MatchSeat
+    from arena.tournaments.lifecycle import create_tournament, start_tournament
+
     settings = Settings(database_url=url)
     out = Seeded(url)
     with session_scope(url) as session:
@@ -220,6 +231,8 @@ def seeded_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
 
 
 def make_app(url: str, **config: Any) -> Flask:
+    from dashboard import create_app
+
     return create_app({
         "TESTING": True,
         "DATABASE_URL": url,

@@ -51,8 +51,6 @@ from sdk.rules import STANDARD, Rules
 from sdk.server import BotServicer
 from sdk.wire import encode_decide_request
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 MIN_DECISIONS = 10_000
 MATCHES = 64
 GRPC_EVERY = 6  # one match in six runs over real gRPC

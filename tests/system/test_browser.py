@@ -24,7 +24,6 @@ from helpers.paths import ROOT
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
 pytestmark = pytest.mark.browser
 
 # The committed screenshots are refreshed only on request (TONK_UPDATE_SCREENSHOTS=1), so a

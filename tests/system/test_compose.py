@@ -210,13 +210,14 @@ def test_the_image_has_what_the_commands_need() -> None:
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_the_services_run_outside_containers(
-    tmp_path: Path, pg_url: str, redis_url: str, redis_prefix: str
+    tmp_path: Path, pg_empty_url: str, redis_url: str, redis_prefix: str
 ) -> None:
     """Every long-running service's command starts and passes its own health check, after
     migrate (tonk db upgrade) on a test database: the dashboard under gunicorn, a worker on a
     test queue, the three house bots. (The setup service, which needs all of them, runs in
     tests/system/test_scaleout.py, on the same stack with two workers.)"""
-    stack = ComposeStack(tmp_path / "stack", VARIABLES, stack_environment(pg_url, redis_url, redis_prefix))
+    environment = stack_environment(pg_empty_url, redis_url, redis_prefix)
+    stack = ComposeStack(tmp_path / "stack", VARIABLES, environment)
     long_running = [n for n, s in stack.services.items() if not is_one_shot(s) and n not in EXTERNAL]
     try:
         stack.up(only=["migrate", *long_running])

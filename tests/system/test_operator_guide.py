@@ -47,10 +47,10 @@ def test_the_guides_example_names_only_bots_it_enters() -> None:
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_the_operator_guide_runs_as_written(
-    tmp_path: Path, pg_url: str, redis_url: str, redis_prefix: str
+    tmp_path: Path, pg_empty_url: str, redis_url: str, redis_prefix: str
 ) -> None:
     env = base_env(tmp_path) | {
-        "TONK_DATABASE_URL": pg_url,
+        "TONK_DATABASE_URL": pg_empty_url,
         "TONK_REDIS_URL": redis_url,
         "TONK_QUEUE": f"{redis_prefix}-matches",
         "TONK_OPERATOR_TOKEN": secrets.token_hex(32),

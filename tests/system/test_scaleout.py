@@ -81,9 +81,9 @@ def expected_matches(bots: int, sizes: list[int], deals: int) -> tuple[int, int]
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_two_workers_play_a_tournament_with_a_newly_submitted_bot(
-    tmp_path: Path, pg_url: str, redis_url: str, redis_prefix: str
+    tmp_path: Path, pg_empty_url: str, redis_url: str, redis_prefix: str
 ) -> None:
-    with compose_stack(tmp_path, pg_url, redis_url, redis_prefix, scale={"worker": 2}) as stack:
+    with compose_stack(tmp_path, pg_empty_url, redis_url, redis_prefix, scale={"worker": 2}) as stack:
         # The setup service entered the house bots; run again, it finds them.
         assert stack.completed["setup"].stdout.count("registered bot") == 3, stack.completed["setup"]
         again = stack.run("setup")
@@ -159,7 +159,7 @@ def test_two_workers_play_a_tournament_with_a_newly_submitted_bot(
 
         # Exactly once: one attempt each, every one by one of our two workers, both busy.
         pids = {str(w.process.pid) for w in workers}
-        engine = create_engine(pg_url, poolclass=pool.NullPool)
+        engine = create_engine(pg_empty_url, poolclass=pool.NullPool)
         with Session(engine) as session:
             rows = session.execute(
                 select(Match.attempts, Match.worker).where(Match.tournament_id == tid)

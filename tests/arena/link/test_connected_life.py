@@ -1,7 +1,8 @@
 """A connected bot's life after its first connection (issue #14), over real sockets with a
 real gateway: another build (other GetInfo) becomes a new version, checked again, and the
 matches claimed from then on are its; the old build's connections step aside; retiring the
-bot ends its connections and refuses new ones. Fixtures: tests/arena/link/conftest.py; helpers: tests/helpers/link.py."""
+bot ends its connections and refuses new ones. Fixtures: tests/arena/link/conftest.py;
+helpers: tests/helpers/link.py."""
 
 from __future__ import annotations
 

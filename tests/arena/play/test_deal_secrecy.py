@@ -30,8 +30,6 @@ from sdk.record import HandRecord
 from sdk.referee import LocalPlayer, play_match, shown_hands
 from sdk.server import RunningServer, start_server
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 TOKEN = "operator-secret-for-tests"  # dashboard_fixtures.OPERATOR_TOKEN
 
 CARD_TEXTS = frozenset(c.text for c in DECK)
@@ -309,14 +307,14 @@ def test_a_deal_is_claimed_for_its_notice_once_and_only_when_complete(db_url: st
         assert len(stamped) == 2 and all(stamped)
 
 
-def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:
+def test_upgrading_gives_unplayed_matches_opaque_ids(empty_db_url: str) -> None:
     from sqlalchemy import MetaData, create_engine, insert, pool, text
 
     from arena.store import migrate
     from arena.tournaments.layout import public_match_id
 
-    assert migrate.migrate(db_url, "0002") == "0002"
-    engine = create_engine(db_url, poolclass=pool.NullPool)
+    assert migrate.migrate(empty_db_url, "0002") == "0002"
+    engine = create_engine(empty_db_url, poolclass=pool.NullPool)
     meta = MetaData()
     meta.reflect(engine)
     big = 2**64 - 5  # stored as a negative number
@@ -332,7 +330,7 @@ def test_upgrading_gives_unplayed_matches_opaque_ids(db_url: str) -> None:
             {**common, "id": 2, "key": "t0/d0/r1", "rotation": 1, "status": "pending", "label": "x-t0-d0-r1"},
         ])  # fmt: skip
     try:
-        migrate.migrate(db_url)
+        migrate.migrate(empty_db_url)
         with engine.connect() as c:
             rows = c.execute(text("SELECT id, public_id FROM matches"))
             labels: dict[int, str] = {i: label for i, label in rows}

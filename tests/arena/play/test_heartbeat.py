@@ -17,8 +17,6 @@ from arena.store.db import session_scope
 from arena.store.models import Match, MatchSeat
 from dashboard import create_app
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 
 def live(client: Any, tournament_id: int, html: bool = False) -> dict[str, Any]:
     response = client.get(f"/api/v1/tournaments/{tournament_id}/live" + ("?html=1" if html else ""))

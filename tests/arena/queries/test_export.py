@@ -20,8 +20,6 @@ from sdk.record import HandRecord
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 
 def lines_of(client: FlaskClient, url: str) -> list[dict[str, Any]]:
     response = client.get(url)

@@ -22,8 +22,6 @@ from arena.store.db import session_scope
 from arena.store.models import Match
 from arena.tournaments.lifecycle import start_tournament
 
-pytest_plugins = ["helpers.dashboard_fixtures"]
-
 BENCH = ROOT / "bench" / "fairplay.py"
 
 

@@ -23,7 +23,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from helpers.paths import ROOT
-from sqlalchemy import Engine, MetaData, create_engine, insert, pool, select, text
+from sqlalchemy import Engine, MetaData, create_engine, insert, inspect, pool, select, text
 from sqlalchemy.orm import Session
 
 from arena.store import migrate as m
@@ -50,7 +50,7 @@ BIG_SEED = 2**64 - 5  # above 2**63: stored as a negative number
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'arena.sqlite'}"
-    url: str = request.getfixturevalue("pg_url")
+    url: str = request.getfixturevalue("pg_empty_url")
     return url
 
 
@@ -270,6 +270,26 @@ def test_ensure_schema_creates_and_stamps_a_fresh_database(
     assert m.upgrade(db_url).recognised == m.head_revision()
 
 
+@pytest.mark.postgres
+def test_the_postgresql_fixtures_are_a_set_up_store_and_a_blank_one(
+    pg_url: str, pg_empty_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """tests/conftest.py: ``pg_url`` copies a template made by ensure_schema, so arena/store/db.py's
+    first use finds it at head with nothing to do; ``pg_empty_url`` has no tables at all."""
+    engine, empty = (create_engine(url, poolclass=pool.NullPool) for url in (pg_url, pg_empty_url))
+    try:
+        assert m.current_revision(pg_url) == m.head_revision()
+        assert differences(engine) == []
+        with caplog.at_level(logging.WARNING, logger="arena.store.migrate"):
+            m.ensure_schema(engine)
+        assert "tonk db upgrade" not in caplog.text
+        with empty.connect() as c:
+            assert inspect(c).get_table_names() == []
+    finally:
+        engine.dispose()
+        empty.dispose()
+
+
 def test_the_head_constant_is_the_newest_revision() -> None:
     from arena.store.migrations import HEAD
 
@@ -307,9 +327,9 @@ def test_tonk_db_upgrade_and_current(
 
 
 def test_tonk_db_upgrade_hides_the_password(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    pg_empty_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = pg_url.replace("postgres@", "postgres:s3cret-pw@", 1)  # trust auth ignores it
+    url = pg_empty_url.replace("postgres@", "postgres:s3cret-pw@", 1)  # trust auth ignores it
     monkeypatch.setenv("TONK_DATABASE_URL", url)
     assert tonk(["db", "upgrade"]) == 0
     out = capsys.readouterr().out
