@@ -2,6 +2,8 @@
 what each way of misbehaving is charged as. No mocks: every bot here is a real server.
 
 The broken bots are in tests/helpers/grpc_bots.py (tests/sdk/test_conformance.py uses them too).
+What the referee charges each fault kind over a whole match, and the forfeits, is
+tests/arena/play/test_faults.py's: here, the transport's verdict on each call.
 """
 
 from __future__ import annotations
@@ -351,33 +353,6 @@ def test_a_bot_with_only_decide_can_play() -> None:
         assert players[0].describe()["name"] == a  # no GetInfo: named by its address
         players[0].close()
     assert not result.faults
-
-
-def test_referee_charges_each_fault_kind() -> None:
-    # Bots that answer at once get a deadline a loaded machine cannot miss; only the hanging
-    # one waits it out. The referee's clock is stopped (every call takes 0 ms by it), so the
-    # in-process RandomBot is never late: the hanging bot's TIMEOUT is the transport's cut.
-    cases: list[tuple[type[Bot], FaultKind, int]] = [
-        (CrashBot, FaultKind.CRASH, 5000),
-        (MalformedBot, FaultKind.MALFORMED, 5000),
-        (HangBot, FaultKind.TIMEOUT, 150),
-    ]
-    for bot, kind, deadline_ms in cases:
-        with serving(bot) as running:
-            players: list[Player] = [LocalPlayer(RandomBot), GrpcPlayer(running.address)]
-            config = RefereeConfig(decision_deadline_ms=deadline_ms, max_faults=2)
-            result = play_match(players, 8, 6, config=config, clock=lambda: 0)
-            players[1].close()
-        assert {f.kind for f in result.faults} == {kind}
-        assert result.forfeited == 1 and result.scores[0] > 0
-
-
-def test_start_match_failures_forfeit_the_match() -> None:
-    with raw_server({"StartMatch": lambda data, ctx: ctx.abort(grpc.StatusCode.INTERNAL, "no")}) as address:
-        players: list[Player] = [GrpcPlayer(address), LocalPlayer(RandomBot)]
-        result = play_match(players, 3, 4)
-        players[0].close()
-    assert result.forfeited == 0 and result.faults[0].kind is FaultKind.CRASH
 
 
 def test_every_call_has_a_deadline() -> None:

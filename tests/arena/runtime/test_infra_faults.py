@@ -1,8 +1,8 @@
 """Infrastructure faults during a tournament: an RQ worker SIGKILLed mid-match, the Redis
 server killed and restarted (empty), PostgreSQL cutting every connection, and the process
-running the embedded pool SIGKILLed. After each, resuming finishes the tournament with no
-match lost or counted twice, and the scores and ratings equal an undisturbed run of the same
-seed.
+running the embedded pool SIGKILLed (its pool processes then end by themselves: nothing
+outlives it). After each, resuming finishes the tournament with no match lost or counted
+twice, and the scores and ratings equal an undisturbed run of the same seed.
 
 Only servers these tests start are disturbed: a private ``redis-server`` on a free loopback
 port, and the connections to this test's own PostgreSQL database (``pg_terminate_backend``
@@ -33,6 +33,7 @@ import arena.runtime.driver
 from arena.queries.tournaments import Progress
 from arena.runtime.driver import run_tournament
 from arena.runtime.jobs import play_match_job
+from arena.runtime.processes import descendants, process_info
 from arena.runtime.rq_backend import RqBackend
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import Bot, Match, MatchSeat, RatingSnapshot, Replay
@@ -470,18 +471,33 @@ def test_embedded_runner_killed_mid_tournament_resumes(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    pool: set[int] = set()
     try:
         deadline = time.monotonic() + 60
         while True:
             by_status = matches_by_status(url, tid)
-            if len(by_status.get("done", [])) >= 3 and by_status.get("running"):
+            pool = {p.pid for p in descendants(runner.pid) if p.running}
+            # The fork server and two pool processes, playing.
+            if len(by_status.get("done", [])) >= 3 and by_status.get("running") and len(pool) >= 3:
                 break
             assert runner.poll() is None, "the runner ended before it could be killed"
-            assert time.monotonic() < deadline, "no match was ever running"
+            assert time.monotonic() < deadline, f"no match was ever running in a pool: {pool}"
             time.sleep(0.02)
+        # kill -9 of the command alone: its pool must end by itself (arena/runtime/processes.py,
+        # exit_with), not because a group was signalled.
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait(10)
+        gone_by = time.monotonic() + 15
+        while time.monotonic() < gone_by and any(_alive(pid) for pid in pool):
+            time.sleep(0.1)
+        left = {pid: info.command() for pid in pool if (info := process_info(pid)) and info.running}
+        assert left == {}, "pool processes outlived a kill -9 of their command"
     finally:
-        # The runner, its fork server and its pool processes: one process group.
+        # Whatever happened, nothing this test started may stay: one process group.
         stop_process(runner, signal.SIGKILL)
+        for pid in pool:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     assert runner.returncode == -signal.SIGKILL
     # Read after the kill: a match seen running a moment before may have finished since.
     caught = matches_by_status(url, tid).get("running", [])
@@ -527,3 +543,8 @@ def test_an_error_while_recording_fails_the_match_at_once(
     finally:
         dispose_engines()
     assert status == "failed"
+
+
+def _alive(pid: int) -> bool:
+    info = process_info(pid)
+    return info is not None and info.running
