@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-under-load services lint bench proto screenshots clean dist
+.PHONY: demo test test-fast test-under-load services lint bench proto screenshots clean dist
 
 $(VENV)/.installed-dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(VENV)/.installed-dev services
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The fast loop while working: all but tests/system (what a user does from outside: installs,
+# guides, the demo, compose, the browser, processes) and the tests marked slow. ARGS as below.
+test-fast: $(VENV)/.installed-dev services
+	$(BIN)/pytest -q -m "not slow" --ignore=tests/system $(ARGS)
 
 # The tests beside one busy loop per core (scripts/under_load.py): no verdict may depend on how
 # busy the machine is. ARGS are pytest's: make test-under-load ARGS="tests/arena/play/test_faults.py -x"
