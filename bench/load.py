@@ -45,11 +45,11 @@ from sqlalchemy import select  # noqa: E402
 
 from arena.bots.owners import get_or_create_operator  # noqa: E402
 from arena.bots.registry import host_bot  # noqa: E402
+from arena.processes import descendants, kill_all  # noqa: E402
 from arena.queries.tournaments import tournament_progress  # noqa: E402
 from arena.runtime.backends import EmbeddedBackend  # noqa: E402
 from arena.runtime.driver import run_tournament  # noqa: E402
 from arena.runtime.jobs import play_match_job  # noqa: E402
-from arena.runtime.processes import descendants, kill_all  # noqa: E402
 from arena.store.db import dispose_engines, session_scope  # noqa: E402
 from arena.store.models import Match  # noqa: E402
 from arena.store.statuses import MatchStatus  # noqa: E402

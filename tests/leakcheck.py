@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from arena.runtime.processes import ProcessInfo, all_processes, descendants, kill_all, with_environment
+from arena.processes import ProcessInfo, all_processes, descendants, kill_all, with_environment
 
 MARKER = "TONK_TEST_SESSION"
 #: How long a process the test asked to stop may take to go before it counts as left behind.

@@ -207,7 +207,7 @@ def _serve_command(path: str, host: str, port: int) -> list[str]:
     # installed command, the arena's and the dashboard's included, in each bot process). It
     # ends with this process, however this one ends (a SIGKILL leaves no time to stop it).
     code = (
-        f"from arena.runtime.processes import exit_with; exit_with({os.getpid()}); "
+        f"from arena.processes import exit_with; exit_with({os.getpid()}); "
         "import argparse, sys; from sdk.commands import serve; "
         "parser = argparse.ArgumentParser(prog='tonk'); serve.register(parser.add_subparsers()); "
         "args = parser.parse_args(sys.argv[1:]); sys.exit(args.func(args))"

@@ -68,6 +68,7 @@ from arena.play.deal_end import reveal_if_complete
 from arena.play.heartbeat import MATCH_LEASE_S, Heartbeat, MatchTakenError
 from arena.play.offline import start_grace, wait_for_bots
 from arena.play.plan import MatchPlan, load_plan, run_match, seat_stats
+from arena.processes import alive
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import BotVersion, FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.store.replays import FORMAT, encode_logs
@@ -419,22 +420,8 @@ def is_alive(worker: str | None, heartbeat_at: dt.datetime | None, now: dt.datet
         return False
     host, _, pid = (worker or "").rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
-        return _process_alive(int(pid))
+        return alive(int(pid))
     return True
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: it exists
-    try:  # a zombie (killed, not yet reaped) is as dead as it gets
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 _engines_pid = os.getpid()

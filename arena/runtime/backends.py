@@ -21,8 +21,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from arena.config import Settings, load_settings
+from arena.processes import descendants
 from arena.runtime.pool import pool_process
-from arena.runtime.processes import descendants
 from arena.runtime.rq_backend import RqBackend
 
 
@@ -95,7 +95,7 @@ class EmbeddedBackend:
         while len(self._processes) < self.workers:
             process = self._context.Process(
                 target=pool_process,
-                # os.getpid(): the process ends with this one, however it ends (arena/runtime/processes.py).
+                # os.getpid(): the process ends with this one, however it ends (arena/processes.py).
                 args=(self._tasks, self._done, self.database_url, self.hosted, self.slots, os.getpid()),
                 daemon=True,
             )

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.queues import Queue as ProcessQueue
 
 from arena.play.lifecycle import Outcome
+from arena.processes import exit_with
 from arena.runtime.jobs import WAITING_PAUSE_S, play_match_job
-from arena.runtime.processes import exit_with
 
 
 def pool_process(

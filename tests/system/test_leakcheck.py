@@ -12,7 +12,7 @@ from pathlib import Path
 from helpers.paths import TESTS
 from leakcheck import MARKER
 
-from arena.runtime.processes import process_info
+from arena.processes import process_info
 
 ROOT = TESTS.parent
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 from helpers.paths import ROOT
 
-from arena.runtime.processes import process_info
+from arena.processes import process_info
 
 
 def load_run(clients: int, seconds: int, watchdog: int) -> subprocess.CompletedProcess[str]:
@@ -52,7 +52,7 @@ import os, sys, time
 sys.path.insert(0, sys.argv[2])
 import load
 from arena.runtime.backends import EmbeddedBackend
-from arena.runtime.processes import descendants
+from arena.processes import descendants
 pool = EmbeddedBackend(sys.argv[1], 1)
 pool.submit([1])
 deadline = time.monotonic() + 60

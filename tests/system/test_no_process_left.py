@@ -19,8 +19,8 @@ from helpers.paths import ROOT
 
 from arena.bots.owners import get_or_create_operator
 from arena.bots.registry import host_bot
+from arena.processes import ProcessInfo, descendants, process_info
 from arena.runtime.backends import EmbeddedBackend
-from arena.runtime.processes import ProcessInfo, descendants, process_info
 from arena.store.db import dispose_engines, session_scope
 from arena.tournaments.lifecycle import create_tournament
 
@@ -70,7 +70,7 @@ def test_closing_the_last_pool_stops_its_workers_and_the_fork_server(sqlite_url:
 OWNER = """
 import os, sys, time
 from arena.runtime.backends import EmbeddedBackend
-from arena.runtime.processes import descendants
+from arena.processes import descendants
 pool = EmbeddedBackend(sys.argv[1], 2)
 pool.submit([1])
 deadline = time.monotonic() + 60

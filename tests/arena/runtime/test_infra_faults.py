@@ -30,10 +30,10 @@ from helpers.faultbots import ROOT, serve_fault, start_worker, stop_process, wor
 
 import arena.play.lifecycle
 import arena.runtime.driver
+from arena.processes import descendants, process_info
 from arena.queries.tournaments import Progress
 from arena.runtime.driver import run_tournament
 from arena.runtime.jobs import play_match_job
-from arena.runtime.processes import descendants, process_info
 from arena.runtime.rq_backend import RqBackend
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import Bot, Match, MatchSeat, RatingSnapshot, Replay
@@ -483,7 +483,7 @@ def test_embedded_runner_killed_mid_tournament_resumes(
             assert runner.poll() is None, "the runner ended before it could be killed"
             assert time.monotonic() < deadline, f"no match was ever running in a pool: {pool}"
             time.sleep(0.02)
-        # kill -9 of the command alone: its pool must end by itself (arena/runtime/processes.py,
+        # kill -9 of the command alone: its pool must end by itself (arena/processes.py,
         # exit_with), not because a group was signalled.
         os.kill(runner.pid, signal.SIGKILL)
         runner.wait(10)

@@ -147,18 +147,24 @@ def exit_with(owner: int) -> None:
         if fd >= 0:
             select.select([fd], [], [])
         else:
-            while _alive(owner):
+            while alive(owner):
                 time.sleep(1.0)
         os._exit(1)
 
     threading.Thread(target=watch, name=f"exit-with-{owner}", daemon=True).start()
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited: someone else's counts (it exists), a
+    zombie (killed, not yet reaped) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
