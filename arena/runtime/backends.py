@@ -34,7 +34,7 @@ class Backend(Protocol):
         whose current job is known dead (it is replaced). Returns how many were queued."""
         ...
 
-    def waiting(self, match_ids: Collection[int]) -> set[int]:
+    def queued(self, match_ids: Collection[int]) -> set[int]:
         """Of ``match_ids``, those submitted and not yet claimed or finished."""
         ...
 
@@ -114,7 +114,7 @@ class EmbeddedBackend:
                 queued += 1
             return queued
 
-    def waiting(self, match_ids: Collection[int]) -> set[int]:
+    def queued(self, match_ids: Collection[int]) -> set[int]:
         """Of ``match_ids``, those handed to the pool and not finished."""
         with self._lock:
             self.errors()

@@ -108,11 +108,11 @@ def _schedule(database_url: str, tournament_id: int, backend: Backend, dead: set
     """Submit the pending matches whose bots have room now; returns how many."""
     with session_scope(database_url) as session:
         pending = pending_window(session, tournament_id)
-    # A backend that cannot tell (one that plays a match as it is submitted) has none waiting.
-    ask = getattr(backend, "waiting", None)
-    waiting = ask([m for m in pending if m not in dead]) if ask is not None else set()
+    # A backend that cannot tell (one that plays a match as it is submitted) has none queued.
+    ask = getattr(backend, "queued", None)
+    queued = ask([m for m in pending if m not in dead]) if ask is not None else set()
     with session_scope(database_url) as session:
-        chosen = matches_to_start(session, pending, waiting)
+        chosen = matches_to_start(session, pending, queued)
     replace = dead.intersection(chosen)
     dead.difference_update(chosen)
     return backend.submit(chosen, replace=replace)

@@ -108,7 +108,7 @@ class RqBackend:
             )
         return len(todo)
 
-    def waiting(self, match_ids: Collection[int]) -> set[int]:
+    def queued(self, match_ids: Collection[int]) -> set[int]:
         """Of ``match_ids``, those whose job is queued, or started and not yet unclaimed
         for ``UNCLAIMED_S`` (the driver passes pending matches only)."""
         ids = list(match_ids)

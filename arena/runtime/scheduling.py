@@ -43,12 +43,12 @@ def pending_window(session: Session, tournament_id: int, limit: int = WINDOW) ->
 def matches_to_start(
     session: Session,
     pending: Sequence[int],
-    waiting: Collection[int],
+    queued: Collection[int],
     *,
     capacity_of: Callable[[Session, int], int] | None = None,
 ) -> list[int]:
     """The matches of ``pending`` (in play order) to submit now: each whose bots all have a
-    free slot, counting the matches in flight (live leases) and those already ``waiting``
+    free slot, counting the matches in flight (live leases) and those already ``queued``
     for a worker (submitted, not yet claimed), which are never picked again."""
     if not pending:
         return []
@@ -62,14 +62,14 @@ def matches_to_start(
     room = {bot: ask(session, bot) for bot in bots}
     for bot, count in capacity.in_flight(session, bots).items():
         room[bot] -= count
-    queued = set(waiting)
+    on_queue = set(queued)
     for match_id in pending:
-        if match_id in queued:
+        if match_id in on_queue:
             for bot in seats[match_id]:
                 room[bot] -= 1
     chosen: list[int] = []
     for match_id in pending:
-        if match_id in queued or not seats[match_id]:
+        if match_id in on_queue or not seats[match_id]:
             continue
         if all(room[bot] > 0 for bot in seats[match_id]):
             for bot in seats[match_id]:

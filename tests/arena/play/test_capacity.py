@@ -192,15 +192,15 @@ def test_the_scheduler_fills_free_capacity_in_play_order(sqlite_url: str) -> Non
         assert len(pending) == 12
         # deal 0: t0 r0 (r,g) fits; t0 r1 needs r again; t1 (r,h) too; t2 r0 and r1 (g,h):
         # g has 2 slots, one taken by t0 r0, so one of them
-        first = matches_to_start(session, pending, waiting=())
+        first = matches_to_start(session, pending, queued=())
         assert first == [pending[0], pending[4]]
         # those two now waiting for a worker: nothing else fits
-        assert matches_to_start(session, pending, waiting=first) == []
+        assert matches_to_start(session, pending, queued=first) == []
         # one of them claimed by a worker (a lease) and the other still queued: the same
         assert capacity.acquire(session, pending[0], ids[:2], "test:1")
-        assert matches_to_start(session, pending, waiting=[pending[4]]) == []
+        assert matches_to_start(session, pending, queued=[pending[4]]) == []
         capacity.release(session, pending[0])
-        assert matches_to_start(session, pending, waiting=[pending[4]]) == [pending[0]]
+        assert matches_to_start(session, pending, queued=[pending[4]]) == [pending[0]]
 
 
 def test_a_bot_never_gets_more_leases_than_its_capacity(sqlite_url: str) -> None:

@@ -27,7 +27,7 @@ class Recording:
         self.submitted.append((list(match_ids), set(replace)))
         return len(match_ids)
 
-    def waiting(self, match_ids: Collection[int]) -> set[int]:
+    def queued(self, match_ids: Collection[int]) -> set[int]:
         return {m for batch, _ in self.submitted for m in batch} & set(match_ids)
 
     def close(self, *, cancel: bool = False) -> None:
