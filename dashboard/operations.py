@@ -21,7 +21,7 @@ from arena.config import Settings
 from arena.queries.tournaments import get_tournament
 from arena.runtime.backends import Backend, make_backend
 from arena.runtime.driver import RECOVER_S, Sweeper, run_tournament
-from arena.store.statuses import TournamentStatus
+from arena.store.statuses import TournamentKind, TournamentStatus
 from arena.tournaments import lifecycle as tournaments
 from arena.tournaments.sprt import sprt_params
 from dashboard.errors import InvalidParameterError
@@ -121,10 +121,10 @@ def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[s
     except RulesError as exc:
         raise InvalidParameterError(f"'rules': {exc}") from None
     config = _field(body, "config", dict, required=False)
-    kind = _field(body, "kind", str, required=False) or "round-robin"
+    kind = _field(body, "kind", str, required=False) or TournamentKind.ROUND_ROBIN
     test = _field(body, "sprt", dict, required=False)
     sprt = None
-    if kind == "sprt":
+    if kind == TournamentKind.SPRT:
         fields = test or {}
         unknown = sorted(set(fields) - SPRT_FIELDS)
         if unknown:

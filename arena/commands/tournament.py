@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.config import Settings, describe_store, load_settings
 from arena.errors import ArenaError
-from arena.store.statuses import TournamentStatus
+from arena.store.statuses import TournamentKind, TournamentStatus
 from sdk.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def cmd_create(args: argparse.Namespace) -> int:
                 session,
                 name=args.name,
                 bot_ids=resolve_bots(session, names),
-                kind="round-robin" if args.gauntlet is None else "gauntlet",
+                kind=TournamentKind.ROUND_ROBIN if args.gauntlet is None else TournamentKind.GAUNTLET,
                 table_sizes=args.tables,
                 deals_per_table=args.deals,
                 hands_per_match=args.hands,
@@ -214,7 +214,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
                 hands_per_match=args.hands,
                 seed=args.seed,
                 settings=settings,
-                kind="sprt",
+                kind=TournamentKind.SPRT,
                 sprt=params,
             )
             tid = tournament.id
@@ -287,9 +287,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  seed: {t.seed}")
     with session_scope(settings.database_url) as session:
         row = get_tournament_row(session, args.id)
-        if row.kind == "sprt":
+        if row.kind == TournamentKind.SPRT:
             print(sprt_line(session, row))
-        elif row.kind == "gauntlet":
+        elif row.kind == TournamentKind.GAUNTLET:
             print(f"  gauntlet: every table holds bot {(row.params or {}).get('challenger')}")
     if stats:
         print(f"  {'bot':<24} {'matches':>7} {'chips':>8} {'per 100':>8} {'win %':>6} {'faults':>6}")

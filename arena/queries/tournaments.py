@@ -20,7 +20,13 @@ from arena.queries.cache import cached
 from arena.queries.stats import bot_stats, done_token, record
 from arena.ratings.terms import PAIRWISE
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
-from arena.store.statuses import MATCH_STATUSES, TOURNAMENT_STATUSES, MatchStatus, TournamentStatus
+from arena.store.statuses import (
+    MATCH_STATUSES,
+    TOURNAMENT_STATUSES,
+    MatchStatus,
+    TournamentKind,
+    TournamentStatus,
+)
 from arena.tournaments.sprt import sprt_state
 
 
@@ -251,12 +257,12 @@ def _kind(session: Session, tournament_id: int) -> dict[str, Any]:
     """The tournament's kind; a gauntlet's challenger; a sequential test's LLR, bounds and
     verdict (arena/tournaments/sprt.py)."""
     row = session.get(Tournament, tournament_id)
-    if row is None or row.kind == "round-robin":
-        return {"kind": "round-robin"}
+    if row is None or row.kind == TournamentKind.ROUND_ROBIN:
+        return {"kind": TournamentKind.ROUND_ROBIN.value}
     params = row.params or {}
     challenger = session.get(Bot, params.get("challenger"))
     out: dict[str, Any] = {"kind": row.kind, "challenger": challenger.name if challenger else None}
-    if row.kind == "sprt":
+    if row.kind == TournamentKind.SPRT:
         out["sprt"] = sprt_state(session, row).to_json()
     return out
 

@@ -32,7 +32,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from arena.store.statuses import BotStatus, MatchStatus, TournamentStatus
+from arena.store.statuses import BotStatus, MatchStatus, TournamentKind, TournamentStatus
 
 
 def utcnow() -> dt.datetime:
@@ -149,7 +149,9 @@ class Tournament(Base):
     #: per match): arena/tournaments/lifecycle.py.
     deal_mode: Mapped[str] = mapped_column(String(16), default="duplicate", server_default="duplicate")
     #: round-robin | gauntlet (every table holds params["challenger"]) | sprt (arena/tournaments/sprt.py)
-    kind: Mapped[str] = mapped_column(String(16), default="round-robin", server_default="round-robin")
+    kind: Mapped[str] = mapped_column(
+        String(16), default=TournamentKind.ROUND_ROBIN, server_default=TournamentKind.ROUND_ROBIN.value
+    )
     params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
