@@ -1,6 +1,6 @@
 """A golden tournament: a fixed seed, the house bots hosted in-process, played through the
 arena's own match job, gives the same hands and the same scores as when the golden file was
-written (tests/golden/tournament-20261202.json).
+written (tests/golden/tournaments/seed-20261202.json).
 
 It pins what a refactoring must not change: the deals, the seating, the public match ids
 the bots see (and seed their choices with), the referee's verdicts and the replays. The
@@ -23,7 +23,7 @@ from arena.queries.export import hand_lines
 from arena.runtime.driver import run_tournament
 from arena.store.db import dispose_engines, session_scope
 
-GOLDEN = TESTS / "golden" / "tournament-20261202.json"
+GOLDEN = TESTS / "golden" / "tournaments" / "seed-20261202.json"
 
 
 def play(url: str) -> dict[str, object]:
