@@ -171,7 +171,7 @@ def decision() -> Any:
 
 def capacity(arena: Arena, bot: int) -> int:
     with session_scope(arena.url) as session:
-        return directory.connectedcapacity(session, bot)
+        return directory.connected_capacity(session, bot)
 
 
 def relay_server(methods: dict[str, grpc.RpcMethodHandler]) -> tuple[grpc.Server, str]:

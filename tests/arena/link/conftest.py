@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.link import Arena, Client
+from helpers.link import Arena, Client, RawLink, link_player, welcomed
 from sqlalchemy import select
 
 from arena.bots.owners import create_owner
 from arena.config import Settings
 from arena.link import directory
-from arena.link.gateway import Gateway, GatewayThread
+from arena.link.gateway import MAX_MESSAGE_BYTES, Gateway, GatewayThread
 from arena.store.db import session_scope
 from arena.store.models import Bot, BotVersion, Owner
 
@@ -44,3 +44,17 @@ def clients() -> Iterator[list[Client]]:
         client.stop()
 
 
+
+
+@pytest.fixture
+def raw(arena: Arena, clients: list[Client]) -> Iterator[RawLink]:
+    """A hand-made connection of a registered bot, welcomed, next to a well-behaved bot."""
+    clients.append(Client(arena, "bob", "bystander").wait())
+    link = RawLink(arena.address, arena.tokens["alice"])
+    link.hello("rawbot")
+    welcome = welcomed(link)
+    assert welcome.registered and welcome.limits.max_message_bytes == MAX_MESSAGE_BYTES
+    yield link
+    link.close()
+    # The other bot never noticed.
+    assert link_player(arena, "bystander").describe()["name"] == "random"

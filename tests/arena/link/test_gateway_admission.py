@@ -3,7 +3,6 @@ bad input, each ending only the offending connection."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -14,7 +13,6 @@ from helpers.link import (
     RawLink,
     link_player,
     status,
-    welcomed,
 )
 from sqlalchemy import func, select
 
@@ -39,7 +37,7 @@ def test_a_new_name_is_registered_after_the_admission_check(arena: Arena, client
         bot = session.scalars(select(Bot).where(Bot.name == "linked")).one()
         assert bot.connected and bot.address is None and bot.owner.name == "alice"
         assert bot.versions[0].connected and bot.versions[0].info["protocol_version"] == "tonk.v1"
-        assert directory.connectedcapacity(session, bot.id) == 2
+        assert directory.connected_capacity(session, bot.id) == 2
     assert client.link.stats.calls > 10  # the conformance match and protocol check ran over the link
 
 
@@ -142,18 +140,7 @@ def test_connections_per_owner_are_limited(arena: Arena, clients: list[Client]) 
 # -- bad input after the welcome: only that connection pays ----------------------------------
 
 
-@pytest.fixture
-def raw(arena: Arena, clients: list[Client]) -> Iterator[RawLink]:
-    """A hand-made connection of a registered bot, welcomed, next to a well-behaved bot."""
-    clients.append(Client(arena, "bob", "bystander").wait())
-    link = RawLink(arena.address, arena.tokens["alice"])
-    link.hello("rawbot")
-    welcome = welcomed(link)
-    assert welcome.registered and welcome.limits.max_message_bytes == gateway_module.MAX_MESSAGE_BYTES
-    yield link
-    link.close()
-    # The other bot never noticed.
-    assert link_player(arena, "bystander").describe()["name"] == "random"
+# (the ``raw`` fixture, a welcomed hand-made connection, is conftest.py's)
 
 
 def test_garbage_is_answered_invalid_argument(raw: RawLink) -> None:

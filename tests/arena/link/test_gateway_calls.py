@@ -120,8 +120,8 @@ def test_capacities_add_up_and_sessions_spread(arena: Arena, clients: list[Clien
     clients += [a, b]
     twin = bot_id(arena, "twin")
     with session_scope(arena.url) as session:
-        assert directory.connectedcapacity(session, twin) == 5
-        assert directory.linkstatus(session, [twin])[twin].connections == 2
+        assert directory.connected_capacity(session, twin) == 5
+        assert directory.link_status(session, [twin])[twin].connections == 2
     before = (a.link.stats.calls, b.link.stats.calls)
     for _ in range(5):  # five match seats: the gateway fills by capacity
         link_player(arena, "twin").match_start(MatchInfo("m", 0, ("twin", "x"), STANDARD, 1, 0, 1000, 0))
