@@ -4,6 +4,7 @@ SQLite and PostgreSQL is conftest.py's ``db_url``."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ from arena.store.models import FaultRecord, Match, MatchSeat, Replay
 from arena.tournaments.lifecycle import create_tournament
 from bots.greedy import GreedyBot
 from sdk.actions import Action, Meld
-from sdk.bot import Bot
+from sdk.bot import Bot, MatchInfo
 from sdk.observation import Observation
 
 SETTINGS = Settings(
@@ -133,6 +134,31 @@ class SlowGreedy(GreedyBot):
     def act(self, obs: Observation) -> Action | int:
         time.sleep(0.002)
         return super().act(obs)
+
+
+#: The folder of GatedGreedy's tokens (an environment variable: the bot is hosted in a pool
+#: process of another command).
+GATE_ENV = "TONK_TEST_GATE"
+
+
+class GatedGreedy(GreedyBot):
+    """Greedy, but a match starts only with a token: while the folder named by
+    ``$TONK_TEST_GATE`` exists, each StartMatch takes (deletes) one file of it, waiting until
+    there is one. A test that hands out N tokens knows its matches of this bot that can
+    finish, whatever the machine's speed; without the variable (or the folder) it is greedy."""
+
+    name = "gatedgreedy"
+
+    def on_match_start(self, info: MatchInfo) -> None:
+        gate = os.environ.get(GATE_ENV)
+        while gate and os.path.isdir(gate):
+            for token in sorted(os.listdir(gate)):
+                try:
+                    os.unlink(os.path.join(gate, token))  # one process wins each token
+                except FileNotFoundError:
+                    continue
+                return
+            time.sleep(0.02)
 
 
 class CrashBot(GreedyBot):

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -277,10 +276,26 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
             return bool(session.scalar(select(func.count(Match.id)).where(
                 Match.status == "running", Match.started_at < begun)))
 
+    def attempts_in_flight() -> dict[int, int]:
+        with session_scope(pg_url) as session:
+            return dict(session.execute(
+                select(Match.id, Match.attempts).where(Match.status == "running")).all())  # fmt: skip
+
+    def handed_back(caught: dict[int, int]) -> bool:
+        """A match running when the gateway died was given back to be played again (pending,
+        or claimed anew), not finished on the dead gateway."""
+        with session_scope(pg_url) as session:
+            now = session.execute(select(Match.id, Match.status, Match.attempts).where(
+                Match.id.in_(caught))).all()  # fmt: skip
+        return any(status == "pending" or attempts > caught[m] for m, status, attempts in now)
+
     wait_for("a few matches", lambda: done() >= 3, 120)
     wait_for("a match in flight", running, 60, poll=0.02)
+    caught = attempts_in_flight()
     procs.kill("gateway")  # mid-tournament: matches in flight lose their gateway
-    time.sleep(1.0)
+    # The gateway comes back only once a worker has met its loss (not after a sleep that a busy
+    # machine's worker could sleep through, then find a new gateway and play on).
+    wait_for("a match in flight to lose its gateway", lambda: handed_back(caught), 60, poll=0.02)
     procs.start("gateway", ["gateway"], arena_env)
     wait_for("the bots to reconnect", lambda: connected(pg_url, "link1", "link2"), 90)
     at_restart = done()
@@ -288,7 +303,15 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
     wait_for("more matches", lambda: done() >= at_restart + 3, 120)
     wait_for("a match in flight", running, 60, poll=0.02)
     procs.kill("link1")  # mid-match: its matches in flight fault
-    time.sleep(0.5)
+
+    def link1_charged() -> bool:
+        with session_scope(pg_url) as session:
+            return bool(session.execute(charged_faults(FaultRecord.id).join(
+                Bot, Bot.id == FaultRecord.bot_id).where(Bot.name == "link1")).first())  # fmt: skip
+
+    # link1 comes back only once its match in flight has been charged (a sleep was a race: a
+    # worker that had not called it yet could find it reconnected and play on, no fault).
+    wait_for("the killed bot's match in flight to fault", link1_charged, 60, poll=0.05)
     start_bots(procs, bot_env, {"link1": SLEEPY})
 
     assert driver.wait(300) == 0, procs.log("driver")

@@ -87,7 +87,12 @@ def test_faults_through_the_link_are_those_of_a_dialled_bot(arena: Arena, client
     clients.append(Client(arena, "alice", "slowpoke", bot=Slow).wait())
     player = link_player(arena, "slowpoke")
     config = RefereeConfig(decision_deadline_ms=150, time_bank_ms=0, max_faults=10)
-    result = play_match([player, LocalPlayer(RandomBot)], 11, 8, match_id="faulty", config=config)
+    # The referee's clock stopped: the in-process RandomBot takes 0 ms however busy the machine
+    # (at 150 ms of real time it could time out first and end hand 1 before the slow bot's turn),
+    # and the link seat's TIMEOUT can only be the gateway's verdict, the dialled bot's way.
+    result = play_match(
+        [player, LocalPlayer(RandomBot)], 11, 8, match_id="faulty", config=config, clock=lambda: 0
+    )
     kinds = {(f.hand_index, f.kind) for f in result.faults if f.seat == 0}
     assert (1, FaultKind.TIMEOUT) in kinds
     crashes = [f for f in result.faults if f.kind is FaultKind.CRASH]

@@ -37,9 +37,21 @@ from arena.runtime.rq_backend import RqBackend
 from arena.runtime.scheduling import matches_to_start, pending_window
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import BotVersion, FaultRecord, Match
+from arena.tournaments.settings import REFEREE_LIMITS
 from bots.random_bot import RandomBot
 from sdk.bot import Bot, MatchInfo, MatchSummary
 from sdk.server import RunningServer, start_server
+
+#: Deadlines no honest bot can miss, however many matches share the machine (the longest a
+#: tournament may set): these tests are about capacity and results, not time. At the
+#: referee's 1 s lifecycle deadline (and SETTINGS' 2 s a decision), a StartMatch among 32 in
+#: flight on a loaded machine can be cut: a TIMEOUT charged, a forfeit, scores that differ
+#: between the two runs for a reason that has nothing to do with matches in flight.
+OFF_THE_CLOCK = {
+    "decision_deadline_ms": REFEREE_LIMITS["decision_deadline_ms"][1],
+    "lifecycle_deadline_ms": REFEREE_LIMITS["lifecycle_deadline_ms"][1],
+    "time_bank_ms": 0,
+}
 
 
 class Gauge:
@@ -125,7 +137,8 @@ def test_capacity_holds_across_two_rq_workers(
         assert {capacity.capacity_of(session, bot) for bot in ids} == {2}
     for _, gauge in counted_servers:  # forget the registration check's matches
         gauge.matches = gauge.most = 0
-    tid = new_tournament(url, ids, deals_per_table=2, hands_per_match=4, seed=515)  # 24 matches
+    # 24 matches; no honest bot can be late, so "no fault charged" below is about capacity
+    tid = new_tournament(url, ids, deals_per_table=2, hands_per_match=4, seed=515, config=OFF_THE_CLOCK)
     backend = RqBackend(url, redis_url, queue)
     run_tournament(url, tid, backend, wait=False)
     workers = [
@@ -244,7 +257,8 @@ def test_results_do_not_depend_on_matches_in_flight(sqlite_url: str, tmp_path: P
                 ]
             ids += hosted_bots(url, ["greedy", "heuristic"])
             tid = new_tournament(
-                url, ids, table_sizes=[2, 3], deals_per_table=2, hands_per_match=3, seed=2**40 + 7
+                url, ids, table_sizes=[2, 3], deals_per_table=2, hands_per_match=3, seed=2**40 + 7,
+                config=OFF_THE_CLOCK,
             )
             backend = EmbeddedBackend(url, workers, slots=slots)
             try:
@@ -253,6 +267,8 @@ def test_results_do_not_depend_on_matches_in_flight(sqlite_url: str, tmp_path: P
                 backend.close()
             assert progress.done == progress.total == 2 * (6 * 2 + 4 * 6)  # n (n - 1) seat orders a deal
             counted_once(url, tid)
+            with session_scope(url) as session:  # honest bots: the scores are the cards' alone
+                assert session.execute(charged_faults(FaultRecord.kind, FaultRecord.reason)).all() == []
             results.append(scores_by_key(url, tid))
             dispose_engines()
         assert results[0] == results[1]
