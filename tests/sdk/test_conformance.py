@@ -86,7 +86,8 @@ def test_a_class_or_house_name_is_served_for_the_check(target: str) -> None:
         (IllegalBot, FaultKind.ILLEGAL, "comes after the draw", 5000),
         (OutOfRangeBot, FaultKind.ILLEGAL, "out of range", 5000),
         (MalformedBot, FaultKind.MALFORMED, "names no action", 5000),
-        (HangBot, FaultKind.TIMEOUT, "no reply within 150 ms", 150),
+        # Slow: it waits out every deadline of every scenario.
+        pytest.param(HangBot, FaultKind.TIMEOUT, "no reply within 150 ms", 150, marks=pytest.mark.slow),
     ],
     ids=["crash", "illegal", "out-of-range", "malformed", "hang"],
 )

@@ -177,6 +177,7 @@ def _started(url: str, address: str, **options: Any) -> tuple[int, list[Match]]:
     return tid, matches
 
 
+@pytest.mark.slow  # a whole tournament of served bots on each store
 def test_tournament_bots_hear_the_deal_only_when_it_is_done(
     db_url: str, recorder: RunningServer
 ) -> None:

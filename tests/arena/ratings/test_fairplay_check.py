@@ -81,6 +81,7 @@ def test_seat_orders_compare_by_their_order_round_the_table() -> None:
     assert cycle([(0, 5), (1, 9), (2, 3)]) == (3, 5, 9)  # the other way round: not comparable
 
 
+@pytest.mark.slow  # a tournament of served bots on each store, then the check
 def test_the_memory_keeping_bot_is_flagged_and_the_house_bots_are_not(
     db_url: str, cheater: ModuleType, app_factory: Any
 ) -> None:
