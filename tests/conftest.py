@@ -49,8 +49,7 @@ atexit.register(shutil.rmtree, _DATA_DIR, True)
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("TONK_HYPOTHESIS_PROFILE", "default"))
 
-PG_ADMIN_URL = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-REDIS_TEST_URL = os.environ.get("TONK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+from helpers.services import PG_ADMIN_URL, REDIS_TEST_URL  # noqa: E402
 
 
 def _unavailable(what: str, exc: Exception) -> None:
