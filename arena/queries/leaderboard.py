@@ -10,20 +10,20 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.queries import stats
 from arena.queries.cache import revalidated, throttled
 from arena.queries.stats import BotStats, bot_stats, record
 from arena.ratings.leaderboard import Leaderboard, LeaderboardRow, current_leaderboard
 from arena.ratings.terms import rating_text, reason_text
+from arena.store import tokens
 from arena.store.db import session_scope
 from arena.store.models import Bot, Owner
 from arena.store.statuses import BotStatus
 
 
 def done_token(session: Session, url: str) -> Hashable:
-    """:func:`arena.queries.stats.done_token`, read at most once a refresh window (even that
+    """:func:`arena.store.tokens.done_token`, read at most once a refresh window (even that
     is an index scan: a page may be a second behind a finished match)."""
-    return throttled(("done", url), lambda: stats.done_token(session))
+    return throttled(("done", url), lambda: tokens.done_token(session))
 
 
 def _fresh_board(url: str) -> Leaderboard:

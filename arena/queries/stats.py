@@ -1,7 +1,6 @@
 """Playing records: per bot over done matches (chips, hands won, faults, decision times),
-as the store keeps them per seat, and in the units the pages show. ``done_token``, the
-fingerprint of the done matches that cached results are kept against, is the store's
-(arena/store/tokens.py), re-exported here for the read side."""
+as the store keeps them per seat, and in the units the pages show. The fingerprint of the
+done matches that cached results are kept against is arena/store/tokens.py's."""
 
 from __future__ import annotations
 
@@ -13,9 +12,6 @@ from sqlalchemy.orm import Session
 
 from arena.store.models import Bot, Match, MatchSeat
 from arena.store.statuses import MatchStatus
-from arena.store.tokens import done_token
-
-__all__ = ["BotStats", "bot_stats", "done_token", "record"]
 
 
 @dataclass(frozen=True)

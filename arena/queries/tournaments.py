@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from arena.errors import TournamentNotFoundError
 from arena.queries import Page, Paging, check_paging, iso, vars_of
 from arena.queries.cache import cached
-from arena.queries.stats import bot_stats, done_token, record
+from arena.queries.stats import bot_stats, record
 from arena.ratings.terms import PAIRWISE
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
 from arena.store.statuses import (
@@ -27,6 +27,7 @@ from arena.store.statuses import (
     TournamentKind,
     TournamentStatus,
 )
+from arena.store.tokens import done_token
 from arena.tournaments.sprt import sprt_state
 
 
