@@ -1,0 +1,154 @@
+"""Entering an uploaded bot: the third way in, beside a dialled address and a connection.
+
+``tonk submit --name N --upload DIR`` sends the project as a .tar.gz; :func:`submit_upload`
+then, in order, and refusing at the first step that fails:
+
+1. checks the name (new: free; ``update``: the caller's own bot, or any as an operator);
+2. checks the archive and its manifest (arena/bots/uploads.py) and the dependencies it
+   declares against the operator's settings (arena/bots/builds.py): nothing stored on a
+   refusal;
+3. stores the archive once by its SHA-256 and builds it once into a bundle (a failed build
+   is a BuildFailedError quoting its log's end; the caller commits it first so the log stays
+   readable at ``GET /api/v1/builds/ID``);
+4. runs the built bot in the sandbox (arena/sandbox) and gives it the same admission check
+   as every other bot (arena/bots/admission.py, what ``tonk check`` runs);
+5. records it as a new bot or a new version with its upload, build and launch.
+
+Like arena/bots/registry.py, it flushes and never commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from arena.bots.addresses import DialTarget, validate_bot_name
+from arena.bots.admission import check_served_bot
+from arena.bots.builds import OK, build_upload, bundle_cache, check_dependencies, fetch_bundle, refusal
+from arena.bots.registry import (
+    InvalidHostedBotError,
+    _ensure_may_change,
+    _ensure_name_free,
+    _next_number,
+    add_bot,
+    get_bot,
+)
+from arena.bots.uploads import inspect_archive, store_upload
+from arena.config import Settings
+from arena.errors import UnprocessableError
+from arena.sandbox.launch import Launch
+from arena.store.models import Bot, BotVersion, Build, Owner, Upload
+from arena.store.statuses import BotStatus
+
+#: ``admit(bundle, launch, settings) -> info``: run the built bot and check it (raise a
+#: BotCheckFailedError to refuse); the default runs it in the sandbox.
+Admitter = Callable[[Path, Launch, Settings], dict[str, Any]]
+
+
+class SandboxUnavailableError(UnprocessableError):
+    code = "sandbox_unavailable"
+
+
+def submit_upload(
+    session: Session,
+    owner: Owner,
+    name: str,
+    archive: bytes,
+    *,
+    settings: Settings,
+    update: bool = False,
+    check: bool = True,
+    admit: Admitter | None = None,
+) -> Bot:
+    """Enter (or, with ``update``, make a new version of) ``owner``'s bot ``name`` from the
+    project ``archive``. Raises the registry's name errors, the upload refusals of
+    arena/bots/uploads.py, DependencyNotAllowedError, BuildFailedError, and the admission
+    check's BotCheckFailedError subclasses. ``check=False`` skips running the bot (trusted
+    callers and tests only)."""
+    validate_bot_name(name)
+    bot = None
+    if update:
+        bot = get_bot(session, name)
+        _ensure_may_change(owner, bot)
+        if bot.hosted or bot.connected:
+            kind = "hosted by the arena" if bot.hosted else "connected (tonk serve --connect)"
+            raise InvalidHostedBotError(f"bot {name!r} is {kind}; it cannot be replaced by an upload")
+    else:
+        _ensure_name_free(session, name, owner)
+    found = inspect_archive(archive, settings)
+    check_dependencies(found.launch, settings)
+    upload, launch = store_upload(session, owner if bot is None else bot.owner, archive, settings, found)
+    build = build_upload(session, upload, launch, settings)
+    if build.status != OK:
+        raise refusal(build)
+    info: dict[str, Any] = {}
+    if check:
+        bundle = fetch_bundle(session, build.id, bundle_cache(settings))
+        info = (admit or sandbox_admission)(bundle, launch, settings)
+    version = BotVersion(
+        address=None, hosted=None, info=info, upload_sha=upload.sha256, build_id=build.id, launch=launch.to_json()
+    )
+    if bot is None:
+        bot = Bot(name=name, owner=owner, address=None, hosted=None, status=BotStatus.ACTIVE)
+        version.number = 1
+        bot.versions.append(version)
+        add_bot(session, bot, name)
+        return bot
+    bot.address = None  # an upload now, whatever it was before
+    bot.status = BotStatus.ACTIVE
+    version.number = _next_number(bot)
+    bot.versions.append(version)
+    session.flush()
+    return bot
+
+
+def sandbox_admission(bundle: Path, launch: Launch, settings: Settings) -> dict[str, Any]:
+    """Start the built bot in the sandbox and run the admission check on its socket."""
+    try:
+        from arena.sandbox.runner import sandboxed  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise SandboxUnavailableError(
+            "this arena cannot run uploaded bots (its sandbox is not installed); submit an address instead"
+        ) from None
+    with sandboxed(bundle, launch, settings=settings) as running:
+        address = str(running.address)
+        return check_served_bot(address, settings, target=DialTarget(address))
+
+
+def uploaded_version(bot: Bot) -> BotVersion | None:
+    """The bot's latest version when it is an upload, else None."""
+    version = max(bot.versions, key=lambda v: v.number, default=None)
+    return version if version is not None and version.upload_sha is not None else None
+
+
+def may_see(viewer: Owner | None, bot: Bot) -> bool:
+    """Whether ``viewer`` may see the bot's code, builds and logs: its owner or an operator."""
+    return viewer is not None and (viewer.is_operator or viewer.id == bot.owner_id)
+
+
+def upload_json(session: Session, version: BotVersion) -> dict[str, Any]:
+    """An uploaded version's archive and build, for its owner."""
+    upload = session.get(Upload, version.upload_sha) if version.upload_sha else None
+    build = session.get(Build, version.build_id) if version.build_id else None
+    return {
+        "sha256": version.upload_sha,
+        "size": upload.size if upload else None,
+        "files": upload.files if upload else None,
+        "unpacked_size": upload.unpacked_size if upload else None,
+        "launch": version.launch,
+        "build": None if build is None else {"id": build.id, "status": build.status},
+    }
+
+
+__all__ = [
+    "Admitter",
+    "SandboxUnavailableError",
+    "may_see",
+    "sandbox_admission",
+    "submit_upload",
+    "upload_json",
+    "uploaded_version",
+]
