@@ -20,7 +20,7 @@ FORBIDDEN = {"sdk": ("arena", "dashboard"), "arena": ("dashboard",)}
 #: arena's floors, lowest first; the modules at its top level are named one by one.
 ARENA_FLOORS: tuple[tuple[str, ...], ...] = (
     ("arena", "arena.config", "arena.errors", "arena.processes", "arena.text"),
-    ("arena.store",),
+    ("arena.store", "arena.sandbox"),
     ("arena.bots", "arena.ratings"),
     ("arena.link", "arena.tournaments"),
     ("arena.play", "arena.queries"),
