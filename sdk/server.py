@@ -305,12 +305,15 @@ def start_server(
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     claim: str | None = None,
     max_matches: int | None = None,
+    unix_socket: str | None = None,
 ) -> RunningServer:
     """Start serving ``bot`` (a Bot subclass or a zero-argument factory) without blocking.
 
     ``port=0`` binds a free port; the bound one is ``RunningServer.port``. ``claim``: the
     arena claim code(s) GetInfo returns (default ``$TONK_CLAIM``). ``max_matches`` is the
     capacity declared in GetInfo (default: the class's ``max_concurrent_matches``).
+    ``unix_socket``: listen on this Unix socket path instead of a TCP port (a bot the arena
+    hosts in its sandbox has no network, only the socket the worker gives it).
     """
     servicer = BotServicer(_factory(bot), idle_timeout_s, claim, max_matches)
     server = grpc.server(
@@ -325,13 +328,14 @@ def start_server(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
         server,
     )
+    where = f"unix:{unix_socket}" if unix_socket is not None else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        bound = server.add_insecure_port(where)
     except RuntimeError:  # newer grpcio raises where older ones returned 0
         bound = 0
     if bound == 0:
         server.stop(None)
-        raise OSError(f"cannot listen on {host}:{port} (in use, or not an address of this machine)")
+        raise OSError(f"cannot listen on {where} (in use, or not an address of this machine)")
     server.start()
     for service in ("", SERVICE_NAME):
         health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)

@@ -1,0 +1,187 @@
+"""A control group per sandbox: memory and process limits over all its processes together,
+and the CPU time they used, as the kernel counts it.
+
+cgroup v2 (one tree, ``/sys/fs/cgroup/cgroup.controllers``) and v1 (a tree per controller:
+``memory``, ``pids``, ``cpuacct``) are both handled. Making a group needs write access to
+the tree (root, or a delegated subtree named by ``TONK_SANDBOX_CGROUP``); without it
+:func:`make_group` returns None and the sandbox falls back to per-process resource limits.
+
+A group is named ``tonk-<worker pid>-<n>``: :func:`sweep_stale` removes those of workers
+that are gone (a worker killed with SIGKILL cannot remove its own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import signal
+import threading
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+_NAME_RE = re.compile(r"^tonk-(\d+)-\d+$")
+_counter = itertools.count(1)
+_lock = threading.Lock()
+
+
+class CgroupError(OSError):
+    """A control group could not be set up (the sandbox then uses resource limits)."""
+
+
+def _base_dirs() -> list[Path] | None:
+    """Where this worker makes groups: one folder (v2) or one per controller (v1)."""
+    delegated = os.environ.get("TONK_SANDBOX_CGROUP", "").strip()
+    if (ROOT / "cgroup.controllers").exists():  # v2
+        base = Path(delegated) if delegated else ROOT
+        return [base] if os.access(base, os.W_OK) else None
+    dirs = [ROOT / c / delegated.strip("/") if delegated else ROOT / c for c in _V1_CONTROLLERS]
+    return dirs if all(d.is_dir() and os.access(d, os.W_OK) for d in dirs) else None
+
+
+class Group:
+    """One sandbox's control group (in one folder for v2, three for v1)."""
+
+    def __init__(self, dirs: list[Path]):
+        self.dirs = dirs
+        self.v2 = len(dirs) == 1
+
+    @property
+    def procs_files(self) -> list[Path]:
+        """The files a process writes its pid to, to join the group."""
+        return [d / "cgroup.procs" for d in self.dirs]
+
+    def _file(self, v1_controller: str, name: str) -> Path:
+        if self.v2:
+            return self.dirs[0] / name
+        return self.dirs[_V1_CONTROLLERS.index(v1_controller)] / name
+
+    def limit(self, memory_bytes: int, processes: int) -> None:
+        if self.v2:
+            (self.dirs[0] / "memory.max").write_text(str(memory_bytes))
+            swap = self.dirs[0] / "memory.swap.max"
+            if swap.exists():
+                swap.write_text("0")
+            (self.dirs[0] / "pids.max").write_text(str(processes))
+        else:
+            self._file("memory", "memory.limit_in_bytes").write_text(str(memory_bytes))
+            self._file("pids", "pids.max").write_text(str(processes))
+
+    def cpu_ns(self) -> int:
+        """CPU time (user + system) of every process that was ever in the group."""
+        try:
+            if self.v2:
+                for line in (self.dirs[0] / "cpu.stat").read_text().splitlines():
+                    if line.startswith("usage_usec "):
+                        return int(line.split()[1]) * 1000
+                return 0
+            return int(self._file("cpuacct", "cpuacct.usage").read_text())
+        except (OSError, ValueError):
+            return 0
+
+    def memory_peak(self) -> int:
+        name = ("memory.peak", "") if self.v2 else ("", "memory.max_usage_in_bytes")
+        path = self.dirs[0] / name[0] if self.v2 else self._file("memory", name[1])
+        try:
+            return int(path.read_text())
+        except (OSError, ValueError):
+            return 0
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of the group for memory."""
+        try:
+            if self.v2:
+                for line in (self.dirs[0] / "memory.events").read_text().splitlines():
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1]) > 0
+                return False
+            text = self._file("memory", "memory.oom_control").read_text()
+            return any(
+                line.startswith("oom_kill ") and int(line.split()[1]) > 0 for line in text.splitlines()
+            )
+        except (OSError, ValueError):
+            return False
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for f in self.procs_files:
+            with contextlib.suppress(OSError, ValueError):
+                found.update(int(x) for x in f.read_text().split())
+        return found
+
+    def kill_all(self) -> None:
+        """SIGKILL every process in the group (v2 has one write for it; v1 is killed pid by pid
+        until the group is empty, since a fork can race a single pass)."""
+        if self.v2 and (self.dirs[0] / "cgroup.kill").exists():
+            with contextlib.suppress(OSError):
+                (self.dirs[0] / "cgroup.kill").write_text("1")
+        for _ in range(100):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            threading.Event().wait(0.01)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in self.dirs:
+            for _ in range(100):  # a killed process leaves the group once it is reaped
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    threading.Event().wait(0.01)
+
+
+def make_group() -> Group | None:
+    """A new, empty group for one sandbox, or None where this worker may not make groups."""
+    bases = _base_dirs()
+    if bases is None:
+        return None
+    with _lock:
+        name = f"tonk-{os.getpid()}-{next(_counter)}"
+    dirs = [b / name for b in bases]
+    made: list[Path] = []
+    try:
+        for d in dirs:
+            d.mkdir()
+            made.append(d)
+        if len(dirs) == 1:  # v2: the controllers must be enabled in the parent
+            controllers = (bases[0] / "cgroup.subtree_control").read_text().split()
+            if not {"memory", "pids", "cpu"} <= set(controllers):
+                raise CgroupError(f"{bases[0]} does not delegate memory, pids and cpu")
+    except OSError:
+        for d in made:
+            d.rmdir()
+        return None
+    return Group(dirs)
+
+
+def sweep_stale() -> int:
+    """Remove the groups of workers that are gone; returns how many were removed."""
+    bases = _base_dirs() or []
+    removed = 0
+    for base in bases:
+        for d in base.glob("tonk-*-*"):
+            m = _NAME_RE.match(d.name)
+            if m is None or _alive(int(m.group(1))):
+                continue
+            Group([d]).remove()
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,53 @@
+"""What a hosted bot may use, per sandbox (one match by default): docs/operator-guide.md.
+
+Every limit is an environment setting of the worker (``TONK_SANDBOX_*``). Memory, processes
+and CPU are enforced by a control group when the worker may make one (root, cgroup v1 or
+v2: arena/sandbox/cgroups.py), which counts every process of the sandbox together; without
+one, by resource limits on each process (``RLIMIT_AS``, ``RLIMIT_NPROC``), which a bot can
+only spread over its processes, never raise.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    #: Memory of all the sandbox's processes together (without a control group: address
+    #: space of each process, which Python and gRPC need about 400 MB of to start).
+    memory_mb: int = 1024
+    #: Processes and threads at once (gRPC servers run a dozen threads).
+    processes: int = 64
+    #: Open files per process.
+    open_files: int = 256
+    #: Size of the private ``/tmp`` (memory-backed), and the largest file the bot may write.
+    tmp_mb: int = 64
+    #: CPU seconds per process over the whole match: a backstop; each decision is charged
+    #: its CPU time by the referee's clock (arena/play/hosted.py).
+    cpu_s: int = 600
+    #: What the bot prints (stdout and stderr) that is kept per match; the rest is counted.
+    output_kb: int = 256
+    #: Seconds from the start of the sandbox to the bot answering on its socket.
+    start_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
+        """``TONK_SANDBOX_MEMORY_MB`` and so on; a malformed value is a ValueError naming it."""
+        env = os.environ if environ is None else environ
+        values: dict[str, float] = {}
+        for f in fields(cls):
+            name = "TONK_SANDBOX_" + f.name.upper()
+            raw = env.get(name, "").strip()
+            if not raw:
+                continue
+            try:
+                value = float(raw) if f.name == "start_s" else int(raw)
+            except ValueError:
+                raise ValueError(f"environment variable {name} must be a number, got {raw!r}") from None
+            if value <= 0:
+                raise ValueError(f"environment variable {name} must be positive, got {raw!r}")
+            values[f.name] = value
+        return cls(**values)  # type: ignore[arg-type]

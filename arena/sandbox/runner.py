@@ -1,0 +1,380 @@
+"""A built bot in a bubblewrap sandbox, serving ``tonk.v1`` on a Unix socket: one match's
+(or deal's, or worker's) process, and everything it starts, ended together.
+
+What the bot gets (docs/operator-guide.md, "The sandbox"):
+
+- **no network**: its own network namespace with nothing in it; it serves gRPC on the Unix
+  socket ``/run/tonk/bot.sock``, a folder of the worker's bound in;
+- **a read-only view** of its bundle (``/bot/code``, ``/bot/deps``) and of the runtime only
+  (``/usr`` and the libraries, the Python installation and the SDK's packages:
+  arena/sandbox/runtime.py); no other bot's code, none of the arena's files, database,
+  tokens or environment (``--clearenv``);
+- **a private /tmp** of ``Limits.tmp_mb`` (memory-backed) and nothing else writable;
+- **its own user**: a uid of its own outside (when the worker is root), ``nobody`` inside,
+  no capabilities, no new privileges, its own PID, IPC and UTS namespaces;
+- **limits** (arena/sandbox/limits.py): memory and processes over the whole sandbox by a
+  control group where the worker may make one (arena/sandbox/cgroups.py), else by resource
+  limits per process; open files, file size and CPU seconds always by resource limits.
+
+The sandbox ends with :meth:`Sandbox.close`, and with the worker however it ends: bubblewrap
+runs with ``--die-with-parent`` (the kernel kills it when the worker dies, even by SIGKILL)
+and the bot is inside its PID namespace, which the kernel empties when its first process dies.
+
+    with Sandbox(bundle, launch, limits=limits) as box:
+        player = GrpcPlayer(box.address)      # "unix:/tmp/tonk-sandbox/.../bot.sock"
+        ...
+        box.cpu_ns()                          # CPU time of all its processes so far
+    box.output()                              # what it printed (bounded)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+from arena import processes
+from arena.errors import ArenaError
+from arena.sandbox import cgroups
+from arena.sandbox.launch import SOCKET_PLACEHOLDER, Launch
+from arena.sandbox.limits import Limits
+from arena.sandbox.runtime import LAUNCHER, staged_runtime
+
+SOCKET = "/run/tonk/bot.sock"
+BWRAP = "bwrap"
+# A uid of its own per sandbox when the worker is root: processes of one sandbox then never
+# count against another's limits or may signal one another. Far above any real user.
+_UID_BASE = 3_000_000
+_UID_SPAN = 1_000_000
+# The system folders every runtime needs, bound read-only where they exist.
+_SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/alternatives", "/etc/ld.so.cache")
+_counter = itertools.count(1)
+
+
+class SandboxError(ArenaError):
+    """The sandbox could not be set up on this worker (bubblewrap missing or refused)."""
+
+    status = 503
+    code = "sandbox_unavailable"
+
+
+class SandboxStartError(ArenaError):
+    """The bot in the sandbox did not start serving; the message ends with what it printed."""
+
+    status = 422
+    code = "bot_did_not_start"
+
+
+def bwrap_path() -> str:
+    found = shutil.which(BWRAP)
+    if found is None:
+        raise SandboxError(
+            "bubblewrap (bwrap) is not installed on this worker: hosted bots need it "
+            "(Debian: apt-get install bubblewrap; see docs/operator-guide.md)"
+        )
+    return found
+
+
+def sandbox_root() -> Path:
+    """Where the worker keeps its sandboxes' sockets (``TONK_SANDBOX_DIR``, else the temp folder)."""
+    root = Path(
+        os.environ.get("TONK_SANDBOX_DIR", "").strip() or Path(tempfile.gettempdir()) / "tonk-sandbox"
+    )
+    root.mkdir(mode=0o711, parents=True, exist_ok=True)
+    return root
+
+
+class _Output:
+    """Drains the bot's stdout and stderr (one pipe) so it never blocks on them, keeping the
+    first ``limit`` bytes and counting the rest."""
+
+    def __init__(self, pipe: object, limit: int):
+        self.limit = limit
+        self.kept = bytearray()
+        self.total = 0
+        self._pipe = pipe
+        self._thread = threading.Thread(target=self._run, name="tonk-sandbox-output", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        read = self._pipe.read1  # type: ignore[attr-defined]
+        while True:
+            try:
+                chunk = read(65536)
+            except (OSError, ValueError):
+                return
+            if not chunk:
+                return
+            self.total += len(chunk)
+            room = self.limit - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", errors="replace")
+        if self.total > len(self.kept):
+            text += f"\n[... {self.total - len(self.kept)} more bytes not kept]\n"
+        return text
+
+
+class Sandbox:
+    """One sandboxed bot process tree (see the module's docstring)."""
+
+    def __init__(self, bundle: Path, launch: Launch, *, limits: Limits | None = None):
+        self.bundle = Path(bundle).resolve()
+        self.launch = launch
+        self.limits = limits or Limits.from_env()
+        self.workdir: Path | None = None
+        self.group: cgroups.Group | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self._output: _Output | None = None
+        self.started_ns = 0
+        self.ready_ns = 0
+
+    # -- life ------------------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        assert self.workdir is not None, "the sandbox is not started"
+        return f"unix:{self.workdir / 'run' / 'bot.sock'}"
+
+    def start(self) -> Sandbox:
+        """Start the bot and wait until it answers health checks on its socket."""
+        bwrap = bwrap_path()
+        self.started_ns = time.monotonic_ns()
+        self.workdir = Path(
+            tempfile.mkdtemp(prefix=f"box-{os.getpid()}-{next(_counter)}-", dir=sandbox_root())
+        )
+        run = self.workdir / "run"
+        run.mkdir()
+        uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if os.geteuid() == 0 else os.geteuid()
+        if os.geteuid() == 0:
+            os.chown(run, uid, uid)  # only the bot (and root) may make its socket
+        run.chmod(0o700)
+        self.workdir.chmod(0o711)
+        self.group = cgroups.make_group()
+        if self.group is not None:
+            self.group.limit(self.limits.memory_mb * 1024 * 1024, self.limits.processes)
+        try:
+            argv = self._argv(bwrap, uid)
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={"PATH": "/usr/bin:/bin", "TONK_CGROUP_PROCS": self._procs_files()},
+            )
+        except BaseException:
+            self.close()
+            raise
+        self._output = _Output(self.process.stdout, self.limits.output_kb * 1024)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        self.ready_ns = time.monotonic_ns()
+        return self
+
+    def _procs_files(self) -> str:
+        # Split on spaces by the shell: the group's folders have none (arena/sandbox/cgroups.py).
+        return " ".join(str(f) for f in self.group.procs_files) if self.group else ""
+
+    def _argv(self, bwrap: str, uid: int) -> list[str]:
+        lim = self.limits
+        # The chain, each exec'ing the next: sh joins the control group (so everything after
+        # is counted in it), prlimit sets the per-process limits, setpriv (as root) drops to
+        # the sandbox's own uid, bwrap builds the namespaces.
+        join = 'for f in $TONK_CGROUP_PROCS; do echo $$ > "$f"; done; exec "$@"'
+        chain = ["/bin/sh", "-c", join, "sh"]
+        rl = [
+            "prlimit",
+            f"--nofile={lim.open_files}",
+            f"--fsize={lim.tmp_mb * 1024 * 1024}",
+            f"--cpu={lim.cpu_s}",
+            "--core=0",
+        ]
+        if self.group is None:  # no control group: the memory and process limits per process
+            rl += [f"--as={lim.memory_mb * 1024 * 1024}", f"--nproc={lim.processes}"]
+        chain += [*rl, "--"]
+        if os.geteuid() == 0:
+            chain += [
+                "setpriv",
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--",
+            ]
+        chain.append(bwrap)
+        box = [
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop", "ALL",
+            "--clearenv",
+            "--uid", "65534",
+            "--gid", "65534",
+            "--hostname", "tonk-bot",
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
+        ]  # fmt: skip
+
+        # bubblewrap runs as the sandbox's uid, which must be able to reach every source: the
+        # bundle and the runtime are staged under the sandbox folder (arena/sandbox/runtime.py).
+        assert self.workdir is not None
+        box += ["--bind", str(self.workdir / "run"), "/run/tonk", "--ro-bind", str(self.bundle), "/bot"]
+        for path in _SYSTEM:
+            box += ["--ro-bind-try", path, path]
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "TONK_SOCKET": SOCKET,
+            "MALLOC_ARENA_MAX": "2",  # glibc: fewer reserved arenas under the memory limit
+            "PYTHONUNBUFFERED": "1",
+        }
+        if self.launch.kind == "python":
+            runtime = staged_runtime(sandbox_root())
+            for src, dst in runtime.binds():
+                box += ["--ro-bind", src, dst]
+            command = [runtime.interpreter, "-I", "-S", "-B", LAUNCHER, str(self.launch.entry)]
+        else:
+            command = [a.replace(SOCKET_PLACEHOLDER, SOCKET) for a in self.launch.command or ()]
+        for key, value in env.items():
+            box += ["--setenv", key, value]
+        box += ["--chdir", "/bot/code", "--", *command]
+        return chain + box
+
+    def _wait_ready(self) -> None:
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        assert self.process is not None and self.workdir is not None
+        deadline = time.monotonic() + self.limits.start_s
+        sock = self.workdir / "run" / "bot.sock"
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SandboxStartError(
+                    self._start_failure(f"the bot exited with status {self.process.returncode}")
+                )
+            if sock.exists():
+                with grpc.insecure_channel(self.address) as channel:
+                    try:
+                        reply = health_pb2_grpc.HealthStub(channel).Check(
+                            health_pb2.HealthCheckRequest(service=""),
+                            timeout=max(0.1, deadline - time.monotonic()),
+                        )
+                        if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                            return
+                    except grpc.RpcError:
+                        pass
+            time.sleep(0.01)
+        raise SandboxStartError(
+            self._start_failure(f"the bot was not serving within {self.limits.start_s:g} s")
+        )
+
+    def _start_failure(self, what: str) -> str:
+        assert self._output is not None
+        if self.process is not None and self.process.poll() is not None:
+            self._output.join(1.0)
+        tail = self._output.text()[-1500:].strip()
+        return f"{what}; it printed: {tail}" if tail else f"{what}; it printed nothing"
+
+    def close(self) -> None:
+        """End the bot and everything it started; idempotent."""
+        proc = self.process
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        if self.group is not None:
+            self.group.remove()  # processes that left the session are still in the group
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+            if self._output is not None:
+                self._output.join(2.0)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        # Without a control group, anything left is found by its ancestry (bwrap's init has died,
+        # so orphans were reparented; the PID namespace's end has killed them already).
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self) -> Sandbox:
+        return self.start() if self.process is None else self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- accounts --------------------------------------------------------------------------
+
+    def cpu_ns(self) -> int:
+        """CPU time, user and system, of all the sandbox's processes so far (without a control
+        group: of the processes alive now, and the children they waited for)."""
+        if self.group is not None:
+            return self.group.cpu_ns()
+        if self.process is None:
+            return 0
+        table = processes.all_processes()
+        return sum(_cpu_of(p.pid) for p in processes.descendants(self.process.pid, table))
+
+    def oom_killed(self) -> bool:
+        return self.group.oom_killed() if self.group is not None else False
+
+    def memory_peak(self) -> int:
+        return self.group.memory_peak() if self.group is not None else 0
+
+    def output(self) -> str:
+        """What the bot printed (stdout and stderr, interleaved), bounded by ``Limits.output_kb``."""
+        return self._output.text() if self._output is not None else ""
+
+    def output_bytes(self) -> int:
+        return self._output.total if self._output is not None else 0
+
+    def truncated(self) -> bool:
+        return self._output is not None and self._output.total > len(self._output.kept)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_of(pid: int) -> int:
+    try:
+        fields = (processes.PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0
+    # utime, stime, cutime, cstime are fields 14-17 of stat; [0] here is field 3
+    return sum(int(x) for x in fields[11:15]) * 1_000_000_000 // _TICKS
+
+
+def sweep_stale() -> None:
+    """Remove what sandboxes of workers that are gone left behind: control groups and socket
+    folders (their processes died with their worker)."""
+    cgroups.sweep_stale()
+    root = sandbox_root()
+    for d in root.glob("box-*-*"):
+        try:
+            pid = int(d.name.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if not processes.alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
