@@ -44,7 +44,7 @@ from typing import Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.bots.uploads import unpack
+from arena.bots.uploads import Manifest, manifest_of, unpack
 from arena.config import Settings
 from arena.errors import NotFoundError, UnprocessableError
 from arena.sandbox.launch import Launch
@@ -90,17 +90,17 @@ def normalize(name: str) -> str:
     return _NAME.sub("-", name).lower()
 
 
-def check_dependencies(launch: Launch, settings: Settings) -> None:
+def check_dependencies(manifest: Manifest, settings: Settings) -> None:
     """Refuse, before anything is stored or run, dependencies this arena does not install."""
-    if not launch.dependencies:
+    if not manifest.dependencies:
         return
     if not settings.build_index_url:
         raise DependencyNotAllowedError(
-            f"this arena installs no dependencies, and the manifest declares {launch.dependencies[0]!r}; "
+            f"this arena installs no dependencies, and the manifest declares {manifest.dependencies[0]!r}; "
             "vendor pure-Python code into the project instead, or ask the operator (TONK_BUILD_INDEX_URL)"
         )
     allowed = {normalize(p) for p in settings.build_allowed_packages}
-    for requirement in launch.dependencies:
+    for requirement in manifest.dependencies:
         name = requirement.split("==")[0]
         if allowed and normalize(name) not in allowed:
             raise DependencyNotAllowedError(
@@ -115,20 +115,21 @@ def ok_build(session: Session, upload_sha: str) -> Build | None:
     return session.scalars(query).first()
 
 
-def build_upload(session: Session, upload: Upload, launch: Launch, settings: Settings) -> Build:
+def build_upload(session: Session, upload: Upload, settings: Settings) -> Build:
     """The upload's ok build, or a new build of it (ok or failed), flushed. The build runs
     on disk under the data dir with no transaction's write pending; the row is added after."""
     existing = ok_build(session, upload.sha256)
     if existing is not None:
         return existing
-    check_dependencies(launch, settings)
+    manifest = manifest_of(upload)
+    check_dependencies(manifest, settings)
     started = dt.datetime.now(dt.UTC)
     work = Path(settings.data_dir) / "builds"
     work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="build-", dir=work) as tmp:
         bundle = Path(tmp) / "bundle"
         bundle.mkdir()
-        ok, log = _build(upload.archive, launch, bundle, settings)
+        ok, log = _build(upload.archive, manifest, bundle, settings)
         artifact = _pack_bundle(bundle) if ok else None
     build = Build(
         upload_sha=upload.sha256,
@@ -151,7 +152,8 @@ def refusal(build: Build) -> BuildFailedError:
     return kind(f"the build failed; the end of its log:\n{tail}", details={"build": build.id})
 
 
-def _build(archive: bytes, launch: Launch, bundle: Path, settings: Settings) -> tuple[bool, str]:
+def _build(archive: bytes, manifest: Manifest, bundle: Path, settings: Settings) -> tuple[bool, str]:
+    launch = manifest.launch
     log = [f"$ unpack the upload ({len(archive)} bytes)"]
     unpacked = unpack(archive, bundle / "code", settings)
     log.append(f"{unpacked} bytes of files")
@@ -162,16 +164,16 @@ def _build(archive: bytes, launch: Launch, bundle: Path, settings: Settings) -> 
         if missing:
             log.append(missing)
             return False, "\n".join(log)
-    if not launch.dependencies:
+    if not manifest.dependencies:
         log.append("no dependencies to install")
         return True, "\n".join(log)
     command = [
         sys.executable, "-m", "pip", "install", "--target", str(bundle / "deps"),
         "--only-binary=:all:", "--no-deps", "--no-cache-dir", "--no-input",
         "--disable-pip-version-check", "--no-compile", "--index-url", settings.build_index_url,
-        *launch.dependencies,
+        *manifest.dependencies,
     ]  # fmt: skip
-    log.append("$ pip install " + " ".join(launch.dependencies))
+    log.append("$ pip install " + " ".join(manifest.dependencies))
     ok, output = run_limited(command, settings.build_time_limit_s, cwd=bundle)
     log.append(output)
     return ok, "\n".join(log)

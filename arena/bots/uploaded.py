@@ -38,7 +38,6 @@ from arena.bots.registry import (
 )
 from arena.bots.uploads import inspect_archive, store_upload
 from arena.config import Settings
-from arena.errors import UnprocessableError
 from arena.sandbox.launch import Launch
 from arena.store.models import Bot, BotVersion, Build, Owner, Upload
 from arena.store.statuses import BotStatus
@@ -46,10 +45,6 @@ from arena.store.statuses import BotStatus
 #: ``admit(bundle, launch, settings) -> info``: run the built bot and check it (raise a
 #: BotCheckFailedError to refuse); the default runs it in the sandbox.
 Admitter = Callable[[Path, Launch, Settings], dict[str, Any]]
-
-
-class SandboxUnavailableError(UnprocessableError):
-    code = "sandbox_unavailable"
 
 
 def submit_upload(
@@ -79,9 +74,10 @@ def submit_upload(
     else:
         _ensure_name_free(session, name, owner)
     found = inspect_archive(archive, settings)
-    check_dependencies(found.launch, settings)
-    upload, launch = store_upload(session, owner if bot is None else bot.owner, archive, settings, found)
-    build = build_upload(session, upload, launch, settings)
+    check_dependencies(found.manifest, settings)
+    upload, manifest = store_upload(session, owner if bot is None else bot.owner, archive, settings, found)
+    launch = manifest.launch
+    build = build_upload(session, upload, settings)
     if build.status != OK:
         raise refusal(build)
     info: dict[str, Any] = {}
@@ -106,15 +102,13 @@ def submit_upload(
 
 
 def sandbox_admission(bundle: Path, launch: Launch, settings: Settings) -> dict[str, Any]:
-    """Start the built bot in the sandbox and run the admission check on its socket."""
-    try:
-        from arena.sandbox.runner import sandboxed  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise SandboxUnavailableError(
-            "this arena cannot run uploaded bots (its sandbox is not installed); submit an address instead"
-        ) from None
-    with sandboxed(bundle, launch, settings=settings) as running:
-        address = str(running.address)
+    """Start the built bot in the sandbox (arena/sandbox/runner.py; its limits are the
+    worker's ``TONK_SANDBOX_*``) and run the admission check on its socket. A bot that does
+    not start is refused with what it printed (SandboxStartError, 422)."""
+    from arena.sandbox.runner import Sandbox
+
+    with Sandbox(bundle, launch) as running:
+        address = running.address
         return check_served_bot(address, settings, target=DialTarget(address))
 
 
@@ -145,7 +139,6 @@ def upload_json(session: Session, version: BotVersion) -> dict[str, Any]:
 
 __all__ = [
     "Admitter",
-    "SandboxUnavailableError",
     "may_see",
     "sandbox_admission",
     "submit_upload",

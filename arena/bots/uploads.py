@@ -28,8 +28,9 @@ import io
 import os
 import tarfile
 import tomllib
+import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
@@ -38,7 +39,7 @@ from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ArenaError, UnprocessableError
-from arena.sandbox.launch import InvalidManifestError, Launch, parse_launch
+from arena.sandbox.launch import InvalidLaunchError, Launch
 from arena.store.models import Owner, Upload
 
 #: The manifest's file names, first found wins; each read at most this many bytes.
@@ -82,20 +83,75 @@ class DuplicateMemberError(UploadRefusedError):
     code = "duplicate_member"
 
 
+class InvalidManifestError(InvalidLaunchError):
+    """The manifest is missing, not TOML, or its ``[bot]`` table is malformed."""
+
+
 class ManifestMissingError(InvalidManifestError):
     code = "manifest_missing"
 
 
+#: Bounds of a manifest's dependencies: pinned requirements only, no URLs, markers or pip
+#: options smuggled in as a name.
+MAX_DEPENDENCIES: Final = 64
+_REQUIREMENT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?==[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}")
+_KEYS: Final = frozenset({"entry", "command", "dependencies"})
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A manifest's ``[bot]`` table: how the bot starts and what the build installs."""
+
+    launch: Launch
+    dependencies: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Inspected:
-    """What checking an archive found: its address, sizes, manifest and launch."""
+    """What checking an archive found: its address, sizes and manifest (``manifest_json``
+    as stored on the upload: ``{"file", "bot"}``)."""
 
     sha256: str
     size: int
     files: int
     unpacked_size: int
-    manifest: dict[str, Any]
-    launch: Launch
+    manifest_json: dict[str, Any]
+    manifest: Manifest
+
+    @property
+    def launch(self) -> Launch:
+        return self.manifest.launch
+
+
+def parse_bot_table(table: Mapping[str, Any]) -> Manifest:
+    """The manifest a ``[bot]`` table describes, or InvalidManifestError quoting the value."""
+    if not isinstance(table, Mapping):
+        raise InvalidManifestError("the manifest's [bot] must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise InvalidManifestError(
+            f"unknown key in the manifest's [bot]: {unknown[0][:80]!r} (known: entry, command, dependencies)"
+        )
+    deps = table.get("dependencies", [])
+    if not isinstance(deps, list) or len(deps) > MAX_DEPENDENCIES:
+        raise InvalidManifestError(f"dependencies must be a list of at most {MAX_DEPENDENCIES} requirements")
+    for item in deps:
+        if not isinstance(item, str) or not _REQUIREMENT.fullmatch(item):
+            raise InvalidManifestError(
+                f"dependency {str(item)[:120]!r} is not a pinned requirement NAME==VERSION (e.g. 'numpy==2.1.3')"
+            )
+    launch = Launch.from_manifest({k: v for k, v in table.items() if k != "dependencies"})
+    if deps and launch.kind == "command":
+        raise InvalidManifestError(
+            "a command bot brings its dependencies in its upload (e.g. node_modules); "
+            "dependencies = [...] is for Python bots"
+        )
+    return Manifest(launch, tuple(deps))
+
+
+def manifest_of(upload: Upload) -> Manifest:
+    """A stored upload's manifest."""
+    return parse_bot_table(upload.manifest["bot"])
 
 
 class _Capped(io.RawIOBase):
@@ -219,8 +275,8 @@ def _check_kind(member: tarfile.TarInfo, path: str) -> None:
         )
 
 
-def read_manifest(manifests: dict[str, bytes]) -> tuple[dict[str, Any], Launch]:
-    """The manifest's ``[bot]`` table and its launch, from ``tonk.toml`` or else
+def read_manifest(manifests: dict[str, bytes]) -> tuple[dict[str, Any], Manifest]:
+    """The manifest's ``[bot]`` table and what it says, from ``tonk.toml`` or else
     ``pyproject.toml``'s ``[tool.tonk]`` (``[tool.tonk.bot]``, or the keys right under it)."""
     for name in (MANIFEST, PYPROJECT):
         raw = manifests.get(name)
@@ -237,7 +293,7 @@ def read_manifest(manifests: dict[str, bytes]) -> tuple[dict[str, Any], Launch]:
             continue
         if not isinstance(table, dict):
             raise InvalidManifestError(f"the [bot] of {name} must be a table")
-        return {"file": name, "bot": table}, parse_launch(table)
+        return {"file": name, "bot": table}, parse_bot_table(table)
     raise ManifestMissingError(
         f"the archive has no manifest: add a {MANIFEST} at the project's root with [bot] entry = "
         '"MODULE:CLASS" (a Python bot) or command = ["program", ...] (tonk new writes one)'
@@ -255,20 +311,20 @@ def _tool_tonk(data: dict[str, Any]) -> Any:
 def inspect_archive(archive: bytes, settings: Settings) -> Inspected:
     """Check ``archive`` whole (limits, members, manifest) without writing anything."""
     members, total, manifests = walk(archive, settings)
-    manifest, launch = read_manifest(manifests)
+    manifest_json, manifest = read_manifest(manifests)
     return Inspected(
         sha256=hashlib.sha256(archive).hexdigest(),
         size=len(archive),
         files=members,
         unpacked_size=total,
+        manifest_json=manifest_json,
         manifest=manifest,
-        launch=launch,
     )
 
 
 def store_upload(
     session: Session, owner: Owner, archive: bytes, settings: Settings, found: Inspected | None = None
-) -> tuple[Upload, Launch]:
+) -> tuple[Upload, Manifest]:
     """Check ``archive`` (unless ``found`` is its inspection) and store it once, by its SHA-256;
     flushes, never commits. Raises an UploadRefusedError or InvalidManifestError subclass,
     storing nothing, on a bad archive."""
@@ -283,11 +339,11 @@ def store_upload(
             size=found.size,
             files=found.files,
             unpacked_size=found.unpacked_size,
-            manifest=found.manifest,
+            manifest=found.manifest_json,
         )
         session.add(upload)
         session.flush()
-    return upload, found.launch
+    return upload, found.manifest
 
 
 def unpack(archive: bytes, folder: Path, settings: Settings) -> int:
@@ -317,6 +373,8 @@ def unpack(archive: bytes, folder: Path, settings: Settings) -> int:
 __all__ = [
     "DuplicateMemberError",
     "Inspected",
+    "InvalidManifestError",
+    "Manifest",
     "ManifestMissingError",
     "NotAnArchiveError",
     "TooManyFilesError",
@@ -325,6 +383,8 @@ __all__ = [
     "UploadRefusedError",
     "UploadTooLargeError",
     "inspect_archive",
+    "manifest_of",
+    "parse_bot_table",
     "read_manifest",
     "store_upload",
     "unpack",

@@ -42,8 +42,8 @@ def settings_for(tmp_path: Path, **changes: object) -> Settings:
 def build(url: str, archive: bytes, settings: Settings) -> Build:
     with session_scope(url) as session:
         owner = session.scalars(select(Owner)).first() or create_owner(session, "alice")[0]
-        upload, launch = store_upload(session, owner, archive, settings)
-        made = build_upload(session, upload, launch, settings)
+        upload, _ = store_upload(session, owner, archive, settings)
+        made = build_upload(session, upload, settings)
         session.expunge(made)
     return made
 

@@ -18,6 +18,8 @@ from sqlalchemy.orm import Session
 from arena.bots.owners import create_owner
 from arena.bots.uploads import (
     DuplicateMemberError,
+    InvalidManifestError,
+    Manifest,
     ManifestMissingError,
     NotAnArchiveError,
     TooManyFilesError,
@@ -26,13 +28,14 @@ from arena.bots.uploads import (
     UploadRefusedError,
     UploadTooLargeError,
     inspect_archive,
+    parse_bot_table,
     store_upload,
     unpack,
     walk,
 )
 from arena.config import Settings
 from arena.errors import ArenaError
-from arena.sandbox.launch import InvalidManifestError, Launch, parse_launch
+from arena.sandbox.launch import InvalidLaunchError, Launch
 from arena.store.db import session_scope
 from arena.store.models import Upload
 from sdk.packing import PackError, pack
@@ -85,13 +88,13 @@ REFUSED: dict[str, tuple[bytes, type[ArenaError], str]] = {
     "truncated": (tar_gz(project())[:60], NotAnArchiveError, "not a readable .tar.gz"),
     "no-manifest": (tar_gz(project(manifest=None)), ManifestMissingError, "has no manifest"),
     "bad-toml": (tar_gz(project(manifest="[bot\n")), InvalidManifestError, "not valid TOML"),
-    "no-entry": (tar_gz(project(manifest="[bot]\n")), InvalidManifestError, "exactly one of entry"),
+    "no-entry": (tar_gz(project(manifest="[bot]\n")), InvalidLaunchError, "exactly one of 'entry' or 'command'"),
     "both": (
         tar_gz(project(manifest='[bot]\nentry = "a:B"\ncommand = ["x"]\n')),
-        InvalidManifestError,
+        InvalidLaunchError,
         "exactly one",
     ),
-    "bad-entry": (tar_gz(project(manifest='[bot]\nentry = "os.system"\n')), InvalidManifestError, "'os.system'"),
+    "bad-entry": (tar_gz(project(manifest='[bot]\nentry = "os.system"\n')), InvalidLaunchError, "'os.system'"),
     "pip-option": (
         tar_gz(project(manifest='[bot]\nentry = "a:B"\ndependencies = ["--index-url=http://evil"]\n')),
         InvalidManifestError,
@@ -115,8 +118,8 @@ def test_a_bad_archive_is_refused_clearly_and_nothing_is_stored(case: str, db_ur
         assert owner is not None
         store_upload(session, owner, archive, SMALL)
     assert quoted in refused.value.message
-    assert isinstance(refused.value, UploadRefusedError | InvalidManifestError)
-    assert refused.value.status in (413, 422)
+    assert isinstance(refused.value, UploadRefusedError | InvalidLaunchError)
+    assert refused.value.status in (400, 413, 422)
     with session_scope(db_url) as session:
         assert session.scalar(select(func.count()).select_from(Upload)) == 0
 
@@ -140,10 +143,10 @@ def test_the_same_archive_is_stored_once(db_url: str) -> None:
     with session_scope(db_url) as session:
         alice, _ = create_owner(session, "alice")
         bob, _ = create_owner(session, "bob")
-        first, launch = store_upload(session, alice, archive, SMALL)
+        first, manifest = store_upload(session, alice, archive, SMALL)
         second, _ = store_upload(session, bob, archive, SMALL)
         assert first is second and first.owner_id == alice.id
-        assert launch == Launch("python", entry="tiny_bot:TinyBot")
+        assert manifest == Manifest(Launch("python", entry="tiny_bot:TinyBot"))
     with session_scope(db_url) as session:
         rows = session.scalars(select(Upload)).all()
         assert len(rows) == 1 and rows[0].archive == archive and rows[0].files == 2
@@ -154,16 +157,18 @@ def test_the_same_archive_is_stored_once(db_url: str) -> None:
 def test_pyproject_tool_tonk_is_a_manifest_too() -> None:
     pyproject = '[project]\nname = "x"\n\n[tool.tonk.bot]\nentry = "tiny_bot:TinyBot"\n'
     found = inspect_archive(tar_gz(project({"pyproject.toml": pyproject}, manifest=None)), SMALL)
-    assert found.launch.entry == "tiny_bot:TinyBot" and found.manifest["file"] == "pyproject.toml"
+    assert found.launch.entry == "tiny_bot:TinyBot" and found.manifest_json["file"] == "pyproject.toml"
 
 
 def test_a_command_manifest_and_its_socket_argument() -> None:
     manifest = '[bot]\ncommand = ["node", "bot.js", "--socket", "{socket}"]\n'
     launch = inspect_archive(tar_gz(project(manifest=manifest)), SMALL).launch
-    assert launch.kind == "command" and launch.argv("/run/b.sock") == ("node", "bot.js", "--socket", "/run/b.sock")
+    assert launch == Launch("command", command=("node", "bot.js", "--socket", "{socket}"))
     assert Launch.from_json(launch.to_json()) == launch
     with pytest.raises(InvalidManifestError, match="brings its dependencies in its upload"):
-        parse_launch({"command": ["node", "bot.js"], "dependencies": ["left-pad==1.0.0"]})
+        parse_bot_table({"command": ["node", "bot.js"], "dependencies": ["left-pad==1.0.0"]})
+    with pytest.raises(InvalidManifestError, match="unknown key in the manifest's \\[bot\\]: 'entrypoint'"):
+        parse_bot_table({"entrypoint": "a:B"})
 
 
 def test_the_sdk_packer_makes_the_same_bytes_twice_and_the_arena_takes_them(tmp_path: Path) -> None:
