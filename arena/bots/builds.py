@@ -277,6 +277,7 @@ def fetch_bundle(session: Session, build_id_or_sha: int | str, cache_dir: Path) 
     try:
         with tarfile.open(fileobj=io.BytesIO(artifact), mode="r:gz") as tar:
             tar.extractall(tmp, filter="data")
+        tmp.chmod(0o755)  # mkdtemp's 0700 would keep the sandbox's own uid out
         try:
             os.rename(tmp, target)
         except OSError:  # another process put it there first: theirs is as good
