@@ -5,7 +5,6 @@ leave nothing running. (The same bots play whole tournaments in tests/system/tes
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import threading
 import time
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.sandbox import requires_bwrap
 from helpers.uploads import entry, write_bundle
 
 from arena import processes
@@ -21,7 +21,7 @@ from arena.sandbox.limits import Limits
 from arena.sandbox.runner import Sandbox, SandboxStartError
 from sdk.grpc_player import GrpcPlayer
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+pytestmark = requires_bwrap
 
 PLANTED = "planted-secret-" + os.urandom(8).hex()
 
