@@ -8,7 +8,6 @@ replay to the same results without it, and nothing is left running (tests/leakch
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers.arena import counted_once, hosted_bots, new_tournament
+from helpers.sandbox import requires_bwrap
 from helpers.uploads import HOSTILE, write_project
 from sqlalchemy import select
 
@@ -32,7 +32,7 @@ from sdk.packing import pack
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
+    requires_bwrap,
 ]
 
 PLANTED = "planted-secret-" + os.urandom(8).hex()
