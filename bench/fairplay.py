@@ -385,13 +385,17 @@ def hosted_bundle(folder: Path) -> Path:
 
     code = folder / "code"
     (folder / "deps").mkdir(parents=True)
-    code.mkdir()
-    shutil.copy(Path(__file__), code / "fairplay.py")
+    (code / "bench").mkdir(parents=True)
+    # In a folder of its own, as here: this file puts its folder's parent first on the path.
+    shutil.copy(Path(__file__), code / "bench" / "fairplay.py")
     shutil.copytree(_HERE.parent / "bots", code / "bots", ignore=shutil.ignore_patterns("__pycache__"))
     (code / "hosted_memory.py").write_text(
-        "from fairplay import memory_bot\nfrom bots.greedy import GreedyBot\n\n"
+        "import os, sys\nsys.path.append(os.path.join(os.path.dirname(__file__), 'bench'))\n"
+        "from fairplay import memory_bot  # noqa: E402\nfrom bots.greedy import GreedyBot  # noqa: E402\n\n"
         "MemoryGreedy = memory_bot(GreedyBot)\n"
     )
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
     return folder
 
 
@@ -407,6 +411,8 @@ def hosted_pair(bundle: Path, scope: str, villain: type[Bot], deals: int, seed: 
         hero = HostedPlayer("hero", lambda: bundle, Launch("python", entry=HOSTED_ENTRY), scope=scope,
                             scope_key=("fairplay", seed))  # fmt: skip
         hero.prepare()
+        if hero.box is None:  # it must run: a seat that faults would measure nothing
+            raise RuntimeError(f"the hosted cheater did not start: {hero.output()}")
         seats = [hero if s == hero_seat else LocalPlayer(villain) for s in range(2)]
         names = ["hero" if s == hero_seat else "villain" for s in range(2)]
         try:
