@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,9 +219,7 @@ def hosted_player(seat: SeatPlan) -> Player:
     key: Hashable = (
         (seat.bot_version_id, *seat.deal) if scope == "deal" and seat.deal else (seat.bot_version_id,)
     )
-    player = HostedPlayer(seat.name, bundle, Launch.from_json(seat.launch or {}), scope=scope, scope_key=key)
-    player.prepare()
-    return player
+    return HostedPlayer(seat.name, bundle, Launch.from_json(seat.launch or {}), scope=scope, scope_key=key)
 
 
 class RefusedPlayer:
@@ -262,6 +261,14 @@ def run_match(
     try:
         for seat in plan.seats:
             players.append(player_factory(seat))
+        # Hosted bots start before the referee's clock runs (their start-up is not their
+        # StartMatch time), all at once: a match waits for its slowest, not their sum.
+        starting = [p.prepare for p in players if callable(getattr(p, "prepare", None))]
+        if len(starting) > 1:
+            with ThreadPoolExecutor(len(starting), thread_name_prefix="tonk-sandbox-start") as pool:
+                list(pool.map(lambda start: start(), starting))
+        elif starting:
+            starting[0]()
         return play_match(
             players,
             plan.seed,
