@@ -110,8 +110,9 @@ def parse_expiry(value: object, now: dt.datetime | None = None) -> dt.datetime:
         )
     text = value.strip()
     duration = _DURATION_RE.fullmatch(text.lower())
-    if duration:
-        at = now + dt.timedelta(**{_UNITS[duration.group(2)]: int(duration.group(1))})
+    if duration:  # bounded before it is added: 999999w would overflow the calendar
+        length = dt.timedelta(**{_UNITS[duration.group(2)]: int(duration.group(1))})
+        at = now + min(length, MAX_EXPIRY + dt.timedelta(days=1))
     else:
         try:
             at = dt.datetime.fromisoformat(text)
