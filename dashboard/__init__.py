@@ -49,7 +49,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         BOT_CHECKER=None,
         BOT_CHECK_SLOTS=2,
         # Invite redemptions (POST /api/v1/owners) per client address: (attempts, seconds).
-        JOIN_RATE_LIMIT=(10, 60.0),
+        JOIN_RATE_LIMIT=(20, 60.0),
         TOURNAMENT_BACKEND=None,
     )
     if test_config:

@@ -65,7 +65,7 @@ class RateLimiter:
 
 
 def init_app(app: Flask) -> None:
-    attempts, window_s = app.config.get("JOIN_RATE_LIMIT", (10, 60.0))
+    attempts, window_s = app.config.get("JOIN_RATE_LIMIT", (20, 60.0))
     app.extensions[_EXTENSION] = RateLimiter(int(attempts), float(window_s))
 
 
