@@ -1,7 +1,7 @@
 """Invite codes (arena/bots/invites.py) on real PostgreSQL and SQLite: stored hashed, spent
 one use per owner, and refused, each with its own code and nothing changed, when malformed,
 unknown or forged, used up (a replayed single-use code), expired or revoked; a taken name
-spends no use; racing redemptions never overspend a code (PostgreSQL, threads)."""
+spends no use; racing redemptions never overspend a code (threads)."""
 
 from __future__ import annotations
 
@@ -217,7 +217,7 @@ def test_dates_expire_at_their_moment_in_utc() -> None:
     assert parse_expiry("2026-12-20T10:00+02:00", NOW) == dt.datetime(2026, 12, 20, 8, tzinfo=dt.UTC)
 
 
-# --- races (PostgreSQL: concurrent writers) -----------------------------------------------
+# --- races (concurrent writers: PostgreSQL re-checks the row, SQLite has one writer) ------
 
 
 @pytest.mark.postgres
@@ -264,17 +264,16 @@ def waiting_on_lock(url: str) -> None:
         engine.dispose()
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize("uses", [1, 3])
-def test_many_threads_redeeming_at_once_spend_exactly_the_uses(pg: str, uses: int) -> None:
-    _, code = make_invite(pg, uses=uses)
+def test_many_threads_redeeming_at_once_spend_exactly_the_uses(db_url: str, uses: int) -> None:
+    _, code = make_invite(db_url, uses=uses)
     threads, start = 8, threading.Barrier(8)
     results: list[object] = [None] * threads
 
     def attempt(i: int) -> None:
         start.wait()
         try:
-            results[i] = redeem(pg, code, f"newcomer{i}")
+            results[i] = redeem(db_url, code, f"newcomer{i}")
         except ArenaError as exc:
             results[i] = exc
 
@@ -286,7 +285,7 @@ def test_many_threads_redeeming_at_once_spend_exactly_the_uses(pg: str, uses: in
     tokens = [r for r in results if isinstance(r, str)]
     assert len(tokens) == uses
     assert all(isinstance(r, InviteUsedUpError) for r in results if not isinstance(r, str)), results
-    invites, owners, joined = state(pg)
+    invites, owners, joined = state(db_url)
     assert invites == [(0, uses, False)] and joined == uses and len(owners) == uses + 1
-    with Session(create_engine(pg, poolclass=pool.NullPool)) as session:
+    with Session(create_engine(db_url, poolclass=pool.NullPool)) as session:
         assert {authenticate(session, t).name for t in tokens} == set(owners) - {"operator"}
