@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, func, pool, select, text, update
 from sqlalchemy.orm import Session
@@ -289,3 +290,48 @@ def test_many_threads_redeeming_at_once_spend_exactly_the_uses(db_url: str, uses
     assert invites == [(0, uses, False)] and joined == uses and len(owners) == uses + 1
     with Session(create_engine(db_url, poolclass=pool.NullPool)) as session:
         assert {authenticate(session, t).name for t in tokens} == set(owners) - {"operator"}
+
+
+# --- the books always balance ------------------------------------------------------------
+
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("join"), st.sampled_from(["ann", "ben", "cat", "dan", "eve", "bad name", "Operator"])
+        ),
+        st.tuples(st.just("replay"), st.sampled_from(["ann", "zed"])),
+        st.tuples(st.just("revoke"), st.none()),
+        st.tuples(st.just("expire"), st.none()),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(uses=st.integers(min_value=1, max_value=4), steps=STEPS)
+def test_uses_left_plus_owners_joined_is_always_the_uses_given(
+    uses: int, steps: list[tuple[str, str | None]]
+) -> None:
+    """Whatever is tried in whatever order, an invite never makes more owners than its uses,
+    each owner it made is recorded once, and a refusal changes nothing."""
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{folder}/arena.sqlite"
+        invite_id, code = make_invite(url, uses=uses)
+        made: list[str] = []
+        for action, name in steps:
+            if action in ("join", "replay"):
+                try:
+                    redeem(url, code, str(name))
+                    made.append(str(name))
+                except ArenaError:
+                    pass
+            elif action == "revoke":
+                with session_scope(url) as session:
+                    revoke_invite(session, invite_id)
+            else:
+                with session_scope(url) as session:
+                    session.execute(update(Invite).where(Invite.id == invite_id).values(expires_at=NOW))
+            [(left, total, _)], owners, joined = state(url)
+            assert left + joined == total == uses and left >= 0
+            assert joined == len(made) == len(set(made)) and sorted([*made, "operator"]) == owners
+        dispose_engines()
