@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from importlib import import_module
 from importlib.metadata import entry_points
 
+from sdk.commands.owner import ACTIONS as OWNER_ACTIONS
+
 # Modules that define ``register(subparsers)``; each adds its commands.
 COMMAND_MODULES = (
     "sdk.commands.record",
@@ -22,7 +24,7 @@ COMMAND_MODULES = (
     "sdk.commands.owner",
 )
 #: Commands the SDK shares with plug-ins, and the actions of each that are the SDK's own.
-SHARED = {"owner": ("join", "rotate-token")}
+SHARED = {"owner": OWNER_ACTIONS}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
