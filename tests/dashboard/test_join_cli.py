@@ -203,7 +203,10 @@ def test_refused_codes_and_a_rotated_token(
 def test_the_sdk_owner_actions_need_no_arena_installed() -> None:
     """`tonk owner join` and `rotate-token` are the SDK's: the arena's commands (plug-ins,
     a second of start-up) are not loaded for them, and are for the operator's actions."""
-    from sdk.cli import build_parser
+    from sdk.cli import SHARED, build_parser
+    from sdk.commands.owner import ACTIONS
+
+    assert SHARED["owner"] == ACTIONS
 
     def actions(argv: list[str]) -> set[str]:
         parser = build_parser(argv)
