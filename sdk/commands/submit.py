@@ -134,8 +134,10 @@ def run_submit(args: argparse.Namespace) -> int:
         else:
             print(claim.get("code", ""))
             where, code = claim.get("address"), claim.get("code")
-            print(f"  serve the bot at {where} with: tonk serve BOT --claim {code} (or TONK_CLAIM={code})",
-                  file=sys.stderr)
+            print(
+                f"  serve the bot at {where} with: tonk serve BOT --claim {code} (or TONK_CLAIM={code})",
+                file=sys.stderr,
+            )
         return 0
     if args.update:
         method, path, body = "PUT", f"/bots/{_quote(args.name)}", {"address": args.address}
@@ -207,10 +209,11 @@ def _bot_command(
     return 0
 
 
-def _target(args: argparse.Namespace, prog: str) -> tuple[str, str] | None:
-    """The API's base URL and the token, or None after saying what is missing."""
+def _target(args: argparse.Namespace, prog: str, *, secret: str = "token") -> tuple[str, str] | None:
+    """The API's base URL and the token, or None after saying what is missing. ``secret``
+    names what is sent instead when the command takes no token (an invite code)."""
     arena = (args.arena or os.environ.get("TONK_ARENA", "")).strip()
-    token = (args.token or os.environ.get("TONK_TOKEN", "")).strip()
+    token = "" if secret != "token" else (args.token or os.environ.get("TONK_TOKEN", "")).strip()
     if not arena:
         print(f"{prog}: no arena: pass --arena URL or set TONK_ARENA", file=sys.stderr)
         return None
@@ -218,11 +221,11 @@ def _target(args: argparse.Namespace, prog: str) -> tuple[str, str] | None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         print(f"{prog}: --arena {arena!r} is not an http:// or https:// URL", file=sys.stderr)
         return None
-    if not token:
+    if not token and secret == "token":
         print(f"{prog}: no API token: pass --token or set TONK_TOKEN", file=sys.stderr)
         return None
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        print(f"{prog}: warning: sending your token to {parts.hostname} over plain http", file=sys.stderr)
+        print(f"{prog}: warning: sending your {secret} to {parts.hostname} over plain http", file=sys.stderr)
     base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
     return base + API_PREFIX, token
 
@@ -231,7 +234,7 @@ def _call(
     prog: str,
     method: str,
     url: str,
-    token: str,
+    token: str | None,
     body: dict[str, Any] | None,
     timeout: float,
     *,
@@ -240,7 +243,8 @@ def _call(
     """The JSON answer of a 2xx, or None after printing why there is none."""
     data = None if body is None else json.dumps(body).encode("utf-8")
     request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {token}")
+    if token:  # None where the body carries the credential (an invite code)
+        request.add_header("Authorization", f"Bearer {token}")
     request.add_header("Accept", "application/json")
     if data is not None:
         request.add_header("Content-Type", "application/json")
@@ -285,8 +289,11 @@ def _print_refusal(
     if code == "claim_required" and isinstance(details, dict) and details.get("claim"):
         claim = str(details["claim"])[:80]
         print(f"  your claim code for {str(details.get('address'))[:300]}: {claim}", file=sys.stderr)
-        print(f"  restart the bot with `tonk serve BOT --claim {claim}` (or TONK_CLAIM={claim}), then "
-              "run this command again", file=sys.stderr)
+        print(
+            f"  restart the bot with `tonk serve BOT --claim {claim}` (or TONK_CLAIM={claim}), then "
+            "run this command again",
+            file=sys.stderr,
+        )
     if code == "name_taken" and isinstance(details, dict) and details.get("yours") and submit is not None:
         print(f"  it is your bot: tonk submit --name {submit.name} --address {submit.address} --update",
               file=sys.stderr)  # fmt: skip
