@@ -260,4 +260,3 @@ def observe(
         hands_in_match=hands_in_match,
         outcome=state.outcome,
     )
-

@@ -24,6 +24,7 @@ unpacked into its cache by the artifact's SHA-256 after checking the bytes again
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import hashlib
@@ -220,10 +221,8 @@ def run_limited(command: list[str], limit_s: float, *, cwd: Path) -> tuple[bool,
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     process.wait()
 
 
@@ -271,7 +270,9 @@ def fetch_bundle(session: Session, build_id_or_sha: int | str, cache_dir: Path) 
         return target
     artifact = session.scalars(select(Build.artifact).where(Build.artifact_sha256 == sha)).first()
     if artifact is None or hashlib.sha256(artifact).hexdigest() != sha:
-        raise BundleCorruptError(f"the stored bundle {sha[:12]} does not match its SHA-256; rebuild the upload")
+        raise BundleCorruptError(
+            f"the stored bundle {sha[:12]} does not match its SHA-256; rebuild the upload"
+        )
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=cache_dir))
     try:

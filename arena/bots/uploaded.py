@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.bots.addresses import DialTarget, validate_bot_name
@@ -34,12 +35,14 @@ from arena.bots.registry import (
     _ensure_name_free,
     _next_number,
     add_bot,
+    find_bot,
     get_bot,
 )
 from arena.bots.uploads import inspect_archive, store_upload
 from arena.config import Settings
+from arena.errors import NotFoundError
 from arena.sandbox.launch import Launch
-from arena.store.models import Bot, BotVersion, Build, Owner, Upload
+from arena.store.models import Bot, BotVersion, Build, MatchLog, Owner, Upload
 from arena.store.statuses import BotStatus
 
 #: ``admit(bundle, launch, settings) -> info``: run the built bot and check it (raise a
@@ -85,7 +88,12 @@ def submit_upload(
         bundle = fetch_bundle(session, build.id, bundle_cache(settings))
         info = (admit or sandbox_admission)(bundle, launch, settings)
     version = BotVersion(
-        address=None, hosted=None, info=info, upload_sha=upload.sha256, build_id=build.id, launch=launch.to_json()
+        address=None,
+        hosted=None,
+        info=info,
+        upload_sha=upload.sha256,
+        build_id=build.id,
+        launch=launch.to_json(),
     )
     if bot is None:
         bot = Bot(name=name, owner=owner, address=None, hosted=None, status=BotStatus.ACTIVE)
@@ -110,6 +118,66 @@ def sandbox_admission(bundle: Path, launch: Launch, settings: Settings) -> dict[
     with Sandbox(bundle, launch) as running:
         address = running.address
         return check_served_bot(address, settings, target=DialTarget(address))
+
+
+class NothingToSeeError(NotFoundError):
+    """No such build or log for this caller: one answer whether it exists and is another's,
+    or does not exist, so nobody learns what another owner uploaded."""
+
+    code = "not_found"
+
+
+def bot_build(session: Session, viewer: Owner | None, name: str) -> Build:
+    """The build of ``name``'s latest uploaded version, for its owner or an operator."""
+    bot = find_bot(session, name)
+    version = uploaded_version(bot) if bot is not None else None
+    if bot is None or version is None or version.build_id is None or not may_see(viewer, bot):
+        raise NothingToSeeError(f"no build of a bot {name[:80]!r} that you own")
+    build = session.get(Build, version.build_id)
+    assert build is not None
+    return build
+
+
+def build_for(session: Session, viewer: Owner | None, build_id: int) -> Build:
+    """A build by id (a failed one too: ``tonk submit`` names it), for the owner of its
+    upload or an operator."""
+    build = session.get(Build, build_id)
+    upload = session.get(Upload, build.upload_sha) if build is not None else None
+    if (
+        build is None
+        or upload is None
+        or viewer is None
+        or not (viewer.is_operator or viewer.id == upload.owner_id)
+    ):
+        raise NothingToSeeError(f"no build {build_id} of an upload of yours")
+    return build
+
+
+def match_logs(
+    session: Session, viewer: Owner | None, name: str, *, match_id: int | None = None, limit: int = 20
+) -> list[dict[str, Any]]:
+    """What ``name`` printed in its recent matches (newest first), or in one match, for its
+    owner or an operator; texts only when one match is asked for (they can be long)."""
+    bot = find_bot(session, name)
+    if bot is None or not may_see(viewer, bot):
+        raise NothingToSeeError(f"no logs of a bot {name[:80]!r} that you own")
+    query = select(MatchLog).where(MatchLog.bot_id == bot.id)
+    if match_id is not None:
+        query = query.where(MatchLog.match_id == match_id)
+    rows = session.scalars(query.order_by(MatchLog.match_id.desc(), MatchLog.seat).limit(limit)).all()
+    if match_id is not None and not rows:
+        raise NothingToSeeError(f"bot {name[:80]!r} left no log in match {match_id}")
+    return [
+        {
+            "match": row.match_id,
+            "seat": row.seat,
+            "bytes": row.bytes,
+            "truncated": row.truncated,
+            "created_at": row.created_at.isoformat() if row.created_at else None,
+            **({"text": row.text} if match_id is not None else {}),
+        }
+        for row in rows
+    ]
 
 
 def uploaded_version(bot: Bot) -> BotVersion | None:
@@ -139,6 +207,10 @@ def upload_json(session: Session, version: BotVersion) -> dict[str, Any]:
 
 __all__ = [
     "Admitter",
+    "NothingToSeeError",
+    "bot_build",
+    "build_for",
+    "match_logs",
     "may_see",
     "sandbox_admission",
     "submit_upload",

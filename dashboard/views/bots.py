@@ -25,4 +25,3 @@ def detail(name: str) -> str:
         raise NotFoundError(f"there is no bot named {name[:80]!r}")
     bot = private_bot(session(), bot_detail(session(), db_url(), name))
     return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]))
-

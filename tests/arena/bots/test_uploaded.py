@@ -22,7 +22,7 @@ from arena.config import Settings
 from arena.store.db import session_scope
 from arena.store.models import Bot, Build, Owner, Upload
 
-ILLEGAL = '''from sdk.bot import Bot
+ILLEGAL = """from sdk.bot import Bot
 
 
 class TinyBot(Bot):
@@ -30,7 +30,7 @@ class TinyBot(Bot):
 
     def act(self, obs):
         return len(obs.legal_actions) + 7
-'''
+"""
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -63,7 +63,9 @@ def counts(url: str) -> tuple[int, int, int]:
         )
 
 
-def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(sqlite_url: str, data_dir: Path) -> None:
+def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(
+    sqlite_url: str, data_dir: Path
+) -> None:
     settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
     owners(sqlite_url)
     archive = tar_gz(project())
@@ -82,7 +84,9 @@ def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(sqlite
     assert counts(sqlite_url) == (1, 1, 1)
 
 
-def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(sqlite_url: str, data_dir: Path) -> None:
+def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
+    sqlite_url: str, data_dir: Path
+) -> None:
     settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
     owners(sqlite_url)
     with pytest.raises(ConformanceFailedError) as refused, session_scope(sqlite_url) as session:
@@ -97,7 +101,7 @@ def test_a_failed_build_is_refused_with_the_end_of_its_log(sqlite_url: str, data
     owners(sqlite_url)
     archive = tar_gz(project(manifest='[bot]\nentry = "elsewhere:Bot"\n'))
     with session_scope(sqlite_url) as session:
-        with pytest.raises(BuildFailedError, match="the upload has no elsewhere.py") as refused:
+        with pytest.raises(BuildFailedError, match=r"the upload has no elsewhere\.py") as refused:
             submit_upload(session, owner(session, "alice"), "nowhere", archive, settings=settings)
         build = session.get(Build, refused.value.details["build"])
         assert build is not None and build.status == "failed"
@@ -107,10 +111,14 @@ def test_names_and_owners_are_checked_before_anything_is_stored(sqlite_url: str,
     settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
     owners(sqlite_url)
     with session_scope(sqlite_url) as session:
-        submit_upload(session, owner(session, "alice"), "tiny", tar_gz(project()), settings=settings, check=False)
+        submit_upload(
+            session, owner(session, "alice"), "tiny", tar_gz(project()), settings=settings, check=False
+        )
     other = tar_gz(project({"README.md": "another"}))
     with pytest.raises(NameTakenError), session_scope(sqlite_url) as session:
         submit_upload(session, owner(session, "bob"), "tiny", other, settings=settings, check=False)
     with pytest.raises(NotOwnerError), session_scope(sqlite_url) as session:
-        submit_upload(session, owner(session, "bob"), "tiny", other, settings=settings, update=True, check=False)
+        submit_upload(
+            session, owner(session, "bob"), "tiny", other, settings=settings, update=True, check=False
+        )
     assert counts(sqlite_url) == (1, 1, 1)
