@@ -21,6 +21,7 @@ An index out of range or an illegal action is returned as is: the referee's
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 import grpc
@@ -48,6 +49,10 @@ TRANSPORT_SLACK_S: Final = 0.5
 _MAX_REASON: Final = 300  # fault reasons end up in match logs: keep a chatty bot's error short
 
 _UNREACHABLE_CODES: Final = frozenset({grpc.StatusCode.UNAVAILABLE})
+
+
+def _default_timeout_s(deadline_ms: int) -> float:
+    return max(deadline_ms, 1) / 1000 + TRANSPORT_SLACK_S
 
 
 def _identity(data: bytes) -> bytes:
@@ -81,11 +86,16 @@ class GrpcPlayer:
         lifecycle_timeout_s: float = DEFAULT_LIFECYCLE_TIMEOUT_S,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         authority: str | None = None,
+        transport_timeout_s: Callable[[int], float] | None = None,
     ):
         # ``authority``: the HOST:PORT the bot is known by when ``address`` is the IP it was
         # resolved to (the arena pins a checked resolution; see arena.bots.addresses.resolve_for_dial).
         self.address = address if authority is None else f"{authority} ({address})"
         self.lifecycle_timeout_s = lifecycle_timeout_s
+        #: Decide's hard cut-off for a deadline in ms (default: the deadline plus slack). A bot
+        #: charged by another clock (the arena's CPU-time clock for the bots it hosts) is given
+        #: a wall-clock ceiling of its own here.
+        self.transport_timeout_s = transport_timeout_s or _default_timeout_s
         self.max_reply_bytes = max_reply_bytes
         self.seat = 0
         #: What the last Decide is charged, in µs: send to reply, without this process's own
@@ -139,7 +149,7 @@ class GrpcPlayer:
         self.last_charged_us = None
         # The transport's cut-off has slack for the worker's own lag before the request goes
         # out; the referee judges the deadline by what the call is charged (sdk.clock).
-        timeout_s = max(deadline_ms, 1) / 1000 + TRANSPORT_SLACK_S
+        timeout_s = self.transport_timeout_s(deadline_ms)
         started = time.perf_counter_ns()
         try:
             reply = self._decide(data, timeout=timeout_s)

@@ -64,7 +64,8 @@ def cmd_create(args: argparse.Namespace) -> int:
     print(token)
     print(
         f"created {role} {args.name!r} in the store {describe_store(settings.database_url)}; "
-        "an arena whose dashboard uses another store will not know this token.", file=sys.stderr
+        "an arena whose dashboard uses another store will not know this token.",
+        file=sys.stderr,
     )
     print(
         "the token above is shown only this once. Hand it over "
@@ -92,8 +93,11 @@ def cmd_rotate(args: argparse.Namespace) -> int:
     except ArenaError as exc:
         return _fail("rotate", exc)
     print(token)
-    print(f"new token for {args.name!r} in the store {describe_store(settings.database_url)}; "
-          "the old one no longer works.", file=sys.stderr)
+    print(
+        f"new token for {args.name!r} in the store {describe_store(settings.database_url)}; "
+        "the old one no longer works.",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -47,7 +47,7 @@ from arena.errors import ArenaError
 from arena.sandbox import cgroups
 from arena.sandbox.launch import SOCKET_PLACEHOLDER, Launch
 from arena.sandbox.limits import Limits
-from arena.sandbox.runtime import LAUNCHER, staged_runtime
+from arena.sandbox.runtime import LAUNCHER, staged_bundle, staged_runtime
 
 SOCKET = "/run/tonk/bot.sock"
 BWRAP = "bwrap"
@@ -153,6 +153,7 @@ class Sandbox:
     def start(self) -> Sandbox:
         """Start the bot and wait until it answers health checks on its socket."""
         bwrap = bwrap_path()
+        self.bundle = staged_bundle(self.bundle, sandbox_root())
         self.started_ns = time.monotonic_ns()
         self.workdir = Path(
             tempfile.mkdtemp(prefix=f"box-{os.getpid()}-{next(_counter)}-", dir=sandbox_root())
@@ -258,7 +259,9 @@ class Sandbox:
             command = [a.replace(SOCKET_PLACEHOLDER, SOCKET) for a in self.launch.command or ()]
         for key, value in env.items():
             box += ["--setenv", key, value]
-        box += ["--chdir", "/bot/code", "--", *command]
+        # The root bubblewrap builds is a writable tmpfs: made read-only last, so /tmp (capped)
+        # and the socket's folder are all the bot can write.
+        box += ["--remount-ro", "/", "--chdir", "/bot/code", "--", *command]
         return chain + box
 
     def _wait_ready(self) -> None:

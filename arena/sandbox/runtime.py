@@ -177,3 +177,40 @@ def staged_runtime(root: Path) -> StagedRuntime:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
     return StagedRuntime(folder, runtime)
+
+
+def reachable_by_all(path: Path) -> bool:
+    """Whether any user may walk to ``path`` (and list it): bubblewrap binds it as the sandbox's uid."""
+    for folder in [path, *path.parents]:
+        if folder.stat().st_mode & 0o001 == 0:
+            return False
+    return path.stat().st_mode & 0o004 != 0
+
+
+def staged_bundle(bundle: Path, root: Path) -> Path:
+    """``bundle`` itself if the sandbox's uid can reach it, else a linked copy under ``root``
+    (made once per bundle folder and modification time: a built bundle never changes)."""
+    bundle = bundle.resolve()
+    if reachable_by_all(bundle):
+        return bundle
+    st = bundle.stat()
+    key = hashlib.sha256(f"{bundle}:{st.st_ino}:{st.st_mtime_ns}".encode()).hexdigest()[:24]
+    folder = root / "bundles" / key
+    with _stage_lock:
+        if not folder.is_dir():
+            folder.parent.mkdir(mode=0o711, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder.parent))
+            try:
+                _link_tree(bundle, tmp / "b")
+                for d, _dirs, files in os.walk(tmp):
+                    os.chmod(d, 0o755)
+                    for f in files:
+                        fp = os.path.join(d, f)
+                        if not os.path.islink(fp):
+                            os.chmod(fp, os.stat(fp).st_mode | 0o444)
+                (tmp / "b").rename(folder)
+            except FileExistsError:
+                pass
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return folder

@@ -1,0 +1,224 @@
+"""The seat player of an uploaded bot: its sandbox, started by the worker, and a clock that
+charges the bot the CPU time its processes used.
+
+**Memory.** By default every match starts the bot fresh (``TONK_SANDBOX_MEMORY=match``), so
+nothing of one seat rotation of a duplicate deal can be remembered in the next: the
+advantage a memory bot draws from seeing a deal again is gone by construction
+(docs/arena.md). ``deal`` keeps one sandbox for the matches of one deal played on this worker
+at once or in quick succession (it can remember within the deal: the rotations' fairness
+then rests on the fair-play check); ``worker`` keeps one per bot version per worker process
+(cheapest; the bot may remember everything it saw on that worker). A kept sandbox ends when
+no match has used it for ``IDLE_S``.
+
+**Clock.** A decision is charged the CPU time (user and system) of all the sandbox's
+processes between sending the request and receiving the reply, as the kernel counts it
+(arena/sandbox/cgroups.py), so a loaded worker machine never costs a hosted bot a decision;
+a wall-clock ceiling of ``WALL_FACTOR`` times the deadline (plus a second) cuts off a bot
+that sleeps or blocks instead of thinking. In a shared sandbox (deal, worker) the CPU of
+concurrent matches is charged together: the clock is exact only per match.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from arena.sandbox.launch import Launch
+from arena.sandbox.limits import Limits
+from arena.sandbox.runner import Sandbox
+from sdk.actions import Action
+from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
+from sdk.grpc_player import GrpcPlayer
+from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
+
+#: The wall-clock ceiling of a decision, as a multiple of its deadline (plus ``WALL_EXTRA_S``).
+WALL_FACTOR: Final = 5
+WALL_EXTRA_S: Final = 1.0
+#: How long a kept (deal or worker) sandbox outlives its last match.
+IDLE_S: Final = 60.0
+MEMORY_SCOPES: Final = ("match", "deal", "worker")
+
+
+def memory_scope(environ: dict[str, str] | None = None) -> str:
+    """``TONK_SANDBOX_MEMORY``: match (default), deal or worker."""
+    raw = (os.environ if environ is None else environ).get("TONK_SANDBOX_MEMORY", "").strip() or "match"
+    if raw not in MEMORY_SCOPES:
+        raise ValueError(f"TONK_SANDBOX_MEMORY must be one of {', '.join(MEMORY_SCOPES)}, got {raw!r}")
+    return raw
+
+
+def wall_ceiling_s(deadline_ms: int) -> float:
+    return WALL_FACTOR * max(deadline_ms, 1) / 1000 + WALL_EXTRA_S
+
+
+@dataclass(frozen=True, slots=True)
+class SeatOutput:
+    """What a hosted bot printed during a match (bounded), for its owner."""
+
+    text: str
+    total_bytes: int
+    truncated: bool
+
+
+class _Kept:
+    def __init__(self, box: Sandbox):
+        self.box = box
+        self.users = 0
+        self.idle_since = time.monotonic()
+
+
+class SandboxPool:
+    """Sandboxes kept across matches (deal and worker scopes), one per key, closed when idle."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[Hashable, _Kept] = {}
+
+    def acquire(self, key: Hashable, start: Callable[[], Sandbox]) -> Sandbox:
+        with self._lock:
+            self._close_idle()
+            kept = self._kept.get(key)
+            if kept is not None and kept.box.process is not None and kept.box.process.poll() is None:
+                kept.users += 1
+                return kept.box
+        box = start()  # outside the lock: a start takes a fraction of a second
+        with self._lock:
+            self._kept[key] = kept = _Kept(box)
+            kept.users += 1
+        return box
+
+    def release(self, key: Hashable) -> None:
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None:
+                kept.users -= 1
+                kept.idle_since = time.monotonic()
+
+    def _close_idle(self) -> None:
+        now = time.monotonic()
+        for key, kept in list(self._kept.items()):
+            if kept.users <= 0 and now - kept.idle_since > IDLE_S:
+                del self._kept[key]
+                kept.box.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            kept, self._kept = list(self._kept.values()), {}
+        for k in kept:
+            k.box.close()
+
+
+POOL = SandboxPool()
+
+
+class HostedPlayer:
+    """A seat played by an uploaded bot in a sandbox (see the module's docstring).
+
+    ``bundle`` gives the built bot's folder on this worker (fetched from the store and cached
+    on first use). The sandbox starts at the player's first call; a bot that does not start
+    faults as UNREACHABLE with what it printed, like a dialled bot that is down.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        bundle: Callable[[], Path],
+        launch: Launch,
+        *,
+        limits: Limits | None = None,
+        scope: str = "match",
+        scope_key: Hashable = None,
+    ):
+        self.name = name
+        self._bundle = bundle
+        self.launch = launch
+        self.limits = limits or Limits.from_env()
+        self.scope = scope
+        self._key = scope_key
+        self.box: Sandbox | None = None
+        self._grpc: GrpcPlayer | None = None
+        self._failed: str | None = None
+        self.last_charged_us: int | None = None
+        self._output: SeatOutput | None = None
+
+    def _player(self) -> GrpcPlayer:
+        if self._grpc is not None:
+            return self._grpc
+        if self._failed is not None:
+            raise PlayerFaultError(FaultKind.UNREACHABLE, self._failed)
+        try:
+            bundle = self._bundle()
+
+            def start() -> Sandbox:
+                return Sandbox(bundle, self.launch, limits=self.limits).start()
+
+            self.box = start() if self.scope == "match" else POOL.acquire(self._key, start)
+        except Exception as exc:  # the bot's failure to start is its seat's fault, not the match's
+            self._failed = f"the hosted bot did not start: {exc}"[:1000]
+            raise PlayerFaultError(FaultKind.UNREACHABLE, self._failed) from None
+        self._grpc = GrpcPlayer(self.box.address, transport_timeout_s=wall_ceiling_s)
+        self._grpc.address = f"hosted {self.name}"
+        return self._grpc
+
+    # -- the Player protocol ------------------------------------------------------------------
+
+    def describe(self) -> dict[str, str]:
+        try:
+            return self._player().describe()
+        except PlayerFaultError:
+            return {"name": self.name, "version": "", "author": "", "protocol_version": ""}
+
+    def match_start(self, info: MatchInfo) -> None:
+        self._player().match_start(info)
+
+    def act(self, request: DecisionRequest) -> Action | int:
+        player = self._player()
+        assert self.box is not None
+        box = self.box
+        self.last_charged_us = None
+        cpu_before = box.cpu_ns()
+        try:
+            return player.act(request)
+        except PlayerFaultError as exc:
+            if exc.kind is FaultKind.TIMEOUT:
+                raise PlayerFaultError(
+                    FaultKind.TIMEOUT,
+                    f"no reply within the wall-clock ceiling of {wall_ceiling_s(request.deadline_ms):g} s "
+                    f"(a hosted bot is charged CPU time; it used {(box.cpu_ns() - cpu_before) / 1e6:.0f} ms)",
+                ) from None
+            raise
+        finally:
+            self.last_charged_us = max(0, box.cpu_ns() - cpu_before) // 1000
+
+    def hand_end(self, result: HandResult) -> None:
+        self._player().hand_end(result)
+
+    def match_end(self, summary: MatchSummary) -> None:
+        self._player().match_end(summary)
+
+    def deal_end(self, deal: DealSummary) -> None:
+        self._player().deal_end(deal)
+
+    def close(self) -> None:
+        if self._grpc is not None:
+            self._grpc.close()
+        box = self.box
+        if box is None:
+            return
+        if self.scope == "match":
+            box.close()
+            self._output = SeatOutput(box.output(), box.output_bytes(), box.truncated())
+        else:  # kept: this match's share of the output is not told apart
+            POOL.release(self._key)
+            self._output = SeatOutput(box.output(), box.output_bytes(), box.truncated())
+
+    def output(self) -> SeatOutput | None:
+        """What the bot printed, once the player is closed (None if it never started)."""
+        if self._output is None and self._failed is not None:
+            return SeatOutput(self._failed, len(self._failed), False)
+        return self._output
