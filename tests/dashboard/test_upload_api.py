@@ -78,6 +78,14 @@ def call(arena: dict[str, str], method: str, path: str, who: str | None = None,
         return exc.code, json.loads(exc.read())
 
 
+def page(arena: dict[str, str], path: str, who: str | None) -> str:
+    request = urllib.request.Request(arena["url"] + path)
+    if who is not None:
+        request.add_header("Authorization", f"Bearer {arena[who]}")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return str(response.read().decode())
+
+
 def uploads(arena: dict[str, str]) -> int:
     with session_scope(arena["db"]) as session:
         return int(session.scalar(select(func.count()).select_from(Upload)) or 0)
@@ -137,6 +145,15 @@ def test_submit_upload_update_build_log_and_match_logs(
     assert code == 1 and "refused (404 not_found)" in err
     assert call(arena, "GET", f"/bots/tiny/logs?match={match_id}")[0] == 404
     assert call(arena, "GET", "/bots/tiny/logs?match=x", "alice")[0] == 400
+
+    # The bot page: what kind of bot it is for everyone; the build and logs for its owner only.
+    assert call(arena, "GET", "/bots/tiny")[1]["bot"]["plays"] == "uploaded"
+    for who, private in (("bob", False), (None, False), ("alice", True), ("root", True)):
+        text = page(arena, "/bots/tiny", who)
+        assert "starting it fresh every match" in text
+        assert ("Build log" in text and "no dependencies to install" in text) == private, who
+        assert (f'match <a href="/matches/{match_id}">{match_id}</a> seat 1, 19 bytes' in text) == private
+        assert ("are its owner" in text) != private, text[text.find("lede") : text.find("lede") + 1500]
 
 
 @pytest.mark.parametrize(
