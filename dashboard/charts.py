@@ -131,7 +131,10 @@ def interval_chart(rows: Sequence[dict[str, Any]]) -> Markup:
         cy = top + row_h * i + row_h / 2
         klass = "provisional" if r["provisional"] else "settled"
         name = escape(row["bot"])
-        tip = escape(f"{row['bot']}: {r['text']}" + (", provisional" if r["provisional"] else ""))
+        tip = escape(
+            f"{row['bot']}: {r['text']}"
+            + (", provisional" if r["provisional"] else "")
+        )
         parts.append(f'<g class="bot {klass}"><title>{tip}</title>')
         parts.append(f'<text class="label" x="{left - 10}" y="{cy + 4:.1f}" text-anchor="end">{name}</text>')
         parts.append(_line("interval", x(_low(r)), cy, x(_high(r)), cy))
@@ -160,7 +163,7 @@ def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
         parts.append(f'<polyline class="line" points="{line}"/>')
     for i, h in enumerate(history):
         tip = escape(f"after {h['tournament']['name']}: {h['text']}")
-        parts.append(f"<g><title>{tip}</title>")
+        parts.append(f'<g><title>{tip}</title>')
         if n == 1:
             parts.append(_line("interval", x(i), y(_low(h)), x(i), y(_high(h))))
         parts.append(f'<circle class="point" cx="{x(i):.1f}" cy="{y(h["elo"]):.1f}" r="4"/></g>')

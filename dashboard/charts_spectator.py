@@ -95,10 +95,8 @@ def match_chips_chart(players: Sequence[str], payoffs: Sequence[Sequence[int]]) 
         parts.append(_text("tick", left - 6, y(tick) + 4, "end", _fmt(tick)))
     # One link per hand across the plot's full height: a click opens the replay at that hand.
     for k in range(n):
-        paid = (
-            f"{p} {_signed(payoffs[k][s])} (total {_signed(running[k + 1][s])})"
-            for s, p in enumerate(players)
-        )
+        paid = (f"{p} {_signed(payoffs[k][s])} (total {_signed(running[k + 1][s])})"
+                for s, p in enumerate(players))
         tip = escape(f"Hand {k + 1}: " + ", ".join(paid))
         parts.append(
             f'<a class="hand-link" href="#hand={k}&amp;step=0" aria-label="Open hand {k + 1} in the replay">'
@@ -113,10 +111,8 @@ def match_chips_chart(players: Sequence[str], payoffs: Sequence[Sequence[int]]) 
     parts.append(_text("tick", left + plot_w / 2, height - 2, "middle", "hand"))
     parts.append("</svg>")
     seats = range(len(players))
-    rows = [
-        [k + 1, *(f"{_signed(payoffs[k][s])} ({_signed(running[k + 1][s])})" for s in seats)]
-        for k in range(n)
-    ]
+    rows = [[k + 1, *(f"{_signed(payoffs[k][s])} ({_signed(running[k + 1][s])})" for s in seats)]
+            for k in range(n)]
     caption = "The chart as a table: each hand's payment (and the running score)"
     text = _table(caption, ["Hand", *players], rows)
     return Markup("".join(parts) + _legend(players) + text)
@@ -180,10 +176,8 @@ def time_bins(times_ms: Sequence[float]) -> list[tuple[str, int]]:
         counts[i] += 1
     used = [i for i, c in enumerate(counts) if c]
     first, last = used[0], used[-1]
-    names = [
-        f"<{_fmt(edges[i + 1])}" if math.isfinite(edges[i + 1]) else f"\u2265{_fmt(edges[i])}"
-        for i in range(len(counts))
-    ]
+    names = [f"<{_fmt(edges[i + 1])}" if math.isfinite(edges[i + 1]) else f"\u2265{_fmt(edges[i])}"
+             for i in range(len(counts))]
     return [(names[i], counts[i]) for i in range(first, last + 1)]
 
 
@@ -193,21 +187,15 @@ def bot_distributions(scores: Sequence[int], times_ms: Sequence[float]) -> Marku
         return Markup('<p class="empty">No finished matches yet.</p>')
     chips = chips_bins(scores)
     times = time_bins(times_ms)
-    out = [
-        '<div class="dist-grid"><figure class="chart-box">',
-        _histogram("chips-dist", "Chips per match", chips, "chips in a match"),
-        f"<figcaption>Chips won or lost in each of its last {len(scores)} finished matches.</figcaption>",
-        _table("The chart as a table", ["Chips in a match", "Matches"], chips),
-        "</figure>",
-    ]
+    out = ['<div class="dist-grid"><figure class="chart-box">',
+           _histogram("chips-dist", "Chips per match", chips, "chips in a match"),
+           f"<figcaption>Chips won or lost in each of its last {len(scores)} finished matches.</figcaption>",
+           _table("The chart as a table", ["Chips in a match", "Matches"], chips), "</figure>"]
     if times:
-        out += [
-            '<figure class="chart-box">',
-            _histogram("time-dist", "Mean decision time per match", times, "ms per decision"),
-            "<figcaption>Its mean decision time in each of those matches.</figcaption>",
-            _table("The chart as a table", ["Mean decision time (ms)", "Matches"], times),
-            "</figure>",
-        ]
+        out += ['<figure class="chart-box">',
+                _histogram("time-dist", "Mean decision time per match", times, "ms per decision"),
+                "<figcaption>Its mean decision time in each of those matches.</figcaption>",
+                _table("The chart as a table", ["Mean decision time (ms)", "Matches"], times), "</figure>"]
     out.append("</div>")
     return Markup("".join(out))
 
@@ -261,9 +249,7 @@ def ratings_chart(history: Sequence[dict[str, Any]]) -> Markup:
         if label is not None:
             parts.append(label)
     parts.append("</svg>")
-    rows = [
-        [tournaments[i], *(next((f"{e:.0f}" for j, e in series[b] if j == i), "\u2013") for b in names)]
-        for i in sorted(tournaments)
-    ]
+    rows = [[tournaments[i], *(next((f"{e:.0f}" for j, e in series[b] if j == i), "\u2013") for b in names)]
+            for i in sorted(tournaments)]
     text = _table("The chart as a table: each bot's rating after each tournament", ["After", *names], rows)
     return Markup("".join(parts) + _legend(names) + text)

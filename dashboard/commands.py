@@ -34,11 +34,8 @@ def register(subparsers: Any) -> None:
     demo.add_argument("--host", default="127.0.0.1", help="address the dashboard listens on")
     demo.add_argument("--port", type=int, default=8000, help="port the dashboard listens on (default 8000)")
     demo.add_argument("--no-serve", action="store_true", help="exit after printing the leaderboard")
-    demo.add_argument(
-        "--fresh",
-        action="store_true",
-        help="play a new round-robin even if the store holds one from an earlier demo",
-    )
+    demo.add_argument("--fresh", action="store_true",
+                      help="play a new round-robin even if the store holds one from an earlier demo")
     demo.set_defaults(func=run_demo)
 
     board = subparsers.add_parser("dashboard", help="serve the dashboard")

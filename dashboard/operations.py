@@ -32,17 +32,8 @@ _backend_lock = threading.Lock()
 SPRT_FIELDS = frozenset(("elo0", "elo1", "alpha", "beta", "batch", "max_pairs"))
 CREATE_FIELDS = frozenset(
     (
-        "name",
-        "bots",
-        "table_sizes",
-        "deals_per_table",
-        "hands_per_match",
-        "seed",
-        "rules",
-        "config",
-        "deal_mode",
-        "kind",
-        "sprt",
+        "name", "bots", "table_sizes", "deals_per_table", "hands_per_match", "seed", "rules", "config",
+        "deal_mode", "kind", "sprt",
     )
 )
 

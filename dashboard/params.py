@@ -61,9 +61,8 @@ class IndexConverter(IdConverter):
     minimum = 0
 
 
-def int_arg(
-    args: Mapping[str, str], name: str, default: int | None = None, *, lo: int = 1, hi: int = MAX_ID
-) -> int | None:
+def int_arg(args: Mapping[str, str], name: str, default: int | None = None, *, lo: int = 1,
+            hi: int = MAX_ID) -> int | None:
     raw = args.get(name)
     if raw is None or raw == "":
         return default
@@ -83,7 +82,9 @@ def choice_arg(args: Mapping[str, str], name: str, choices: Collection[str]) -> 
     if raw is None or raw == "":
         return None
     if raw not in choices:
-        raise InvalidParameterError(f"'{name}' must be one of {', '.join(sorted(choices))}; got {raw[:40]!r}")
+        raise InvalidParameterError(
+            f"'{name}' must be one of {', '.join(sorted(choices))}; got {raw[:40]!r}"
+        )
     return raw
 
 

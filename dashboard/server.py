@@ -52,9 +52,8 @@ class RequestHandler(WSGIRequestHandler):
         text = message or status.phrase
         if code == HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE:
             text = f"{text}: a request header is larger than the server accepts (64 KiB a line, 100 headers)"
-        body = json.dumps(
-            {"error": {"code": status.phrase.lower().replace(" ", "_").replace("-", "_"), "message": text}}
-        ).encode()
+        body = json.dumps({"error": {"code": status.phrase.lower().replace(" ", "_").replace("-", "_"),
+                                     "message": text}}).encode()
         self.close_connection = True
         self.send_response(code, status.phrase)
         self.send_header("Content-Type", "application/json")
@@ -107,9 +106,8 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def serve_in_thread(
-    host: str, port: int, settings: Settings | None = None, **overrides: Any
-) -> tuple[BaseWSGIServer, threading.Thread]:
+def serve_in_thread(host: str, port: int, settings: Settings | None = None,
+                    **overrides: Any) -> tuple[BaseWSGIServer, threading.Thread]:
     """Start serving in a daemon thread (tests, demos); stop with ``server.shutdown()``."""
     server = make(host, port, settings, **overrides)
     thread = threading.Thread(target=server.serve_forever, name="dashboard", daemon=True)
