@@ -33,6 +33,7 @@ from sdk.rules import Rules
 BOT_NAME_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{1,31}$")
 
 
+
 @dataclass(frozen=True, slots=True)
 class MatchInfo:
     """Told to every seat when a match starts. The seed is not in it: seeds stay secret

@@ -621,7 +621,7 @@ def _check_admission(
     def info() -> None:
         report.info = admission.fetch_info(address)
 
-    healthy = step('health service (grpc.health.v1, service "")', lambda: admission.check_health(address))
+    healthy = step("health service (grpc.health.v1, service \"\")", lambda: admission.check_health(address))
     if not healthy and report.refusals[-1][0] == "bot_unreachable":
         raise _StopCheckError  # nobody there: the rest would only repeat it
     if not step("GetInfo", info):

@@ -260,3 +260,4 @@ def observe(
         hands_in_match=hands_in_match,
         outcome=state.outcome,
     )
+

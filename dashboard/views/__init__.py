@@ -22,15 +22,6 @@ def register_blueprints(app: Flask) -> None:
 
     app.url_map.converters["id"] = IdConverter
     app.url_map.converters["index"] = IndexConverter
-    for module in (
-        health,
-        leaderboard,
-        tournaments,
-        matches,
-        bots,
-        api,
-        api_spectator,
-        api_uploads,
-        spectator,
-    ):
+    for module in (health, leaderboard, tournaments, matches, bots, api, api_spectator, spectator):
         app.register_blueprint(module.bp)
+    app.register_blueprint(api_uploads.bp)

@@ -33,41 +33,39 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 @bp.get("/")
 def index() -> Response:
-    return jsonify(
-        {
-            "version": "v1",
-            "endpoints": [
-                "GET /api/v1/leaderboard",
-                "GET /api/v1/tournaments?status=&page=&per_page=",
-                "GET /api/v1/tournaments/<id>",
-                "GET /api/v1/tournaments/<id>/progress",
-                "GET /api/v1/tournaments/<id>/live?html=",
-                "GET /api/v1/tournaments/<id>/hands",
-                "GET /api/v1/matches?bot=&tournament=&status=&page=&per_page=",
-                "GET /api/v1/matches/<id>",
-                "GET /api/v1/matches/<id>/replay",
-                "GET /api/v1/matches/<id>/steps",
-                "GET /api/v1/matches/<id>/hands/<hand>",
-                "GET /api/v1/matches/<id>/hands/<hand>/decisions/<decision>",
-                "GET /api/v1/bots",
-                "GET /api/v1/bots/<name>",
-                "GET /api/v1/bots/<name>/hands",
-                "POST /api/v1/claims",
-                "POST /api/v1/bots",
-                "PUT /api/v1/bots/<name>",
-                "DELETE /api/v1/bots/<name>",
-                "POST /api/v1/bots/<name>/upload",
-                "PUT /api/v1/bots/<name>/upload",
-                "GET /api/v1/bots/<name>/build",
-                "GET /api/v1/builds/<id>",
-                "GET /api/v1/bots/<name>/logs?match=",
-                "POST /api/v1/tournaments",
-                "POST /api/v1/tournaments/<id>/pause|resume|run",
-            ],
-            # Where bots that connect out (`tonk serve --connect`) find the gateway.
-            "link": {"address": _link_address(), "protocol": "tonk.v1.BotLinkService"},
-        }
-    )
+    return jsonify({
+        "version": "v1",
+        "endpoints": [
+            "GET /api/v1/leaderboard",
+            "GET /api/v1/tournaments?status=&page=&per_page=",
+            "GET /api/v1/tournaments/<id>",
+            "GET /api/v1/tournaments/<id>/progress",
+            "GET /api/v1/tournaments/<id>/live?html=",
+            "GET /api/v1/tournaments/<id>/hands",
+            "GET /api/v1/matches?bot=&tournament=&status=&page=&per_page=",
+            "GET /api/v1/matches/<id>",
+            "GET /api/v1/matches/<id>/replay",
+            "GET /api/v1/matches/<id>/steps",
+            "GET /api/v1/matches/<id>/hands/<hand>",
+            "GET /api/v1/matches/<id>/hands/<hand>/decisions/<decision>",
+            "GET /api/v1/bots",
+            "GET /api/v1/bots/<name>",
+            "GET /api/v1/bots/<name>/hands",
+            "POST /api/v1/claims",
+            "POST /api/v1/bots",
+            "PUT /api/v1/bots/<name>",
+            "DELETE /api/v1/bots/<name>",
+            "POST /api/v1/bots/<name>/upload",
+            "PUT /api/v1/bots/<name>/upload",
+            "GET /api/v1/bots/<name>/build",
+            "GET /api/v1/builds/<id>",
+            "GET /api/v1/bots/<name>/logs?match=",
+            "POST /api/v1/tournaments",
+            "POST /api/v1/tournaments/<id>/pause|resume|run",
+        ],
+        # Where bots that connect out (`tonk serve --connect`) find the gateway.
+        "link": {"address": _link_address(), "protocol": "tonk.v1.BotLinkService"},
+    })
 
 
 def _link_address() -> str | None:
@@ -121,7 +119,9 @@ def get_replay(match_id: int) -> Response:
 
 
 def _download(data: dict[str, Any], filename: str) -> Response:
-    response = current_app.response_class(json.dumps(data, indent=1) + "\n", mimetype="application/json")
+    response = current_app.response_class(
+        json.dumps(data, indent=1) + "\n", mimetype="application/json"
+    )
     response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 

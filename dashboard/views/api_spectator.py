@@ -31,15 +31,12 @@ def get_steps(match_id: int) -> Response:
     db = session()
     match = replays.get_match(db, match_id)
     hands = replays.load_hands(db, db_url(), match)  # refuses an unfinished match
-
     # A done match's hands never change, so neither do its steps: they are kept serialized,
     # and gzipped too (steps repeat the table at every step: 6x the replay's JSON, 10x less
     # compressed), so a long match's replay loads quickly on a slow line.
     def encode() -> tuple[bytes, bytes]:
-        body = json.dumps(
-            {"match": match_id, "hands_in_match": match.hands, "hands": match_steps(hands)},
-            separators=(",", ":"),
-        ).encode()
+        body = json.dumps({"match": match_id, "hands_in_match": match.hands, "hands": match_steps(hands)},
+                          separators=(",", ":")).encode()
         return body, gzip.compress(body, 6)
 
     body, packed = cached(("steps", db_url(), match_id), "done", encode)

@@ -51,16 +51,8 @@ def test_clean_text_turns_line_breaks_into_one_space_and_bounds_length() -> None
 
 @pytest.mark.parametrize(
     ("raw", "shown"),
-    [
-        ("\u202e", "<U+202E>"),
-        ("\u200b", "<U+200B>"),
-        ("\u2066", "<U+2066>"),
-        ("\x00", "<U+0000>"),
-        ("\x1b", "<U+001B>"),
-        ("\ufeff", "<U+FEFF>"),
-        ("\u3164", "<U+3164>"),
-        ("\U000e0041", "<U+E0041>"),
-    ],
+    [("\u202e", "<U+202E>"), ("\u200b", "<U+200B>"), ("\u2066", "<U+2066>"), ("\x00", "<U+0000>"),
+     ("\x1b", "<U+001B>"), ("\ufeff", "<U+FEFF>"), ("\u3164", "<U+3164>"), ("\U000e0041", "<U+E0041>")],
 )
 def test_visible_escapes_invisible_and_direction_changing_characters(raw: str, shown: str) -> None:
     assert visible(f"ab{raw}cd") == f"ab{shown}cd"
@@ -91,18 +83,12 @@ def test_a_nul_bot_tournament_finishes_with_its_faults_and_every_result(url: str
         for server in house:
             stack.callback(server.stop, 0)
         nul = stack.enter_context(serve_fault("nul", after=1))
-        ids = register_bots(
-            url, {"nul-bot": nul.address, "house-random": house[0].address, "house-greedy": house[1].address}
-        )
+        ids = register_bots(url, {"nul-bot": nul.address, "house-random": house[0].address,
+                                  "house-greedy": house[1].address})
         with session_scope(url) as session:
             tid = create_tournament(
-                session,
-                name="nul",
-                bot_ids=list(ids.values()),
-                table_sizes=[2],
-                deals_per_table=1,
-                hands_per_match=2,
-                seed=1818,
+                session, name="nul", bot_ids=list(ids.values()), table_sizes=[2], deals_per_table=1,
+                hands_per_match=2, seed=1818,
                 config={"decision_deadline_ms": 400, "time_bank_ms": 0, "max_faults": 2},
             ).id
         backend = EmbeddedBackend(url, 1)
@@ -200,13 +186,13 @@ def test_a_tournament_name_with_control_characters_is_refused(url: str) -> None:
         for name in ("nul\x00name", "esc\x1b[2Jname", "bel\x07", "tab\tname", "x" * 129, "x" * (1 << 20)):
             refused = pytest.raises(InvalidTournamentError, match="tournament name")
             with session_scope(url) as session, refused:
-                create_tournament(
-                    session, name=name, bot_ids=[1, 2], table_sizes=[2], deals_per_table=1, hands_per_match=1
-                )
+                create_tournament(session, name=name, bot_ids=[1, 2], table_sizes=[2], deals_per_table=1,
+                                  hands_per_match=1)
         with session_scope(url) as session:
             assert session.query(Tournament).count() == 0
     finally:
         dispose_engines()
+
 
 
 def test_direction_changing_text_a_user_may_store_is_shown_escaped(sqlite_url: str) -> None:
@@ -223,9 +209,8 @@ def test_direction_changing_text_a_user_may_store_is_shown_escaped(sqlite_url: s
             operator = get_or_create_operator(session, "house")
             ids = [host_bot(session, operator, n, "random", check=False).id for n in ("r-one", "r-two")]
             name = "Open \u202egnirpS\u202c\u200b"
-            tid = create_tournament(
-                session, name=name, bot_ids=ids, table_sizes=[2], deals_per_table=1, hands_per_match=1
-            ).id
+            tid = create_tournament(session, name=name, bot_ids=ids, table_sizes=[2], deals_per_table=1,
+                                    hands_per_match=1).id
         client = create_app({"DATABASE_URL": sqlite_url, "TESTING": True}).test_client()
         for path in ("/tournaments/", f"/tournaments/{tid}"):
             html = client.get(path).get_data(as_text=True)

@@ -36,9 +36,7 @@ def arena(url: str) -> Iterator[dict[str, Any]]:
     from dashboard import create_app
 
     settings = Settings(
-        database_url=url,
-        allowed_bot_hosts=("127.0.0.1",),
-        claim_allowed_hosts=True,
+        database_url=url, allowed_bot_hosts=("127.0.0.1",), claim_allowed_hosts=True,
         decision_deadline_ms=1000,
     )
     app = create_app({"DATABASE_URL": url, "SETTINGS": settings, "TESTING": True})

@@ -246,15 +246,8 @@ def test_registration_checks_dial_only_the_address_that_was_checked(sqlite_url: 
             if how == "register":
                 register_bot(session, owner, "pinned", address, settings=settings, resolver=rebinding)
             else:
-                register_bot(
-                    session,
-                    owner,
-                    "pinned",
-                    address,
-                    settings=settings,
-                    check=False,
-                    resolver=lambda host: ["127.0.0.2"],
-                )
+                register_bot(session, owner, "pinned", address, settings=settings, check=False,
+                             resolver=lambda host: ["127.0.0.2"])
                 update_bot(session, owner, "pinned", address, settings=settings, resolver=rebinding)
         with session_scope(sqlite_url) as session:
             bot = find_bot(session, "pinned")
