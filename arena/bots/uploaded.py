@@ -7,12 +7,13 @@ then, in order, and refusing at the first step that fails:
 2. checks the archive and its manifest (arena/bots/uploads.py) and the dependencies it
    declares against the operator's settings (arena/bots/builds.py): nothing stored on a
    refusal;
-3. stores the archive once by its SHA-256 and builds it once into a bundle (a failed build
-   is a BuildFailedError quoting its log's end; the caller commits it first so the log stays
-   readable at ``GET /api/v1/builds/ID``);
+3. builds it into a bundle, unless the same archive was built before (a failed build is a
+   BuildFailedError quoting its log's end; the archive and the build are stored, and the
+   caller commits them first so the log stays readable at ``GET /api/v1/builds/ID``);
 4. runs the built bot in the sandbox (arena/sandbox) and gives it the same admission check
    as every other bot (arena/bots/admission.py, what ``tonk check`` runs);
-5. records it as a new bot or a new version with its upload, build and launch.
+5. stores the archive once by its SHA-256, the build, and the bot or its new version with its
+   upload, build and launch: every write comes after the build and the check.
 
 Like arena/bots/registry.py, it flushes and never commits.
 """
@@ -28,7 +29,16 @@ from sqlalchemy.orm import Session
 
 from arena.bots.addresses import DialTarget, validate_bot_name
 from arena.bots.admission import check_served_bot
-from arena.bots.builds import OK, build_upload, bundle_cache, check_dependencies, fetch_bundle, refusal
+from arena.bots.builds import (
+    bundle_cache,
+    check_dependencies,
+    fetch_bundle,
+    ok_build,
+    record_build,
+    refusal,
+    run_build,
+    unpack_bundle,
+)
 from arena.bots.registry import (
     InvalidHostedBotError,
     _ensure_may_change,
@@ -78,15 +88,30 @@ def submit_upload(
         _ensure_name_free(session, name, owner)
     found = inspect_archive(archive, settings)
     check_dependencies(found.manifest, settings)
-    upload, manifest = store_upload(session, owner if bot is None else bot.owner, archive, settings, found)
-    launch = manifest.launch
-    build = build_upload(session, upload, settings)
-    if build.status != OK:
-        raise refusal(build)
+    launch, cache = found.launch, bundle_cache(settings)
+    uploader = owner if bot is None else bot.owner
+    # Nothing is written until the build and the check are done: they take minutes, and a
+    # write would hold SQLite's one writer lock all along. A failed build is stored, its log
+    # to be read; a bot failing its check leaves nothing.
+    build = ok_build(session, found.sha256)
+    built = None
+    if build is None:
+        built = run_build(archive, found.manifest, settings)
+        if not built.ok:
+            store_upload(session, uploader, archive, settings, found)
+            raise refusal(record_build(session, found.sha256, built))
     info: dict[str, Any] = {}
     if check:
-        bundle = fetch_bundle(session, build.id, bundle_cache(settings))
+        if build is not None:
+            bundle = fetch_bundle(session, build.id, cache)
+        else:
+            assert built is not None
+            bundle = unpack_bundle(built.artifact, str(built.artifact_sha256), cache)
         info = (admit or sandbox_admission)(bundle, launch, settings)
+    upload, _ = store_upload(session, uploader, archive, settings, found)
+    if built is not None:
+        build = record_build(session, upload.sha256, built)
+    assert build is not None
     version = BotVersion(
         address=None,
         hosted=None,
@@ -191,20 +216,6 @@ def may_see(viewer: Owner | None, bot: Bot) -> bool:
     return viewer is not None and (viewer.is_operator or viewer.id == bot.owner_id)
 
 
-def upload_json(session: Session, version: BotVersion) -> dict[str, Any]:
-    """An uploaded version's archive and build, for its owner."""
-    upload = session.get(Upload, version.upload_sha) if version.upload_sha else None
-    build = session.get(Build, version.build_id) if version.build_id else None
-    return {
-        "sha256": version.upload_sha,
-        "size": upload.size if upload else None,
-        "files": upload.files if upload else None,
-        "unpacked_size": upload.unpacked_size if upload else None,
-        "launch": version.launch,
-        "build": None if build is None else {"id": build.id, "status": build.status},
-    }
-
-
 __all__ = [
     "Admitter",
     "NothingToSeeError",
@@ -214,6 +225,5 @@ __all__ = [
     "may_see",
     "sandbox_admission",
     "submit_upload",
-    "upload_json",
     "uploaded_version",
 ]

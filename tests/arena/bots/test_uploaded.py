@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.archives import project, tar_gz
@@ -17,8 +18,9 @@ from arena.bots.admission import ConformanceFailedError
 from arena.bots.builds import BuildFailedError
 from arena.bots.owners import create_owner
 from arena.bots.registry import NameTakenError, NotOwnerError, bot_to_json
-from arena.bots.uploaded import submit_upload
+from arena.bots.uploaded import sandbox_admission, submit_upload
 from arena.config import Settings
+from arena.sandbox.launch import Launch
 from arena.store.db import session_scope
 from arena.store.models import Bot, Build, Owner, Upload
 
@@ -122,3 +124,24 @@ def test_names_and_owners_are_checked_before_anything_is_stored(sqlite_url: str,
             session, owner(session, "bob"), "tiny", other, settings=settings, update=True, check=False
         )
     assert counts(sqlite_url) == (1, 1, 1)
+
+
+def test_nothing_is_written_until_the_build_and_check_are_done(sqlite_url: str, data_dir: Path) -> None:
+    """SQLite has one writer: while a bot is built and checked (minutes, at worst), the arena
+    must go on recording matches. Here another writer commits in the middle of the check."""
+    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
+    owners(sqlite_url)
+
+    def admit(bundle: Path, launch: Launch, settings: Settings) -> dict[str, Any]:
+        with session_scope(sqlite_url) as other:  # would wait for the lock, then fail, if held
+            create_owner(other, "carol")
+        assert (bundle / "code" / "tiny_bot.py").is_file()
+        return sandbox_admission(bundle, launch, settings)
+
+    with session_scope(sqlite_url) as session:
+        bot = submit_upload(
+            session, owner(session, "alice"), "tiny", tar_gz(project()), settings=settings, admit=admit
+        )
+        assert bot.versions[0].info["name"] == "tiny"
+    with session_scope(sqlite_url) as session:
+        assert owner(session, "carol").name == "carol"
