@@ -1,6 +1,9 @@
-"""``tonk submit``, ``tonk retire``, ``tonk restore``: enter a bot in an arena, point it
-elsewhere, withdraw it, bring it back.
+"""``tonk submit``, ``tonk retire``, ``tonk restore``, ``tonk logs``: enter a bot in an arena
+(its address, or its code for the arena to run), point it elsewhere, withdraw it, bring it
+back, read what an uploaded bot printed.
 
+    tonk submit --name lowball --upload ./lowball --arena https://arena.example.org  # the arena runs it
+    tonk logs lowball [--match ID | --build]
     tonk submit --name lowball --address bots.example.org:50051 --arena https://arena.example.org
     tonk submit --name lowball --address bots.example.org:50052 --update   # a new version
     tonk retire lowball
@@ -25,6 +28,12 @@ The arena's HTTP API (JSON bodies; ``Authorization: Bearer <token>`` on every ca
 ``PUT /api/v1/bots/<name>`` with ``{"address": "HOST:PORT"}``
     Re-check the bot at an address and record a new version (owner or operator only;
     brings a retired bot back). 200 ``{"bot": BOT}``.
+``POST /api/v1/bots/<name>/upload`` (body: the project as .tar.gz, ``application/gzip``)
+    Register a new bot from its code: the arena checks the archive, builds it once, runs it in
+    its sandbox and checks it. 201 ``{"bot": BOT}``. ``PUT`` the same path: a new version.
+``GET /api/v1/bots/<name>/build``, ``GET /api/v1/builds/<id>``, ``GET /api/v1/bots/<name>/logs?match=ID``
+    An uploaded bot's build log and what it printed per match: its owner and operators only
+    (404 for anyone else).
 ``DELETE /api/v1/bots/<name>``
     Retire the bot (owner or operator only; idempotent). 200 ``{"bot": BOT}``.
 ``POST /api/v1/bots/<name>/restore``
