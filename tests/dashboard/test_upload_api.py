@@ -5,6 +5,7 @@ Builds and logs are their owner's: anyone else gets the 404 a bot without any ge
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import tempfile
 import threading
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.archives import project, tar_gz
+from helpers.archives import bomb, project, tar_gz
 from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner
@@ -165,6 +166,10 @@ def test_submit_upload_update_build_log_and_match_logs(
         (tar_gz(project(manifest='[bot]\nentry = "tiny_bot:TinyBot"\ndependencies = ["six==1.17.0"]\n')),
          422, "dependency_not_allowed", "this arena installs no dependencies"),
         (bytes(300 * 1024), 413, "too_large", ""),
+        # Over the app's 64 KiB for JSON bodies, under the upload limit: read, and judged.
+        (tar_gz(project({"noise.bin": random.Random(2).randbytes(100_000)}, manifest=None)), 400,
+         "manifest_missing", "tonk.toml"),
+        (bomb(100 * 1024 * 1024), 422, "unpacked_too_large", "reached at 'zeros.bin'"),
     ],
 )  # fmt: skip
 def test_a_refused_upload_answers_clearly_and_stores_nothing(
