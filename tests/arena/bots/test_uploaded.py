@@ -66,12 +66,12 @@ def counts(url: str) -> tuple[int, int, int]:
 
 
 def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(
-    sqlite_url: str, data_dir: Path
+    db_url: str, data_dir: Path
 ) -> None:
-    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
-    owners(sqlite_url)
+    settings = Settings(data_dir=str(data_dir), database_url=db_url)
+    owners(db_url)
     archive = tar_gz(project())
-    with session_scope(sqlite_url) as session:
+    with session_scope(db_url) as session:
         bot = submit_upload(session, owner(session, "alice"), "tiny", archive, settings=settings)
         version = bot.versions[0]
         assert version.info["name"] == "tiny" and version.info["language"] == "python"
@@ -79,11 +79,11 @@ def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(
         assert bot.address is None and not bot.hosted and not bot.connected
         assert bot_to_json(bot)["uploaded"] is True
         first_build = version.build_id
-    with session_scope(sqlite_url) as session:
+    with session_scope(db_url) as session:
         bot = submit_upload(session, owner(session, "alice"), "tiny", archive, settings=settings, update=True)
         assert [v.number for v in bot.versions] == [1, 2]
         assert bot.versions[1].build_id == first_build  # built once
-    assert counts(sqlite_url) == (1, 1, 1)
+    assert counts(db_url) == (1, 1, 1)
 
 
 def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
@@ -98,11 +98,11 @@ def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
     assert counts(sqlite_url) == (0, 0, 0)
 
 
-def test_a_failed_build_is_refused_with_the_end_of_its_log(sqlite_url: str, data_dir: Path) -> None:
-    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
-    owners(sqlite_url)
+def test_a_failed_build_is_refused_with_the_end_of_its_log(db_url: str, data_dir: Path) -> None:
+    settings = Settings(data_dir=str(data_dir), database_url=db_url)
+    owners(db_url)
     archive = tar_gz(project(manifest='[bot]\nentry = "elsewhere:Bot"\n'))
-    with session_scope(sqlite_url) as session:
+    with session_scope(db_url) as session:
         with pytest.raises(BuildFailedError, match=r"the upload has no elsewhere\.py") as refused:
             submit_upload(session, owner(session, "alice"), "nowhere", archive, settings=settings)
         build = session.get(Build, refused.value.details["build"])
