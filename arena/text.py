@@ -41,6 +41,7 @@ _INVISIBLE: Final = re.compile(
 )
 
 
+
 def clean_text(value: object, limit: int) -> str:
     """``value`` as text fit to store: controls and surrogates removed (tabs and line breaks
     become one space), surrounding space stripped, and at most ``limit`` characters (a cut

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import threading
@@ -372,6 +373,88 @@ def run(
     )
 
 
+# -- the cheater uploaded and hosted (issue #23) ----------------------------------------------
+
+HOSTED_ENTRY = "hosted_memory:MemoryGreedy"
+
+
+def hosted_bundle(folder: Path) -> Path:
+    """The memory cheater as a built upload: this file, the house bots it builds on, and an
+    entry module naming its class."""
+    import shutil
+
+    code = folder / "code"
+    (folder / "deps").mkdir(parents=True)
+    (code / "bench").mkdir(parents=True)
+    # In a folder of its own, as here: this file puts its folder's parent first on the path.
+    shutil.copy(Path(__file__), code / "bench" / "fairplay.py")
+    shutil.copytree(_HERE.parent / "bots", code / "bots", ignore=shutil.ignore_patterns("__pycache__"))
+    (code / "hosted_memory.py").write_text(
+        "import os, sys\nsys.path.append(os.path.join(os.path.dirname(__file__), 'bench'))\n"
+        "from fairplay import memory_bot  # noqa: E402\nfrom bots.greedy import GreedyBot  # noqa: E402\n\n"
+        "MemoryGreedy = memory_bot(GreedyBot)\n"
+    )
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return folder
+
+
+def hosted_pair(bundle: Path, scope: str, villain: type[Bot], deals: int, seed: int) -> list[int]:
+    """play_pair with the hero uploaded and hosted in the sandbox (closed referee): a fresh
+    process per match (``match``), or one kept for both seatings (``worker``)."""
+    from arena.play.hosted import POOL, HostedPlayer
+    from arena.sandbox.launch import Launch
+
+    chips = [0] * deals
+    config = RefereeConfig(decision_deadline_ms=60_000)
+    for hero_seat in (0, 1):
+        hero = HostedPlayer("hero", lambda: bundle, Launch("python", entry=HOSTED_ENTRY), scope=scope,
+                            scope_key=("fairplay", seed))  # fmt: skip
+        hero.prepare()
+        if hero.box is None:  # it must run: a seat that faults would measure nothing
+            raise RuntimeError(f"the hosted cheater did not start: {hero.output()}")
+        seats = [hero if s == hero_seat else LocalPlayer(villain) for s in range(2)]
+        names = ["hero" if s == hero_seat else "villain" for s in range(2)]
+        try:
+            result = play_match(seats, seed, deals, match_id=f"fp-{seed}-{hero_seat}", names=names,
+                                config=config, reveal=False)  # fmt: skip
+        finally:
+            hero.close()
+        for h, log in enumerate(result.hands):
+            assert log.record.outcome is not None
+            chips[h] += log.record.outcome["payoffs"][hero_seat]
+    if scope != "match":
+        POOL.close_all()
+    return chips
+
+
+def run_hosted(villain: str, deals: int, seed: int, scope: str, chunk: int = 100) -> str:
+    """The hosted cheater's edge over honest greedy, paired deal by deal (closed referee)."""
+    import tempfile
+
+    villain_cls = load_bot_class(villain)
+    cheat: list[int] = []
+    honest: list[int] = []
+    with tempfile.TemporaryDirectory(prefix="fairplay-hosted-") as tmp:
+        os.chmod(tmp, 0o755)
+        bundle = hosted_bundle(Path(tmp) / "bundle")
+        for i, start in enumerate(range(0, deals, chunk)):
+            n = min(chunk, deals - start)
+            part_seed = derive_seed(seed, f"fairplay/{villain}/{i}")
+            cheat += hosted_pair(bundle, scope, villain_cls, n, part_seed)
+            honest += play_pair(GreedyBot, villain_cls, n, part_seed, reveal=False).deal_chips
+    edge = [100 * (c - h) / 2 for c, h in zip(cheat, honest, strict=True)]
+    m, lo, hi = mean_ci(edge)
+    if lo == hi == m:  # every deal the same: no spread to estimate
+        lo = hi = m
+    hands = 2 * len(edge)
+    return (
+        f"hosted ({scope:>6} memory)  memory-greedy vs {villain:<9} {len(edge)} deals ({hands} hands)  "
+        f"edge over honest greedy: {m:+.1f} chips/100 hands [{lo:+.1f}, {hi:+.1f}]  "
+        f"= {sum(cheat) - sum(honest):+d} chips in {hands} hands"
+    )
+
+
 # -- the check's false alarms, and what duplicate buys -------------------------------------
 
 
@@ -454,6 +537,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--false-alarms", type=int, default=0, metavar="RUNS",
                         help="instead: simulate RUNS honest fair-play checks (20 deals of 4 hands each)")
+    parser.add_argument("--hosted", action="store_true",
+                        help="instead: the cheater uploaded and hosted in the sandbox, fresh per match "
+                             "(and, for comparison, kept for both seatings)")
     parser.add_argument("--variance", action="store_true",
                         help="instead: the chips variance of a twin pair per deal, duplicate vs independent")
     args = parser.parse_args(argv)
@@ -461,6 +547,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.perf_counter()
         line = false_alarms(args.false_alarms, 20, 4, args.seed)
         print(f"{line}  ({time.perf_counter() - started:.0f} s)", flush=True)
+        return 0
+    if args.hosted:
+        for villain in args.villains:
+            for scope in ("match", "worker"):
+                started = time.perf_counter()
+                line = run_hosted(villain, args.deals, args.seed, scope)
+                print(f"{line}  ({time.perf_counter() - started:.0f} s)", flush=True)
         return 0
     if args.variance:
         for a, b in (("greedy", "random"), ("heuristic", "greedy")):

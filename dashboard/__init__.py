@@ -48,6 +48,8 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         BOT_CHECKS=True,
         BOT_CHECKER=None,
         BOT_CHECK_SLOTS=2,
+        # Invite redemptions (POST /api/v1/owners) per client address: (attempts, seconds).
+        JOIN_RATE_LIMIT=(20, 60.0),
         TOURNAMENT_BACKEND=None,
     )
     if test_config:
@@ -61,7 +63,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
     from arena.queries import cache
-    from dashboard import checks, db, errors, security, templating
+    from dashboard import checks, db, errors, ratelimit, security, templating
     from dashboard.views import register_blueprints
 
     cache.configure(cache_settings)
@@ -69,6 +71,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     checks.init_app(app)
     db.init_app(app)
     errors.init_app(app)
+    ratelimit.init_app(app)
     security.init_app(app)
     templating.init_app(app)
     register_blueprints(app)

@@ -25,4 +25,10 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "services: could not install chromium"
 fi
+# Hosted bots run in bubblewrap's sandbox (arena/sandbox); install it when we are root and it is missing.
+if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "services: installing bubblewrap for the hosted-bot sandbox"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+    || echo "services: could not install bubblewrap"
+fi
 exit 0

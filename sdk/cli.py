@@ -19,7 +19,11 @@ COMMAND_MODULES = (
     "sdk.commands.serve",
     "sdk.commands.check",
     "sdk.commands.replay_decision",
+    "sdk.commands.owner",
 )
+#: Commands the SDK shares with plug-ins, and the actions of each that are the SDK's own
+#: (sdk.commands.owner.ACTIONS: not imported, the command modules are this one's neighbours).
+SHARED = {"owner": ("join", "rotate-token")}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -29,8 +33,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         import_module(name).register(subparsers)
-    command = next((a for a in argv or () if not a.startswith("-")), None)
-    if command is not None and command in subparsers.choices:
+    words = [a for a in argv or () if not a.startswith("-")]
+    command = words[0] if words else None
+    sdk_only = command not in SHARED or (len(words) > 1 and words[1] in SHARED[command])
+    if command is not None and command in subparsers.choices and sdk_only:
         return parser
     for entry in entry_points(group="tonk.commands"):
         try:

@@ -154,6 +154,12 @@ def get_or_create_operator(session: Session, name: str) -> Owner:
     return owner
 
 
+def operator_owner(session: Session) -> Owner:
+    """The built-in ``operator`` owner (the environment's token authenticates as it), created
+    if new: what an operator at the server acts as (e.g. the maker of invites)."""
+    return _operator_owner(session)
+
+
 def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
@@ -183,6 +189,7 @@ __all__ = [
     "get_or_create_operator",
     "hash_token",
     "new_token",
+    "operator_owner",
     "parse_bearer",
     "require_operator",
     "rotate_token",

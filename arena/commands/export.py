@@ -27,14 +27,10 @@ def register(subparsers: Any) -> None:
     which = export.add_mutually_exclusive_group(required=True)
     which.add_argument("--tournament", type=int, metavar="ID", help="every hand of this tournament")
     which.add_argument("--bot", metavar="NAME", help="every hand this bot played")
-    export.add_argument(
-        "--output", "-o", metavar="FILE", help="write here (a .jsonl file) instead of standard output"
-    )
-    export.add_argument(
-        "--database-url",
-        metavar="URL",
-        help="the arena's store (default: TONK_DATABASE_URL, as every arena command)",
-    )
+    export.add_argument("--output", "-o", metavar="FILE",
+                        help="write here (a .jsonl file) instead of standard output")
+    export.add_argument("--database-url", metavar="URL",
+                        help="the arena's store (default: TONK_DATABASE_URL, as every arena command)")
     export.set_defaults(func=cmd_export)
 
 

@@ -6,6 +6,12 @@ docs/configuration.md, which it names on standard error).
     tonk owner create ops --operator     # an owner who may also run tournaments
     tonk owner rotate alice              # a new token; the old one stops working
     tonk owner list
+    tonk owner invite --uses 20 --expires 7d --note "workshop"   # prints an invite code, once
+    tonk owner invites                   # id, uses left, expiry, note (the codes are not kept)
+    tonk owner revoke-invite 3
+
+Newcomers redeem an invite with ``tonk owner join CODE --name NAME --arena URL`` (the SDK's
+side of ``tonk owner``, sdk/commands/owner.py), which prints their own token.
 
 The token is the only thing written to standard output, so ``TOKEN=$(tonk owner create
 alice)`` captures it; what to do with it goes to standard error. The arena keeps only the
@@ -29,8 +35,9 @@ from arena.store.statuses import BotStatus
 
 
 def register(subparsers: Any) -> None:
-    owner = subparsers.add_parser("owner", help="create owners and rotate their API tokens (operators)")
-    sub = owner.add_subparsers(dest="owner_command", metavar="ACTION", required=True)
+    from sdk.commands.owner import owner_actions
+
+    sub = owner_actions(subparsers)  # the SDK's `tonk owner` (join, rotate-token) gets these too
 
     create = sub.add_parser("create", help="create an owner and print its API token (shown once)")
     create.add_argument("name", help="2 to 64 letters, digits, '_', '.' or '-'")
@@ -43,6 +50,22 @@ def register(subparsers: Any) -> None:
 
     listing = sub.add_parser("list", help="owners, their role and their bots")
     listing.set_defaults(func=cmd_list)
+
+    invite = sub.add_parser("invite", help="make an invite code for newcomers (shown once)")
+    invite.add_argument("--uses", type=int, default=1, help="how many owners it makes (1 to 1000; default 1)")
+    invite.add_argument(
+        "--expires", default=None, metavar="WHEN",
+        help="a duration (30m, 12h, 7d, 2w) or an ISO date; 5 minutes to 90 days (default 7d)",
+    )  # fmt: skip
+    invite.add_argument("--note", default="", help="who or what it is for (shown in 'tonk owner invites')")
+    invite.set_defaults(func=cmd_invite)
+
+    invites = sub.add_parser("invites", help="invites: uses left, expiry, note (never the codes)")
+    invites.set_defaults(func=cmd_invites)
+
+    revoke = sub.add_parser("revoke-invite", help="refuse an invite's code from now on")
+    revoke.add_argument("id", type=int, help="the invite's id (tonk owner invites)")
+    revoke.set_defaults(func=cmd_revoke_invite)
 
 
 def _fail(command: str, exc: ArenaError) -> int:
@@ -119,4 +142,61 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, is_operator, created_at, count in rows:
         created = created_at.strftime("%Y-%m-%d %H:%M") if created_at else ""
         print(f"{name[:24]:<24} {'operator' if is_operator else 'owner':<9} {count:>4}  {created}")
+    return 0
+
+
+def cmd_invite(args: argparse.Namespace) -> int:
+    from arena.bots.invites import create_invite
+    from arena.bots.owners import operator_owner
+    from arena.store.db import session_scope
+
+    settings = load_settings()
+    try:
+        with session_scope(settings.database_url) as session:
+            invite, code = create_invite(
+                session, operator_owner(session), uses=args.uses, expires=args.expires, note=args.note
+            )
+            uses, expires = invite.uses_total, invite.expires_at.strftime("%Y-%m-%d %H:%M UTC")
+            invite_id = invite.id
+    except ArenaError as exc:
+        return _fail("invite", exc)
+    print(code)
+    print(
+        f"invite {invite_id} for {uses} owner{'s' if uses != 1 else ''}, until {expires}, in the store "
+        f"{describe_store(settings.database_url)}.", file=sys.stderr
+    )  # fmt: skip
+    print(
+        "the code above is shown only this once. Newcomers join with: "
+        "tonk owner join CODE --name NAME --arena URL", file=sys.stderr
+    )  # fmt: skip
+    return 0
+
+
+def cmd_invites(args: argparse.Namespace) -> int:
+    from arena.bots.invites import invite_status, list_invites, redemptions
+    from arena.store.db import session_scope
+
+    with session_scope(load_settings().database_url) as session:
+        joined = redemptions(session)
+        rows = [
+            (i.id, invite_status(i), i.uses_left, i.uses_total, joined.get(i.id, 0), i.expires_at, i.note)
+            for i in list_invites(session)
+        ]
+    print(f"{'id':>5} {'status':<8} {'left':>5} {'of':>5} {'joined':>6}  {'expires':<16}  note")
+    for invite_id, status, left, total, count, expires, note in rows:
+        when = expires.strftime("%Y-%m-%d %H:%M")
+        print(f"{invite_id:>5} {status:<8} {left:>5} {total:>5} {count:>6}  {when:<16}  {note[:60]}")
+    return 0
+
+
+def cmd_revoke_invite(args: argparse.Namespace) -> int:
+    from arena.bots.invites import revoke_invite
+    from arena.store.db import session_scope
+
+    try:
+        with session_scope(load_settings().database_url) as session:
+            revoke_invite(session, args.id)
+    except ArenaError as exc:
+        return _fail("revoke-invite", exc)
+    print(f"revoked invite {args.id}: its code is refused from now on", file=sys.stderr)
     return 0

@@ -65,9 +65,7 @@ def register(subparsers: Any) -> None:
         "cancels); independent: every match gets its own cards (no deal is replayed, more variance)",
     )
     create.add_argument(
-        "--offline-grace-s",
-        type=int,
-        default=None,
+        "--offline-grace-s", type=int, default=None,
         help="seconds a match waits for a connected bot that is offline (default: settings)",
     )
     create.set_defaults(func=cmd_create)
@@ -171,10 +169,8 @@ def cmd_create(args: argparse.Namespace) -> int:
         if value is not None
     }
     if (args.bots is None) == (args.gauntlet is None) or (args.gauntlet is None) != (args.vs is None):
-        print(
-            "tonk tournament create: give --bots for a round robin, or --gauntlet BOT with --vs",
-            file=sys.stderr,
-        )
+        print("tonk tournament create: give --bots for a round robin, or --gauntlet BOT with --vs",
+              file=sys.stderr)
         return 2
     names = args.bots if args.gauntlet is None else [args.gauntlet, *args.vs]
     try:
@@ -222,10 +218,8 @@ def cmd_sprt(args: argparse.Namespace) -> int:
                 sprt=params,
             )
             tid = tournament.id
-        print(
-            f"tournament {tid}: sequential test of {args.new} against {args.old}, "
-            f"H0 elo <= {args.elo0:g}, H1 elo >= {args.elo1:g}, alpha {args.alpha:g}, beta {args.beta:g}"
-        )
+        print(f"tournament {tid}: sequential test of {args.new} against {args.old}, "
+              f"H0 elo <= {args.elo0:g}, H1 elo >= {args.elo1:g}, alpha {args.alpha:g}, beta {args.beta:g}")
         code = drive(settings, tid, wait=not args.no_wait, quiet=args.quiet)
     except ArenaError as exc:
         return _fail("sprt", exc)
@@ -247,7 +241,8 @@ def sprt_line(session: Session, tournament: Tournament) -> str:
         "inconclusive": "inconclusive: max pairs reached",
         None: "undecided",
     }[state.verdict]
-    return f"  {state.pairs} pairs, LLR {state.llr:.2f} in [{state.lower:.2f}, {state.upper:.2f}]: {verdict}"
+    return (f"  {state.pairs} pairs, LLR {state.llr:.2f} in [{state.lower:.2f}, {state.upper:.2f}]: "
+            f"{verdict}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -322,10 +317,8 @@ def cmd_pause(args: argparse.Namespace) -> int:
             pause_tournament(session, args.id)
     except ArenaError as exc:
         return _fail("tournament pause", exc)
-    print(
-        f"tournament {args.id} paused; matches being played will finish. "
-        f"Resume: tonk tournament resume {args.id}"
-    )
+    print(f"tournament {args.id} paused; matches being played will finish. "
+          f"Resume: tonk tournament resume {args.id}")
     return 0
 
 
@@ -375,10 +368,8 @@ def drive(settings: Settings, tournament_id: int, *, wait: bool = True, quiet: b
     from arena.tournaments.lifecycle import pause_tournament
 
     if not wait and not settings.redis_url:
-        print(
-            "tonk tournament: --no-wait needs TONK_REDIS_URL (the embedded pool lives in this process)",
-            file=sys.stderr,
-        )
+        print("tonk tournament: --no-wait needs TONK_REDIS_URL (the embedded pool lives in this process)",
+              file=sys.stderr)
         return 2
     backend = make_backend(settings)
     bar: ProgressBar | None = None
@@ -400,11 +391,8 @@ def drive(settings: Settings, tournament_id: int, *, wait: bool = True, quiet: b
             backend.close(cancel=True)
             with session_scope(settings.database_url) as session:
                 pause_tournament(session, tournament_id)
-            print(
-                f"interrupted: tournament {tournament_id} paused; continue with: "
-                f"tonk tournament resume {tournament_id}",
-                file=sys.stderr,
-            )
+            print(f"interrupted: tournament {tournament_id} paused; continue with: "
+                  f"tonk tournament resume {tournament_id}", file=sys.stderr)
         else:
             backend.close()
             print("stopped watching; the RQ workers keep playing", file=sys.stderr)
@@ -432,9 +420,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     if not settings.redis_url:
-        print(
-            "tonk worker: set TONK_REDIS_URL (without it, matches run in the embedded pool)", file=sys.stderr
-        )
+        print("tonk worker: set TONK_REDIS_URL (without it, matches run in the embedded pool)",
+              file=sys.stderr)
         return 2
     run_worker(settings, burst=args.burst, fork=args.fork, name=args.name)
     return 0
@@ -451,10 +438,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         if args.history:
             for row in rating_history(session):
                 mark = "?" if row.provisional else ""
-                print(
-                    f"{row.tournament_id:>4} {row.tournament_name[:20]:<20} {row.name[:24]:<24} "
-                    f"{rating_text(row.elo, row.low, row.high) + mark:<22} {row.matches:>6}"
-                )
+                print(f"{row.tournament_id:>4} {row.tournament_name[:20]:<20} {row.name[:24]:<24} "
+                      f"{rating_text(row.elo, row.low, row.high) + mark:<22} {row.matches:>6}")
             return 0
         ratings = board(session, settings.database_url)
     print_ratings(ratings.rows)
@@ -470,10 +455,8 @@ def print_ratings(rows: Sequence[LeaderboardRow]) -> None:
     print(f"{'#':>3}  {'bot':<24} {'Elo [95% interval]':<22} {'matches':>7}  {'LOS':>6}")
     for r in rows:
         mark = "?" if r.provisional else ""
-        print(
-            f"{r.rank:>3}  {r.name[:24]:<24} {rating_text(r.elo, r.low, r.high) + mark:<22} "
-            f"{r.matches:>7}  {los_text(r.los_next):>6}"
-        )
+        print(f"{r.rank:>3}  {r.name[:24]:<24} {rating_text(r.elo, r.low, r.high) + mark:<22} "
+              f"{r.matches:>7}  {los_text(r.los_next):>6}")
     if rows:
         for line in legend():
             print(line)

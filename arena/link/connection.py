@@ -191,3 +191,5 @@ def _reply_bytes(data: bytes, reply: lpb.LinkReply) -> bytes:
 def _expire(future: asyncio.Future[bytes]) -> None:
     if not future.done():
         future.set_exception(TimeoutError())
+
+

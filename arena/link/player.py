@@ -103,13 +103,8 @@ class LinkTransport(Protocol):
 def decide_call(request_bytes: bytes, deadline_ms: int) -> bytes:
     """A serialized LinkCall carrying a serialized DecideRequest (call_id left 0)."""
     return b"".join(
-        (
-            _T_DEADLINE,
-            encode_varint(max(deadline_ms, 1)),
-            _T_DECIDE,
-            encode_varint(len(request_bytes)),
-            request_bytes,
-        )
+        (_T_DEADLINE, encode_varint(max(deadline_ms, 1)),
+         _T_DECIDE, encode_varint(len(request_bytes)), request_bytes)
     )
 
 

@@ -142,3 +142,4 @@ def release(session: Session, match_id: int, holder: str | None = None) -> None:
     if holder is not None:
         query = query.where(BotLease.holder == holder[:128])
     session.execute(query.execution_options(synchronize_session=False))
+

@@ -28,19 +28,17 @@ def bot_list(session: Session, url: str) -> list[dict[str, Any]]:
         select(Bot, Owner.name).join(Owner, Owner.id == Bot.owner_id).order_by(Bot.name)
     ):
         rated = ratings.get(bot.id)
-        out.append(
-            {
-                "name": bot.name,
-                "owner": owner,
-                "status": bot.status,
-                "hosted": bot.hosted is not None,
-                "version": versions.get(bot.id),
-                "rank": rated.rank if rated else None,
-                "rating": rating_json(rated),
-                "matches": stats[bot.id].matches if bot.id in stats else 0,
-                "created_at": iso(bot.created_at),
-            }
-        )
+        out.append({
+            "name": bot.name,
+            "owner": owner,
+            "status": bot.status,
+            "hosted": bot.hosted is not None,
+            "version": versions.get(bot.id),
+            "rank": rated.rank if rated else None,
+            "rating": rating_json(rated),
+            "matches": stats[bot.id].matches if bot.id in stats else 0,
+            "created_at": iso(bot.created_at),
+        })
     return out
 
 
@@ -137,17 +135,15 @@ def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:
     out = []
     for name, n, wins, draws, losses, diff in rows:
         n = int(n)
-        out.append(
-            {
-                "opponent": name,
-                "matches": n,
-                "wins": int(wins or 0),
-                "draws": int(draws or 0),
-                "losses": int(losses or 0),
-                "score": round((int(wins or 0) + 0.5 * int(draws or 0)) / n, 4) if n else None,
-                "chip_difference": int(diff),
-            }
-        )
+        out.append({
+            "opponent": name,
+            "matches": n,
+            "wins": int(wins or 0),
+            "draws": int(draws or 0),
+            "losses": int(losses or 0),
+            "score": round((int(wins or 0) + 0.5 * int(draws or 0)) / n, 4) if n else None,
+            "chip_difference": int(diff),
+        })
     return out
 
 
@@ -161,10 +157,7 @@ def _faults(session: Session, bot_id: int) -> dict[str, Any]:
     )
     recent = [
         {
-            "match": f.match_id,
-            "hand": f.hand_index,
-            "decision": f.decision,
-            "kind": f.kind,
+            "match": f.match_id, "hand": f.hand_index, "decision": f.decision, "kind": f.kind,
             "reason": f.reason,
         }
         for f in session.scalars(

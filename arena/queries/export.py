@@ -31,11 +31,7 @@ class ExportNotFoundError(NotFoundError):
 
 
 def finished_deal_matches(
-    session: Session,
-    *,
-    tournament_id: int | None = None,
-    bot_id: int | None = None,
-    after: int = 0,
+    session: Session, *, tournament_id: int | None = None, bot_id: int | None = None, after: int = 0,
     limit: int = BATCH,
 ) -> list[int]:
     """Ids (ascending, above ``after``) of done matches whose whole deal is done."""

@@ -91,33 +91,23 @@ def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
         bot = by_id.get(rated.bot_id)
         if bot is None:
             continue
-        rows.append(
-            {
-                "rank": rated.rank,
-                "bot": bot[1],
-                "owner": bot[3],
-                "status": bot[2],
-                "rating": rating_json(rated),
-                "los_next": None if rated.los_next is None else round(rated.los_next, 3),
-                **links.get(rated.bot_id, NOT_CONNECTED),
-                **record(stats.get(rated.bot_id)),
-            }
-        )
+        rows.append({
+            "rank": rated.rank,
+            "bot": bot[1],
+            "owner": bot[3],
+            "status": bot[2],
+            "rating": rating_json(rated),
+            "los_next": None if rated.los_next is None else round(rated.los_next, 3),
+            **links.get(rated.bot_id, NOT_CONNECTED),
+            **record(stats.get(rated.bot_id)),
+        })
     rated_ids = {r.bot_id for r in ratings.rows}
     for bot_id, name, status, owner in sorted(bots, key=lambda r: r[1]):
         if bot_id not in rated_ids and status == BotStatus.ACTIVE:
-            rows.append(
-                {
-                    "rank": None,
-                    "bot": name,
-                    "owner": owner,
-                    "status": status,
-                    "rating": None,
-                    "los_next": None,
-                    **links.get(bot_id, NOT_CONNECTED),
-                    **record(stats.get(bot_id)),
-                }
-            )
+            rows.append({
+                "rank": None, "bot": name, "owner": owner, "status": status, "rating": None,
+                "los_next": None, **links.get(bot_id, NOT_CONNECTED), **record(stats.get(bot_id)),
+            })
     return rows
 
 
@@ -132,3 +122,4 @@ def link_flags(session: Session) -> dict[int, dict[str, Any]]:
     ids = list(session.scalars(select(Bot.id).where(Bot.connected.is_(True))))
     status = link_status(session, ids)
     return {i: {"connected": True, "online": i in status} for i in ids}
+

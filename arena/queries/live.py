@@ -27,14 +27,8 @@ def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> di
     finished = progress["status"] == TournamentStatus.FINISHED
     end = t.finished_at if t is not None and finished else None
     if started is None:
-        return {
-            "started_at": None,
-            "elapsed_s": 0,
-            "hands_per_min": None,
-            "matches_per_min": None,
-            "eta_s": None,
-            "finished": finished,
-        }
+        return {"started_at": None, "elapsed_s": 0, "hands_per_min": None, "matches_per_min": None,
+                "eta_s": None, "finished": finished}
     elapsed = max(0.0, ((end or utcnow()) - started).total_seconds())
     played, planned = progress["hands_played"], progress["hands_planned"]
     done = progress["matches"]["done"] + progress["matches"]["failed"]
@@ -88,18 +82,16 @@ def _running(session: Session, where: Any) -> list[dict[str, Any]]:
     out = []
     for m in matches:
         played = int(m.hands_played or 0)
-        out.append(
-            {
-                "id": m.id,
-                "table": m.table_index,
-                "hands_played": played,
-                "hands": m.hands,
-                # No score before a hand is stamped (a re-claimed match keeps its last try's).
-                "score_hidden": bool(m.shared),
-                "seats": [
-                    {"bot": s["bot"], "score": s["score"] if played and not m.shared else None}
-                    for s in seats[m.id]
-                ],
-            }
-        )
+        out.append({
+            "id": m.id,
+            "table": m.table_index,
+            "hands_played": played,
+            "hands": m.hands,
+            # No score before a hand is stamped (a re-claimed match keeps its last try's).
+            "score_hidden": bool(m.shared),
+            "seats": [
+                {"bot": s["bot"], "score": s["score"] if played and not m.shared else None}
+                for s in seats[m.id]
+            ],
+        })
     return out

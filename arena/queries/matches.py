@@ -128,13 +128,9 @@ def get_match(session: Session, match_id: int) -> MatchView:
                 select(FaultRecord).where(FaultRecord.match_id == match_id).order_by(FaultRecord.id)
             )
         ]
-    has_replay = (
-        revealed
-        and session.execute(
-            select(func.count()).select_from(Replay).where(Replay.match_id == match_id)
-        ).scalar_one()
-        > 0
-    )
+    has_replay = revealed and session.execute(
+        select(func.count()).select_from(Replay).where(Replay.match_id == match_id)
+    ).scalar_one() > 0
     row = _match_row(match, _seats_of(session, [match])[match.id])
     return MatchView(
         **vars_of(row),
@@ -170,17 +166,9 @@ def _seats_of(session: Session, matches: Sequence[Match]) -> dict[int, list[Seat
     # slower to read its seats.
     rows = session.execute(
         select(
-            MatchSeat.match_id,
-            MatchSeat.seat,
-            MatchSeat.bot_id,
-            Bot.name,
-            MatchSeat.bot_version_id,
-            MatchSeat.score,
-            MatchSeat.hands_won,
-            MatchSeat.decisions,
-            MatchSeat.faults,
-            MatchSeat.latency_us_total,
-            MatchSeat.latency_us_max,
+            MatchSeat.match_id, MatchSeat.seat, MatchSeat.bot_id, Bot.name, MatchSeat.bot_version_id,
+            MatchSeat.score, MatchSeat.hands_won, MatchSeat.decisions, MatchSeat.faults,
+            MatchSeat.latency_us_total, MatchSeat.latency_us_max,
         )
         .join(Bot, Bot.id == MatchSeat.bot_id)
         .where(MatchSeat.match_id.in_(list(out)))
@@ -343,12 +331,8 @@ def _deal_done(session: Session, ids: list[int]) -> set[int]:
 
 def fault_json(f: FaultRow, match_id: int) -> dict[str, Any]:
     return {
-        "match": match_id,
-        "seat": f.seat,
-        "hand": f.hand_index,
-        "decision": f.decision,
-        "kind": f.kind,
-        "reason": f.reason,
+        "match": match_id, "seat": f.seat, "hand": f.hand_index, "decision": f.decision,
+        "kind": f.kind, "reason": f.reason,
     }
 
 

@@ -30,12 +30,8 @@ SYMBOL = {"c": "\u2663", "d": "\u2666", "h": "\u2665", "s": "\u2660"}
 SUIT_NAME = {"c": "clubs", "d": "diamonds", "h": "hearts", "s": "spades"}
 RANK_NAME = {1: "aces", 11: "jacks", 12: "queens", 13: "kings"}
 END_WORDS = {
-    "tonk": "TONK",
-    "drop": "went down",
-    "out": "went out",
-    "stock": "stock ran out",
-    "cap": "turn limit",
-    "fault": "fault",
+    "tonk": "TONK", "drop": "went down", "out": "went out", "stock": "stock ran out",
+    "cap": "turn limit", "fault": "fault",
 }
 #: The highest total five cards can reach (K Q J 10 10): a TONK-high above it cannot happen.
 MAX_HAND_TOTAL = 50
@@ -198,14 +194,8 @@ def hand_steps(log: dict[str, Any]) -> dict[str, Any]:
         )
     else:
         caption = f"The hand starts from a position already under way. {names[first]} is to play."
-    steps = [
-        {
-            "event": {"kind": "deal", "dealer": record.dealer, "to_act": first},
-            "caption": caption,
-            "log": f"{names[record.dealer]} deals",
-            **_state(state),
-        }
-    ]
+    steps = [{"event": {"kind": "deal", "dealer": record.dealer, "to_act": first}, "caption": caption,
+              "log": f"{names[record.dealer]} deals", **_state(state)}]
     dropper: int | None = None
     for index, (seat, action) in enumerate(record.actions):
         before = state.copy()
@@ -226,14 +216,10 @@ def hand_steps(log: dict[str, Any]) -> dict[str, Any]:
             text = f"{kind}: {reason}" if reason else kind
             facts = {"kind": "fault", "seat": culprit, "index": len(record.actions)}
             facts.update(fault=kind, reason=reason)
-            steps.append(
-                {
-                    "event": facts,
-                    "caption": f"{names[culprit]} faulted: {text}.",
-                    "log": f"FAULT: {text}",
-                    **_state(state),
-                }
-            )
+            steps.append({
+                "event": facts, "caption": f"{names[culprit]} faulted: {text}.", "log": f"FAULT: {text}",
+                **_state(state),
+            })
     outcome = state.outcome
     hand: dict[str, Any] = {"players": names, "dealer": record.dealer, "start": record.start, "steps": steps}
     if outcome is not None:

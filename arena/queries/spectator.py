@@ -57,13 +57,8 @@ def recent_matches(session: Session, bot_id: int) -> list[dict[str, Any]]:
         if seat_bot == bot_id:
             mine[match_id] = score
     return [
-        {
-            "id": r.id,
-            "tournament": r.name,
-            "finished_at": iso(r.finished_at),
-            "seats": seats[r.id],
-            "score": mine.get(r.id),
-        }
+        {"id": r.id, "tournament": r.name, "finished_at": iso(r.finished_at), "seats": seats[r.id],
+         "score": mine.get(r.id)}
         for r in rows
     ]
 

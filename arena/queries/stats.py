@@ -76,16 +76,8 @@ def record(stats: BotStats | None) -> dict[str, Any]:
     """A bot's playing record in the units the pages show."""
     if stats is None:
         return {
-            "matches": 0,
-            "hands": 0,
-            "hands_won": 0,
-            "win_rate": None,
-            "chips": 0,
-            "chips_per_100": None,
-            "faults": 0,
-            "decisions": 0,
-            "latency_ms_mean": None,
-            "latency_ms_max": None,
+            "matches": 0, "hands": 0, "hands_won": 0, "win_rate": None, "chips": 0, "chips_per_100": None,
+            "faults": 0, "decisions": 0, "latency_ms_mean": None, "latency_ms_max": None,
         }
     mean = stats.latency_us_mean
     return {

@@ -171,11 +171,8 @@ def _hands(session: Session, ids: list[int]) -> dict[int, tuple[int, int]]:
     if not ids:
         return {}
     rows = session.execute(
-        select(
-            Match.tournament_id,
-            func.coalesce(func.sum(Match.hands_played), 0),
-            func.coalesce(func.sum(Match.hands), 0),
-        )
+        select(Match.tournament_id, func.coalesce(func.sum(Match.hands_played), 0),
+               func.coalesce(func.sum(Match.hands), 0))
         .where(Match.tournament_id.in_(ids))
         .group_by(Match.tournament_id)
     )
@@ -242,8 +239,7 @@ def progress(session: Session, tournament_id: int) -> dict[str, Any]:
 def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[str, Any]:
     t = get_tournament(session, tournament_id)
     results = cached(
-        ("tournament", url, tournament_id),
-        done_token(session, tournament_id),
+        ("tournament", url, tournament_id), done_token(session, tournament_id),
         lambda: _results(session, tournament_id),
     )
     return {
@@ -274,15 +270,8 @@ def _kind(session: Session, tournament_id: int) -> dict[str, Any]:
 
 def _results(session: Session, tournament_id: int) -> dict[str, Any]:
     rows = session.execute(
-        select(
-            Match.id,
-            Match.table_index,
-            Match.hands_played,
-            MatchSeat.seat,
-            Bot.name,
-            MatchSeat.score,
-            MatchSeat.hands_won,
-        )
+        select(Match.id, Match.table_index, Match.hands_played, MatchSeat.seat, Bot.name, MatchSeat.score,
+               MatchSeat.hands_won)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .join(Bot, Bot.id == MatchSeat.bot_id)
         .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.DONE)
@@ -372,14 +361,12 @@ def _tables(session: Session, tournament_id: int, done: dict[int, dict[str, Any]
         chips_of: dict[str, int] = dict(chips)
         bots = sorted(bots_at[table], key=lambda b: (-int(chips_of.get(b, 0)), b))
         best = max(chips.values()) if chips else None
-        out.append(
-            {
-                "table": table,
-                "matches": {"total": sum(per_table[table].values()), **per_table[table]},
-                "results": [
-                    {"bot": b, "chips": chips.get(b, 0), "leader": best is not None and chips.get(b) == best}
-                    for b in bots
-                ],
-            }
-        )
+        out.append({
+            "table": table,
+            "matches": {"total": sum(per_table[table].values()), **per_table[table]},
+            "results": [
+                {"bot": b, "chips": chips.get(b, 0), "leader": best is not None and chips.get(b) == best}
+                for b in bots
+            ],
+        })
     return out

@@ -121,7 +121,9 @@ class RatingData:
         return block
 
 
-def meat(blocks: list[Block], x: FloatArray, position: IntArray, partner: BoolArray, size: int) -> FloatArray:
+def meat(
+    blocks: list[Block], x: FloatArray, position: IntArray, partner: BoolArray, size: int
+) -> FloatArray:
     """``sum over matches of U_m U_m^T`` for the bots with ``position >= 0`` (their row in the
     result, ``size`` x ``size``). ``U_m`` is the match's score: a seat's pair residuals
     ``w (result - P(win))``, counting only pairs whose other bot is a ``partner`` (the rating

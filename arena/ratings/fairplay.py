@@ -103,15 +103,8 @@ def bot_differences(session: Session, bot_id: int, tournament_id: int | None = N
     later rotations differ."""
     mine = select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)
     query = (
-        select(
-            Match.tournament_id,
-            Match.seed,
-            Match.id,
-            Match.started_at,
-            Match.hands,
-            MatchSeat.score,
-            MatchSeat.faults,
-        )
+        select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.hands, MatchSeat.score,
+               MatchSeat.faults)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .where(MatchSeat.bot_id == bot_id, Match.status == MatchStatus.DONE)
     )

@@ -230,20 +230,8 @@ def rating_history(session: Session, *, bot_id: int | None = None) -> list[Snaps
     if bot_id is not None:
         query = query.where(RatingSnapshot.bot_id == bot_id)
     return [
-        SnapshotRow(
-            s.tournament_id,
-            t_name,
-            finished,
-            s.bot_id,
-            name,
-            s.elo,
-            s.low,
-            s.high,
-            s.matches,
-            s.provisional,
-            s.basis,
-            s.reason,
-        )
+        SnapshotRow(s.tournament_id, t_name, finished, s.bot_id, name, s.elo, s.low, s.high, s.matches,
+                    s.provisional, s.basis, s.reason)
         for s, t_name, finished, name in session.execute(query)
     ]
 

@@ -134,7 +134,9 @@ class RatedMatch:
         object.__setattr__(self, "bots", bots)
         object.__setattr__(self, "scores", scores)
         if len(bots) < 2:
-            raise RatedMatchError(f"{where} has {len(bots)} seat(s) {bots!r}; a rated match needs at least 2")
+            raise RatedMatchError(
+                f"{where} has {len(bots)} seat(s) {bots!r}; a rated match needs at least 2"
+            )
         if len(scores) != len(bots):
             raise RatedMatchError(
                 f"{where} has {len(bots)} bots {bots!r} but {len(scores)} scores {scores!r}"
@@ -146,7 +148,9 @@ class RatedMatch:
             raise RatedMatchError(f"{where} seats the same bot twice: {bots!r}")
         for score in scores:
             if not _is_finite_real(score):
-                raise RatedMatchError(f"{where} has score {score!r} in {scores!r}; scores are finite numbers")
+                raise RatedMatchError(
+                    f"{where} has score {score!r} in {scores!r}; scores are finite numbers"
+                )
 
 
 def _is_finite_real(value: object) -> bool:
@@ -550,16 +554,8 @@ class RatingModel:
             elif lo is not None and hi is not None and hi - lo > opts.max_width:
                 reason = "wide-interval"
             ratings.append(
-                Rating(
-                    data.names[i],
-                    float(elo[i]),
-                    lo,
-                    hi,
-                    int(data.matches[i]),
-                    reason is not None,
-                    basis[i],
-                    reason,
-                )
+                Rating(data.names[i], float(elo[i]), lo, hi, int(data.matches[i]), reason is not None,
+                       basis[i], reason)
             )
         row = np.cumsum(finite) - 1
         los: list[float | None] = []

@@ -39,6 +39,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
@@ -58,6 +59,11 @@ _UID_SPAN = 1_000_000
 # The system folders every runtime needs, bound read-only where they exist.
 _SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/alternatives", "/etc/ld.so.cache")
 _counter = itertools.count(1)
+# Every sandbox is started from this one long-lived thread. bubblewrap's --die-with-parent is
+# the kernel's parent-death signal, which fires when the *thread* that started it ends: a
+# sandbox started from a short-lived thread (a pool starting a match's seats at once) would
+# die with it.
+_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="tonk-sandbox-spawner")
 
 
 class SandboxError(ArenaError):
@@ -170,14 +176,16 @@ class Sandbox:
             self.group.limit(self.limits.memory_mb * 1024 * 1024, self.limits.processes)
         try:
             argv = self._argv(bwrap, uid)
-            self.process = subprocess.Popen(
+            env = {"PATH": "/usr/bin:/bin", "TONK_CGROUP_PROCS": self._procs_files()}
+            self.process = _SPAWNER.submit(
+                subprocess.Popen,
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={"PATH": "/usr/bin:/bin", "TONK_CGROUP_PROCS": self._procs_files()},
-            )
+                env=env,
+            ).result()
         except BaseException:
             self.close()
             raise

@@ -102,7 +102,11 @@ def _link_tree(src: Path, dst: Path, skip: set[str] = frozenset()) -> None:  # t
     )
 
 
-def _fingerprint(runtime: PythonRuntime) -> str:
+@functools.cache
+def _fingerprint() -> str:
+    """What the staged copy is of (paths, sizes, times of every file); once per worker
+    process: the walk costs tens of milliseconds, a match's start must not pay it."""
+    runtime = python_runtime()
     digest = hashlib.sha256(
         repr((runtime.interpreter, runtime.prefix, sorted(runtime.packages.items()))).encode()
     )
@@ -138,7 +142,7 @@ class StagedRuntime:
 def staged_runtime(root: Path) -> StagedRuntime:
     """The Python runtime staged under ``root`` (made on first use; later calls reuse it)."""
     runtime = python_runtime()
-    folder = root / f"runtime-{_fingerprint(runtime)}"
+    folder = root / f"runtime-{_fingerprint()}"
     with _stage_lock:
         if not folder.is_dir():
             tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))

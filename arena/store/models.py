@@ -406,3 +406,33 @@ class BotLease(Base):
     match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"))
     holder: Mapped[str] = mapped_column(String(128))
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
+class Invite(Base):
+    """An invite code an operator handed out (arena/bots/invites.py): redeeming it creates an
+    owner. Only the code's SHA-256 is kept. ``uses_left`` falls by one per owner created, with
+    a conditional UPDATE, so concurrent redemptions cannot overspend it."""
+
+    __tablename__ = "invites"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    uses_total: Mapped[int] = mapped_column(Integer)
+    uses_left: Mapped[int] = mapped_column(Integer)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    note: Mapped[str] = mapped_column(String(200), default="")
+    created_by: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class InviteRedemption(Base):
+    """Which owner joined with which invite (one row per owner so created). A table of its own
+    rather than a column of owners: invites already point at the owner who made them."""
+
+    __tablename__ = "invite_redemptions"
+    __table_args__ = (Index("ix_invite_redemptions_invite", "invite_id"),)
+
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"), primary_key=True, autoincrement=False)
+    invite_id: Mapped[int] = mapped_column(ForeignKey("invites.id"))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)

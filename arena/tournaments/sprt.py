@@ -1,4 +1,4 @@
-""" "Is my new version better?" as a sequential test: V2 against V1 in duplicate pairs until a
+""""Is my new version better?" as a sequential test: V2 against V1 in duplicate pairs until a
 sequential probability ratio test accepts "V2 is at least ``elo1`` better" (H1) or "V2 is no
 more than ``elo0`` better" (H0), at error rates ``alpha`` (accepting H1 wrongly) and ``beta``
 (accepting H0 wrongly): the way fishtest tests chess engines.
@@ -90,12 +90,8 @@ def sprt_params(
     if type(max_pairs) is not int or not batch <= max_pairs <= 100_000:
         raise InvalidSprtError(f"max_pairs must be a whole number from batch to 100000, got {max_pairs!r}")
     return {
-        "elo0": float(elo0),
-        "elo1": float(elo1),
-        "alpha": float(alpha),
-        "beta": float(beta),
-        "batch": batch,
-        "max_pairs": max_pairs,
+        "elo0": float(elo0), "elo1": float(elo1), "alpha": float(alpha), "beta": float(beta),
+        "batch": batch, "max_pairs": max_pairs,
     }
 
 
@@ -113,12 +109,8 @@ class SprtState:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "pairs": self.pairs,
-            "counts": self.counts,
-            "llr": round(self.llr, 4),
-            "lower": round(self.lower, 4),
-            "upper": round(self.upper, 4),
-            "verdict": self.verdict,
+            "pairs": self.pairs, "counts": self.counts, "llr": round(self.llr, 4),
+            "lower": round(self.lower, 4), "upper": round(self.upper, 4), "verdict": self.verdict,
             **{k: self.params[k] for k in ("elo0", "elo1", "alpha", "beta", "batch", "max_pairs")},
         }
 

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from sqlalchemy import select
 
 from arena.bots.owners import authenticate, parse_bearer, require_operator
 from arena.queries import replays
@@ -17,7 +18,7 @@ from arena.queries.matches import match_detail, match_list
 from arena.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
 from arena.queries.tournaments import progress, tournament_detail, tournament_list
 from arena.store.models import Owner
-from dashboard import checks, operations
+from dashboard import checks, operations, ratelimit
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError, MalformedJSONError
 from dashboard.params import choice_arg, paging
@@ -62,6 +63,11 @@ def index() -> Response:
             "GET /api/v1/bots/<name>/logs?match=",
             "POST /api/v1/tournaments",
             "POST /api/v1/tournaments/<id>/pause|resume|run",
+            "POST /api/v1/owners",
+            "POST /api/v1/owners/me/token",
+            "GET /api/v1/invites",
+            "POST /api/v1/invites",
+            "DELETE /api/v1/invites/<id>",
         ],
         # Where bots that connect out (`tonk serve --connect`) find the gateway.
         "link": {"address": _link_address(), "protocol": "tonk.v1.BotLinkService"},
@@ -294,3 +300,86 @@ def tournament_action(tournament_id: int, action: str) -> Response:
         result = operations.run(app, db, tournament_id, settings(), resume=action == "resume")
     db.commit()
     return jsonify({"tournament": result})
+
+
+# --- owners and invites ------------------------------------------------------------------
+
+
+def _owner_json(owner: Owner) -> dict[str, Any]:
+    created = owner.created_at.isoformat() if owner.created_at else None
+    return {"name": owner.name, "operator": owner.is_operator, "created_at": created}
+
+
+@bp.post("/owners")
+def post_owner() -> tuple[Response, int]:
+    """Redeem an invite: ``{"invite": CODE, "name": NAME}`` -> the new owner and its token.
+    No token: the code is the credential, so attempts are bounded per client address."""
+    from arena.bots.invites import redeem_invite
+
+    ratelimit.limit_joins()
+    body = _body()
+    code, name = body.get("invite"), body.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise InvalidParameterError(
+            "'name' is required: your owner name, 2 to 64 letters, digits, '_', '.' or '-'"
+        )
+    db = session()
+    owner, token = redeem_invite(db, code, name.strip())
+    db.commit()
+    return jsonify({"owner": _owner_json(owner), "token": token}), 201
+
+
+@bp.post("/owners/me/token")
+def post_own_token() -> Response:
+    """The caller's new token; the one it authenticated with stops working."""
+    from arena.bots.owners import rotate_token
+
+    owner = _owner()
+    db = session()
+    token = rotate_token(db, owner)
+    db.commit()
+    return jsonify({"owner": _owner_json(owner), "token": token})
+
+
+def _invites_json(invites: list[Any]) -> list[dict[str, Any]]:
+    from arena.bots.invites import invite_to_json, redemptions
+
+    db = session()
+    names = dict(db.execute(select(Owner.id, Owner.name)).all()) if invites else {}
+    joined = redemptions(db)
+    return [{**invite_to_json(i, names.get(i.created_by)), "joined": joined.get(i.id, 0)} for i in invites]
+
+
+@bp.get("/invites")
+def get_invites() -> Response:
+    from arena.bots.invites import list_invites
+
+    require_operator(_owner())
+    return jsonify({"invites": _invites_json(list_invites(session()))})
+
+
+@bp.post("/invites")
+def post_invite() -> tuple[Response, int]:
+    """A new invite code (operators): ``{"uses": N, "expires": "7d", "note": ...}``, all optional.
+    The answer carries the code, shown this once."""
+    from arena.bots.invites import create_invite
+
+    owner = require_operator(_owner())
+    body = _body() if request.get_data(cache=True).strip() else {}
+    db = session()
+    invite, code = create_invite(
+        db, owner, uses=body.get("uses", 1), expires=body.get("expires"), note=body.get("note", "")
+    )
+    db.commit()
+    return jsonify({"invite": {**_invites_json([invite])[0], "code": code}}), 201
+
+
+@bp.delete("/invites/<id:invite_id>")
+def delete_invite(invite_id: int) -> Response:
+    from arena.bots.invites import revoke_invite
+
+    require_operator(_owner())
+    db = session()
+    invite = revoke_invite(db, invite_id)
+    db.commit()
+    return jsonify({"invite": _invites_json([invite])[0]})

@@ -319,10 +319,11 @@ def _bot_command(
     return 0
 
 
-def _target(args: argparse.Namespace, prog: str) -> tuple[str, str] | None:
-    """The API's base URL and the token, or None after saying what is missing."""
+def _target(args: argparse.Namespace, prog: str, *, secret: str = "token") -> tuple[str, str] | None:
+    """The API's base URL and the token, or None after saying what is missing. ``secret``
+    names what is sent instead when the command takes no token (an invite code)."""
     arena = (args.arena or os.environ.get("TONK_ARENA", "")).strip()
-    token = (args.token or os.environ.get("TONK_TOKEN", "")).strip()
+    token = "" if secret != "token" else (args.token or os.environ.get("TONK_TOKEN", "")).strip()
     if not arena:
         print(f"{prog}: no arena: pass --arena URL or set TONK_ARENA", file=sys.stderr)
         return None
@@ -330,11 +331,11 @@ def _target(args: argparse.Namespace, prog: str) -> tuple[str, str] | None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         print(f"{prog}: --arena {arena!r} is not an http:// or https:// URL", file=sys.stderr)
         return None
-    if not token:
+    if not token and secret == "token":
         print(f"{prog}: no API token: pass --token or set TONK_TOKEN", file=sys.stderr)
         return None
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        print(f"{prog}: warning: sending your token to {parts.hostname} over plain http", file=sys.stderr)
+        print(f"{prog}: warning: sending your {secret} to {parts.hostname} over plain http", file=sys.stderr)
     base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
     return base + API_PREFIX, token
 
@@ -343,7 +344,7 @@ def _call(
     prog: str,
     method: str,
     url: str,
-    token: str,
+    token: str | None,
     body: dict[str, Any] | None,
     timeout: float,
     *,
@@ -354,7 +355,8 @@ def _call(
     .tar.gz sent as is instead of a JSON ``body``."""
     data = raw if raw is not None else None if body is None else json.dumps(body).encode("utf-8")
     request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {token}")
+    if token:  # None where the body carries the credential (an invite code)
+        request.add_header("Authorization", f"Bearer {token}")
     request.add_header("Accept", "application/json")
     if raw is not None:
         request.add_header("Content-Type", "application/gzip")

@@ -177,9 +177,12 @@ def command_lines(path: Path) -> list[tuple[int, list[str]]]:
 
 
 def tonk_words(argv: list[str]) -> list[str] | None:
-    """The arguments of a `tonk` command line, directly or via `docker compose exec SERVICE`."""
+    """The arguments of a `tonk` command line, directly, captured (`VAR=$(tonk ...)`) or via
+    `docker compose exec SERVICE`."""
     if argv[0] == "tonk":
         return argv[1:]
+    if argv[0].endswith("=$") and argv[1:3] == ["(", "tonk"] and argv[-1] == ")":
+        return argv[3:-1]
     if argv[:3] == ["docker", "compose", "exec"]:
         rest = [a for a in argv[3:] if not a.startswith("-")]  # SERVICE COMMAND ...
         if rest[1:2] == ["tonk"]:
@@ -215,7 +218,8 @@ def test_the_operator_commands_exist() -> None:
                 raise AssertionError(f"{where}: unexpected command {argv[0]!r} (teach this test about it)")
     wanted = {"db upgrade", "db current", "owner create", "owner rotate", "owner list", "worker",
               "tournament create", "tournament run", "tournament status", "tournament pause",
-              "tournament resume", "tournament extend", "leaderboard"}  # fmt: skip
+              "tournament resume", "tournament extend", "leaderboard", "owner invite", "owner invites",
+              "owner join", "owner rotate-token", "owner revoke-invite"}  # fmt: skip
     assert wanted <= seen, sorted(wanted - seen)
 
 

@@ -4,14 +4,13 @@ bot charged by the wall clock is (which shows the machine really was saturated).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from helpers.sandbox import requires_bwrap
 from helpers.uploads import entry
 
 from arena.play.hosted import HostedPlayer, wall_ceiling_s
@@ -22,7 +21,7 @@ from bots.random_bot import RandomBot
 from sdk.grpc_player import GrpcPlayer
 from sdk.referee import FaultKind, LocalPlayer, Player, RefereeConfig, play_match
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+pytestmark = requires_bwrap
 
 THINKER = """
 import time

@@ -5,7 +5,6 @@ leave nothing running. (The same bots play whole tournaments in tests/system/tes
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import threading
 import time
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.sandbox import requires_bwrap
 from helpers.uploads import entry, write_bundle
 
 from arena import processes
@@ -21,7 +21,7 @@ from arena.sandbox.limits import Limits
 from arena.sandbox.runner import Sandbox, SandboxStartError
 from sdk.grpc_player import GrpcPlayer
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+pytestmark = requires_bwrap
 
 PLANTED = "planted-secret-" + os.urandom(8).hex()
 
@@ -310,3 +310,22 @@ def test_a_bot_that_does_not_start_is_refused_with_what_it_printed(tmp_path: Pat
     with pytest.raises(SandboxStartError, match="no luck: missing weights"):
         box.start()
     assert box.workdir is None
+
+
+def test_a_sandbox_outlives_the_thread_that_started_it(tmp_path: Path) -> None:
+    # The kernel's parent-death signal follows the starting *thread*: a match's seats are
+    # started from short-lived threads, and their sandboxes must live on.
+    bundle = write_bundle(tmp_path, "honest")
+    box = Sandbox(bundle, Launch("python", entry=entry("honest")), limits=Limits(start_s=30))
+    starter = threading.Thread(target=box.start)
+    starter.start()
+    starter.join()
+    try:
+        time.sleep(0.3)
+        player = GrpcPlayer(box.address)
+        try:
+            assert player.describe()["name"] == "honest"
+        finally:
+            player.close()
+    finally:
+        box.close()
