@@ -28,6 +28,7 @@ from arena.bots.uploads import (
     UploadRefusedError,
     UploadTooLargeError,
     inspect_archive,
+    member_path,
     parse_bot_table,
     store_upload,
     unpack,
@@ -251,3 +252,16 @@ def test_nothing_is_left_in_the_session_after_a_refusal(sqlite_url: str) -> None
             store_upload(session, owner, REFUSED["dotdot"][0], SMALL)
         assert not [o for o in session.new if isinstance(o, Upload)]
         assert isinstance(session, Session)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.text(alphabet=st.sampled_from(list("ab./\\\x00\x1b:~ ")), max_size=30))
+def test_a_member_name_is_either_refused_or_a_plain_path_inside_the_folder(name: str) -> None:
+    try:
+        path = member_path(name, SMALL)
+    except UnsafeMemberError:
+        return
+    parts = path.split("/")
+    assert not path.startswith("/") and ".." not in parts and "" not in parts and "." not in parts
+    assert not any(ord(c) < 32 for c in path) and "\\" not in path
+    assert len(parts) <= SMALL.upload_max_depth and len(path) <= SMALL.upload_max_path_chars
