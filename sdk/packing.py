@@ -3,7 +3,8 @@
 The archive depends on the files alone (names sorted, no times, owners or permissions but
 the executable bit), so packing the same folder twice gives the same bytes and the arena,
 which stores uploads by their SHA-256, keeps one copy. Version control, virtualenvs and
-caches are left out (:data:`SKIPPED`); a symbolic link is refused here rather than by the
+caches are left out (:data:`SKIPPED`), and so is ``node_modules/.bin`` (npm's command
+shims, symbolic links a running bot does not use); any other symbolic link is refused here rather than by the
 arena, with its name. The arena's own checks (docs/bot-author-guide.md, "Uploading your
 bot") decide the rest: sizes, file count, the manifest.
 """
@@ -36,6 +37,8 @@ def project_files(folder: Path) -> list[Path]:
     for root, dirs, files in os.walk(folder, followlinks=False):
         here = Path(root)
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED and not d.endswith(SKIPPED_SUFFIXES))
+        if here.name == "node_modules":  # npm's command shims: links, and no part of a running bot
+            dirs[:] = [d for d in dirs if d != ".bin"]
         for name in [*dirs, *files]:
             path = here / name
             if name in SKIPPED or name.endswith(SKIPPED_SUFFIXES):

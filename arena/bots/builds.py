@@ -24,6 +24,7 @@ unpacked into its cache by the artifact's SHA-256 after checking the bytes again
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import hashlib
@@ -38,6 +39,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -115,13 +117,21 @@ def ok_build(session: Session, upload_sha: str) -> Build | None:
     return session.scalars(query).first()
 
 
-def build_upload(session: Session, upload: Upload, settings: Settings) -> Build:
-    """The upload's ok build, or a new build of it (ok or failed), flushed. The build runs
-    on disk under the data dir with no transaction's write pending; the row is added after."""
-    existing = ok_build(session, upload.sha256)
-    if existing is not None:
-        return existing
-    manifest = manifest_of(upload)
+@dataclass(frozen=True)
+class Built:
+    """A build's outcome before it is stored: its log, and its bundle when it succeeded."""
+
+    ok: bool
+    log: str
+    artifact: bytes | None
+    artifact_sha256: str | None
+    started_at: dt.datetime
+    finished_at: dt.datetime
+
+
+def run_build(archive: bytes, manifest: Manifest, settings: Settings) -> Built:
+    """Build ``archive`` on disk, under the data dir's ``builds/``, touching no store: a
+    build takes minutes, and no transaction may hold a write (SQLite's one writer) that long."""
     check_dependencies(manifest, settings)
     started = dt.datetime.now(dt.UTC)
     work = Path(settings.data_dir) / "builds"
@@ -129,20 +139,40 @@ def build_upload(session: Session, upload: Upload, settings: Settings) -> Build:
     with tempfile.TemporaryDirectory(prefix="build-", dir=work) as tmp:
         bundle = Path(tmp) / "bundle"
         bundle.mkdir()
-        ok, log = _build(upload.archive, manifest, bundle, settings)
+        ok, log = _build(archive, manifest, bundle, settings)
         artifact = _pack_bundle(bundle) if ok else None
-    build = Build(
-        upload_sha=upload.sha256,
-        status=OK if ok else FAILED,
+    return Built(
+        ok=ok,
         log=clean_log(log),
         artifact=artifact,
         artifact_sha256=hashlib.sha256(artifact).hexdigest() if artifact is not None else None,
         started_at=started,
         finished_at=dt.datetime.now(dt.UTC),
     )
+
+
+def record_build(session: Session, upload_sha: str, built: Built) -> Build:
+    """Store a build's outcome (flushed)."""
+    build = Build(
+        upload_sha=upload_sha,
+        status=OK if built.ok else FAILED,
+        log=built.log,
+        artifact=built.artifact,
+        artifact_sha256=built.artifact_sha256,
+        started_at=built.started_at,
+        finished_at=built.finished_at,
+    )
     session.add(build)
     session.flush()
     return build
+
+
+def build_upload(session: Session, upload: Upload, settings: Settings) -> Build:
+    """The upload's ok build, or a new build of it (ok or failed), flushed."""
+    existing = ok_build(session, upload.sha256)
+    if existing is not None:
+        return existing
+    return record_build(session, upload.sha256, run_build(upload.archive, manifest_of(upload), settings))
 
 
 def refusal(build: Build) -> BuildFailedError:
@@ -220,10 +250,8 @@ def run_limited(command: list[str], limit_s: float, *, cwd: Path) -> tuple[bool,
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     process.wait()
 
 
@@ -270,8 +298,18 @@ def fetch_bundle(session: Session, build_id_or_sha: int | str, cache_dir: Path) 
     if (target / "launch.json").is_file():
         return target
     artifact = session.scalars(select(Build.artifact).where(Build.artifact_sha256 == sha)).first()
+    return unpack_bundle(artifact, sha, cache_dir)
+
+
+def unpack_bundle(artifact: bytes | None, sha: str, cache_dir: Path) -> Path:
+    """``cache_dir/SHA``: the bundle ``artifact`` unpacked there once its bytes match ``sha``."""
+    target = cache_dir / sha
+    if (target / "launch.json").is_file():
+        return target
     if artifact is None or hashlib.sha256(artifact).hexdigest() != sha:
-        raise BundleCorruptError(f"the stored bundle {sha[:12]} does not match its SHA-256; rebuild the upload")
+        raise BundleCorruptError(
+            f"the stored bundle {sha[:12]} does not match its SHA-256; rebuild the upload"
+        )
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=cache_dir))
     try:
@@ -316,6 +354,7 @@ __all__ = [
     "BUILD_LOG_LIMIT",
     "BuildFailedError",
     "BuildTimeLimitError",
+    "Built",
     "BundleCorruptError",
     "BundleNotFoundError",
     "DependencyNotAllowedError",
@@ -325,6 +364,9 @@ __all__ = [
     "check_dependencies",
     "fetch_bundle",
     "ok_build",
+    "record_build",
     "refusal",
+    "run_build",
     "run_limited",
+    "unpack_bundle",
 ]

@@ -26,9 +26,9 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import tarfile
 import tomllib
-import re
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -94,7 +94,9 @@ class ManifestMissingError(InvalidManifestError):
 #: Bounds of a manifest's dependencies: pinned requirements only, no URLs, markers or pip
 #: options smuggled in as a name.
 MAX_DEPENDENCIES: Final = 64
-_REQUIREMENT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?==[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}")
+_REQUIREMENT = re.compile(
+    r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?==[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}"
+)
 _KEYS: Final = frozenset({"entry", "command", "dependencies"})
 
 
@@ -138,7 +140,8 @@ def parse_bot_table(table: Mapping[str, Any]) -> Manifest:
     for item in deps:
         if not isinstance(item, str) or not _REQUIREMENT.fullmatch(item):
             raise InvalidManifestError(
-                f"dependency {str(item)[:120]!r} is not a pinned requirement NAME==VERSION (e.g. 'numpy==2.1.3')"
+                f"dependency {str(item)[:120]!r} is not a pinned requirement NAME==VERSION "
+                "(e.g. 'numpy==2.1.3')"
             )
     launch = Launch.from_manifest({k: v for k, v in table.items() if k != "dependencies"})
     if deps and launch.kind == "command":
@@ -158,7 +161,7 @@ class _Capped(io.RawIOBase):
     """The decompressed stream, refusing to give more than ``limit`` bytes: whatever the
     headers claim, a bomb costs at most ``limit`` bytes of reading."""
 
-    def __init__(self, inner: IO[bytes], limit: int):
+    def __init__(self, inner: gzip.GzipFile, limit: int):
         self.inner, self.limit, self.read_so_far = inner, limit, 0
 
     def readable(self) -> bool:
@@ -224,7 +227,7 @@ def walk(archive: bytes, settings: Settings, sink: Sink | None = None) -> tuple[
                     raise UnsafeMemberError(f"member {path!r} has no data")
                 if path in (MANIFEST, PYPROJECT) and member.size <= MANIFEST_MAX_BYTES:
                     manifests[path] = data.read()
-                    data = io.BytesIO(manifests[path])  # type: ignore[assignment]
+                    data = io.BytesIO(manifests[path])
                 if sink is not None:
                     sink(path, member, data)
     except ArenaError:
@@ -268,10 +271,13 @@ def _check_kind(member: tarfile.TarInfo, path: str) -> None:
             "files and folders only: copy the file it points to"
         )
     if member.islnk():
-        raise UnsafeMemberError(f"member {path!r} is a hard link; the arena takes plain files and folders only")
+        raise UnsafeMemberError(
+            f"member {path!r} is a hard link; the arena takes plain files and folders only"
+        )
     if member.issparse() or not (member.isreg() or member.isdir()):
         raise UnsafeMemberError(
-            f"member {path!r} is a device, FIFO or other special file; the arena takes plain files and folders only"
+            f"member {path!r} is a device, FIFO or other special file; the arena takes plain files "
+            "and folders only"
         )
 
 

@@ -8,7 +8,7 @@ import tarfile
 from collections.abc import Iterable, Mapping
 
 MANIFEST = '[bot]\nentry = "tiny_bot:TinyBot"\n'
-BOT = '''from sdk.bot import Bot
+BOT = """from sdk.bot import Bot
 
 
 class TinyBot(Bot):
@@ -17,10 +17,12 @@ class TinyBot(Bot):
 
     def act(self, obs):
         return self.rng.randrange(len(obs.legal_actions))
-'''
+"""
 
 
-def project(extra: Mapping[str, str | bytes] | None = None, manifest: str | None = MANIFEST) -> dict[str, bytes]:
+def project(
+    extra: Mapping[str, str | bytes] | None = None, manifest: str | None = MANIFEST
+) -> dict[str, bytes]:
     files: dict[str, str | bytes] = {"tiny_bot.py": BOT}
     if manifest is not None:
         files["tonk.toml"] = manifest
@@ -50,14 +52,16 @@ def member(name: str, kind: bytes, linkname: str = "") -> tarfile.TarInfo:
 def bomb(unpacked: int) -> bytes:
     """One file of ``unpacked`` zero bytes: a tiny archive that unpacks huge."""
     raw = io.BytesIO()
-    with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as gz:
-        with tarfile.open(fileobj=gz, mode="w") as tar:
-            info = tarfile.TarInfo("tonk.toml")
-            info.size = len(MANIFEST)
-            tar.addfile(info, io.BytesIO(MANIFEST.encode()))
-            info = tarfile.TarInfo("zeros.bin")
-            info.size = unpacked
-            tar.addfile(info, _Zeros(unpacked))
+    with (
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
+        info = tarfile.TarInfo("tonk.toml")
+        info.size = len(MANIFEST)
+        tar.addfile(info, io.BytesIO(MANIFEST.encode()))
+        info = tarfile.TarInfo("zeros.bin")
+        info.size = unpacked
+        tar.addfile(info, _Zeros(unpacked))
     return raw.getvalue()
 
 

@@ -128,7 +128,9 @@ def silent_index() -> Iterator[str]:
     server.close()
 
 
-def test_a_build_that_never_ends_is_killed_and_refused(sqlite_url: str, tmp_path: Path, silent_index: str) -> None:
+def test_a_build_that_never_ends_is_killed_and_refused(
+    sqlite_url: str, tmp_path: Path, silent_index: str
+) -> None:
     settings = settings_for(tmp_path, build_index_url=silent_index, build_time_limit_s=3)
     failed = build(sqlite_url, tar_gz(project(manifest=WITH_DEPS)), settings)
     assert failed.status == "failed"
@@ -149,6 +151,9 @@ def test_fetch_bundle_caches_by_sha_and_checks_the_stored_bytes(sqlite_url: str,
     with session_scope(sqlite_url) as session:
         assert fetch_bundle(session, made.id, cache) == bundle  # cached: the store is not read again
     shutil.rmtree(cache)
-    with session_scope(sqlite_url) as session, pytest.raises(BundleCorruptError, match="does not match its SHA-256"):
+    with (
+        session_scope(sqlite_url) as session,
+        pytest.raises(BundleCorruptError, match="does not match its SHA-256"),
+    ):
         fetch_bundle(session, made.id, cache)
     assert not cache.exists() or not list(cache.iterdir())  # nothing half-written left in the cache

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.archives import project, tar_gz
@@ -17,12 +18,13 @@ from arena.bots.admission import ConformanceFailedError
 from arena.bots.builds import BuildFailedError
 from arena.bots.owners import create_owner
 from arena.bots.registry import NameTakenError, NotOwnerError, bot_to_json
-from arena.bots.uploaded import submit_upload
+from arena.bots.uploaded import sandbox_admission, submit_upload
 from arena.config import Settings
+from arena.sandbox.launch import Launch
 from arena.store.db import session_scope
 from arena.store.models import Bot, Build, Owner, Upload
 
-ILLEGAL = '''from sdk.bot import Bot
+ILLEGAL = """from sdk.bot import Bot
 
 
 class TinyBot(Bot):
@@ -30,7 +32,7 @@ class TinyBot(Bot):
 
     def act(self, obs):
         return len(obs.legal_actions) + 7
-'''
+"""
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -63,11 +65,13 @@ def counts(url: str) -> tuple[int, int, int]:
         )
 
 
-def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(sqlite_url: str, data_dir: Path) -> None:
-    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
-    owners(sqlite_url)
+def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(
+    db_url: str, data_dir: Path
+) -> None:
+    settings = Settings(data_dir=str(data_dir), database_url=db_url)
+    owners(db_url)
     archive = tar_gz(project())
-    with session_scope(sqlite_url) as session:
+    with session_scope(db_url) as session:
         bot = submit_upload(session, owner(session, "alice"), "tiny", archive, settings=settings)
         version = bot.versions[0]
         assert version.info["name"] == "tiny" and version.info["language"] == "python"
@@ -75,14 +79,16 @@ def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(sqlite
         assert bot.address is None and not bot.hosted and not bot.connected
         assert bot_to_json(bot)["uploaded"] is True
         first_build = version.build_id
-    with session_scope(sqlite_url) as session:
+    with session_scope(db_url) as session:
         bot = submit_upload(session, owner(session, "alice"), "tiny", archive, settings=settings, update=True)
         assert [v.number for v in bot.versions] == [1, 2]
         assert bot.versions[1].build_id == first_build  # built once
-    assert counts(sqlite_url) == (1, 1, 1)
+    assert counts(db_url) == (1, 1, 1)
 
 
-def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(sqlite_url: str, data_dir: Path) -> None:
+def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
+    sqlite_url: str, data_dir: Path
+) -> None:
     settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
     owners(sqlite_url)
     with pytest.raises(ConformanceFailedError) as refused, session_scope(sqlite_url) as session:
@@ -92,12 +98,12 @@ def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(sql
     assert counts(sqlite_url) == (0, 0, 0)
 
 
-def test_a_failed_build_is_refused_with_the_end_of_its_log(sqlite_url: str, data_dir: Path) -> None:
-    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
-    owners(sqlite_url)
+def test_a_failed_build_is_refused_with_the_end_of_its_log(db_url: str, data_dir: Path) -> None:
+    settings = Settings(data_dir=str(data_dir), database_url=db_url)
+    owners(db_url)
     archive = tar_gz(project(manifest='[bot]\nentry = "elsewhere:Bot"\n'))
-    with session_scope(sqlite_url) as session:
-        with pytest.raises(BuildFailedError, match="the upload has no elsewhere.py") as refused:
+    with session_scope(db_url) as session:
+        with pytest.raises(BuildFailedError, match=r"the upload has no elsewhere\.py") as refused:
             submit_upload(session, owner(session, "alice"), "nowhere", archive, settings=settings)
         build = session.get(Build, refused.value.details["build"])
         assert build is not None and build.status == "failed"
@@ -107,10 +113,35 @@ def test_names_and_owners_are_checked_before_anything_is_stored(sqlite_url: str,
     settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
     owners(sqlite_url)
     with session_scope(sqlite_url) as session:
-        submit_upload(session, owner(session, "alice"), "tiny", tar_gz(project()), settings=settings, check=False)
+        submit_upload(
+            session, owner(session, "alice"), "tiny", tar_gz(project()), settings=settings, check=False
+        )
     other = tar_gz(project({"README.md": "another"}))
     with pytest.raises(NameTakenError), session_scope(sqlite_url) as session:
         submit_upload(session, owner(session, "bob"), "tiny", other, settings=settings, check=False)
     with pytest.raises(NotOwnerError), session_scope(sqlite_url) as session:
-        submit_upload(session, owner(session, "bob"), "tiny", other, settings=settings, update=True, check=False)
+        submit_upload(
+            session, owner(session, "bob"), "tiny", other, settings=settings, update=True, check=False
+        )
     assert counts(sqlite_url) == (1, 1, 1)
+
+
+def test_nothing_is_written_until_the_build_and_check_are_done(sqlite_url: str, data_dir: Path) -> None:
+    """SQLite has one writer: while a bot is built and checked (minutes, at worst), the arena
+    must go on recording matches. Here another writer commits in the middle of the check."""
+    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
+    owners(sqlite_url)
+
+    def admit(bundle: Path, launch: Launch, settings: Settings) -> dict[str, Any]:
+        with session_scope(sqlite_url) as other:  # would wait for the lock, then fail, if held
+            create_owner(other, "carol")
+        assert (bundle / "code" / "tiny_bot.py").is_file()
+        return sandbox_admission(bundle, launch, settings)
+
+    with session_scope(sqlite_url) as session:
+        bot = submit_upload(
+            session, owner(session, "alice"), "tiny", tar_gz(project()), settings=settings, admit=admit
+        )
+        assert bot.versions[0].info["name"] == "tiny"
+    with session_scope(sqlite_url) as session:
+        assert owner(session, "carol").name == "carol"
