@@ -50,8 +50,12 @@ from sdk.fresh_process import serve_in_fresh_process  # noqa: E402
 from sdk.grpc_player import GrpcPlayer  # noqa: E402
 from sdk.packing import pack  # noqa: E402
 
-BOTS = {"greedy": "bots.greedy:GreedyBot", "heuristic": "bots.heuristic:HeuristicBot",
-        "random": "bots.random_bot:RandomBot", "greedy2": "bots.greedy:GreedyBot"}  # fmt: skip
+BOTS = {
+    "greedy": "bots.greedy:GreedyBot",
+    "heuristic": "bots.heuristic:HeuristicBot",
+    "random": "bots.random_bot:RandomBot",
+    "greedy2": "bots.greedy:GreedyBot",
+}
 BARE = """
 import os, sys, signal
 sys.path[:0] = [{code!r}]
@@ -74,7 +78,9 @@ def bundle(root: Path, entry: str) -> Path:
     folder = root / "bundle"
     (folder / "deps").mkdir(parents=True, exist_ok=True)
     if not (folder / "code").exists():
-        shutil.copytree(_HERE.parent / "bots", folder / "code" / "bots", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            _HERE.parent / "bots", folder / "code" / "bots", ignore=shutil.ignore_patterns("__pycache__")
+        )
     for path in [root, folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return folder
@@ -135,9 +141,15 @@ def startup(root: Path, starts: int) -> tuple[list[float], list[float], list[flo
 def tournament(url: str, ids: list[int], deals: int, hands: int) -> tuple[float, int]:
     with session_scope(url) as session:
         tid = create_tournament(
-            session, name="bench", bot_ids=ids, table_sizes=[2], deals_per_table=deals,
-            hands_per_match=hands, seed=2026, settings=Settings(allowed_bot_hosts=("127.0.0.1",)),
-        ).id  # fmt: skip
+            session,
+            name="bench",
+            bot_ids=ids,
+            table_sizes=[2],
+            deals_per_table=deals,
+            hands_per_match=hands,
+            seed=2026,
+            settings=Settings(allowed_bot_hosts=("127.0.0.1",)),
+        ).id
     backend = EmbeddedBackend(url, 2)
     try:
         started = time.perf_counter()
@@ -155,11 +167,13 @@ def throughput(root: Path, deals: int, hands: int) -> tuple[float, float, int]:
     with session_scope(url) as session:
         owner, _ = create_owner(session, "author")
         uploaded = [
-            submit_upload(session, owner, f"up-{name}", pack(project(root, name, entry)), settings=settings).id
+            submit_upload(
+                session, owner, f"up-{name}", pack(project(root, name, entry)), settings=settings
+            ).id
             for name, entry in BOTS.items()
         ]
     hosted_s, matches = tournament(url, uploaded, deals, hands)
-    with _served(list(BOTS.values())) as addresses:
+    with _Served(list(BOTS.values())) as addresses:
         with session_scope(url) as session:
             owner, _ = create_owner(session, "dialler")
             dial = Settings(allowed_bot_hosts=("127.0.0.1",))
@@ -172,7 +186,7 @@ def throughput(root: Path, deals: int, hands: int) -> tuple[float, float, int]:
     return matches / hosted_s, matches / dialled_s, matches
 
 
-class _served:
+class _Served:
     def __init__(self, targets: list[str]):
         self.targets = targets
         self.contexts = [serve_in_fresh_process(t) for t in targets]
@@ -195,7 +209,10 @@ def memory(root: Path) -> tuple[float, str]:
             from arena import processes
 
             pids = [p.pid for p in processes.descendants(box.process.pid if box.process else 0)]
-            peak = sum(int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") for pid in pids)
+            peak = sum(
+                int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                for pid in pids
+            )
             how = "resident size"
     return peak / 2**20, how
 
@@ -215,8 +232,10 @@ def in_flight(root: Path, count: int) -> tuple[float, float, float]:
         total = 0
         for box in boxes:
             if box.group is not None:
-                total += int((box.group.dirs[0] / "memory.usage_in_bytes").read_text()) if not box.group.v2 else int(
-                    (box.group.dirs[0] / "memory.current").read_text()
+                total += (
+                    int((box.group.dirs[0] / "memory.usage_in_bytes").read_text())
+                    if not box.group.v2
+                    else int((box.group.dirs[0] / "memory.current").read_text())
                 )
         per = total / count / 2**20
     finally:
@@ -237,22 +256,31 @@ def main() -> int:
         root.chmod(0o755)
         os.environ["TONK_DATA_DIR"] = str(root / "data")
         boxed, bare, cpu = startup(root / "startup", args.starts)
-        print(f"start-up to first answer ({args.starts} starts): sandboxed median {statistics.median(boxed)*1000:.0f} ms, "
-              f"p95 {pct(boxed, 0.95)*1000:.0f} ms; bare interpreter, same imports: median "
-              f"{statistics.median(bare)*1000:.0f} ms, p95 {pct(bare, 0.95)*1000:.0f} ms; ratio "
-              f"{statistics.median(boxed)/statistics.median(bare):.2f}x; start-up CPU {statistics.median(cpu)*1000:.0f} ms",
-              flush=True)  # fmt: skip
+        box_ms, bare_ms, cpu_ms = (statistics.median(v) * 1000 for v in (boxed, bare, cpu))
+        print(
+            f"start-up to first answer ({args.starts} starts): sandboxed median {box_ms:.0f} ms, "
+            f"p95 {pct(boxed, 0.95) * 1000:.0f} ms; bare interpreter, same imports: median "
+            f"{bare_ms:.0f} ms, p95 {pct(bare, 0.95) * 1000:.0f} ms; ratio {box_ms / bare_ms:.2f}x; "
+            f"start-up CPU {cpu_ms:.0f} ms",
+            flush=True,
+        )
         hosted, dialled, matches = throughput(root / "rr", args.deals, args.hands)
-        print(f"round-robin of 4 bots, {matches} matches of {args.hands} hands: hosted (fresh sandbox per match) "
-              f"{hosted:.2f} matches/s, dialled over gRPC {dialled:.2f} matches/s, ratio {hosted/dialled:.2f} "
-              f"(goal >= 0.5)", flush=True)  # fmt: skip
+        print(
+            f"round-robin of 4 bots, {matches} matches of {args.hands} hands: hosted (fresh sandbox "
+            f"per match) {hosted:.2f} matches/s, dialled over gRPC {dialled:.2f} matches/s, "
+            f"ratio {hosted / dialled:.2f} (goal >= 0.5)",
+            flush=True,
+        )
         mb, how = memory(root / "mem")
         print(f"memory per hosted bot: {mb:.1f} MB ({how})", flush=True)
         per, took, holds = in_flight(root / "flight", args.flight)
-        print(f"{args.flight} sandboxes held at once: {per:.1f} MB each, all started in {took:.1f} s; "
-              f"a 24 GB machine holds about {holds:.0f} by memory (80% of it); at "
-              f"{statistics.median(cpu)*1000:.0f} ms of CPU a start, 2 cores start at most "
-              f"{2/statistics.median(cpu):.0f} matches/s", flush=True)  # fmt: skip
+        print(
+            f"{args.flight} sandboxes held at once: {per:.1f} MB each, all started in {took:.1f} s; "
+            f"a 24 GB machine holds about {holds:.0f} by memory (80% of it); at "
+            f"{statistics.median(cpu) * 1000:.0f} ms of CPU a start, 2 cores start at most "
+            f"{2 / statistics.median(cpu):.0f} matches/s",
+            flush=True,
+        )
     return 0
 
 

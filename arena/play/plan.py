@@ -263,7 +263,7 @@ def run_match(
             players.append(player_factory(seat))
         # Hosted bots start before the referee's clock runs (their start-up is not their
         # StartMatch time), all at once: a match waits for its slowest, not their sum.
-        starting = [p.prepare for p in players if callable(getattr(p, "prepare", None))]
+        starting = [getattr(p, "prepare") for p in players if callable(getattr(p, "prepare", None))]  # noqa: B009
         if len(starting) > 1:
             with ThreadPoolExecutor(len(starting), thread_name_prefix="tonk-sandbox-start") as pool:
                 list(pool.map(lambda start: start(), starting))
