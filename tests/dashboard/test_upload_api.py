@@ -193,3 +193,37 @@ def test_submit_upload_of_a_folder_without_a_manifest_is_a_usage_error(
     code, _, err = tonk(capsys, "submit", "--name", "bare", "--upload", str(folder), "--arena", arena["url"],
                         "--token", arena["bob"])  # fmt: skip
     assert code == 2 and "has no tonk.toml" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--address", "127.0.0.1:50051"), "not allowed with argument"),
+        (("--show-claim",), "--show-claim is for a bot at an --address"),
+    ],
+)
+def test_upload_with_address_options_is_a_usage_error(
+    arena: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    extra: tuple[str, ...],
+    message: str,
+) -> None:
+    folder = write(tmp_path / "tiny", project())
+    argv = [
+        "submit",
+        "--name",
+        "both",
+        "--upload",
+        str(folder),
+        *extra,
+        "--arena",
+        arena["url"],
+        "--token",
+        "t",
+    ]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusal
+        code = int(exc.code or 0)
+    assert code == 2 and message in capsys.readouterr().err
