@@ -4,6 +4,10 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
 
+# bubblewrap: the sandbox of uploaded bots (arena/sandbox).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+
 # Dependencies first so code changes do not reinstall them.
 COPY pyproject.toml README.md ./
 COPY sdk ./sdk

@@ -203,6 +203,20 @@ def test_the_image_has_what_the_commands_need() -> None:
     assert "EXPOSE 8000 50051" in dockerfile
 
 
+def test_workers_can_sandbox_uploads_with_the_least_privilege(compose: dict[str, Any]) -> None:
+    """bubblewrap is in the image; the worker may make user namespaces (the default seccomp and
+    AppArmor profiles refuse them) and nothing more: not privileged, no added capability, not root."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"apt-get install[^\n]*\bbubblewrap\b", dockerfile)
+    assert dockerfile.index("USER tonk") > dockerfile.index("bubblewrap")
+    worker = compose["services"]["worker"]
+    assert sorted(worker["security_opt"]) == ["apparmor=unconfined", "seccomp=unconfined"]
+    assert not worker.get("privileged") and "cap_add" not in worker and "user" not in worker
+    for name, service in compose["services"].items():
+        if name != "worker":
+            assert "security_opt" not in service, f"{name} runs no sandbox and needs no exception"
+
+
 # --- the commands, outside containers ---------------------------------------------------------
 
 
