@@ -227,3 +227,18 @@ def test_upload_with_address_options_is_a_usage_error(
     except SystemExit as exc:  # argparse's own refusal
         code = int(exc.code or 0)
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_a_failed_build_is_refused_with_its_log_and_the_log_stays_readable(
+    arena: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = write(tmp_path / "broken", project(manifest='[bot]\nentry = "missing:Bot"\n'))
+    base = ("--arena", arena["url"], "--token", arena["bob"])
+    code, _, err = tonk(capsys, "submit", "--name", "broken", "--upload", str(folder), *base)
+    assert code == 1 and "refused (422 build_failed): the build failed; the end of its log:" in err
+    assert "the upload has no missing.py" in err
+    build_id = int(err.split("GET /api/v1/builds/")[1].split()[0])
+    status, body = call(arena, "GET", f"/builds/{build_id}", "bob")
+    assert status == 200 and body["build"]["status"] == "failed" and "missing.py" in body["build"]["log"]
+    assert call(arena, "GET", f"/builds/{build_id}", "alice")[0] == 404
+    assert call(arena, "GET", "/bots/broken")[0] == 404  # no bot was entered
