@@ -225,7 +225,7 @@ def run_limited(command: list[str], limit_s: float, *, cwd: Path) -> tuple[bool,
     configuration of this machine applies), at most ``limit_s`` seconds, then kill the whole
     group. (succeeded, its output's end)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
-    env.update(PIP_CONFIG_FILE=os.devnull, PYTHONNOUSERSITE="1", HOME=str(cwd))
+    env.update(PIP_CONFIG_FILE=os.devnull, PYTHONNOUSERSITE="1", HOME=str(cwd.parent))  # not in the bundle
     with tempfile.TemporaryFile() as out:
         process = subprocess.Popen(
             command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,

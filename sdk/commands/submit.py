@@ -149,6 +149,10 @@ def run_submit(args: argparse.Namespace) -> int:
         return 2
     base, token = target
     if args.upload is not None:
+        if args.show_claim:
+            print(f"{prog}: --show-claim is for a bot at an --address; an uploaded bot needs no claim",
+                  file=sys.stderr)  # fmt: skip
+            return 2
         return _submit_upload(args, base, token)
     if not _looks_like_address(args.address):
         print(

@@ -193,3 +193,52 @@ def test_submit_upload_of_a_folder_without_a_manifest_is_a_usage_error(
     code, _, err = tonk(capsys, "submit", "--name", "bare", "--upload", str(folder), "--arena", arena["url"],
                         "--token", arena["bob"])  # fmt: skip
     assert code == 2 and "has no tonk.toml" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--address", "127.0.0.1:50051"), "not allowed with argument"),
+        (("--show-claim",), "--show-claim is for a bot at an --address"),
+    ],
+)
+def test_upload_with_address_options_is_a_usage_error(
+    arena: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    extra: tuple[str, ...],
+    message: str,
+) -> None:
+    folder = write(tmp_path / "tiny", project())
+    argv = [
+        "submit",
+        "--name",
+        "both",
+        "--upload",
+        str(folder),
+        *extra,
+        "--arena",
+        arena["url"],
+        "--token",
+        "t",
+    ]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusal
+        code = int(exc.code or 0)
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_a_failed_build_is_refused_with_its_log_and_the_log_stays_readable(
+    arena: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = write(tmp_path / "broken", project(manifest='[bot]\nentry = "missing:Bot"\n'))
+    base = ("--arena", arena["url"], "--token", arena["bob"])
+    code, _, err = tonk(capsys, "submit", "--name", "broken", "--upload", str(folder), *base)
+    assert code == 1 and "refused (422 build_failed): the build failed; the end of its log:" in err
+    assert "the upload has no missing.py" in err
+    build_id = int(err.split("GET /api/v1/builds/")[1].split()[0])
+    status, body = call(arena, "GET", f"/builds/{build_id}", "bob")
+    assert status == 200 and body["build"]["status"] == "failed" and "missing.py" in body["build"]["log"]
+    assert call(arena, "GET", f"/builds/{build_id}", "alice")[0] == 404
+    assert call(arena, "GET", "/bots/broken")[0] == 404  # no bot was entered

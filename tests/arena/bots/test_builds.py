@@ -157,3 +157,22 @@ def test_fetch_bundle_caches_by_sha_and_checks_the_stored_bytes(sqlite_url: str,
     ):
         fetch_bundle(session, made.id, cache)
     assert not cache.exists() or not list(cache.iterdir())  # nothing half-written left in the cache
+
+
+def test_workers_fetching_one_bundle_at_once_share_one_whole_copy(db_url: str, tmp_path: Path) -> None:
+    made = build(db_url, tar_gz(project()), settings_for(tmp_path))
+    cache = tmp_path / "cache"
+    got: list[Path] = []
+
+    def fetch() -> None:
+        with session_scope(db_url) as session:
+            got.append(fetch_bundle(session, made.id, cache))
+
+    threads = [threading.Thread(target=fetch) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 6 and len(set(got)) == 1
+    assert sorted(p.name for p in cache.iterdir()) == [str(made.artifact_sha256)]  # no temporary left
+    assert (got[0] / "code" / "tiny_bot.py").is_file() and (got[0] / "launch.json").is_file()
