@@ -90,6 +90,20 @@ class Settings:
     #: Seconds a match waits for a connected bot that is offline before it is played anyway
     #: (its calls then fault as UNREACHABLE); a tournament may set its own ``offline_grace_s``.
     offline_grace_s: int = 60
+    #: Limits on an uploaded bot's archive (arena/bots/uploads.py): its bytes, its files, the
+    #: bytes they unpack to, the characters of a path and the folders deep a path may go.
+    upload_max_bytes: int = 16 * 1024 * 1024
+    upload_max_files: int = 5000
+    upload_max_unpacked_bytes: int = 64 * 1024 * 1024
+    upload_max_path_chars: int = 240
+    upload_max_depth: int = 24
+    #: The package index builds install a Python bot's declared dependencies from (empty: the
+    #: arena installs no dependencies, and a bot declaring any is refused).
+    build_index_url: str = ""
+    #: The only distributions a bot may declare, comma separated (empty: any on the index).
+    build_allowed_packages: tuple[str, ...] = field(default_factory=tuple)
+    #: Seconds a build may take; one that takes longer is killed and refused.
+    build_time_limit_s: int = 300
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -136,6 +150,16 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         gateway_secret=get("TONK_GATEWAY_SECRET", ""),
         link_max_connections=_int(env, "TONK_LINK_MAX_CONNECTIONS", 16),
         offline_grace_s=_int(env, "TONK_OFFLINE_GRACE_S", 60),
+        upload_max_bytes=_int(env, "TONK_UPLOAD_MAX_BYTES", 16 * 1024 * 1024),
+        upload_max_files=_int(env, "TONK_UPLOAD_MAX_FILES", 5000),
+        upload_max_unpacked_bytes=_int(env, "TONK_UPLOAD_MAX_UNPACKED_BYTES", 64 * 1024 * 1024),
+        upload_max_path_chars=_int(env, "TONK_UPLOAD_MAX_PATH_CHARS", 240),
+        upload_max_depth=_int(env, "TONK_UPLOAD_MAX_DEPTH", 24),
+        build_index_url=get("TONK_BUILD_INDEX_URL", ""),
+        build_allowed_packages=tuple(
+            p.strip().lower() for p in get("TONK_BUILD_ALLOWED_PACKAGES", "").split(",") if p.strip()
+        ),
+        build_time_limit_s=_int(env, "TONK_BUILD_TIME_LIMIT_S", 300),
     )
 
 

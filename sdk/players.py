@@ -68,6 +68,10 @@ def _import_from_here(module_name: str) -> ModuleType:
 
 
 def is_address(spec: str) -> bool:
+    """``HOST:PORT``, or ``unix:PATH`` (a bot serving on a Unix socket, as the arena's
+    sandbox runs uploaded bots)."""
+    if spec.startswith("unix:/"):
+        return True
     host, sep, port = spec.rpartition(":")
     return bool(sep and host and port.isdigit())
 

@@ -282,6 +282,8 @@ def bot_to_json(bot: Bot) -> dict[str, Any]:
         "address": bot.address,
         "hosted": bot.hosted,
         "connected": bool(bot.connected),  # it connects to the arena (arena/link), no address
+        # The arena runs it from its upload (arena/bots/uploaded.py); its code is its owner's.
+        "uploaded": version is not None and version.upload_sha is not None,
         "status": bot.status,
         "created_at": bot.created_at.isoformat() if bot.created_at else None,
         "version": None

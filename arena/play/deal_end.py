@@ -30,6 +30,7 @@ from typing import Any, Final
 from sqlalchemy import case, exists, func, select, update
 from sqlalchemy.orm import Session, aliased
 
+from arena.play.hosted import memory_scope
 from arena.play.plan import MatchPlan, SeatPlan, load_plan, make_seat_player
 from arena.store.db import session_scope
 from arena.store.models import Bot, Match, MatchSeat, Replay, Tournament, utcnow
@@ -198,7 +199,12 @@ def _reveal(
 
 
 def send_end_deal(seat: SeatPlan, deal: DealSummary) -> bool:
-    """One bot's EndDeal, with a short deadline; False when it could not be delivered."""
+    """One bot's EndDeal, with a short deadline; False when it could not be delivered.
+
+    An uploaded bot that starts fresh every match (arena/play/hosted.py) is not told: a new
+    process, started only to be told and then ended, could keep nothing of it."""
+    if seat.build_id is not None and memory_scope() == "match":
+        return False
     try:
         player = make_seat_player(seat)
     except Exception as exc:  # an address no longer usable, say: the bot's loss only

@@ -20,6 +20,7 @@ concurrent matches is charged together: the clock is exact only per match.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -145,6 +146,12 @@ class HostedPlayer:
         self._failed: str | None = None
         self.last_charged_us: int | None = None
         self._output: SeatOutput | None = None
+
+    def prepare(self) -> None:
+        """Start the sandbox now (before the referee's clock runs: its start-up is not the
+        bot's StartMatch time); a failure is kept for the seat's first call."""
+        with contextlib.suppress(PlayerFaultError):
+            self._player()
 
     def _player(self) -> GrpcPlayer:
         if self._grpc is not None:

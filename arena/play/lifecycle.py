@@ -60,17 +60,19 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from arena.bots.addresses import redact_addresses
+from arena.bots.builds import clean_log
 from arena.config import load_settings
 from arena.errors import MatchNotFoundError
 from arena.link.player import BotOfflineError, GatewayLostError
 from arena.play import capacity
 from arena.play.deal_end import reveal_if_complete
 from arena.play.heartbeat import MATCH_LEASE_S, Heartbeat, MatchTakenError
+from arena.play.hosted import SeatOutput
 from arena.play.offline import start_grace, wait_for_bots
 from arena.play.plan import MatchPlan, load_plan, run_match, seat_stats
 from arena.processes import alive
 from arena.store.db import dispose_engines, session_scope
-from arena.store.models import BotVersion, FaultRecord, Match, MatchSeat, Replay, Tournament, utcnow
+from arena.store.models import BotVersion, FaultRecord, Match, MatchLog, MatchSeat, Replay, Tournament, utcnow
 from arena.store.replays import FORMAT, encode_logs
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.text import REASON_LIMIT, clean_text
@@ -117,6 +119,8 @@ class MatchLife:
         self.url = database_url
         self.match_id = match_id
         self.worker = worker
+        #: What the match's hosted bots printed, by seat (arena/play/hosted.py), kept with its result.
+        self.outputs: dict[int, SeatOutput] = {}
 
     # The life, as a worker lives it.
 
@@ -166,8 +170,9 @@ class MatchLife:
         beat = Heartbeat(self.url, self.match_id, self.worker)
         beat.start()
         started = time.perf_counter()
+        self.outputs.clear()
         try:
-            result = run_match(plan, on_hand=beat.on_hand)
+            result = run_match(plan, on_hand=beat.on_hand, outputs=self.outputs)
         finally:
             beat.stop()
         if beat.lost:
@@ -265,6 +270,19 @@ class MatchLife:
             if done.rowcount != 1:  # type: ignore[attr-defined]
                 session.rollback()
                 return False
+            # What hosted bots printed, for their owners: written with the result, so a match
+            # recorded once has its logs once.
+            for seat, output in sorted(self.outputs.items()):
+                session.add(
+                    MatchLog(
+                        match_id=self.match_id,
+                        seat=seat,
+                        bot_id=bots[seat],
+                        text=clean_log(output.text),
+                        bytes=output.total_bytes,
+                        truncated=output.truncated,
+                    )
+                )
             for s in seat_stats(result):
                 session.execute(
                     update(MatchSeat)

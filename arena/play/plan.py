@@ -11,8 +11,11 @@ deadlines and fault handling locally and here.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
@@ -64,6 +67,12 @@ class SeatPlan:
     #: The match may still wait for this connected bot (arena/play/offline.py): a StartMatch
     #: that finds it gone hands the match back instead of charging the seat.
     offline_waits: bool = False
+    #: An uploaded bot: its build (fetched from ``store``) and how it starts
+    #: (arena.sandbox.launch.Launch.to_json); played in a sandbox (arena/play/hosted.py).
+    build_id: int | None = None
+    launch: dict[str, Any] | None = None
+    #: The matches that may share one sandbox under the deal memory scope: this deal's.
+    deal: tuple[int, int] | None = None  # (tournament id, seed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +136,11 @@ def load_plan(
             version.hosted,
             bool(version.hosted and name in served),
             bool(version.connected),
-            store if version.connected else None,
+            store if version.connected or version.build_id is not None else None,
             bool(version.connected) and offline_waits,
+            version.build_id,
+            version.launch,
+            (match.tournament_id, match.seed),
         )
         for _seat, bot_id, version_id, name, version in rows
     )
@@ -161,6 +173,8 @@ def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None)
     unreachable when the match starts, like a bot that is down, and the others play on.
     """
     try:
+        if seat.build_id is not None:
+            return hosted_player(seat)
         if seat.connected:
             from arena.link.player import LinkPlayer, RelayTransport, routes_for
 
@@ -182,6 +196,30 @@ def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None)
     except PlayerSpecError as exc:
         raise SeatSpecError(f"bot {seat.name!r} (version {seat.bot_version_id}): {exc}") from None
     raise SeatSpecError(f"bot {seat.name!r} (version {seat.bot_version_id}) has no address and is not hosted")
+
+
+def hosted_player(seat: SeatPlan) -> Player:
+    """An uploaded bot's seat: its sandbox starts at the first call, from the bundle this
+    worker fetched from the store (cached in its data folder)."""
+    from arena.bots.builds import bundle_cache, fetch_bundle
+    from arena.play.hosted import HostedPlayer, memory_scope
+    from arena.sandbox.launch import Launch
+    from arena.store.db import session_scope
+
+    settings = load_settings()
+    build_id = seat.build_id
+    assert build_id is not None
+    url = seat.store or settings.database_url
+
+    def bundle() -> Path:
+        with session_scope(url) as session:
+            return fetch_bundle(session, build_id, bundle_cache(settings))
+
+    scope = memory_scope()
+    key: Hashable = (
+        (seat.bot_version_id, *seat.deal) if scope == "deal" and seat.deal else (seat.bot_version_id,)
+    )
+    return HostedPlayer(seat.name, bundle, Launch.from_json(seat.launch or {}), scope=scope, scope_key=key)
 
 
 class RefusedPlayer:
@@ -215,12 +253,22 @@ def run_match(
     *,
     on_hand: Callable[[HandLog, list[int]], None] | None = None,
     player_factory: Callable[[SeatPlan], Player] = make_seat_player,
+    outputs: dict[int, Any] | None = None,
 ) -> MatchResult:
-    """Play ``plan`` and return the referee's result (players are closed afterwards)."""
+    """Play ``plan`` and return the referee's result (players are closed afterwards).
+    ``outputs`` receives, by seat, what each hosted bot printed (arena.play.hosted.SeatOutput)."""
     players: list[Player] = []
     try:
         for seat in plan.seats:
             players.append(player_factory(seat))
+        # Hosted bots start before the referee's clock runs (their start-up is not their
+        # StartMatch time), all at once: a match waits for its slowest, not their sum.
+        starting = [getattr(p, "prepare") for p in players if callable(getattr(p, "prepare", None))]  # noqa: B009
+        if len(starting) > 1:
+            with ThreadPoolExecutor(len(starting), thread_name_prefix="tonk-sandbox-start") as pool:
+                list(pool.map(lambda start: start(), starting))
+        elif starting:
+            starting[0]()
         return play_match(
             players,
             plan.seed,
@@ -233,9 +281,12 @@ def run_match(
             reveal=plan.reveal,
         )
     finally:
-        for player in players:
+        for seat_index, player in enumerate(players):
             with contextlib.suppress(Exception):  # closing is best effort; the result stands
                 player.close()
+            output = getattr(player, "output", None)
+            if outputs is not None and callable(output) and output() is not None:
+                outputs[seat_index] = output()
 
 
 def seat_stats(result: MatchResult) -> list[SeatStats]:

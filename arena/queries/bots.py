@@ -59,6 +59,7 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
             "address": v.address,
             "hosted": v.hosted,
             "connected": v.connected,
+            "uploaded": v.upload_sha is not None,  # the arena runs it from its owner's upload
             "info": dict(v.info or {}),
             "created_at": iso(v.created_at),
         }
@@ -73,7 +74,13 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         "status": bot.status,
         "address": bot.address,
         "hosted": bot.hosted,
-        "plays": "connected" if bot.connected else "hosted" if bot.hosted else "dialled",
+        "plays": "connected"
+        if bot.connected
+        else "hosted"
+        if bot.hosted
+        else "uploaded"
+        if versions and versions[0]["uploaded"]
+        else "dialled",
         "link": _link(session, bot),
         "created_at": iso(bot.created_at),
         "rank": rated.rank if rated else None,

@@ -128,9 +128,65 @@ class BotVersion(Base):
     hosted: Mapped[str | None] = mapped_column(String(255), nullable=True)
     info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # name/version/author/protocol
     connected: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    #: An uploaded bot (arena/bots/uploaded.py): its archive, its build, and how it starts
+    #: (arena.sandbox.launch.Launch.to_json); None for dialled, connected and house bots.
+    upload_sha: Mapped[str | None] = mapped_column(ForeignKey("uploads.sha256"), nullable=True)
+    build_id: Mapped[int | None] = mapped_column(ForeignKey("builds.id"), nullable=True)
+    launch: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     bot: Mapped[Bot] = relationship(back_populates="versions")
+
+
+class Upload(Base):
+    """A bot project's archive as its owner uploaded it (arena/bots/uploads.py), addressed by
+    the SHA-256 of its bytes: the same archive uploaded twice is one row. Kept in the store so
+    a worker on any machine can build or fetch it; shown to its owner and operators only."""
+
+    __tablename__ = "uploads"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+    archive: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)
+    files: Mapped[int] = mapped_column(Integer)
+    unpacked_size: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Build(Base):
+    """One build of an upload into a bundle (arena/bots/builds.py): its status (building, ok,
+    failed), its bounded log, and the bundle as a tar.gz with its SHA-256."""
+
+    __tablename__ = "builds"
+    __table_args__ = (Index("ix_builds_upload", "upload_sha", "status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    upload_sha: Mapped[str] = mapped_column(ForeignKey("uploads.sha256"))
+    status: Mapped[str] = mapped_column(String(16))
+    log: Mapped[str] = mapped_column(Text, default="")
+    artifact: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    artifact_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class MatchLog(Base):
+    """What an uploaded bot wrote to stdout and stderr during one match, bounded; shown to
+    its owner and operators only."""
+
+    __tablename__ = "match_logs"
+    __table_args__ = (UniqueConstraint("match_id", "seat"), Index("ix_match_logs_bot", "bot_id", "match_id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"))
+    seat: Mapped[int] = mapped_column(Integer)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    text: Mapped[str] = mapped_column(Text)
+    bytes: Mapped[int] = mapped_column(Integer)
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Tournament(Base):

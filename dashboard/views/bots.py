@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, render_template
 
 from arena.queries.bots import bot_detail, bot_list
 from dashboard import charts
 from dashboard.db import session
 from dashboard.errors import NotFoundError
-from dashboard.views.common import db_url, private_bot
+from dashboard.views.common import db_url, private_bot, viewer
 from sdk.bot import BOT_NAME_RE
 
 bp = Blueprint("bots", __name__, url_prefix="/bots")
@@ -24,5 +26,23 @@ def detail(name: str) -> str:
     if not BOT_NAME_RE.fullmatch(name):
         raise NotFoundError(f"there is no bot named {name[:80]!r}")
     bot = private_bot(session(), bot_detail(session(), db_url(), name))
-    return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]))
+    return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]), upload=_upload(bot))
 
+
+def _upload(bot: dict[str, Any]) -> dict[str, Any] | None:
+    """An uploaded bot's build and recent match logs, when the page is asked for with its
+    owner's (or an operator's) token; pages have no login, so a browser sees the note only."""
+    if bot.get("plays") != "uploaded":
+        return None
+    from arena.bots.builds import build_to_json
+    from arena.bots.uploaded import NothingToSeeError, bot_build, match_logs
+
+    db = session()
+    try:
+        who = viewer(db)
+        return {
+            "build": build_to_json(bot_build(db, who, bot["name"])),
+            "logs": match_logs(db, who, bot["name"]),
+        }
+    except NothingToSeeError:
+        return {}

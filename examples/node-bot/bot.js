@@ -7,7 +7,9 @@
 //   node bot.js --port 50052            # then: tonk play 127.0.0.1:50052 random
 //
 // Options: --host (default 127.0.0.1; 0.0.0.0 to accept other machines), --port (default
-// 50051). TONK_PROTOS names the folder holding tonk/v1/bot.proto (default: ../../protos).
+// 50051), or --socket PATH to listen on a Unix socket instead (what the arena does when it
+// runs an uploaded copy in its sandbox: tonk.toml's command). TONK_PROTOS names the folder
+// holding tonk/v1/bot.proto (default: ./protos, a copy uploads carry, else ../../protos).
 //
 // Or connect out, listening on nothing (protos/tonk/v1/link.proto, docs/protocol.md
 // "Connecting out"): the bot opens one stream to the arena's gateway and answers the calls
@@ -24,7 +26,11 @@ const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
 
 const PROTOCOL_VERSION = "tonk.v1";
-const protosDir = process.env.TONK_PROTOS || path.join(__dirname, "..", "..", "protos");
+const fs = require("fs");
+const ownProtos = path.join(__dirname, "protos");
+const protosDir =
+  process.env.TONK_PROTOS ||
+  (fs.existsSync(path.join(ownProtos, "tonk", "v1", "bot.proto")) ? ownProtos : path.join(__dirname, "..", "..", "protos"));
 
 // keepCase: the fields keep the .proto's snake_case names; oneofs: each oneof gets a field
 // naming its member (action.kind is "drop", "draw", "meld", "layoff" or "discard").
@@ -144,7 +150,8 @@ function main() {
   const server = new grpc.Server();
   server.addService(proto.tonk.v1.BotService.service, botService);
   server.addService(proto.grpc.health.v1.Health.service, healthService);
-  const where = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+  const socket = option("socket", process.env.TONK_SOCKET || "");
+  const where = socket ? `unix:${socket}` : host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
   server.bindAsync(where, grpc.ServerCredentials.createInsecure(), (err) => {
     if (err) {
       console.error(`cannot listen on ${where}: ${err.message}`);

@@ -24,6 +24,7 @@ TEMPLATES: Final = {
     "bot.py.tmpl": "{module}.py",
     "test_bot.py.tmpl": "test_{module}.py",
     "pyproject.toml.tmpl": "pyproject.toml",
+    "tonk.toml.tmpl": "tonk.toml",
     "requirements.txt.tmpl": "requirements.txt",
     "README.md.tmpl": "README.md",
     "gitignore.tmpl": ".gitignore",
@@ -126,4 +127,5 @@ def run_new(args: argparse.Namespace) -> int:
     print(f"  tonk play {spec} random --hands 200")
     print(f"  tonk check {spec}")
     print(f"  tonk serve {spec} --port 50051")
+    print(f"  tonk submit --name {values['folder']} --upload --arena URL --token TOKEN   # the arena runs it")
     return 0

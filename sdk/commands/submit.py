@@ -1,6 +1,9 @@
-"""``tonk submit``, ``tonk retire``, ``tonk restore``: enter a bot in an arena, point it
-elsewhere, withdraw it, bring it back.
+"""``tonk submit``, ``tonk retire``, ``tonk restore``, ``tonk logs``: enter a bot in an arena
+(its address, or its code for the arena to run), point it elsewhere, withdraw it, bring it
+back, read what an uploaded bot printed.
 
+    tonk submit --name lowball --upload ./lowball --arena https://arena.example.org  # the arena runs it
+    tonk logs lowball [--match ID | --build]
     tonk submit --name lowball --address bots.example.org:50051 --arena https://arena.example.org
     tonk submit --name lowball --address bots.example.org:50052 --update   # a new version
     tonk retire lowball
@@ -25,6 +28,12 @@ The arena's HTTP API (JSON bodies; ``Authorization: Bearer <token>`` on every ca
 ``PUT /api/v1/bots/<name>`` with ``{"address": "HOST:PORT"}``
     Re-check the bot at an address and record a new version (owner or operator only;
     brings a retired bot back). 200 ``{"bot": BOT}``.
+``POST /api/v1/bots/<name>/upload`` (body: the project as .tar.gz, ``application/gzip``)
+    Register a new bot from its code: the arena checks the archive, builds it once, runs it in
+    its sandbox and checks it. 201 ``{"bot": BOT}``. ``PUT`` the same path: a new version.
+``GET /api/v1/bots/<name>/build``, ``GET /api/v1/builds/<id>``, ``GET /api/v1/bots/<name>/logs?match=ID``
+    An uploaded bot's build log and what it printed per match: its owner and operators only
+    (404 for anyone else).
 ``DELETE /api/v1/bots/<name>``
     Retire the bot (owner or operator only; idempotent). 200 ``{"bot": BOT}``.
 ``POST /api/v1/bots/<name>/restore``
@@ -64,9 +73,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 120.0  # the arena plays a short match before it answers
+UPLOAD_TIMEOUT_S = 900.0  # and builds an upload first (TONK_BUILD_TIME_LIMIT_S, 300 s by default)
 API_PREFIX = "/api/v1"
 
 
@@ -82,8 +93,20 @@ _OPENER = urllib.request.build_opener(_NoRedirects)
 def register(subparsers: Any) -> None:
     submit = subparsers.add_parser("submit", help="register a bot served at HOST:PORT with an arena")
     submit.add_argument("--name", required=True, help="the bot's name in the arena (a-z, 0-9, '_', '-')")
-    submit.add_argument("--address", required=True, metavar="HOST:PORT", help="where the arena can reach it")
-    submit.add_argument("--update", action="store_true", help="re-point an already registered bot")
+    where = submit.add_mutually_exclusive_group(required=True)
+    where.add_argument("--address", metavar="HOST:PORT", help="where the arena can reach it")
+    where.add_argument(
+        "--upload",
+        nargs="?",
+        const=".",
+        type=Path,
+        metavar="DIR",
+        help="send the bot project in DIR (default .; its tonk.toml names the entry): "
+        "the arena builds and runs it",
+    )
+    submit.add_argument(
+        "--update", action="store_true", help="make a new version of an already registered bot"
+    )
     submit.add_argument(
         "--show-claim",
         action="store_true",
@@ -96,6 +119,13 @@ def register(subparsers: Any) -> None:
     retire.add_argument("name", help="the bot's name in the arena")
     _common(retire)
     retire.set_defaults(func=run_retire)
+
+    logs = subparsers.add_parser("logs", help="what your uploaded bot printed in its matches")
+    logs.add_argument("name", help="the bot's name in the arena")
+    logs.add_argument("--match", type=int, default=None, metavar="ID", help="one match's output")
+    logs.add_argument("--build", action="store_true", help="the log of its latest build instead")
+    _common(logs)
+    logs.set_defaults(func=run_logs)
 
     restore = subparsers.add_parser("restore", help="bring one of your retired bots back into an arena")
     restore.add_argument("name", help="the bot's name in the arena")
@@ -118,6 +148,12 @@ def run_submit(args: argparse.Namespace) -> int:
     if target is None:
         return 2
     base, token = target
+    if args.upload is not None:
+        if args.show_claim:
+            print(f"{prog}: --show-claim is for a bot at an --address; an uploaded bot needs no claim",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        return _submit_upload(args, base, token)
     if not _looks_like_address(args.address):
         print(
             f"{prog}: --address {args.address!r} is not HOST:PORT (e.g. bots.example.org:50051)",
@@ -165,6 +201,84 @@ def run_submit(args: argparse.Namespace) -> int:
         print(f"  it says: {info.get('name')} {info.get('version', '')}{by}, protocol {protocol}")
     arena = base.removesuffix(API_PREFIX)
     print(f"  its page: {arena}/bots/{_quote(name)}")
+    return 0
+
+
+def _submit_upload(args: argparse.Namespace, base: str, token: str) -> int:
+    from sdk.packing import PackError, pack
+
+    prog = "tonk submit"
+    folder = args.upload.expanduser()
+    try:
+        archive = pack(folder)
+    except (PackError, OSError) as exc:
+        print(f"{prog}: cannot upload {folder}: {exc}", file=sys.stderr)
+        return 2
+    method = "PUT" if args.update else "POST"
+    if not args.json:
+        print(
+            f"{prog}: sending {folder.resolve()} ({len(archive)} bytes); the arena builds it and checks it "
+            "(health, info, a short match)...",
+            file=sys.stderr,
+        )
+    url = f"{base}/bots/{_quote(args.name)}/upload"
+    timeout = max(args.timeout, UPLOAD_TIMEOUT_S)
+    answer = _call(prog, method, url, token, None, timeout, submit=args, raw=archive)
+    if answer is None:
+        return 1
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    bot = answer.get("bot") or {}
+    version = bot.get("version") or {}
+    info = version.get("info") or {}
+    verb = "updated" if args.update else "registered"
+    name = bot.get("name", args.name)
+    print(f"{verb} bot {name!r} (version {version.get('number', '?')}), built and run by the arena")
+    if info:
+        print(
+            f"  it says: {info.get('name')} {info.get('version', '')}, "
+            f"protocol {info.get('protocol_version')}"
+        )
+    print("  it starts fresh every match; what it prints: tonk logs " + name)
+    print(f"  its page: {base.removesuffix(API_PREFIX)}/bots/{_quote(name)}")
+    return 0
+
+
+def run_logs(args: argparse.Namespace) -> int:
+    prog = "tonk logs"
+    target = _target(args, prog)
+    if target is None:
+        return 2
+    base, token = target
+    name = _quote(args.name)
+    if args.build:
+        answer = _call(prog, "GET", f"{base}/bots/{name}/build", token, None, args.timeout)
+    else:
+        query = "" if args.match is None else f"?match={args.match}"
+        answer = _call(prog, "GET", f"{base}/bots/{name}/logs{query}", token, None, args.timeout)
+    if answer is None:
+        return 1
+    if args.json:
+        print(json.dumps(answer, indent=2))
+    elif args.build:
+        build = answer.get("build") or {}
+        print(f"build {build.get('id')}: {build.get('status')} (finished {build.get('finished_at')})")
+        print(build.get("log", ""))
+    elif args.match is not None:
+        for log in answer.get("logs") or []:
+            cut = " (cut: it printed more)" if log.get("truncated") else ""
+            print(f"-- match {log.get('match')}, seat {log.get('seat')}: {log.get('bytes')} bytes{cut}")
+            print(log.get("text", ""))
+    else:
+        logs = answer.get("logs") or []
+        if not logs:
+            print(f"no match logs of {args.name!r} yet")
+        for log in logs:
+            cut = ", cut" if log.get("truncated") else ""
+            print(f"match {log.get('match')}  seat {log.get('seat')}  {log.get('bytes')} bytes{cut}")
+        if logs:
+            print(f"one match's output: tonk logs {args.name} --match ID", file=sys.stderr)
     return 0
 
 
@@ -239,14 +353,18 @@ def _call(
     timeout: float,
     *,
     submit: argparse.Namespace | None = None,
+    raw: bytes | None = None,
 ) -> dict[str, Any] | None:
-    """The JSON answer of a 2xx, or None after printing why there is none."""
-    data = None if body is None else json.dumps(body).encode("utf-8")
+    """The JSON answer of a 2xx, or None after printing why there is none. ``raw``: a
+    .tar.gz sent as is instead of a JSON ``body``."""
+    data = raw if raw is not None else None if body is None else json.dumps(body).encode("utf-8")
     request = urllib.request.Request(url, data=data, method=method)
     if token:  # None where the body carries the credential (an invite code)
         request.add_header("Authorization", f"Bearer {token}")
     request.add_header("Accept", "application/json")
-    if data is not None:
+    if raw is not None:
+        request.add_header("Content-Type", "application/gzip")
+    elif data is not None:
         request.add_header("Content-Type", "application/json")
     try:
         with _OPENER.open(request, timeout=timeout) as response:
@@ -295,8 +413,10 @@ def _print_refusal(
             file=sys.stderr,
         )
     if code == "name_taken" and isinstance(details, dict) and details.get("yours") and submit is not None:
-        print(f"  it is your bot: tonk submit --name {submit.name} --address {submit.address} --update",
-              file=sys.stderr)  # fmt: skip
+        how = f"--address {submit.address}" if submit.upload is None else f"--upload {submit.upload}"
+        print(f"  it is your bot: tonk submit --name {submit.name} {how} --update", file=sys.stderr)
+    if code in ("build_failed", "build_time_limit") and isinstance(details, dict) and details.get("build"):
+        print(f"  the whole build log: GET /api/v1/builds/{details['build']}", file=sys.stderr)
     faults = details.get("faults") if isinstance(details, dict) else None
     for fault in faults[:10] if isinstance(faults, list) else []:
         if isinstance(fault, dict):

@@ -61,6 +61,7 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, capsys: pytest.Capture
         "night_owl.py",
         "test_night_owl.py",
         "pyproject.toml",
+        "tonk.toml",
         "requirements.txt",
         "README.md",
         ".gitignore",

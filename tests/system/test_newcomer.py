@@ -1,8 +1,9 @@
 """The newcomer's whole path, walked as a user would from a fresh clone: `make demo PORT=...`
 in the background, then the README's "Your bot in the demo arena" block from the clone's
-parent folder: `tonk new my-bot`, the project's own install and tests, `tonk serve` on
-127.0.0.1, `tonk owner create`, `tonk submit` to the running demo, `tonk tournament create`
-and `run`, and the bot's rating from `/api/v1/bots/my-bot`.
+parent folder: `tonk new my-bot`, the project's own install and tests, `tonk owner create`,
+`tonk submit --upload .` to the running demo (which builds the bot and checks it in its
+sandbox), `tonk tournament create` and `run` (the arena runs the uploaded bot in its sandbox
+for each match), and the bot's rating from `/api/v1/bots/my-bot`.
 
 To save ten minutes of installing, the clone's `.venv` is a copy of this one with the clone
 installed in it (no download) and `make`'s install marker set, so `make demo` starts at once;
@@ -100,7 +101,7 @@ def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> N
     assert (project / "my_bot.py").exists() and (project / ".venv" / "bin" / "pytest").exists()
     assert f"tonk-arena @ file://{clone}" in (project / "requirements.txt").read_text()
     assert re.search(r"\b3 passed\b", out), out
-    assert "registered bot 'my-bot' (version 1)" in out, out
+    assert "registered bot 'my-bot' (version 1), built and run by the arena" in out, out
     assert f"its page: http://127.0.0.1:{port}/bots/my-bot" in out
     assert re.search(r"tournament 2: finished; (\d+)/\1 done, 0 failed", out), out
     answer = json.loads(out.strip().splitlines()[-1])

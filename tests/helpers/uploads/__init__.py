@@ -67,3 +67,108 @@ def write_bundle(root: Path, name: str, attack: str | None = None, *, cls: str =
 
 def entry(name: str, cls: str = "UploadedBot") -> str:
     return f"bot_{name.replace('-', '_')}:{cls}"
+
+
+def write_project(root: Path, name: str, attack: str | None = None, *, cls: str = "UploadedBot") -> Path:
+    """The same bot as a project folder an author uploads (``tonk.toml`` and the module)."""
+    bundle = write_bundle(root / "bundles", name, attack, cls=cls)
+    project = root / "projects" / name
+    project.mkdir(parents=True)
+    for source in (bundle / "code").iterdir():
+        (project / source.name).write_bytes(source.read_bytes())
+    (project / "tonk.toml").write_text(f'[bot]\nentry = "{entry(name, cls)}"\n')
+    return project
+
+
+#: Hostile bots for whole tournaments: name -> the body of ``attack(when)``. Each format()s
+#: with ``store`` (the store's file), ``victim`` (another upload's bundle), ``port`` (a
+#: loopback listener standing for the dashboard) and ``secret_a``/``secret_b`` (the planted
+#: secret in two halves).
+HOSTILE: dict[str, str] = {
+    "network": """
+        for what, host, port in [("redis", "127.0.0.1", 6379), ("postgres", "127.0.0.1", 5432),
+                                 ("dashboard", "127.0.0.1", {port}), ("outside", "1.1.1.1", 53)]:
+            try:
+                socket.create_connection((host, port), timeout=1).close()
+                report(what, True, f"{{host}}:{{port}}")
+            except OSError as exc:
+                report(what, False, exc)
+    """,
+    "snoop": """
+        secret = "{secret_a}" + "{secret_b}"
+        leaks = [k for k, v in os.environ.items() if secret in v]
+        report("environment", bool(leaks), leaks)
+        for path in ["/proc/1/environ", "/proc/self/environ"]:
+            try:
+                report("environ " + path, secret.encode() in open(path, "rb").read(), path)
+            except OSError as exc:
+                report("environ " + path, False, exc)
+        for what, path in [("store", "{store}"), ("other-upload", "{victim}")]:
+            try:
+                open(path, "rb").read()
+                report(what, True, path)
+            except OSError as exc:
+                report(what, False, exc)
+    """,
+    "writer": """
+        for path in ["/bot/code/planted.py", "/opt/tonk/site/sdk/planted.py", "/planted", "{victim}.planted"]:
+            try:
+                with open(path, "w") as f:
+                    f.write("x")
+                report("write " + path, True, path)
+            except OSError as exc:
+                report("write " + path, False, exc)
+    """,
+    "forkbomb": """
+        started = 0
+        try:
+            for _ in range(10_000):
+                if os.fork() == 0:
+                    time.sleep(600)
+                    os._exit(0)
+                started += 1
+            report("fork-bomb", True, started)
+        except OSError as exc:
+            report("fork-bomb", False, f"{{started}} processes, then {{exc}}")
+    """,
+    "hog": """
+        try:
+            block = bytearray(4 << 30)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            report("4GB", True, len(block))
+        except MemoryError:
+            report("4GB", False, "MemoryError")
+    """,
+    "filler": """
+        written = 0
+        try:
+            with open("/tmp/fill-" + when, "wb") as f:
+                while written < 1 << 30:
+                    f.write(b"x" * (1 << 20))
+                    written += 1 << 20
+            report("fill-tmp", True, written)
+        except OSError as exc:
+            report("fill-tmp", False, f"{{written >> 20}} MB, then {{exc}}")
+    """,
+    "daemon": """
+        if when != "import":
+            return
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(600)
+            os._exit(0)
+        report("daemon", False, "started a daemon; it must end with the match")
+    """,
+    "spinner": """
+        import threading
+        def spin():
+            while True:
+                pass
+        if when == "import":
+            for _ in range(4):
+                threading.Thread(target=spin, daemon=True).start()
+            report("steal-cpu", False, "four threads spinning for the whole match")
+    """,
+}

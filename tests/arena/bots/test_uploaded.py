@@ -1,0 +1,147 @@
+"""Entering an uploaded bot (arena/bots/uploaded.py): built once, started in the real
+bubblewrap sandbox (arena/sandbox) and given the same admission check as every bot; each
+refusal leaves the store as it was."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.archives import project, tar_gz
+from sqlalchemy import func, select
+
+from arena.bots.admission import ConformanceFailedError
+from arena.bots.builds import BuildFailedError
+from arena.bots.owners import create_owner
+from arena.bots.registry import NameTakenError, NotOwnerError, bot_to_json
+from arena.bots.uploaded import sandbox_admission, submit_upload
+from arena.config import Settings
+from arena.sandbox.launch import Launch
+from arena.store.db import session_scope
+from arena.store.models import Bot, Build, Owner, Upload
+
+ILLEGAL = """from sdk.bot import Bot
+
+
+class TinyBot(Bot):
+    name = "illegal"
+
+    def act(self, obs):
+        return len(obs.legal_actions) + 7
+"""
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """A data dir the sandbox's own uid can reach (pytest's temporary folders are 0700)."""
+    folder = Path(tempfile.mkdtemp(prefix="tonk-uploaded-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def owners(url: str) -> None:
+    with session_scope(url) as session:
+        create_owner(session, "alice")
+        create_owner(session, "bob")
+
+
+def owner(session: object, name: str) -> Owner:
+    found = session.scalars(select(Owner).where(Owner.name == name)).one()  # type: ignore[attr-defined]
+    assert isinstance(found, Owner)
+    return found
+
+
+def counts(url: str) -> tuple[int, int, int]:
+    with session_scope(url) as session:
+        return tuple(  # type: ignore[return-value]
+            session.scalar(select(func.count()).select_from(table)) for table in (Bot, Upload, Build)
+        )
+
+
+def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(
+    db_url: str, data_dir: Path
+) -> None:
+    settings = Settings(data_dir=str(data_dir), database_url=db_url)
+    owners(db_url)
+    archive = tar_gz(project())
+    with session_scope(db_url) as session:
+        bot = submit_upload(session, owner(session, "alice"), "tiny", archive, settings=settings)
+        version = bot.versions[0]
+        assert version.info["name"] == "tiny" and version.info["language"] == "python"
+        assert version.launch == {"entry": "tiny_bot:TinyBot"} and version.build_id is not None
+        assert bot.address is None and not bot.hosted and not bot.connected
+        assert bot_to_json(bot)["uploaded"] is True
+        first_build = version.build_id
+    with session_scope(db_url) as session:
+        bot = submit_upload(session, owner(session, "alice"), "tiny", archive, settings=settings, update=True)
+        assert [v.number for v in bot.versions] == [1, 2]
+        assert bot.versions[1].build_id == first_build  # built once
+    assert counts(db_url) == (1, 1, 1)
+
+
+def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
+    sqlite_url: str, data_dir: Path
+) -> None:
+    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
+    owners(sqlite_url)
+    with pytest.raises(ConformanceFailedError) as refused, session_scope(sqlite_url) as session:
+        submit_upload(session, owner(session, "alice"), "illegal", tar_gz(project({"tiny_bot.py": ILLEGAL})),
+                      settings=settings)  # fmt: skip
+    assert "illegal" in refused.value.message or "action" in refused.value.message
+    assert counts(sqlite_url) == (0, 0, 0)
+
+
+def test_a_failed_build_is_refused_with_the_end_of_its_log(db_url: str, data_dir: Path) -> None:
+    settings = Settings(data_dir=str(data_dir), database_url=db_url)
+    owners(db_url)
+    archive = tar_gz(project(manifest='[bot]\nentry = "elsewhere:Bot"\n'))
+    with session_scope(db_url) as session:
+        with pytest.raises(BuildFailedError, match=r"the upload has no elsewhere\.py") as refused:
+            submit_upload(session, owner(session, "alice"), "nowhere", archive, settings=settings)
+        build = session.get(Build, refused.value.details["build"])
+        assert build is not None and build.status == "failed"
+
+
+def test_names_and_owners_are_checked_before_anything_is_stored(sqlite_url: str, data_dir: Path) -> None:
+    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
+    owners(sqlite_url)
+    with session_scope(sqlite_url) as session:
+        submit_upload(
+            session, owner(session, "alice"), "tiny", tar_gz(project()), settings=settings, check=False
+        )
+    other = tar_gz(project({"README.md": "another"}))
+    with pytest.raises(NameTakenError), session_scope(sqlite_url) as session:
+        submit_upload(session, owner(session, "bob"), "tiny", other, settings=settings, check=False)
+    with pytest.raises(NotOwnerError), session_scope(sqlite_url) as session:
+        submit_upload(
+            session, owner(session, "bob"), "tiny", other, settings=settings, update=True, check=False
+        )
+    assert counts(sqlite_url) == (1, 1, 1)
+
+
+def test_nothing_is_written_until_the_build_and_check_are_done(sqlite_url: str, data_dir: Path) -> None:
+    """SQLite has one writer: while a bot is built and checked (minutes, at worst), the arena
+    must go on recording matches. Here another writer commits in the middle of the check."""
+    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
+    owners(sqlite_url)
+
+    def admit(bundle: Path, launch: Launch, settings: Settings) -> dict[str, Any]:
+        with session_scope(sqlite_url) as other:  # would wait for the lock, then fail, if held
+            create_owner(other, "carol")
+        assert (bundle / "code" / "tiny_bot.py").is_file()
+        return sandbox_admission(bundle, launch, settings)
+
+    with session_scope(sqlite_url) as session:
+        bot = submit_upload(
+            session, owner(session, "alice"), "tiny", tar_gz(project()), settings=settings, admit=admit
+        )
+        assert bot.versions[0].info["name"] == "tiny"
+    with session_scope(sqlite_url) as session:
+        assert owner(session, "carol").name == "carol"
