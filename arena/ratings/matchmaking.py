@@ -26,14 +26,20 @@ else could fill the table). Cost: one pass over the pool and one sort, O(n log n
 
 from __future__ import annotations
 
+import bisect
+import functools
+import heapq
+import itertools
 import math
+import operator
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from arena.ratings.model import ELO_SCALE, RatingsError
 
-__all__ = ["Candidate", "MatchmakingError", "MatchmakingSettings", "Pick", "choose_table"]
+__all__ = ["Candidate", "MatchmakingError", "MatchmakingSettings", "Pick", "choose_table", "choose_tables"]
 
 #: The standard error assumed for an unrated bot (sd = inf): wider than any board's spread,
 #: finite so that the information arithmetic stays finite.
@@ -117,11 +123,14 @@ class Pick:
 
 
 _DEFAULT = MatchmakingSettings()
-
-
-def _var(c: Candidate) -> float:
-    sd = min(c.sd, UNRATED_SD)
-    return sd * sd
+_BOT_ID = operator.attrgetter("bot_id")
+_OWNER = operator.attrgetter("owner_id")
+_ELO = operator.attrgetter("elo")
+_SD = operator.attrgetter("sd")
+_MATCHES = operator.attrgetter("matches")
+_FREE = operator.attrgetter("free")
+#: Draws of the focal bot by variance before falling back to a pass over the pool.
+_DRAWS = 16
 
 
 def _reduction(var: float, info: float) -> float:
@@ -136,10 +145,6 @@ def _info(a: float, b: float) -> float:
     return ELO_SCALE * ELO_SCALE * p * (1.0 - p)
 
 
-def _owners(pool: Sequence[Candidate], idx: Sequence[int]) -> int:
-    return len({pool[i].owner_id for i in idx})
-
-
 def choose_table(
     pool: Sequence[Candidate],
     seats: int,
@@ -149,156 +154,243 @@ def choose_table(
     """The next table of ``seats`` bots from ``pool`` (every active bot, busy ones included:
     they count for the board and the shares), or None if no valid table exists. Deterministic
     for a given state of ``rng``."""
+    picks = choose_tables(pool, seats, rng, 1, settings)
+    return picks[0] if picks else None
+
+
+def choose_tables(
+    pool: Sequence[Candidate],
+    seats: int,
+    rng: random.Random,
+    count: int,
+    settings: MatchmakingSettings = _DEFAULT,
+) -> list[Pick]:
+    """Up to ``count`` tables at once (the ladder's free tables), each chosen as
+    :func:`choose_table` would with the earlier ones scheduled (their bots' matches counted,
+    their free slots taken); fewer when no valid table remains. The board is read once, so a
+    table costs O(log n) after an O(n log n) start."""
     if isinstance(seats, bool) or not isinstance(seats, int) or seats < 2:
         raise MatchmakingError(f"a table has at least 2 seats, not {seats!r}")
-    n = len(pool)
-    if len({c.bot_id for c in pool}) != n:
-        seen: set[int] = set()
-        for c in pool:
-            if c.bot_id in seen:
-                raise MatchmakingError(f"bot {c.bot_id!r} is in the pool twice")
-            seen.add(c.bot_id)
-    same_ok = settings.allow_same_owner
-    avail = [i for i in range(n) if pool[i].free > 0]
-
-    def feasible(idx: Sequence[int]) -> bool:
-        return len(idx) >= seats and (same_ok or _owners(pool, idx) >= seats)
-
-    if not feasible(avail):
-        return None
-    mean = sum(c.matches for c in pool) / n
-    limit = settings.max_share * max(mean, 1.0)
-    open_ = [i for i in avail if pool[i].matches + 1 <= limit]
-    if not feasible(open_):
-        open_ = avail
-    order = sorted(range(n), key=lambda i: (-pool[i].elo, pool[i].bot_id))
-    pos = [0] * n
-    for p, i in enumerate(order):
-        pos[i] = p
-
-    focal, partner, reason = _focal(pool, open_, order, pos, mean, rng, settings)
-    table = [focal] if partner is None else [focal, partner]
-    _fill(pool, table, seats, open_, avail, order, pos, rng, settings)
-    if reason is None:
-        best = max(table[1:], key=lambda j: _confusion(pool[focal], pool[j]))
-        reason = f"uncertain pair #{pos[focal] + 1} and #{pos[best] + 1}"
-    return Pick(tuple(pool[i].bot_id for i in table), reason)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise MatchmakingError(f"the number of tables must be a non-negative integer, not {count!r}")
+    planner = _Planner(pool, seats, rng, settings)
+    picks: list[Pick] = []
+    while len(picks) < count and planner.feasible():
+        picks.append(planner.pick())
+    return picks
 
 
-def _confusion(a: Candidate, b: Candidate) -> float:
-    """How likely the board orders a and b wrongly (normal approximation, independence)."""
-    spread = math.sqrt(_var(a) + _var(b))
-    if spread == 0:
-        return 0.0
-    return 0.5 * math.erfc(abs(a.elo - b.elo) / spread / math.sqrt(2.0))
+class _Planner:
+    """The pool read once, and what the picks so far have changed (matches, free slots)."""
 
+    def __init__(
+        self, pool: Sequence[Candidate], seats: int, rng: random.Random, s: MatchmakingSettings
+    ) -> None:
+        # Everything O(n) here runs in C (map, sorted, Counter): a pick at 1,000 bots is then
+        # well under a millisecond; what only some picks need is built on first use.
+        n = len(pool)
+        ids: list[int] = list(map(_BOT_ID, pool))
+        if len(set(ids)) != n:
+            seen: set[int] = set()
+            for bot in ids:
+                if bot in seen:
+                    raise MatchmakingError(f"bot {bot!r} is in the pool twice")
+                seen.add(bot)
+        self.pool, self.seats, self.rng, self.s, self.n = pool, seats, rng, s, n
+        self.ids = ids
+        self.owners: list[int] = list(map(_OWNER, pool))
+        self.matches: list[int] = list(map(_MATCHES, pool))
+        self.free: list[int] = list(map(_FREE, pool))
+        self.total = sum(self.matches)
+        self.elo: list[float] = list(map(_ELO, pool))
+        self.sd: list[float] = [x if x < UNRATED_SD else UNRATED_SD for x in map(_SD, pool)]
+        self.var = [x * x for x in self.sd]
+        neg = [-x for x in self.elo]
+        self.order = sorted(range(n), key=neg.__getitem__)
+        self.pos = sorted(range(n), key=self.order.__getitem__)  # the inverse permutation
+        # Feasibility in O(1) per pick: bots with a free slot, and their distinct owners.
+        self.free_bots = n - self.free.count(0)
+        self.owner_free = Counter(itertools.compress(self.owners, self.free))
+        self.placing_now = n > 0 and max(map(_SD, pool)) >= s.placement_sd
+        self.offset = rng.randrange(n) if n else 0  # ties among the fewest matches: a random start
 
-def _focal(
-    pool: Sequence[Candidate],
-    open_: list[int],
-    order: list[int],
-    pos: list[int],
-    mean: float,
-    rng: random.Random,
-    s: MatchmakingSettings,
-) -> tuple[int, int | None, str | None]:
-    """The focal bot, maybe its partner, and the reason (None: "uncertain pair", once seated)."""
-    floor = s.min_share * mean
-    starving = [i for i in open_ if pool[i].matches < floor]
-    if starving:
-        least = min(pool[i].matches for i in starving)
-        focal = rng.choice([i for i in starving if pool[i].matches == least])
-        # A newcomer starts below the floor: its matches are its placement.
-        return focal, None, "placement" if pool[focal].sd >= s.placement_sd else "minimum share"
-    placing = [i for i in open_ if pool[i].sd >= s.placement_sd]
-    if placing:
-        least = min(pool[i].matches for i in placing)
-        return rng.choice([i for i in placing if pool[i].matches == least]), None, "placement"
-    if s.top_weight > 0 and len(pool) > s.top_n and rng.random() < s.top_weight:
-        pair = _top_pair(pool, open_, pos, s)
-        if pair is not None:
-            h, low = pair
-            why = f"top {s.top_n}: uncertain pair #{pos[h] + 1} and #{pos[low] + 1}"
-            return h, low, why
-    weights = [_var(pool[i]) for i in open_]
-    if sum(weights) <= 0:
-        return rng.choice(open_), None, None
-    return rng.choices(open_, weights)[0], None, None
+    @functools.cached_property
+    def by_matches(self) -> list[tuple[int, int, int]]:
+        """Fewest matches first (ties from a random offset): the free bots."""
+        n, off = self.n, self.offset
+        heap = [(m, (i - off) % n, i) for i, m in enumerate(self.matches) if self.free[i] > 0]
+        heapq.heapify(heap)
+        return heap
 
+    @functools.cached_property
+    def placing(self) -> list[tuple[int, int, int]]:
+        """The same, for the bots still placing."""
+        bar = self.s.placement_sd
+        heap = [e for e in self.by_matches if self.pool[e[2]].sd >= bar] if self.placing_now else []
+        heapq.heapify(heap)
+        return heap
 
-def _top_pair(
-    pool: Sequence[Candidate], open_: list[int], pos: list[int], s: MatchmakingSettings
-) -> tuple[int, int] | None:
-    """LUCB's pair for the top-``top_n`` line: the open bot inside with the lowest lower bound
-    and the open bot outside with the highest upper bound, if their intervals overlap."""
-    inside = [i for i in open_ if pos[i] < s.top_n]
-    outside = [i for i in open_ if pos[i] >= s.top_n]
-    if not inside or not outside:
-        return None
-    z = s.top_z
-    h = min(inside, key=lambda i: pool[i].elo - z * min(pool[i].sd, UNRATED_SD))
-    lcb = pool[h].elo - z * min(pool[h].sd, UNRATED_SD)
-    ranked = sorted(outside, key=lambda i: -(pool[i].elo + z * min(pool[i].sd, UNRATED_SD)))
-    for low in ranked:
-        if pool[low].elo + z * min(pool[low].sd, UNRATED_SD) <= lcb:
-            return None  # resolved: every bound outside is below every bound inside
-        if s.allow_same_owner or pool[low].owner_id != pool[h].owner_id:
-            return h, low
-    return None
+    @functools.cached_property
+    def cum(self) -> list[float]:
+        return list(itertools.accumulate(self.var))
 
+    @functools.cached_property
+    def top(self) -> tuple[list[int], list[int], list[float], list[float], bool]:
+        """The top line's bounds: inside by lowest lower bound, outside by highest upper
+        bound, both bounds, and whether the line is resolved (no overlap)."""
+        z, top_n, elo, sd = self.s.top_z, self.s.top_n, self.elo, self.sd
+        lcb = [e - z * d for e, d in zip(elo, sd, strict=True)]
+        ucb = [e + z * d for e, d in zip(elo, sd, strict=True)]
+        if self.n <= top_n:
+            return [], [], lcb, ucb, True
+        inside = sorted(self.order[:top_n], key=lcb.__getitem__)
+        outside = sorted(self.order[top_n:], key=ucb.__getitem__, reverse=True)
+        return inside, outside, lcb, ucb, ucb[outside[0]] <= lcb[inside[0]]
 
-def _fill(
-    pool: Sequence[Candidate],
-    table: list[int],
-    seats: int,
-    open_: list[int],
-    avail: list[int],
-    order: list[int],
-    pos: list[int],
-    rng: random.Random,
-    s: MatchmakingSettings,
-) -> None:
-    """Seat the rest: the focal bot's most informative opponents among its neighbours on the
-    board and a few from anywhere, then (rarely) anyone who fits."""
-    focal = pool[table[0]]
-    owners = {pool[i].owner_id for i in table}
-    chosen = set(table)
-    is_open = set(open_)
-    p = pos[table[0]]
-    near = [order[q] for q in range(max(0, p - s.neighbours), min(len(order), p + s.neighbours + 1))]
-    pool_of = [i for i in near if i in is_open]
-    if s.explore:
-        pool_of += rng.sample(open_, min(s.explore, len(open_)))
-    v = _var(focal)
-    scored: list[tuple[float, int]] = []
-    for j in dict.fromkeys(pool_of):  # de-duplicated, order kept
-        if j in chosen:
-            continue
-        c = pool[j]
-        info = _info(focal.elo, c.elo)
-        gain = _reduction(v, info) + _reduction(_var(c), info)
-        scored.append((gain * (0.5 + rng.random()), j))  # jitter: vary the opponents
-    scored.sort(reverse=True)
-    rest = [j for _, j in scored]
-    groups: tuple[Callable[[], list[int]], ...] = (
-        lambda: rest,
-        lambda: _shuffled(open_, rng),  # the fallbacks cost O(n): only built when needed
-        lambda: _shuffled(avail, rng),
-    )
-    for group in groups:
-        for j in group():
-            if len(table) == seats:
-                return
-            if j in chosen or (not s.allow_same_owner and pool[j].owner_id in owners):
+    def feasible(self) -> bool:
+        need = self.seats
+        return self.free_bots >= need and (self.s.allow_same_owner or len(self.owner_free) >= need)
+
+    def limit(self) -> float:
+        return self.s.max_share * max(self.total / self.n, 1.0) if self.n else 0.0
+
+    def is_open(self, i: int, limit: float) -> bool:
+        return self.free[i] > 0 and self.matches[i] + 1 <= limit
+
+    def pick(self) -> Pick:
+        limit = self.limit()
+        focal, partner, reason = self.focal(limit)
+        table = [focal] if partner is None else [focal, partner]
+        self.fill(table, limit)
+        if reason is None:
+            best = max(table[1:], key=lambda j: self.confusion(focal, j))
+            reason = f"uncertain pair #{self.pos[focal] + 1} and #{self.pos[best] + 1}"
+        for i in table:
+            self.matches[i] += 1
+            self.total += 1
+            self.free[i] -= 1
+            if self.free[i] == 0:
+                self.free_bots -= 1
+                owner = self.owners[i]
+                self.owner_free[owner] -= 1
+                if not self.owner_free[owner]:
+                    del self.owner_free[owner]
+            else:
+                entry = (self.matches[i], (i - self.offset) % self.n, i)
+                if "by_matches" in self.__dict__:  # built: keep it current
+                    heapq.heappush(self.by_matches, entry)
+                if "placing" in self.__dict__ and self.pool[i].sd >= self.s.placement_sd:
+                    heapq.heappush(self.placing, entry)
+        return Pick(tuple(self.ids[i] for i in table), reason)
+
+    def confusion(self, a: int, b: int) -> float:
+        """How likely the board orders a and b wrongly (normal approximation, independence)."""
+        spread = math.sqrt(self.var[a] + self.var[b])
+        if spread == 0:
+            return 0.0
+        return 0.5 * math.erfc(abs(self.elo[a] - self.elo[b]) / spread / math.sqrt(2.0))
+
+    def least(self, heap: list[tuple[int, int, int]], limit: float) -> int | None:
+        """The open bot with the fewest matches in ``heap`` (stale entries dropped)."""
+        while heap:
+            m, _, i = heap[0]
+            if m != self.matches[i] or self.free[i] <= 0:
+                heapq.heappop(heap)  # stale, or busy for the rest of this call
                 continue
-            table.append(j)
-            chosen.add(j)
-            owners.add(pool[j].owner_id)
-    if len(table) != seats:  # choose_table checked feasibility first
-        raise AssertionError(f"could not fill a table of {seats}")
+            return i if m + 1 <= limit else None
+        return None
 
+    def focal(self, limit: float) -> tuple[int, int | None, str | None]:
+        """The focal bot, maybe its partner, and the reason (None: "uncertain pair", once seated)."""
+        s = self.s
+        floor = s.min_share * self.total / self.n
+        if min(self.matches) < floor:  # someone may starve: look closer
+            least = self.least(self.by_matches, limit)
+            if least is not None and self.matches[least] < floor:
+                # A newcomer starts below the floor: its matches are its placement.
+                return least, None, "placement" if self.pool[least].sd >= s.placement_sd else "minimum share"
+        placing = self.least(self.placing, limit) if self.placing_now else None
+        if placing is not None:
+            return placing, None, "placement"
+        if s.top_weight > 0 and self.rng.random() < s.top_weight and not self.top[4]:
+            pair = self.top_pair(limit)
+            if pair is not None:
+                h, low = pair
+                return h, low, f"top {s.top_n}: uncertain pair #{self.pos[h] + 1} and #{self.pos[low] + 1}"
+        return self.by_variance(limit), None, None
 
-def _shuffled(idx: list[int], rng: random.Random) -> list[int]:
-    out = list(idx)
-    rng.shuffle(out)
-    return out
+    def top_pair(self, limit: float) -> tuple[int, int] | None:
+        """LUCB's pair for the top line: the open bot inside with the lowest lower bound and
+        the open bot outside with the highest upper bound, if their intervals overlap."""
+        inside, outside, lcb, ucb, _ = self.top
+        h = next((i for i in inside if self.is_open(i, limit)), None)
+        if h is None:
+            return None
+        for low in outside:
+            if ucb[low] <= lcb[h]:
+                return None
+            if self.is_open(low, limit) and (self.s.allow_same_owner or self.owners[low] != self.owners[h]):
+                return h, low
+        return None
+
+    def by_variance(self, limit: float) -> int:
+        """A bot drawn with probability proportional to its rating's variance, among the open
+        ones (the free ones, if every free bot is at the cap)."""
+        total = self.cum[-1]
+        if total > 0:
+            for _ in range(_DRAWS):
+                i = bisect.bisect_right(self.cum, self.rng.random() * total)
+                if i < self.n and self.is_open(i, limit):
+                    return i
+        candidates = [i for i in range(self.n) if self.is_open(i, limit)]
+        if not candidates:
+            candidates = [i for i in range(self.n) if self.free[i] > 0]
+        weights = [self.var[i] for i in candidates]
+        if sum(weights) <= 0:
+            return self.rng.choice(candidates)
+        return self.rng.choices(candidates, weights)[0]
+
+    def fill(self, table: list[int], limit: float) -> None:
+        """Seat the rest: the focal bot's most informative opponents among its neighbours on
+        the board and a few from anywhere, then (rarely) anyone who fits."""
+        s, rng = self.s, self.rng
+        focal = table[0]
+        owners = {self.owners[i] for i in table}
+        chosen = set(table)
+        p = self.pos[focal]
+        near = self.order[max(0, p - s.neighbours) : p + s.neighbours + 1]
+        if s.explore:
+            near = near + rng.sample(range(self.n), min(s.explore, self.n))
+        v, e = self.var[focal], self.elo[focal]
+        scored: list[tuple[float, int]] = []
+        for j in dict.fromkeys(near):  # de-duplicated, order kept
+            if j in chosen or not self.is_open(j, limit):
+                continue
+            info = _info(e, self.elo[j])
+            gain = _reduction(v, info) + _reduction(self.var[j], info)
+            scored.append((gain * (0.5 + rng.random()), j))  # jitter: vary the opponents
+        scored.sort(reverse=True)
+        rest = [j for _, j in scored]
+        groups: tuple[Callable[[], list[int]], ...] = (
+            lambda: rest,
+            # The fallbacks cost O(n), so they are built only when needed: anyone open, then
+            # anyone free (over the cap rather than no table).
+            lambda: [j for j in self.shuffled() if self.is_open(j, limit)],
+            lambda: [j for j in self.shuffled() if self.free[j] > 0],
+        )
+        for group in groups:
+            for j in group():
+                if len(table) == self.seats:
+                    return
+                if j in chosen or (not s.allow_same_owner and self.owners[j] in owners):
+                    continue
+                table.append(j)
+                chosen.add(j)
+                owners.add(self.owners[j])
+        if len(table) != self.seats:  # feasible() was checked first
+            raise AssertionError(f"could not fill a table of {self.seats}")
+
+    def shuffled(self) -> list[int]:
+        out = list(range(self.n))
+        self.rng.shuffle(out)
+        return out
