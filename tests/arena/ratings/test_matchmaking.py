@@ -1,0 +1,157 @@
+"""The ladder's matchmaker (arena.ratings.matchmaking): the table rules as properties over
+arbitrary pools, and the share guarantees over long simulated runs."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.ratings.matchmaking import (
+    Candidate,
+    MatchmakingError,
+    MatchmakingSettings,
+    Pick,
+    choose_table,
+)
+
+ELO = st.floats(min_value=800, max_value=2200, allow_nan=False)
+SD = st.one_of(st.just(math.inf), st.floats(min_value=0, max_value=500, allow_nan=False))
+
+
+@st.composite
+def pools(draw: st.DrawFn, max_size: int = 30) -> list[Candidate]:
+    size = draw(st.integers(min_value=0, max_value=max_size))
+    owners = draw(st.integers(min_value=1, max_value=max(size, 1)))
+    ids = draw(st.lists(st.integers(min_value=1, max_value=10**6), min_size=size, max_size=size, unique=True))
+    return [
+        Candidate(
+            bot_id=bot,
+            owner_id=draw(st.integers(min_value=1, max_value=owners)),
+            elo=draw(ELO),
+            sd=draw(SD),
+            matches=draw(st.integers(min_value=0, max_value=200)),
+            free=draw(st.integers(min_value=0, max_value=2)),
+        )
+        for bot in ids
+    ]
+
+
+SETTINGS = st.builds(
+    MatchmakingSettings,
+    placement_sd=st.floats(min_value=1, max_value=300),
+    top_n=st.integers(min_value=1, max_value=12),
+    top_weight=st.floats(min_value=0, max_value=1),
+    allow_same_owner=st.booleans(),
+    neighbours=st.integers(min_value=1, max_value=6),
+    explore=st.integers(min_value=0, max_value=3),
+)
+
+
+def valid_table_exists(pool: list[Candidate], seats: int, same_owner: bool) -> bool:
+    free = [c for c in pool if c.free > 0]
+    return len(free) >= seats and (same_owner or len({c.owner_id for c in free}) >= seats)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pool=pools(), seats=st.integers(min_value=2, max_value=6), seed=st.integers(0, 2**32), opts=SETTINGS)
+def test_a_pick_is_a_valid_table_or_none_when_there_is_none(
+    pool: list[Candidate], seats: int, seed: int, opts: MatchmakingSettings
+) -> None:
+    pick = choose_table(pool, seats, random.Random(seed), opts)
+    if not valid_table_exists(pool, seats, opts.allow_same_owner):
+        assert pick is None
+        return
+    assert pick is not None
+    by_id = {c.bot_id: c for c in pool}
+    assert len(pick.bot_ids) == seats
+    assert len(set(pick.bot_ids)) == seats, "a bot seated twice"
+    assert all(by_id[b].free > 0 for b in pick.bot_ids), "a bot without a free slot"
+    if not opts.allow_same_owner:
+        assert len({by_id[b].owner_id for b in pick.bot_ids}) == seats, "two bots of one owner"
+    assert pick.reason and len(pick.reason) <= 80
+
+
+@settings(max_examples=100, deadline=None)
+@given(pool=pools(), seats=st.integers(min_value=2, max_value=4), seed=st.integers(0, 2**32))
+def test_the_same_seed_gives_the_same_pick(pool: list[Candidate], seats: int, seed: int) -> None:
+    assert choose_table(pool, seats, random.Random(seed)) == choose_table(pool, seats, random.Random(seed))
+
+
+def board(size: int, seed: int = 1, matches: int = 40) -> list[Candidate]:
+    rng = random.Random(seed)
+    return [Candidate(i, i, 1500 + rng.gauss(0, 200), 40.0, matches) for i in range(size)]
+
+
+def test_a_starving_bot_is_the_focal_one() -> None:
+    pool = board(200)
+    pool[57] = Candidate(57, 57, 1400.0, 20.0, matches=3)  # far below half the mean of ~40
+    pick = choose_table(pool, 2, random.Random(0))
+    assert pick == Pick(pick.bot_ids, "minimum share") if pick else False
+    assert pick is not None and pick.bot_ids[0] == 57
+
+
+def test_a_newcomer_gets_placement_matches() -> None:
+    pool = board(200)
+    pool.append(Candidate(999, 999, 1500.0, math.inf, matches=0))
+    pick = choose_table(pool, 4, random.Random(0))
+    assert pick is not None and pick.bot_ids[0] == 999 and pick.reason == "placement"
+
+
+def test_an_unresolved_top_gets_its_uncertain_pair() -> None:
+    pool = board(100)
+    top = sorted(pool, key=lambda c: -c.elo)
+    pool = [Candidate(c.bot_id, c.owner_id, c.elo, 40.0 if c in top[8:12] else 2.0, 40) for c in pool]
+    pick = choose_table(pool, 2, random.Random(0), MatchmakingSettings(top_weight=1.0))
+    assert pick is not None and pick.reason.startswith("top 10: uncertain pair #")
+    assert set(pick.bot_ids) <= {c.bot_id for c in top[8:12]}
+
+
+def simulate(
+    pool: list[Candidate], seats: int, tables: int, seed: int, opts: MatchmakingSettings
+) -> list[Candidate]:
+    """Play ``tables`` picks, each bot's rating drawing nearer its truth as it plays."""
+    rng = random.Random(seed)
+    truth = {c.bot_id: c.elo for c in pool}
+    index = {c.bot_id: k for k, c in enumerate(pool)}
+    for _ in range(tables):
+        pick = choose_table(pool, seats, rng, opts)
+        assert pick is not None
+        for b in pick.bot_ids:
+            c = pool[index[b]]
+            m = c.matches + 1
+            sd = 350.0 / math.sqrt(m)
+            pool[index[b]] = Candidate(b, c.owner_id, truth[b] + rng.gauss(0, sd), sd, m)
+    return pool
+
+
+@pytest.mark.parametrize("seats", [2, 4])
+def test_over_a_long_run_no_bot_exceeds_the_maximum_share_nor_falls_below_the_minimum(seats: int) -> None:
+    rng = random.Random(5)
+    pool = [Candidate(i, i, 1500 + rng.gauss(0, 200), math.inf, 0) for i in range(60)]
+    # A top-hungry setting: without the cap its few top bots would take most matches.
+    opts = MatchmakingSettings(top_weight=1.0, top_z=10.0)
+    pool = simulate(pool, seats, 3000, seed=7, opts=opts)
+    counts = [c.matches for c in pool]
+    mean = sum(counts) / len(counts)
+    assert max(counts) <= opts.max_share * mean
+    assert min(counts) >= opts.min_share * mean - 1
+    shares = Counter(round(c / mean, 1) for c in counts)
+    assert max(counts) > 2 * mean, f"the top was not favoured at all: {shares}"
+
+
+def test_bad_input_is_refused_with_the_value_quoted() -> None:
+    with pytest.raises(MatchmakingError, match="nan"):
+        Candidate(1, 1, math.nan, 10.0, 0)
+    with pytest.raises(MatchmakingError, match=r"-1\.0"):
+        Candidate(1, 1, 1500.0, -1.0, 0)
+    with pytest.raises(MatchmakingError, match="'3'"):
+        choose_table(board(5), "3", random.Random(0))  # type: ignore[arg-type]
+    with pytest.raises(MatchmakingError, match="bot 2 is in the pool twice"):
+        choose_table([*board(5), board(5)[2]], 2, random.Random(0))
+    with pytest.raises(MatchmakingError, match=r"max_share=0\.5"):
+        MatchmakingSettings(max_share=0.5)
