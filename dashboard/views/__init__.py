@@ -8,9 +8,19 @@ from dashboard.params import IdConverter, IndexConverter
 
 
 def register_blueprints(app: Flask) -> None:
-    from dashboard.views import api, api_spectator, bots, health, leaderboard, matches, spectator, tournaments
+    from dashboard.views import (
+        api,
+        api_spectator,
+        bots,
+        health,
+        ladders,
+        leaderboard,
+        matches,
+        spectator,
+        tournaments,
+    )
 
     app.url_map.converters["id"] = IdConverter
     app.url_map.converters["index"] = IndexConverter
-    for module in (health, leaderboard, tournaments, matches, bots, api, api_spectator, spectator):
+    for module in (health, leaderboard, tournaments, ladders, matches, bots, api, api_spectator, spectator):
         app.register_blueprint(module.bp)

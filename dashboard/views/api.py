@@ -57,6 +57,11 @@ def index() -> Response:
             "DELETE /api/v1/bots/<name>",
             "POST /api/v1/tournaments",
             "POST /api/v1/tournaments/<id>/pause|resume|run",
+            "GET /api/v1/ladders",
+            "GET /api/v1/ladders/<id>",
+            "GET /api/v1/ladders/<id>/live?html=",
+            "POST /api/v1/ladders",
+            "POST /api/v1/ladders/<id>/pause|resume",
         ],
         # Where bots that connect out (`tonk serve --connect`) find the gateway.
         "link": {"address": _link_address(), "protocol": "tonk.v1.BotLinkService"},

@@ -11,52 +11,20 @@ import threading
 from collections import Counter
 
 import pytest
-from helpers.arena import SETTINGS
+from helpers.ladder import add_bots, new_ladder, run_tick
 from sqlalchemy import select, update
 
-from arena.bots.owners import create_owner, get_or_create_operator
-from arena.bots.registry import host_bot
 from arena.ladder.lease import current_holder, give_up, lease_name, take
-from arena.ladder.scheduler import active_pool, tick
+from arena.ladder.scheduler import active_pool
 from arena.ladder.settings import InvalidLadderError, LadderSettings
 from arena.ladder.setup import create_ladder, pause_ladder, resume_ladder
 from arena.play.capacity import capacity_of
 from arena.runtime.jobs import play_match_job
 from arena.store.db import session_scope
-from arena.store.models import Bot, Match, MatchSeat, Owner, SchedulerLease, TournamentEntry, utcnow
+from arena.store.models import Bot, Match, MatchSeat, SchedulerLease, TournamentEntry, utcnow
 from arena.store.statuses import BotStatus, MatchStatus, TournamentStatus
 from arena.tournaments.lifecycle import finish_if_complete
 from arena.tournaments.seating import arrangements
-
-CLASSES = ("bots.random_bot:RandomBot", "bots.greedy:GreedyBot")
-
-
-def add_bots(url: str, count: int, start: int = 0, owner: str | None = None) -> list[int]:
-    """``count`` hosted bots ``b{start}``..., each of its own owner ``o{k}`` (or all of ``owner``)."""
-    ids = []
-    with session_scope(url) as session:
-        operator = get_or_create_operator(session, "house")
-        for k in range(start, start + count):
-            bot = host_bot(session, operator, f"b{k}", CLASSES[k % 2], settings=SETTINGS, check=False)
-            name = owner or f"o{k}"
-            found = session.scalar(select(Owner).where(Owner.name == name))
-            bot.owner_id = (found or create_owner(session, name)[0]).id
-            ids.append(bot.id)
-    return ids
-
-
-def new_ladder(url: str, **raw: object) -> int:
-    with session_scope(url) as session:
-        fields = {"pool": None, "table_size": 2, "hands_per_match": 2, "target": 8, **raw}
-        return create_ladder(session, name="ladder", raw=fields, settings=SETTINGS).id
-
-
-def run_tick(
-    url: str, ladder_id: int, holder: str = "me"
-) -> tuple[bool, list[tuple[int, tuple[int, ...], str]]]:
-    with session_scope(url) as session:
-        result = tick(session, ladder_id, holder, capacity_of)
-    return result.held, result.tables
 
 
 def matches_of(url: str, ladder_id: int) -> list[tuple[int, str, int, str | None, str]]:
