@@ -44,6 +44,7 @@ def test_the_ladder_api_and_pages(writable_url: str, app_factory: Callable[..., 
     assert "ladder-live" in page and "placement" in page and "js/ladder.js" in page
     assert "Ladders" in client.get("/ladders/").get_data(as_text=True)
     assert client.get(f"/tournaments/{ladder}").status_code == 302  # a ladder has its own page
+    assert client.get(f"/api/v1/tournaments/{ladder}").get_json()["tournament"]["kind"] == "ladder"
 
     # The reason on the match page, the match list and the bot page.
     with session_scope(url) as session:
