@@ -81,12 +81,12 @@ def tick(
     session: Session,
     ladder_id: int,
     holder: str,
-    capacity_of: Callable[[Session, int], int],
+    capacities: Callable[[Session, Sequence[int]], dict[int, int]],
     *,
     lease_s: float = LEASE_S,
 ) -> Tick:
     """One scheduling step for ladder ``ladder_id`` by ``holder`` (see the module's notes).
-    ``capacity_of`` is arena.play.capacity.capacity_of (passed in: play is a sideways floor).
+    ``capacities`` is arena.play.capacity.capacities (passed in: play is a sideways floor).
     Writes in the caller's transaction; the caller commits."""
     if not take(session, lease_name(ladder_id), holder, lease_s=lease_s):
         return Tick(held=False)
@@ -106,18 +106,17 @@ def tick(
         return Tick(held=True, unfinished=unfinished)
     played, waiting = ladder_counts(session, ladder_id)
     board = {row.bot_id: row for row in current_leaderboard(session).rows}
-    room = {
-        b.bot_id: settings.backlog * max(1, capacity_of(session, b.bot_id)) - waiting.get(b.bot_id, 0)
-        for b in pool
+    capacity = capacities(session, [b.bot_id for b in pool])
+    room = {b.bot_id: settings.backlog * max(1, capacity[b.bot_id]) - waiting.get(b.bot_id, 0) for b in pool}
+    candidates = {
+        b.bot_id: candidate(b, board.get(b.bot_id), played.get(b.bot_id, 0), room[b.bot_id] > 0) for b in pool
     }
+    by_id = {b.bot_id: b for b in pool}
     next_table = _next_table(session, ladder_id)
     added: list[tuple[int, tuple[int, ...], str]] = []
     while unfinished < settings.target and len(added) < MAX_TABLES_PER_TICK:
-        candidates = [
-            candidate(b, board.get(b.bot_id), played.get(b.bot_id, 0), room[b.bot_id] > 0) for b in pool
-        ]
         rng = random.Random(derive_seed(ladder.seed, f"ladder/pick/{next_table}"))
-        pick = choose_table(candidates, seats, rng, settings.matchmaking)
+        pick = choose_table(list(candidates.values()), seats, rng, settings.matchmaking)
         if pick is None:
             break
         reason = clean_text(pick.reason, REASON_LIMIT) or "scheduled"
@@ -125,6 +124,7 @@ def tick(
         for bot in pick.bot_ids:
             played[bot] = played.get(bot, 0) + per_table
             room[bot] -= per_table
+            candidates[bot] = candidate(by_id[bot], board.get(bot), played[bot], room[bot] > 0)
         added.append((next_table, pick.bot_ids, reason))
         unfinished += per_table
         next_table += 1

@@ -72,7 +72,7 @@ class LadderRunner:
         submitted = 0
         for ladder_id in self.ladders():
             with session_scope(self.database_url) as session:
-                result = tick(session, ladder_id, self.holder, capacity.capacity_of, lease_s=self.lease_s)
+                result = tick(session, ladder_id, self.holder, capacity.capacities, lease_s=self.lease_s)
             self.last[ladder_id] = result
             if not result.held:
                 if ladder_id in self._held:

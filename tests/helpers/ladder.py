@@ -11,7 +11,7 @@ from arena.bots.owners import create_owner, get_or_create_operator
 from arena.bots.registry import host_bot
 from arena.ladder.scheduler import tick
 from arena.ladder.setup import create_ladder
-from arena.play.capacity import capacity_of
+from arena.play.capacity import capacities
 from arena.runtime.jobs import play_match_job
 from arena.store.db import session_scope
 from arena.store.models import Match, Owner
@@ -45,7 +45,7 @@ def run_tick(
     url: str, ladder_id: int, holder: str = "me"
 ) -> tuple[bool, list[tuple[int, tuple[int, ...], str]]]:
     with session_scope(url) as session:
-        result = tick(session, ladder_id, holder, capacity_of)
+        result = tick(session, ladder_id, holder, capacities)
     return result.held, result.tables
 
 

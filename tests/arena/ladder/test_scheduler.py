@@ -18,10 +18,10 @@ from arena.ladder.lease import current_holder, give_up, lease_name, take
 from arena.ladder.scheduler import active_pool
 from arena.ladder.settings import InvalidLadderError, LadderSettings
 from arena.ladder.setup import create_ladder, pause_ladder, resume_ladder
-from arena.play.capacity import capacity_of
+from arena.play.capacity import capacities, capacity_of
 from arena.runtime.jobs import play_match_job
 from arena.store.db import session_scope
-from arena.store.models import Bot, Match, MatchSeat, SchedulerLease, TournamentEntry, utcnow
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, SchedulerLease, TournamentEntry, utcnow
 from arena.store.statuses import BotStatus, MatchStatus, TournamentStatus
 from arena.tournaments.lifecycle import finish_if_complete
 from arena.tournaments.seating import arrangements
@@ -216,3 +216,14 @@ def test_bad_settings_are_refused_with_the_value_quoted(db_url: str) -> None:
         LadderSettings.parse({"table_size": 2, "hands_per_match": 1, "matchmaking": {"min_share": 3.0}})
     with pytest.raises(InvalidLadderError, match="no bot with id 999"), session_scope(db_url) as session:
         create_ladder(session, name="x", raw={"pool": [999, 998], "table_size": 2, "hands_per_match": 1})
+
+
+def test_capacities_of_a_pool_at_once_are_each_bots_capacity(db_url: str) -> None:
+    bots = add_bots(db_url, 3)
+    with session_scope(db_url) as session:
+        version = session.scalar(select(BotVersion).where(BotVersion.bot_id == bots[0]))
+        assert version is not None
+        version.info = {**version.info, "max_concurrent_matches": 3}
+        session.flush()
+        assert capacities(session, [*bots, 999]) == {b: capacity_of(session, b) for b in [*bots, 999]}
+        assert capacities(session, bots)[bots[0]] == 3
