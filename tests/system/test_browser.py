@@ -534,6 +534,7 @@ def every_page(seeded: Seeded) -> dict[str, str]:
         "tournaments": "/tournaments/",
         "tournament": f"/tournaments/{seeded.tournaments['spring']}",
         "tournament-running": f"/tournaments/{seeded.tournaments['summer']}",
+        "ladders": "/ladders/",
         "matches": "/matches/",
         "match": f"/matches/{seeded.fault_match}",
         "match-running": f"/matches/{seeded.running_match}",
