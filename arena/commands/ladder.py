@@ -193,6 +193,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.quiet:
             return
         for ladder_id, tick in r.last.items():
+            for table in tick.withdrawn:
+                print(f"ladder {ladder_id}: table {table} withdrawn (a bot left)", flush=True)
             for table, bots, reason in tick.tables:
                 print(f"ladder {ladder_id}: table {table} for bots {', '.join(map(str, bots))}: {reason}",
                       flush=True)  # fmt: skip

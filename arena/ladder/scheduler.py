@@ -7,8 +7,9 @@ A tick, in one transaction:
 2. locks the ladder's row; a ladder not running gets nothing;
 3. reads the pool afresh: the active bots (of the ladder's named pool, if it has one) with a
    registered version, each owner's ``versions_per_owner`` newest. So a new bot or a new
-   version joins by itself, a retired or superseded bot gets no new table (the matches it
-   has already been given are played; its rating stays on the board);
+   version joins by itself, and a retired or superseded bot gets no new table: its tables
+   nobody has started are withdrawn, those started are played to their end, and its rating
+   stays on the board;
 4. while fewer than ``target`` of the ladder's matches are pending or running, asks the
    matchmaker (arena/ratings/matchmaking.py) for a table, from the live board (the arena's
    leaderboard: its anchored fit with intervals, kept up to date incrementally), each bot's
@@ -18,8 +19,8 @@ A tick, in one transaction:
    seed as a tournament's are, each match carrying the pick's reason.
 
 Tables are numbered from 0 in the order they are added (the match key ``t{table}/d0/r{r}``);
-the number comes from the matches already stored, under the row lock, and the key is unique
-per ladder, so even two schedulers that both thought they held the lease could not add one
+the number comes from the ladder's row (``params["next_table"]``), under its lock, and the
+key is unique per ladder, so even two schedulers that both thought they held the lease could not add one
 table twice. The matchmaker's random choices are seeded from the ladder's seed and the
 table's number: a ladder replayed from the same seed and results picks the same tables.
 """
@@ -33,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from arena.ladder.lease import LEASE_S, lease_name, take
@@ -71,6 +72,8 @@ class Tick:
     held: bool
     tables: list[tuple[int, tuple[int, ...], str]] = field(default_factory=list)
     unfinished: int = 0
+    #: Tables withdrawn before anyone played them: a bot of theirs left the pool.
+    withdrawn: list[int] = field(default_factory=list)
 
     @property
     def matches(self) -> int:
@@ -96,14 +99,15 @@ def tick(
     if ladder.status != TournamentStatus.RUNNING:
         return Tick(held=True)
     settings = ladder_settings(ladder)
+    pool = active_pool(session, settings)
+    withdrawn = withdraw(session, ladder_id, {b.bot_id for b in pool})
     unfinished = _unfinished(session, ladder_id)
     if unfinished >= settings.target:
-        return Tick(held=True, unfinished=unfinished)
-    pool = active_pool(session, settings)
+        return Tick(held=True, unfinished=unfinished, withdrawn=withdrawn)
     seats = settings.table_size
     per_table = len(arrangements(seats))
     if len(pool) < seats:
-        return Tick(held=True, unfinished=unfinished)
+        return Tick(held=True, unfinished=unfinished, withdrawn=withdrawn)
     played, waiting = ladder_counts(session, ladder_id)
     board = {row.bot_id: row for row in current_leaderboard(session).rows}
     capacity = capacities(session, [b.bot_id for b in pool])
@@ -112,7 +116,8 @@ def tick(
         b.bot_id: candidate(b, board.get(b.bot_id), played.get(b.bot_id, 0), room[b.bot_id] > 0) for b in pool
     }
     by_id = {b.bot_id: b for b in pool}
-    next_table = _next_table(session, ladder_id)
+    # Numbered on from the last table ever added (a withdrawn one's number is not reused).
+    next_table = max(int((ladder.params or {}).get("next_table", 0)), _next_table(session, ladder_id))
     added: list[tuple[int, tuple[int, ...], str]] = []
     while unfinished < settings.target and len(added) < MAX_TABLES_PER_TICK:
         rng = random.Random(derive_seed(ladder.seed, f"ladder/pick/{next_table}"))
@@ -130,8 +135,9 @@ def tick(
         next_table += 1
     if added:
         _enter(session, ladder_id, {b.bot_id: b.version_id for b in pool if b.bot_id in played})
+        ladder.params = {**(ladder.params or {}), "next_table": next_table}
     session.flush()
-    return Tick(held=True, tables=added, unfinished=unfinished)
+    return Tick(held=True, tables=added, unfinished=unfinished, withdrawn=withdrawn)
 
 
 def candidate(bot: PoolBot, row: LeaderboardRow | None, matches: int, free: bool) -> Candidate:
@@ -170,6 +176,49 @@ def active_pool(session: Session, settings: LadderSettings) -> list[PoolBot]:
             kept[owner_id] += 1
             pool.append(PoolBot(bot_id, owner_id, version_id))
     return sorted(pool, key=lambda b: b.bot_id)
+
+
+def withdraw(session: Session, ladder_id: int, pool: set[int]) -> list[int]:
+    """Withdraw the tables nobody has started (every match pending, never claimed) that seat a
+    bot no longer in the pool (retired, or superseded by its owner's newer bot): a bot that
+    left stops playing at once, and no table is cut in half (a table started is played to
+    its end). The rows are locked first, so a worker claiming one of them meanwhile either
+    wins (the table is left whole) or finds the match gone (outcome ``withdrawn``). Returns
+    the tables withdrawn."""
+    waiting = (
+        select(Match.table_index)
+        .where(Match.tournament_id == ladder_id, Match.status.in_((MatchStatus.PENDING, MatchStatus.RUNNING)))
+        .distinct()
+    )
+    rows = session.execute(
+        select(Match.table_index, Match.id, Match.status, Match.attempts, MatchSeat.bot_id)
+        .join(MatchSeat, MatchSeat.match_id == Match.id)
+        .where(Match.tournament_id == ladder_id, Match.table_index.in_(waiting))
+    ).all()
+    untouched: dict[int, bool] = {}
+    leaving: set[int] = set()
+    ids: dict[int, set[int]] = defaultdict(set)
+    for table, match_id, status, attempts, bot in rows:
+        fresh = status == MatchStatus.PENDING and not attempts
+        untouched[table] = untouched.get(table, True) and fresh
+        ids[table].add(match_id)
+        if bot not in pool:
+            leaving.add(table)
+    out = []
+    for table in sorted(t for t in leaving if untouched[t]):
+        locked = set(
+            session.scalars(
+                select(Match.id)
+                .where(Match.id.in_(ids[table]), Match.status == MatchStatus.PENDING, Match.attempts == 0)
+                .with_for_update()
+            )
+        )
+        if locked != ids[table]:  # a worker claimed one meanwhile: the table is played
+            continue
+        session.execute(delete(MatchSeat).where(MatchSeat.match_id.in_(locked)))
+        session.execute(delete(Match).where(Match.id.in_(locked)))
+        out.append(table)
+    return out
 
 
 def ladder_counts(session: Session, ladder_id: int) -> tuple[dict[int, int], dict[int, int]]:

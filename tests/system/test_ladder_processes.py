@@ -293,6 +293,6 @@ def tables_in(log: Path, ladder: int) -> set[int]:
     out = set()
     with contextlib.suppress(FileNotFoundError):
         for line in log.read_text().splitlines():
-            if line.startswith(prefix):
+            if line.startswith(prefix) and " for bots " in line:
                 out.add(int(line[len(prefix) :].split()[0]))
     return out
