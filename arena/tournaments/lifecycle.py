@@ -152,7 +152,9 @@ def create_tournament(
         raise InvalidTournamentError(f"kind {kind!r:.80} is not round-robin, gauntlet or sprt")
     kind = TournamentKind(kind)
     if kind == TournamentKind.LADDER:
-        raise InvalidTournamentError("a ladder has no fixed tables: create it with tonk ladder create")
+        raise InvalidTournamentError(
+            "a ladder has no fixed tables: create it with tonk ladder create or POST /api/v1/ladders"
+        )
     params: dict[str, Any] | None = None
     if kind == TournamentKind.GAUNTLET:
         if len(ids) < 2:
