@@ -105,8 +105,8 @@ class MatchmakingSettings:
             ("top_z", self.top_z >= 0 and math.isfinite(self.top_z)),
             ("min_share", 0 <= self.min_share <= 1),
             ("max_share", self.max_share >= 1),
-            ("neighbours", isinstance(self.neighbours, int) and self.neighbours >= 1),
-            ("explore", isinstance(self.explore, int) and self.explore >= 0),
+            ("neighbours", isinstance(self.neighbours, int) and self.neighbours >= 0),
+            ("explore", isinstance(self.explore, int) and self.explore >= 0 and self.explore + self.neighbours >= 1),
         )
         for name, ok in checks:
             if not ok:
@@ -140,7 +140,9 @@ def _reduction(var: float, info: float) -> float:
 
 def _info(a: float, b: float) -> float:
     """Fisher information (Elo^-2) of one comparison between ratings a and b."""
-    d = max(-4000.0, min(4000.0, a - b))  # far beyond any board: p is 0 or 1 either way
+    d = a - b
+    if abs(d) > 4000.0:  # far beyond any board (and math.exp's range): no information
+        return 0.0
     p = 1.0 / (1.0 + math.exp(-ELO_SCALE * d))
     return ELO_SCALE * ELO_SCALE * p * (1.0 - p)
 
@@ -363,11 +365,13 @@ class _Planner:
             near = near + rng.sample(range(self.n), min(s.explore, self.n))
         v, e = self.var[focal], self.elo[focal]
         scored: list[tuple[float, int]] = []
+        free, matches, elo, var = self.free, self.matches, self.elo, self.var
         for j in dict.fromkeys(near):  # de-duplicated, order kept
-            if j in chosen or not self.is_open(j, limit):
+            if j in chosen or free[j] <= 0 or matches[j] + 1 > limit:
                 continue
-            info = _info(e, self.elo[j])
-            gain = _reduction(v, info) + _reduction(self.var[j], info)
+            info = _info(e, elo[j])
+            w = var[j]
+            gain = v * v * info / (1.0 + v * info) + w * w * info / (1.0 + w * info)
             scored.append((gain * (0.5 + rng.random()), j))  # jitter: vary the opponents
         scored.sort(reverse=True)
         rest = [j for _, j in scored]
