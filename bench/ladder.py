@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings.matchmaking import Candidate, MatchmakingSettings, choose_tables
+from arena.ratings.matchmaking import Candidate, MatchmakingSettings, choose_table, choose_tables
 from arena.ratings.model import ELO_SCALE, RatingModel
 
 FloatArray = npt.NDArray[np.float64]
@@ -283,12 +283,46 @@ def fmt(t: int | None, horizon: int) -> str:
     return f"{t:>11,}" if t is not None else f"{'>' + format(horizon, ','):>11}"
 
 
-def ratio(a: int | None, b: int | None) -> str:
+def ratio(a: int | None, b: int | None, a_run: int, b_run: int) -> str:
+    """a / b, or a bound when one of them was not reached in its run."""
     if a is None:
-        return "   ?" if b is None else "  >" + format(0, "")
+        return ">" + format(a_run / b, ".2f") if b is not None else "n/a"
     if b is None:
-        return " <" + "?"
-    return f"{a / b:4.2f}"
+        return "<" + format(a / b_run, ".2f")
+    return f"{a / b:.2f}"
+
+
+def pick_cost(bots: int, seats: int, parallel: int, settings: MatchmakingSettings) -> None:
+    """choose_table alone and choose_tables in batches, at this many bots, against building the
+    pool of Candidates (which the ladder does anyway) in the same process."""
+    rng = random.Random(3)
+    elo = [1500 + rng.gauss(0, 200) for _ in range(bots)]
+    sd = [rng.uniform(10, 60) for _ in range(bots)]
+    games = [rng.randint(100, 300) for _ in range(bots)]
+
+    def build() -> list[Candidate]:
+        return [Candidate(i, i, elo[i], sd[i], games[i]) for i in range(bots)]
+
+    pool = build()
+    times: dict[str, list[float]] = {"build": [], "one": [], "batch": []}
+    for _ in range(30):
+        start = time.perf_counter()
+        build()
+        times["build"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for _ in range(10):
+            choose_table(pool, seats, rng, settings)
+        times["one"].append((time.perf_counter() - start) / 10)
+        start = time.perf_counter()
+        picks = choose_tables(pool, seats, rng, parallel, settings)
+        times["batch"].append((time.perf_counter() - start) / len(picks))
+    ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
+    print(
+        f"\ncost of a pick at {bots} bots, {seats} seats (medians): choose_table {ms['one']:.3f} ms "
+        f"(goal < 1 ms; {ms['one'] / ms['build']:.2f}x building the pool of Candidates, "
+        f"{ms['build']:.3f} ms), "
+        f"choose_tables in batches of {parallel}: {ms['batch']:.3f} ms a table"
+    )
 
 
 def yn(flags: tuple[bool, ...]) -> str:
@@ -369,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bots", type=int, default=1000)
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--seed0", type=int, default=0, help="first seed")
     parser.add_argument("--horizon", type=int, default=2_000_000, help="most tables per run")
     parser.add_argument("--parallel", type=int, default=64, help="matchmaking: tables per batch")
     parser.add_argument("--growth", type=float, default=1.15, help="checkpoint spacing")
@@ -385,11 +420,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policies", default="matchmaking,random,nearest")
     parser.add_argument("--set", default="", help="matchmaking settings, e.g. top_weight=0.5,explore=4")
     args = parser.parse_args(argv)
+    worlds = [(200.0, 2)]  # the default: one world, about 5 minutes here
     if args.quick:
         args.bots, args.horizon = 200, 400_000
     if args.full:
-        args.seeds, args.horizon = 3, 20_000_000
-    worlds = [(200.0, 2), (100.0, 2), (200.0, 4), (100.0, 4)]
+        args.seeds, args.horizon = 2, 4_000_000
+    if args.quick or args.full:
+        worlds = [(200.0, 2), (100.0, 2), (200.0, 4), (100.0, 4)]
     if args.only:
         worlds = [(float(w.split("x")[0]), int(w.split("x")[1])) for w in args.only.split(",")]
     overrides = {
@@ -397,12 +434,18 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in (kv.split("=") for kv in args.set.split(",") if kv)
     }
     settings = MatchmakingSettings(**overrides)  # type: ignore[arg-type]
-    print(f"{args.bots} bots; matches = tables; checkpoints every x{args.growth}; horizon {args.horizon:,}")
+    print(
+        f"{args.bots} bots; a match = a table; checkpoints every x{args.growth}; "
+        f"horizon {args.horizon:,} tables\nmatches needed to reach and hold: (a) top 10 exact, "
+        f"(b) >= 9 of top 10, (c) Spearman >= 0.95"
+    )
+    summary: dict[tuple[float, int, str], list[str]] = {}
     for spread, seats in worlds:
-        for seed in range(args.seeds):
+        for seed in range(args.seed0, args.seed0 + args.seeds):
             true = world(args.bots, spread, seed)
             gap = float(np.sort(true)[-10] - np.sort(true)[-11])
             print(f"\nSD {spread:.0f}, {seats} seats, seed {seed} (true gap #10-#11: {gap:.1f} Elo)")
+            print(f"  {'':<12}{'(a)':>11}{'(b)':>11}{'(c)':>11}  fairness, cost")
             policies: dict[str, Policy] = {
                 "matchmaking": Matchmaker(settings, args.parallel, random.Random(seed)),
                 "random": random_tables,
@@ -417,20 +460,30 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"  {name:<12}"
                     + "".join(fmt(t, r.tables) for t in r.needed)
-                    + f"  share {r.share_min:4.2f}-{r.share_max:5.2f}x mean, pick {r.pick_ms:.3f} ms,"
-                    f" fit {r.fit_ms:.0f} ms, {time.perf_counter() - start:.0f} s",
+                    + f"  share {r.share_min:4.2f}-{r.share_max:4.2f}x mean, pick {r.pick_ms:.3f} ms,"
+                    f" fit {r.fit_ms:.0f} ms, run {time.perf_counter() - start:.0f} s",
                     flush=True,
                 )
             if "matchmaking" not in results:
                 continue
             mm = results["matchmaking"]
-            for base in results.keys() - {"matchmaking"}:
+            for base in ("random", "nearest"):
+                if base not in results:
+                    continue
                 b = results[base]
-                print(
-                    f"  vs {base:<9}"
-                    + "".join(f"{ratio(a, c):>11}" for a, c in zip(mm.needed, b.needed, strict=True))
-                )
-            print(f"  reasons: {mm.reasons}")
+                cells = [ratio(x, y, mm.tables, b.tables) for x, y in zip(mm.needed, b.needed, strict=True)]
+                summary.setdefault((spread, seats, base), []).append(" ".join(f"{c:>5}" for c in cells))
+                print(f"  {'vs ' + base:<12}" + "".join(f"{c:>11}" for c in cells))
+            print(f"  reasons: {mm.reasons}", flush=True)
+    if summary:
+        print(
+            "\nmatchmaking / baseline, per seed ((a) (b) (c)); goals: (a), (b) <= 0.33 of random "
+            "and <= 0.5 of nearest; (c) <= 1.1 of random"
+        )
+        for (spread, seats, base), rows in summary.items():
+            print(f"  SD {spread:.0f} {seats} seats vs {base:<8}: " + " | ".join(rows))
+    pick_cost(args.bots, 2, args.parallel, settings)
+    pick_cost(args.bots, 4, args.parallel, settings)
     if args.real:
         real(args.bots, 200.0, 2, args.real, args.parallel, settings)
     return 0

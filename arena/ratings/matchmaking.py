@@ -82,8 +82,9 @@ class MatchmakingSettings:
     placement_sd: float = 100.0
     #: How much of the board's top matters most: the line between #top_n and #top_n + 1.
     top_n: int = 10
-    #: The share of picks given to that line while it is unresolved.
-    top_weight: float = 0.25
+    #: The chance a pick (no bot starving or placing) goes to that line while it is
+    #: unresolved; max_share bounds what its few bots can take, so 1 is safe.
+    top_weight: float = 1.0
     #: Confidence (normal quantile) for "resolved": every bound on one side of the line.
     top_z: float = 2.5
     #: Every active bot keeps at least min_share x the mean number of matches ...
@@ -92,10 +93,11 @@ class MatchmakingSettings:
     max_share: float = 5.0
     #: Never two bots of one owner at a table unless this is set.
     allow_same_owner: bool = False
-    #: Opponents are drawn from this many bots either side of the focal one on the board ...
-    neighbours: int = 12
-    #: ... plus this many from anywhere on it.
-    explore: int = 2
+    #: A top-line table fills its other seats from this many bots either side of the pair ...
+    neighbours: int = 4
+    #: ... other tables from this many bots drawn anywhere, the most informative kept: nearly
+    #: random pairing, which keeps the whole board's graph of results well connected.
+    explore: int = 3
 
     def __post_init__(self) -> None:
         checks = (
@@ -106,7 +108,10 @@ class MatchmakingSettings:
             ("min_share", 0 <= self.min_share <= 1),
             ("max_share", self.max_share >= 1),
             ("neighbours", isinstance(self.neighbours, int) and self.neighbours >= 0),
-            ("explore", isinstance(self.explore, int) and self.explore >= 0 and self.explore + self.neighbours >= 1),
+            (
+                "explore",
+                isinstance(self.explore, int) and self.explore >= 0 and self.explore + self.neighbours >= 1,
+            ),
         )
         for name, ok in checks:
             if not ok:
@@ -263,7 +268,7 @@ class _Planner:
         limit = self.limit()
         focal, partner, reason = self.focal(limit)
         table = [focal] if partner is None else [focal, partner]
-        self.fill(table, limit)
+        self.fill(table, limit, near=partner is not None)
         if reason is None:
             best = max(table[1:], key=lambda j: self.confusion(focal, j))
             reason = f"uncertain pair #{self.pos[focal] + 1} and #{self.pos[best] + 1}"
@@ -352,7 +357,7 @@ class _Planner:
             return self.rng.choice(candidates)
         return self.rng.choices(candidates, weights)[0]
 
-    def fill(self, table: list[int], limit: float) -> None:
+    def fill(self, table: list[int], limit: float, *, near: bool) -> None:
         """Seat the rest: the focal bot's most informative opponents among its neighbours on
         the board and a few from anywhere, then (rarely) anyone who fits."""
         s, rng = self.s, self.rng
@@ -360,13 +365,13 @@ class _Planner:
         owners = {self.owners[i] for i in table}
         chosen = set(table)
         p = self.pos[focal]
-        near = self.order[max(0, p - s.neighbours) : p + s.neighbours + 1]
+        pool_of = self.order[max(0, p - s.neighbours) : p + s.neighbours + 1] if near or not s.explore else []
         if s.explore:
-            near = near + rng.sample(range(self.n), min(s.explore, self.n))
+            pool_of = pool_of + rng.sample(range(self.n), min(s.explore, self.n))
         v, e = self.var[focal], self.elo[focal]
         scored: list[tuple[float, int]] = []
         free, matches, elo, var = self.free, self.matches, self.elo, self.var
-        for j in dict.fromkeys(near):  # de-duplicated, order kept
+        for j in dict.fromkeys(pool_of):  # de-duplicated, order kept
             if j in chosen or free[j] <= 0 or matches[j] + 1 > limit:
                 continue
             info = _info(e, elo[j])
