@@ -14,14 +14,18 @@ Each pick starts from one *focal* bot, chosen by the first rule that applies:
    variance: ``"uncertain pair #341 and #350"``.
 
 The other seats go to the bots that most reduce the table's rating variance with the focal
-one (one comparison's Fisher information ``ELO_SCALE**2 p (1 - p)`` at the current ratings, so
-near neighbours of a well-rated bot are worth most), drawn from its ``neighbours`` nearest on
-the board plus a few from anywhere (``explore``), which keeps the graph of results well
-connected: pairing only neighbours makes a chain whose ends drift apart.
+one (one comparison's Fisher information ``ELO_SCALE**2 p (1 - p)`` at the current ratings):
+for a top-line table, among the pair's ``neighbours`` either side on the board; for any other,
+the best of ``explore`` bots drawn from anywhere. That is nearly random pairing, on purpose:
+pairing only near neighbours makes a chain whose parts drift apart (in bench/ladder.py it
+needed 1.5-1.75x random pairing's matches for the whole board's order), while random opponents
+tie every bot to the same scale; keeping the best of a few only avoids the hopeless mismatches.
 
 Every pick respects each bot's capacity (``free``), never seats two bots of one owner unless
 ``allow_same_owner``, and leaves out bots already at ``max_share`` x the mean (unless nobody
-else could fill the table). Cost: one pass over the pool and one sort, O(n log n) per pick.
+else could fill the table: over the cap rather than no table). :func:`choose_tables` fills
+several free tables from one reading of the pool (O(n log n) once, then about O(log n) a
+table); :func:`choose_table` is one of them.
 """
 
 from __future__ import annotations

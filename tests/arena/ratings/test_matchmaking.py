@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -14,8 +16,8 @@ from arena.ratings.matchmaking import (
     Candidate,
     MatchmakingError,
     MatchmakingSettings,
-    Pick,
     choose_table,
+    choose_tables,
 )
 
 ELO = st.floats(min_value=800, max_value=2200, allow_nan=False)
@@ -81,6 +83,31 @@ def test_the_same_seed_gives_the_same_pick(pool: list[Candidate], seats: int, se
     assert choose_table(pool, seats, random.Random(seed)) == choose_table(pool, seats, random.Random(seed))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    pool=pools(),
+    seats=st.integers(min_value=2, max_value=4),
+    count=st.integers(min_value=0, max_value=12),
+    seed=st.integers(0, 2**32),
+    opts=SETTINGS,
+)
+def test_a_batch_of_tables_shares_out_each_bots_free_slots(
+    pool: list[Candidate], seats: int, count: int, seed: int, opts: MatchmakingSettings
+) -> None:
+    picks = choose_tables(pool, seats, random.Random(seed), count, opts)
+    assert len(picks) <= count
+    by_id = {c.bot_id: c for c in pool}
+    used = Counter(b for p in picks for b in p.bot_ids)
+    assert all(used[b] <= by_id[b].free for b in used), "a bot at more tables than it has slots"
+    for p in picks:
+        assert len(set(p.bot_ids)) == seats
+        if not opts.allow_same_owner:
+            assert len({by_id[b].owner_id for b in p.bot_ids}) == seats
+    if len(picks) < count:  # stopped early: no valid table is left in the slots that remain
+        left = [replace(c, free=c.free - used[c.bot_id]) for c in pool]
+        assert not valid_table_exists(left, seats, opts.allow_same_owner)
+
+
 def board(size: int, seed: int = 1, matches: int = 40) -> list[Candidate]:
     rng = random.Random(seed)
     return [Candidate(i, i, 1500 + rng.gauss(0, 200), 40.0, matches) for i in range(size)]
@@ -90,8 +117,7 @@ def test_a_starving_bot_is_the_focal_one() -> None:
     pool = board(200)
     pool[57] = Candidate(57, 57, 1400.0, 20.0, matches=3)  # far below half the mean of ~40
     pick = choose_table(pool, 2, random.Random(0))
-    assert pick == Pick(pick.bot_ids, "minimum share") if pick else False
-    assert pick is not None and pick.bot_ids[0] == 57
+    assert pick is not None and pick.bot_ids[0] == 57 and pick.reason == "minimum share"
 
 
 def test_a_newcomer_gets_placement_matches() -> None:
