@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(b) >= 9 of top 10, (c) Spearman >= 0.95"
     )
     summary: dict[tuple[float, int, str], list[str]] = {}
-    for spread, seats in worlds:
+    for spread, seats in worlds if args.policies else []:
         for seed in range(args.seed0, args.seed0 + args.seeds):
             true = world(args.bots, spread, seed)
             gap = float(np.sort(true)[-10] - np.sort(true)[-11])
@@ -482,8 +482,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         for (spread, seats, base), rows in summary.items():
             print(f"  SD {spread:.0f} {seats} seats vs {base:<8}: " + " | ".join(rows))
-    pick_cost(args.bots, 2, args.parallel, settings)
-    pick_cost(args.bots, 4, args.parallel, settings)
+    if args.policies:
+        pick_cost(args.bots, 2, args.parallel, settings)
+        pick_cost(args.bots, 4, args.parallel, settings)
     if args.real:
         real(args.bots, 200.0, 2, args.real, args.parallel, settings)
     return 0
