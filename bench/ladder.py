@@ -49,8 +49,8 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings.matchmaking import Candidate, MatchmakingSettings, choose_tables
-from arena.ratings.model import ELO_SCALE
+from arena.ratings.matchmaking import Candidate, MatchmakingSettings, choose_table, choose_tables
+from arena.ratings.model import ELO_SCALE, RatingModel
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -75,8 +75,11 @@ class Board:
 
     def play(self, tables: IntArray) -> None:
         """Play tables (rows of bot indices): Plackett-Luce results, then the incremental step."""
+        self.play_results(tables, ELO_SCALE * self.true[tables] + self.rng.gumbel(size=tables.shape))
+
+    def play_results(self, tables: IntArray, util: FloatArray) -> None:
+        """Add tables with their seats' final scores, and take the incremental step."""
         s = tables.shape[1]
-        util = ELO_SCALE * self.true[tables] + self.rng.gumbel(size=tables.shape)
         w = 1.0 / (s - 1)
         n = self.n
         grad = np.zeros(n)
@@ -85,15 +88,20 @@ class Board:
             i, j = tables[:, a], tables[:, b]
             won = (util[:, a] > util[:, b]).astype(np.float64)
             both = np.concatenate([i * n + j, j * n + i])
-            self.weights += np.bincount(both, minlength=n * n) * w
-            self.points += np.bincount(both, np.concatenate([won, 1.0 - won]), minlength=n * n) * w
+            scored = np.concatenate([won, 1.0 - won]) * w
+            if len(both) * 50 < n * n:  # a few tables: add in place, not through an n x n bincount
+                np.add.at(self.weights, both, w)
+                np.add.at(self.points, both, scored)
+            else:
+                self.weights += np.bincount(both, minlength=n * n) * w
+                self.points += np.bincount(both, scored, minlength=n * n)
             p = 1.0 / (1.0 + np.exp(self.x[j] - self.x[i]))
             grad += np.bincount(i, w * (won - p), minlength=n) - np.bincount(j, w * (won - p), minlength=n)
             curv = w * p * (1.0 - p)
             info += np.bincount(i, curv, minlength=n) + np.bincount(j, curv, minlength=n)
         self.games += np.bincount(tables.ravel(), minlength=n)
         self.var = 1.0 / (1.0 / self.var + info)
-        self.x = self.x + self.var * grad
+        self.x = self.x + np.clip(self.var * grad, -1.0, 1.0)
 
     def refit(self) -> None:
         """The full fit: Newton to the maximum (warm start), then the variances."""
@@ -107,7 +115,7 @@ class Board:
             hess = -curv
             hess[np.diag_indices(n)] += curv.sum(axis=1) + PRIOR
             grad = (points - weights * p).sum(axis=1) - PRIOR * x
-            step = np.linalg.solve(hess, grad)
+            step = np.clip(np.linalg.solve(hess, grad), -1.0, 1.0)  # undamped Newton can overshoot
             x = x + step
             if float(np.abs(step).max()) < 1e-7:
                 break
@@ -275,63 +283,210 @@ def fmt(t: int | None, horizon: int) -> str:
     return f"{t:>11,}" if t is not None else f"{'>' + format(horizon, ','):>11}"
 
 
-def ratio(a: int | None, b: int | None) -> str:
+def ratio(a: int | None, b: int | None, a_run: int, b_run: int) -> str:
+    """a / b, or a bound when one of them was not reached in its run."""
     if a is None:
-        return "   ?" if b is None else "  >" + format(0, "")
+        return ">" + format(a_run / b, ".2f") if b is not None else "n/a"
     if b is None:
-        return " <" + "?"
-    return f"{a / b:4.2f}"
+        return "<" + format(a / b_run, ".2f")
+    return f"{a / b:.2f}"
+
+
+def pick_cost(bots: int, seats: int, parallel: int, settings: MatchmakingSettings) -> None:
+    """choose_table alone and choose_tables in batches, at this many bots, against building the
+    pool of Candidates (which the ladder does anyway) in the same process."""
+    rng = random.Random(3)
+    elo = [1500 + rng.gauss(0, 200) for _ in range(bots)]
+    sd = [rng.uniform(10, 60) for _ in range(bots)]
+    games = [rng.randint(100, 300) for _ in range(bots)]
+
+    def build() -> list[Candidate]:
+        return [Candidate(i, i, elo[i], sd[i], games[i]) for i in range(bots)]
+
+    pool = build()
+    times: dict[str, list[float]] = {"build": [], "one": [], "batch": []}
+    for _ in range(30):
+        start = time.perf_counter()
+        build()
+        times["build"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for _ in range(10):
+            choose_table(pool, seats, rng, settings)
+        times["one"].append((time.perf_counter() - start) / 10)
+        start = time.perf_counter()
+        picks = choose_tables(pool, seats, rng, parallel, settings)
+        times["batch"].append((time.perf_counter() - start) / len(picks))
+    ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
+    print(
+        f"\ncost of a pick at {bots} bots, {seats} seats (medians): choose_table {ms['one']:.3f} ms "
+        f"(goal < 1 ms; {ms['one'] / ms['build']:.2f}x building the pool of Candidates, "
+        f"{ms['build']:.3f} ms), "
+        f"choose_tables in batches of {parallel}: {ms['batch']:.3f} ms a table"
+    )
+
+
+def yn(flags: tuple[bool, ...]) -> str:
+    return " ".join("yes" if f else "no" for f in flags)
+
+
+def real(
+    bots: int, spread: float, seats: int, tables: int, parallel: int, settings: MatchmakingSettings
+) -> None:
+    """The matchmaking on the arena's own RatingModel (incremental update after every batch of
+    tables, a full fit once 5% of the matches are new, as the live leaderboard does), with the
+    stand-in board fed the very same results beside it: how far apart the two boards are,
+    and what the real model's update and fit cost at this size."""
+    true = world(bots, spread, 0)
+    rng = np.random.default_rng(0)
+    board = Board(true, rng)
+    model = RatingModel()
+    names = [f"bot-{i:04d}" for i in range(bots)]
+    code = {name: i for i, name in enumerate(names)}
+    top_true = set(np.argsort(-true)[:10].tolist())
+    true_rank = ranks(true)
+    pick_rng = random.Random(0)
+    z = 1.959963984540054
+    elo, sd = np.full(bots, 1500.0), np.full(bots, np.inf)
+    updates: list[float] = []
+    fits: list[float] = []
+    picks_s: list[float] = []
+    played, fitted_at, nxt = 0, 0, 2000
+    print(
+        f"\n--real: {bots} bots, SD {spread:.0f}, {seats} seats, {tables:,} tables in batches of {parallel}"
+    )
+    print(f"{'tables':>8} {'real: (a) (b) (c)':>22} {'stand-in: (a) (b) (c)':>26} {'agreement rho':>14}")
+    while played < tables:
+        start = time.perf_counter()
+        games = board.games.tolist()
+        pool = [Candidate(i, i, float(elo[i]), float(sd[i]), games[i]) for i in range(bots)]
+        picks = choose_tables(pool, seats, pick_rng, parallel, settings)
+        picks_s.append((time.perf_counter() - start) / len(picks))
+        at = np.array([p.bot_ids for p in picks], dtype=np.int64)
+        # The same results for both boards: Board.play draws them, the model gets them too.
+        util = ELO_SCALE * true[at] + rng.gumbel(size=at.shape)
+        board.play_results(at, util)
+        model.add_table(names, at, util)
+        played += len(picks)
+        start = time.perf_counter()
+        if model.total - fitted_at >= 0.05 * model.total:
+            table = model.fit(pairwise=False)
+            fits.append(time.perf_counter() - start)
+            fitted_at = model.total
+        else:
+            table = model.update(pairwise=False)
+            updates.append(time.perf_counter() - start)
+        elo[:], sd[:] = 1500.0, np.inf
+        for r in table.ratings:
+            i = code[r.bot]
+            elo[i] = r.elo
+            if r.low is not None and r.high is not None:
+                sd[i] = (r.high - r.low) / (2 * z)
+        if played >= nxt or played >= tables:
+            nxt = int(played * 1.3)
+            board.refit()
+            mine = criteria(board, top_true, true_rank)
+            board_x = board.x.copy()
+            board.x = (elo - 1500.0) * ELO_SCALE
+            theirs = criteria(board, top_true, true_rank)
+            agree = float(np.corrcoef(ranks(board.x), ranks(board_x))[0, 1])
+            board.x = board_x
+            print(f"{played:>8,} {yn(theirs):>22} {yn(mine):>26} {agree:>14.4f}", flush=True)
+    print(
+        f"real model at {bots} bots: incremental update median {1e3 * statistics.median(updates):.0f} ms "
+        f"(the board's staleness after a match; goal < 1 s), full fit median "
+        f"{1e3 * statistics.median(fits):.0f} ms ({len(fits)} fits), "
+        f"pick {1e3 * statistics.median(picks_s):.3f} ms"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bots", type=int, default=1000)
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--seed0", type=int, default=0, help="first seed")
     parser.add_argument("--horizon", type=int, default=2_000_000, help="most tables per run")
-    parser.add_argument("--parallel", type=int, default=32, help="matchmaking: tables per batch")
+    parser.add_argument("--parallel", type=int, default=64, help="matchmaking: tables per batch")
     parser.add_argument("--growth", type=float, default=1.15, help="checkpoint spacing")
+    parser.add_argument(
+        "--real",
+        type=int,
+        default=0,
+        metavar="TABLES",
+        help="also run the matchmaking on the real RatingModel for this many tables",
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--only", default="", help="worlds, e.g. 200x2,100x4")
+    parser.add_argument("--policies", default="matchmaking,random,nearest")
+    parser.add_argument("--set", default="", help="matchmaking settings, e.g. top_weight=0.5,explore=4")
     args = parser.parse_args(argv)
+    worlds = [(200.0, 2)]  # the default: one world, about 5 minutes here
     if args.quick:
         args.bots, args.horizon = 200, 400_000
     if args.full:
-        args.seeds, args.horizon = 3, 20_000_000
-    worlds = [(200.0, 2), (100.0, 2), (200.0, 4), (100.0, 4)]
+        args.seeds, args.horizon = 2, 4_000_000
+    if args.quick or args.full:
+        worlds = [(200.0, 2), (100.0, 2), (200.0, 4), (100.0, 4)]
     if args.only:
         worlds = [(float(w.split("x")[0]), int(w.split("x")[1])) for w in args.only.split(",")]
-    print(f"{args.bots} bots; matches = tables; checkpoints every x{args.growth}; horizon {args.horizon:,}")
-    for spread, seats in worlds:
-        for seed in range(args.seeds):
+    overrides = {
+        k: (int(v) if v.isdigit() else float(v))
+        for k, v in (kv.split("=") for kv in args.set.split(",") if kv)
+    }
+    settings = MatchmakingSettings(**overrides)  # type: ignore[arg-type]
+    print(
+        f"{args.bots} bots; a match = a table; checkpoints every x{args.growth}; "
+        f"horizon {args.horizon:,} tables\nmatches needed to reach and hold: (a) top 10 exact, "
+        f"(b) >= 9 of top 10, (c) Spearman >= 0.95"
+    )
+    summary: dict[tuple[float, int, str], list[str]] = {}
+    for spread, seats in worlds if args.policies else []:
+        for seed in range(args.seed0, args.seed0 + args.seeds):
             true = world(args.bots, spread, seed)
             gap = float(np.sort(true)[-10] - np.sort(true)[-11])
             print(f"\nSD {spread:.0f}, {seats} seats, seed {seed} (true gap #10-#11: {gap:.1f} Elo)")
+            print(f"  {'':<12}{'(a)':>11}{'(b)':>11}{'(c)':>11}  fairness, cost")
             policies: dict[str, Policy] = {
-                "matchmaking": Matchmaker(MatchmakingSettings(), args.parallel, random.Random(seed)),
+                "matchmaking": Matchmaker(settings, args.parallel, random.Random(seed)),
                 "random": random_tables,
                 "nearest": nearest_tables,
             }
             results = {}
-            for name, policy in policies.items():
+            for name in args.policies.split(","):
+                policy = policies[name]
                 start = time.perf_counter()
                 results[name] = run(policy, true, seats, args.horizon, seed, args.growth)
                 r = results[name]
                 print(
                     f"  {name:<12}"
                     + "".join(fmt(t, r.tables) for t in r.needed)
-                    + f"  share {r.share_min:4.2f}-{r.share_max:5.2f}x mean, pick {r.pick_ms:.3f} ms,"
-                    f" fit {r.fit_ms:.0f} ms, {time.perf_counter() - start:.0f} s",
+                    + f"  share {r.share_min:4.2f}-{r.share_max:4.2f}x mean, pick {r.pick_ms:.3f} ms,"
+                    f" fit {r.fit_ms:.0f} ms, run {time.perf_counter() - start:.0f} s",
                     flush=True,
                 )
+            if "matchmaking" not in results:
+                continue
             mm = results["matchmaking"]
             for base in ("random", "nearest"):
+                if base not in results:
+                    continue
                 b = results[base]
-                print(
-                    f"  vs {base:<9}"
-                    + "".join(f"{ratio(a, c):>11}" for a, c in zip(mm.needed, b.needed, strict=True))
-                )
-            print(f"  reasons: {mm.reasons}")
+                cells = [ratio(x, y, mm.tables, b.tables) for x, y in zip(mm.needed, b.needed, strict=True)]
+                summary.setdefault((spread, seats, base), []).append(" ".join(f"{c:>5}" for c in cells))
+                print(f"  {'vs ' + base:<12}" + "".join(f"{c:>11}" for c in cells))
+            print(f"  reasons: {mm.reasons}", flush=True)
+    if summary:
+        print(
+            "\nmatchmaking / baseline, per seed ((a) (b) (c)); goals: (a), (b) <= 0.33 of random "
+            "and <= 0.5 of nearest; (c) <= 1.1 of random"
+        )
+        for (spread, seats, base), rows in summary.items():
+            print(f"  SD {spread:.0f} {seats} seats vs {base:<8}: " + " | ".join(rows))
+    if args.policies:
+        pick_cost(args.bots, 2, args.parallel, settings)
+        pick_cost(args.bots, 4, args.parallel, settings)
+    if args.real:
+        real(args.bots, 200.0, 2, args.real, args.parallel, settings)
     return 0
 
 

@@ -14,14 +14,18 @@ Each pick starts from one *focal* bot, chosen by the first rule that applies:
    variance: ``"uncertain pair #341 and #350"``.
 
 The other seats go to the bots that most reduce the table's rating variance with the focal
-one (one comparison's Fisher information ``ELO_SCALE**2 p (1 - p)`` at the current ratings, so
-near neighbours of a well-rated bot are worth most), drawn from its ``neighbours`` nearest on
-the board plus a few from anywhere (``explore``), which keeps the graph of results well
-connected: pairing only neighbours makes a chain whose ends drift apart.
+one (one comparison's Fisher information ``ELO_SCALE**2 p (1 - p)`` at the current ratings):
+for a top-line table, among the pair's ``neighbours`` either side on the board; for any other,
+the best of ``explore`` bots drawn from anywhere. That is nearly random pairing, on purpose:
+pairing only near neighbours makes a chain whose parts drift apart (in bench/ladder.py it
+needed 1.5-1.75x random pairing's matches for the whole board's order), while random opponents
+tie every bot to the same scale; keeping the best of a few only avoids the hopeless mismatches.
 
 Every pick respects each bot's capacity (``free``), never seats two bots of one owner unless
 ``allow_same_owner``, and leaves out bots already at ``max_share`` x the mean (unless nobody
-else could fill the table). Cost: one pass over the pool and one sort, O(n log n) per pick.
+else could fill the table: over the cap rather than no table). :func:`choose_tables` fills
+several free tables from one reading of the pool (O(n log n) once, then about O(log n) a
+table); :func:`choose_table` is one of them.
 """
 
 from __future__ import annotations
@@ -82,8 +86,9 @@ class MatchmakingSettings:
     placement_sd: float = 100.0
     #: How much of the board's top matters most: the line between #top_n and #top_n + 1.
     top_n: int = 10
-    #: The share of picks given to that line while it is unresolved.
-    top_weight: float = 0.25
+    #: The chance a pick (no bot starving or placing) goes to that line while it is
+    #: unresolved; max_share bounds what its few bots can take, so 1 is safe.
+    top_weight: float = 1.0
     #: Confidence (normal quantile) for "resolved": every bound on one side of the line.
     top_z: float = 2.5
     #: Every active bot keeps at least min_share x the mean number of matches ...
@@ -92,10 +97,11 @@ class MatchmakingSettings:
     max_share: float = 5.0
     #: Never two bots of one owner at a table unless this is set.
     allow_same_owner: bool = False
-    #: Opponents are drawn from this many bots either side of the focal one on the board ...
-    neighbours: int = 12
-    #: ... plus this many from anywhere on it.
-    explore: int = 2
+    #: A top-line table fills its other seats from this many bots either side of the pair ...
+    neighbours: int = 4
+    #: ... other tables from this many bots drawn anywhere, the most informative kept: nearly
+    #: random pairing, which keeps the whole board's graph of results well connected.
+    explore: int = 3
 
     def __post_init__(self) -> None:
         checks = (
@@ -105,8 +111,11 @@ class MatchmakingSettings:
             ("top_z", self.top_z >= 0 and math.isfinite(self.top_z)),
             ("min_share", 0 <= self.min_share <= 1),
             ("max_share", self.max_share >= 1),
-            ("neighbours", isinstance(self.neighbours, int) and self.neighbours >= 1),
-            ("explore", isinstance(self.explore, int) and self.explore >= 0),
+            ("neighbours", isinstance(self.neighbours, int) and self.neighbours >= 0),
+            (
+                "explore",
+                isinstance(self.explore, int) and self.explore >= 0 and self.explore + self.neighbours >= 1,
+            ),
         )
         for name, ok in checks:
             if not ok:
@@ -140,7 +149,9 @@ def _reduction(var: float, info: float) -> float:
 
 def _info(a: float, b: float) -> float:
     """Fisher information (Elo^-2) of one comparison between ratings a and b."""
-    d = max(-4000.0, min(4000.0, a - b))  # far beyond any board: p is 0 or 1 either way
+    d = a - b
+    if abs(d) > 4000.0:  # far beyond any board (and math.exp's range): no information
+        return 0.0
     p = 1.0 / (1.0 + math.exp(-ELO_SCALE * d))
     return ELO_SCALE * ELO_SCALE * p * (1.0 - p)
 
@@ -261,7 +272,7 @@ class _Planner:
         limit = self.limit()
         focal, partner, reason = self.focal(limit)
         table = [focal] if partner is None else [focal, partner]
-        self.fill(table, limit)
+        self.fill(table, limit, near=partner is not None)
         if reason is None:
             best = max(table[1:], key=lambda j: self.confusion(focal, j))
             reason = f"uncertain pair #{self.pos[focal] + 1} and #{self.pos[best] + 1}"
@@ -350,7 +361,7 @@ class _Planner:
             return self.rng.choice(candidates)
         return self.rng.choices(candidates, weights)[0]
 
-    def fill(self, table: list[int], limit: float) -> None:
+    def fill(self, table: list[int], limit: float, *, near: bool) -> None:
         """Seat the rest: the focal bot's most informative opponents among its neighbours on
         the board and a few from anywhere, then (rarely) anyone who fits."""
         s, rng = self.s, self.rng
@@ -358,16 +369,18 @@ class _Planner:
         owners = {self.owners[i] for i in table}
         chosen = set(table)
         p = self.pos[focal]
-        near = self.order[max(0, p - s.neighbours) : p + s.neighbours + 1]
+        pool_of = self.order[max(0, p - s.neighbours) : p + s.neighbours + 1] if near or not s.explore else []
         if s.explore:
-            near = near + rng.sample(range(self.n), min(s.explore, self.n))
+            pool_of = pool_of + rng.sample(range(self.n), min(s.explore, self.n))
         v, e = self.var[focal], self.elo[focal]
         scored: list[tuple[float, int]] = []
-        for j in dict.fromkeys(near):  # de-duplicated, order kept
-            if j in chosen or not self.is_open(j, limit):
+        free, matches, elo, var = self.free, self.matches, self.elo, self.var
+        for j in dict.fromkeys(pool_of):  # de-duplicated, order kept
+            if j in chosen or free[j] <= 0 or matches[j] + 1 > limit:
                 continue
-            info = _info(e, self.elo[j])
-            gain = _reduction(v, info) + _reduction(self.var[j], info)
+            info = _info(e, elo[j])
+            w = var[j]
+            gain = v * v * info / (1.0 + v * info) + w * w * info / (1.0 + w * info)
             scored.append((gain * (0.5 + rng.random()), j))  # jitter: vary the opponents
         scored.sort(reverse=True)
         rest = [j for _, j in scored]
