@@ -10,19 +10,21 @@ A tick, in one transaction:
    version joins by itself, and a retired or superseded bot gets no new table: its tables
    nobody has started are withdrawn, those started are played to their end, and its rating
    stays on the board;
-4. while fewer than ``target`` of the ladder's matches are pending or running, asks the
-   matchmaker (arena/ratings/matchmaking.py) for a table, from the live board (the arena's
+4. if fewer than ``target`` of the ladder's matches are pending or running, asks the
+   matchmaker (arena/ratings/matchmaking.py, ``choose_tables``: one reading of the board for
+   all of them) for the tables that make up the difference, from the live board (the arena's
    leaderboard: its anchored fit with intervals, kept up to date incrementally), each bot's
-   ladder matches so far and its room (``backlog`` x capacity, less its unfinished ladder
-   matches), and adds it: one deal, played in every balanced seat order
+   ladder tables so far and its room (``backlog`` x capacity, less its unfinished matches
+   anywhere), and adds each: one deal, played in every balanced seat order
    (arena/tournaments/seating.py), its seed and public ids derived from the ladder's secret
    seed as a tournament's are, each match carrying the pick's reason.
 
 Tables are numbered from 0 in the order they are added (the match key ``t{table}/d0/r{r}``);
 the number comes from the ladder's row (``params["next_table"]``), under its lock, and the
-key is unique per ladder, so even two schedulers that both thought they held the lease could not add one
-table twice. The matchmaker's random choices are seeded from the ladder's seed and the
-table's number: a ladder replayed from the same seed and results picks the same tables.
+key is unique per ladder, so even two schedulers that both thought they held the lease could
+not add one table twice. The matchmaker's random choices are seeded from the ladder's seed
+and the number of the tick's first table: a ladder replayed from the same seed and results
+picks the same tables.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from arena.ladder.lease import LEASE_S, lease_name, take
 from arena.ladder.settings import LadderSettings
 from arena.ladder.setup import ladder_settings
 from arena.ratings.leaderboard import LeaderboardRow, current_leaderboard
-from arena.ratings.matchmaking import Candidate, Pick, choose_table
+from arena.ratings.matchmaking import Candidate, Pick, choose_tables
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
 from arena.store.statuses import BotStatus, MatchStatus, TournamentKind, TournamentStatus
 from arena.text import clean_text
@@ -112,27 +114,30 @@ def tick(
     board = {row.bot_id: row for row in current_leaderboard(session).rows}
     capacity = capacities(session, [b.bot_id for b in pool])
     room = {b.bot_id: settings.backlog * max(1, capacity[b.bot_id]) - waiting.get(b.bot_id, 0) for b in pool}
-    candidates = {
-        b.bot_id: candidate(b, board.get(b.bot_id), played.get(b.bot_id, 0), room[b.bot_id] > 0) for b in pool
-    }
-    by_id = {b.bot_id: b for b in pool}
+    # The matchmaker counts in tables (each of a bot's ladder tables is per_table matches), and
+    # a bot's free slots are the tables it may still join within its backlog.
+    candidates = [
+        candidate(
+            b, board.get(b.bot_id), played.get(b.bot_id, 0) // per_table, -(-room[b.bot_id] // per_table)
+        )
+        for b in pool
+    ]
     # Numbered on from the last table ever added (a withdrawn one's number is not reused).
     next_table = max(int((ladder.params or {}).get("next_table", 0)), _next_table(session, ladder_id))
-    added: list[tuple[int, tuple[int, ...], str]] = []
-    while unfinished < settings.target and len(added) < MAX_TABLES_PER_TICK:
-        rng = random.Random(derive_seed(ladder.seed, f"ladder/pick/{next_table}"))
-        pick = choose_table(list(candidates.values()), seats, rng, settings.matchmaking)
-        if pick is None:
-            break
-        reason = clean_text(pick.reason, REASON_LIMIT) or "scheduled"
-        add_table(session, ladder, next_table, pick, reason, {b.bot_id: b.version_id for b in pool})
+    count = min(MAX_TABLES_PER_TICK, -(-(settings.target - unfinished) // per_table))
+    rng = random.Random(derive_seed(ladder.seed, f"ladder/pick/{next_table}"))
+    picks = choose_tables(candidates, seats, rng, count, settings.matchmaking)
+    new = [
+        (next_table + k, pick, clean_text(pick.reason, REASON_LIMIT) or "scheduled")
+        for k, pick in enumerate(picks)
+    ]
+    add_tables(session, ladder, new, {b.bot_id: b.version_id for b in pool})
+    added = [(table, pick.bot_ids, reason) for table, pick, reason in new]
+    for pick in picks:
         for bot in pick.bot_ids:
             played[bot] = played.get(bot, 0) + per_table
-            room[bot] -= per_table
-            candidates[bot] = candidate(by_id[bot], board.get(bot), played[bot], room[bot] > 0)
-        added.append((next_table, pick.bot_ids, reason))
-        unfinished += per_table
-        next_table += 1
+    unfinished += per_table * len(picks)
+    next_table += len(picks)
     if added:
         _enter(session, ladder_id, {b.bot_id: b.version_id for b in pool if b.bot_id in played})
         ladder.params = {**(ladder.params or {}), "next_table": next_table}
@@ -140,16 +145,17 @@ def tick(
     return Tick(held=True, tables=added, unfinished=unfinished, withdrawn=withdrawn)
 
 
-def candidate(bot: PoolBot, row: LeaderboardRow | None, matches: int, free: bool) -> Candidate:
+def candidate(bot: PoolBot, row: LeaderboardRow | None, tables: int, free: int) -> Candidate:
     """The matchmaker's view of a bot: its rating and standard error from the board (inf
-    until it has a two-sided interval), its ladder matches, and whether it has room."""
+    until it has a two-sided interval), its ladder tables, and how many more it may join."""
+    free = max(0, free)
     if row is None:
-        return Candidate(bot.bot_id, bot.owner_id, UNRATED_ELO, math.inf, matches, int(free))
+        return Candidate(bot.bot_id, bot.owner_id, UNRATED_ELO, math.inf, tables, free)
     sd = math.inf
     if row.low is not None and row.high is not None:
         sd = max(0.0, (row.high - row.low) / (2 * _Z95))
     elo = row.elo if math.isfinite(row.elo) else UNRATED_ELO
-    return Candidate(bot.bot_id, bot.owner_id, elo, sd, matches, int(free))
+    return Candidate(bot.bot_id, bot.owner_id, elo, sd, tables, free)
 
 
 def active_pool(session: Session, settings: LadderSettings) -> list[PoolBot]:
@@ -243,36 +249,32 @@ def ladder_counts(session: Session, ladder_id: int) -> tuple[dict[int, int], dic
     return played, waiting
 
 
-def add_table(
-    session: Session, ladder: Tournament, table: int, pick: Pick, reason: str, versions: dict[int, int]
-) -> list[int]:
-    """Table ``table``: one deal of the picked bots in every balanced seat order, as pending
-    matches with ``reason``; returns their ids."""
-    bots: Sequence[int] = pick.bot_ids
-    seed = deal_seed(ladder.seed, table, 0)
+def add_tables(
+    session: Session, ladder: Tournament, tables: Sequence[tuple[int, Pick, str]], versions: dict[int, int]
+) -> None:
+    """Each ``(table, pick, reason)``: one deal of the picked bots in every balanced seat order,
+    as pending matches with the reason (two INSERTs for all of them)."""
+    if not tables:
+        return
     rows: list[dict[str, Any]] = []
     seats: list[tuple[str, list[int]]] = []
-    for rotation, order in enumerate(arrangements(len(bots))):
-        key = match_key(table, 0, rotation)
-        rows.append(
-            {
-                "tournament_id": ladder.id,
-                "key": key,
-                "table_index": table,
-                "deal_index": 0,
-                "rotation": rotation,
-                "seed": seed,
-                "hands": ladder.hands_per_match,
-                "status": MatchStatus.PENDING,
-                "public_id": public_match_id(ladder.seed, key),
+    for table, pick, reason in tables:
+        bots: Sequence[int] = pick.bot_ids
+        seed = deal_seed(ladder.seed, table, 0)
+        for rotation, order in enumerate(arrangements(len(bots))):
+            key = match_key(table, 0, rotation)
+            rows.append({
+                "tournament_id": ladder.id, "key": key, "table_index": table, "deal_index": 0,
+                "rotation": rotation, "seed": seed, "hands": ladder.hands_per_match,
+                "status": MatchStatus.PENDING, "public_id": public_match_id(ladder.seed, key),
                 "reason": reason,
-            }
-        )
-        seats.append((key, [bots[i] for i in order]))
+            })  # fmt: skip
+            seats.append((key, [bots[i] for i in order]))
     session.execute(insert(Match), rows)
+    first = min(table for table, _, _ in tables)
     ids = dict(
         session.execute(
-            select(Match.key, Match.id).where(Match.tournament_id == ladder.id, Match.table_index == table)
+            select(Match.key, Match.id).where(Match.tournament_id == ladder.id, Match.table_index >= first)
         ).all()
     )
     session.execute(
@@ -283,7 +285,6 @@ def add_table(
             for s, bot in enumerate(order)
         ],
     )
-    return list(ids.values())
 
 
 def _enter(session: Session, ladder_id: int, versions: dict[int, int]) -> None:
