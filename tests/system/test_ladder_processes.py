@@ -197,20 +197,20 @@ def test_a_ladder_of_processes_survives_killed_workers_and_scheduler(
         pid = int(holder.rsplit(":", 1)[1])
         killed_runner = next(k for k in ("a", "b") if procs[k].pid == pid)
         standby = "b" if killed_runner == "a" else "a"
-        if backend == "rq":
-            victim = procs["w1"]
-            mine = lambda: [m for m, w in running(url, ladder).items() if w and w.endswith(f":{victim.pid}")]  # noqa: E731
-        else:
-            victim = procs[killed_runner]
-            mine = lambda: [  # noqa: E731
-                m for m, w in running(url, ladder).items()
-                if w and int(w.rsplit(":", 1)[1]) in {p.pid for p in descendants(victim.pid)}
-            ]  # fmt: skip
+        victim = procs["w1"] if backend == "rq" else procs[killed_runner]
+        # The processes playing its matches: the RQ worker itself, or the scheduler's pool.
+        players = {victim.pid} if backend == "rq" else {p.pid for p in descendants(victim.pid)}
+
+        def mine() -> list[int]:
+            return [m for m, w in running(url, ladder).items() if w and int(w.rsplit(":", 1)[1]) in players]
+
         wait_for(lambda: bool(mine()), TIMEOUT, step=0.01)
-        killed = mine()
         os.killpg(victim.pid, signal.SIGKILL)
         if victim is not procs[killed_runner]:
             os.killpg(procs[killed_runner].pid, signal.SIGKILL)
+        # Read after the kill: a match that finished just before it was not killed.
+        killed = mine()
+        assert killed
         for key in {killed_runner, "w1"} & set(procs):
             procs[key].wait(10)
 
