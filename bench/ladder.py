@@ -1,8 +1,9 @@
 """Simulate the continuous ladder: how many matches does each matchmaking need to find the top?
 
-    .venv/bin/python bench/ladder.py            # 1,000 bots, the four worlds, one seed (~5 min)
-    .venv/bin/python bench/ladder.py --quick    # a smaller board, for a look in a minute
-    .venv/bin/python bench/ladder.py --full     # three seeds per world (about an hour)
+    .venv/bin/python bench/ladder.py            # 1,000 bots, SD 200, heads-up, one seed (~5 min)
+    .venv/bin/python bench/ladder.py --quick    # 200 bots, the four worlds
+    .venv/bin/python bench/ladder.py --full     # 1,000 bots, the four worlds, two seeds (hours here)
+    .venv/bin/python bench/ladder.py --policies "" --real 5000   # the real RatingModel only
 
 A world is 1,000 bots whose true strengths are drawn from a normal distribution (SD 200 or 100
 Elo) at heads-up or 4-seat tables. A table's result is Plackett-Luce on the true strengths:
