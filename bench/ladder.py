@@ -1,8 +1,9 @@
 """Simulate the continuous ladder: how many matches does each matchmaking need to find the top?
 
-    .venv/bin/python bench/ladder.py            # 1,000 bots, the four worlds, one seed (~5 min)
-    .venv/bin/python bench/ladder.py --quick    # a smaller board, for a look in a minute
-    .venv/bin/python bench/ladder.py --full     # three seeds per world (about an hour)
+    .venv/bin/python bench/ladder.py            # 1,000 bots, SD 200, heads-up, one seed (~5 min)
+    .venv/bin/python bench/ladder.py --quick    # 200 bots, the four worlds
+    .venv/bin/python bench/ladder.py --full     # 1,000 bots, the four worlds, two seeds (hours here)
+    .venv/bin/python bench/ladder.py --policies "" --real 5000   # the real RatingModel only
 
 A world is 1,000 bots whose true strengths are drawn from a normal distribution (SD 200 or 100
 Elo) at heads-up or 4-seat tables. A table's result is Plackett-Luce on the true strengths:
@@ -325,6 +326,32 @@ def pick_cost(bots: int, seats: int, parallel: int, settings: MatchmakingSetting
     )
 
 
+def staleness(bots: int, per_bot: int = 40) -> None:
+    """The real model at ``bots`` bots: a full fit, and the incremental update after one more
+    match, i.e. how stale the board is after a result (the live leaderboard updates then)."""
+    rng = np.random.default_rng(4)
+    true = world(bots, 200.0, 0)
+    names = [f"bot-{i:04d}" for i in range(bots)]
+    seats = np.argsort(rng.random((bots * per_bot // 2, bots)), axis=1)[:, :2]
+    model = RatingModel()
+    model.add_table(names, seats, ELO_SCALE * true[seats] + rng.gumbel(size=seats.shape))
+    start = time.perf_counter()
+    model.fit(pairwise=False)
+    fitted = time.perf_counter() - start
+    updates = []
+    for _ in range(5):
+        one = rng.choice(bots, 2, replace=False)[None, :]
+        start = time.perf_counter()
+        model.add_table(names, one, rng.gumbel(size=(1, 2)))
+        model.update(pairwise=False)
+        updates.append(time.perf_counter() - start)
+    print(
+        f"real RatingModel at {bots} bots, {model.total:,} matches: full fit {1e3 * fitted:.0f} ms, "
+        f"one more match + incremental update {1e3 * statistics.median(updates):.0f} ms "
+        f"(the board's staleness after a match; goal < 1 s)"
+    )
+
+
 def yn(flags: tuple[bool, ...]) -> str:
     return " ".join("yes" if f else "no" for f in flags)
 
@@ -485,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.policies:
         pick_cost(args.bots, 2, args.parallel, settings)
         pick_cost(args.bots, 4, args.parallel, settings)
+        staleness(args.bots)
     if args.real:
         real(args.bots, 200.0, 2, args.real, args.parallel, settings)
     return 0

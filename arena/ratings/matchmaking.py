@@ -38,7 +38,7 @@ import math
 import operator
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.ratings.model import ELO_SCALE, RatingsError
@@ -140,11 +140,6 @@ _MATCHES = operator.attrgetter("matches")
 _FREE = operator.attrgetter("free")
 #: Draws of the focal bot by variance before falling back to a pass over the pool.
 _DRAWS = 16
-
-
-def _reduction(var: float, info: float) -> float:
-    """How much one comparison with Fisher information ``info`` shrinks a variance ``var``."""
-    return var * var * info / (1.0 + var * info)
 
 
 def _info(a: float, b: float) -> float:
@@ -362,46 +357,57 @@ class _Planner:
         return self.rng.choices(candidates, weights)[0]
 
     def fill(self, table: list[int], limit: float, *, near: bool) -> None:
-        """Seat the rest: the focal bot's most informative opponents among its neighbours on
-        the board and a few from anywhere, then (rarely) anyone who fits."""
-        s, rng = self.s, self.rng
-        focal = table[0]
-        owners = {self.owners[i] for i in table}
-        chosen = set(table)
-        p = self.pos[focal]
-        pool_of = self.order[max(0, p - s.neighbours) : p + s.neighbours + 1] if near or not s.explore else []
+        """Seat the rest: for a top-line table the focal bot's most informative neighbours on
+        the board; otherwise each seat the most informative of ``explore`` bots drawn from
+        anywhere; then (rarely) anyone who fits."""
+        s = self.s
+        if near or not s.explore:
+            p = self.pos[table[0]]
+            window = self.order[max(0, p - s.neighbours) : p + s.neighbours + 1]
+            self.seat(table, self.ranked(table, window, limit))
         if s.explore:
-            pool_of = pool_of + rng.sample(range(self.n), min(s.explore, self.n))
+            for _ in range(4 * self.seats):  # a few rounds: some draws are busy or taken
+                if len(table) == self.seats:
+                    break
+                drawn = self.rng.sample(range(self.n), min(s.explore, self.n))
+                self.seat(table, self.ranked(table, drawn, limit)[:1])
+        if len(table) < self.seats:
+            # The fallbacks cost O(n), so they run only when needed: anyone open, then anyone
+            # free (over the cap rather than no table).
+            self.seat(table, [j for j in self.shuffled() if self.is_open(j, limit)])
+            self.seat(table, [j for j in self.shuffled() if self.free[j] > 0])
+        if len(table) != self.seats:  # feasible() was checked first
+            raise AssertionError(f"could not fill a table of {self.seats}")
+
+    def ranked(self, table: list[int], candidates: list[int], limit: float) -> list[int]:
+        """The open candidates that may join ``table``, the most informative with its focal
+        bot first (jittered, so the same few are not always chosen)."""
+        focal = table[0]
         v, e = self.var[focal], self.elo[focal]
+        owners = () if self.s.allow_same_owner else {self.owners[i] for i in table}
+        free, matches, elo, var, rng = self.free, self.matches, self.elo, self.var, self.rng
         scored: list[tuple[float, int]] = []
-        free, matches, elo, var = self.free, self.matches, self.elo, self.var
-        for j in dict.fromkeys(pool_of):  # de-duplicated, order kept
-            if j in chosen or free[j] <= 0 or matches[j] + 1 > limit:
+        for j in dict.fromkeys(candidates):  # de-duplicated, order kept
+            if j in table or free[j] <= 0 or matches[j] + 1 > limit or self.owners[j] in owners:
                 continue
             info = _info(e, elo[j])
             w = var[j]
             gain = v * v * info / (1.0 + v * info) + w * w * info / (1.0 + w * info)
-            scored.append((gain * (0.5 + rng.random()), j))  # jitter: vary the opponents
+            scored.append((gain * (0.5 + rng.random()), j))
         scored.sort(reverse=True)
-        rest = [j for _, j in scored]
-        groups: tuple[Callable[[], list[int]], ...] = (
-            lambda: rest,
-            # The fallbacks cost O(n), so they are built only when needed: anyone open, then
-            # anyone free (over the cap rather than no table).
-            lambda: [j for j in self.shuffled() if self.is_open(j, limit)],
-            lambda: [j for j in self.shuffled() if self.free[j] > 0],
-        )
-        for group in groups:
-            for j in group():
-                if len(table) == self.seats:
-                    return
-                if j in chosen or (not s.allow_same_owner and self.owners[j] in owners):
-                    continue
-                table.append(j)
-                chosen.add(j)
-                owners.add(self.owners[j])
-        if len(table) != self.seats:  # feasible() was checked first
-            raise AssertionError(f"could not fill a table of {self.seats}")
+        return [j for _, j in scored]
+
+    def seat(self, table: list[int], candidates: list[int]) -> None:
+        """Seat candidates in order while seats are empty, one bot per owner (unless allowed)."""
+        same_ok = self.s.allow_same_owner
+        owners = {self.owners[i] for i in table}
+        for j in candidates:
+            if len(table) == self.seats:
+                return
+            if j in table or (not same_ok and self.owners[j] in owners):
+                continue
+            table.append(j)
+            owners.add(self.owners[j])
 
     def shuffled(self) -> list[int]:
         out = list(range(self.n))
