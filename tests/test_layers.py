@@ -23,7 +23,7 @@ ARENA_FLOORS: tuple[tuple[str, ...], ...] = (
     ("arena.store", "arena.sandbox"),
     ("arena.bots", "arena.ratings"),
     ("arena.link", "arena.tournaments"),
-    ("arena.play", "arena.queries"),
+    ("arena.ladder", "arena.play", "arena.queries"),
     ("arena.runtime",),
     ("arena.commands", "arena.jobs"),
 )

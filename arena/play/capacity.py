@@ -73,7 +73,28 @@ def declared_capacity(info: Mapping[str, Any] | None, default: int | None = None
 
 
 def capacities(session: Session, bot_ids: Iterable[int]) -> dict[int, int]:
-    return {bot: capacity_of(session, bot) for bot in set(bot_ids)}
+    """:func:`capacity_of` for many bots at once: one query for their latest versions (a
+    ladder's scheduler asks about its whole pool at every tick), then connected bots one by
+    one."""
+    ids = sorted(set(bot_ids))
+    if not ids:
+        return {}
+    latest = (
+        select(BotVersion.bot_id, func.max(BotVersion.number).label("number"))
+        .where(BotVersion.bot_id.in_(ids))
+        .group_by(BotVersion.bot_id)
+        .subquery()
+    )
+    rows = session.execute(
+        select(BotVersion.bot_id, BotVersion.info, BotVersion.connected).join(
+            latest, (latest.c.bot_id == BotVersion.bot_id) & (latest.c.number == BotVersion.number)
+        )
+    ).all()
+    default = load_settings().bot_capacity
+    out = {bot: declared_capacity(None, default) for bot in ids}  # no version: the default
+    for bot, info, connected in rows:
+        out[bot] = capacity_of(session, bot) if connected else declared_capacity(info, default)
+    return out
 
 
 def in_flight(

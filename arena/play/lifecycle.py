@@ -62,7 +62,6 @@ from sqlalchemy.orm import Session
 from arena.bots.addresses import redact_addresses
 from arena.bots.builds import clean_log
 from arena.config import load_settings
-from arena.errors import MatchNotFoundError
 from arena.link.player import BotOfflineError, GatewayLostError
 from arena.play import capacity
 from arena.play.deal_end import reveal_if_complete
@@ -100,6 +99,8 @@ class Outcome(enum.StrEnum):
     LOST = "lost"
     #: Still pending: a bot has no free capacity, or a connected bot is offline (arena/link).
     WAITING = "waiting"
+    #: The match is no more: a ladder withdrew its table before anyone played it (a bot left).
+    WITHDRAWN = "withdrawn"
 
 
 def play_match(match_id: int, database_url: str, hosted_addresses: dict[str, str] | None = None) -> Outcome:
@@ -184,7 +185,7 @@ class MatchLife:
     def claim(self, session: Session) -> Outcome | None:
         """pending (or running with a stale heartbeat) -> running, for this worker, in the
         caller's transaction: None when claimed, else why not (``already-done``, ``busy``,
-        ``not-running``)."""
+        ``not-running``, ``withdrawn``)."""
         now = utcnow()
         stale = now - dt.timedelta(seconds=MATCH_LEASE_S)
         running = select(Tournament.id).where(Tournament.status == TournamentStatus.RUNNING).scalar_subquery()
@@ -216,8 +217,8 @@ class MatchLife:
         if claimed.rowcount == 1:  # type: ignore[attr-defined]
             return None
         status = session.execute(select(Match.status).where(Match.id == self.match_id)).scalar_one_or_none()
-        if status is None:
-            raise MatchNotFoundError(f"there is no match {self.match_id!r}")
+        if status is None:  # a job queued for a table the ladder has since withdrawn
+            return Outcome.WITHDRAWN
         if status == MatchStatus.DONE:
             return Outcome.ALREADY_DONE
         return Outcome.BUSY if status == MatchStatus.RUNNING else Outcome.NOT_RUNNING

@@ -49,6 +49,7 @@ class MatchRow:
     finished_at: dt.datetime | None
     duration_ms: int | None
     seats: list[SeatRow]
+    reason: str | None  # why the ladder scheduled it (arena/ladder); None for a tournament's
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,7 @@ def _match_row(m: Match, seats: list[SeatRow]) -> MatchRow:
         m.finished_at,
         m.duration_ms,
         seats,
+        m.reason,
     )
 
 
@@ -256,6 +258,7 @@ def summary(
         "faults": row.faults,
         "finished_at": iso(row.finished_at),
         "seats": seats,
+        "reason": row.reason,
     }
 
 

@@ -37,9 +37,10 @@ def bot_samples(session: Session, bot_name: str) -> tuple[list[int], list[float]
 
 def recent_matches(session: Session, bot_id: int) -> list[dict[str, Any]]:
     """The bot's latest matches whose whole deal is done (their replays are public), newest
-    first: ``{id, tournament, finished_at, seats: [{bot, score}], score}``."""
+    first: ``{id, tournament, finished_at, seats: [{bot, score}], score, reason}`` (``reason``: why
+    the ladder scheduled it, None for a tournament's match)."""
     rows = session.execute(
-        select(Match.id, Tournament.name, Match.finished_at)
+        select(Match.id, Tournament.name, Match.finished_at, Match.reason)
         .join(Tournament, Tournament.id == Match.tournament_id)
         .where(deal_finished(), Match.id.in_(select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)))
         .order_by(Match.id.desc())
@@ -58,7 +59,7 @@ def recent_matches(session: Session, bot_id: int) -> list[dict[str, Any]]:
             mine[match_id] = score
     return [
         {"id": r.id, "tournament": r.name, "finished_at": iso(r.finished_at), "seats": seats[r.id],
-         "score": mine.get(r.id)}
+         "score": mine.get(r.id), "reason": r.reason}
         for r in rows
     ]
 

@@ -261,6 +261,8 @@ def _kind(session: Session, tournament_id: int) -> dict[str, Any]:
     if row is None or row.kind == TournamentKind.ROUND_ROBIN:
         return {"kind": TournamentKind.ROUND_ROBIN.value}
     params = row.params or {}
+    if row.kind == TournamentKind.LADDER:  # no challenger; arena/ladder/status.py tells the rest
+        return {"kind": row.kind, "challenger": None}
     challenger = session.get(Bot, params.get("challenger"))
     out: dict[str, Any] = {"kind": row.kind, "challenger": challenger.name if challenger else None}
     if row.kind == TournamentKind.SPRT:

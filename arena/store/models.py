@@ -205,6 +205,7 @@ class Tournament(Base):
     #: per match): arena/tournaments/lifecycle.py.
     deal_mode: Mapped[str] = mapped_column(String(16), default="duplicate", server_default="duplicate")
     #: round-robin | gauntlet (every table holds params["challenger"]) | sprt (arena/tournaments/sprt.py)
+    #: | ladder (open-ended: arena/ladder adds tables as results come in)
     kind: Mapped[str] = mapped_column(
         String(16), default=TournamentKind.ROUND_ROBIN, server_default=TournamentKind.ROUND_ROBIN.value
     )
@@ -275,6 +276,9 @@ class Match(Base):
     #: When the deal's EndDeal notice was claimed (set on every match of the deal at once,
     #: by the one worker that found the deal complete): arena/play/deal_end.py.
     deal_revealed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: Why the ladder scheduled it ("placement", "uncertain pair #4 and #5": arena/ladder);
+    #: None for a tournament's matches, which are all of its tables.
+    reason: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
     tournament: Mapped[Tournament] = relationship(back_populates="matches")
     seats: Mapped[list[MatchSeat]] = relationship(back_populates="match", order_by="MatchSeat.seat")
@@ -436,3 +440,16 @@ class InviteRedemption(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"), primary_key=True, autoincrement=False)
     invite_id: Mapped[int] = mapped_column(ForeignKey("invites.id"))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class SchedulerLease(Base):
+    """Who schedules a ladder now (arena/ladder/lease.py): one row per ladder, held by one
+    ``tonk ladder run`` process (or RQ scheduler job) until ``expires_at``; the holder renews
+    it at every tick, and another takes it over only once it has expired, so two schedulers
+    on two machines never add tables at once and a killed one is replaced."""
+
+    __tablename__ = "scheduler_leases"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())

@@ -37,11 +37,13 @@ BOT_STATUSES: tuple[str, ...] = tuple(s.value for s in BotStatus)
 
 class TournamentKind(StrEnum):
     """What a tournament is (``tournaments.kind``): every table of the entrants, every table
-    holding one challenger, or a sequential test of two bots (arena/tournaments/sprt.py)."""
+    holding one challenger, a sequential test of two bots (arena/tournaments/sprt.py), or a
+    ladder: open-ended, its tables chosen as results come in (arena/ladder)."""
 
     ROUND_ROBIN = "round-robin"
     GAUNTLET = "gauntlet"
     SPRT = "sprt"
+    LADDER = "ladder"
 
 
 TOURNAMENT_KINDS: tuple[str, ...] = tuple(k.value for k in TournamentKind)

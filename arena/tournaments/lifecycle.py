@@ -151,6 +151,10 @@ def create_tournament(
     if kind not in TournamentKind.__members__.values():
         raise InvalidTournamentError(f"kind {kind!r:.80} is not round-robin, gauntlet or sprt")
     kind = TournamentKind(kind)
+    if kind == TournamentKind.LADDER:
+        raise InvalidTournamentError(
+            "a ladder has no fixed tables: create it with tonk ladder create or POST /api/v1/ladders"
+        )
     params: dict[str, Any] | None = None
     if kind == TournamentKind.GAUNTLET:
         if len(ids) < 2:
@@ -228,6 +232,8 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     if remaining:
         return False
     kind = session.execute(select(Tournament.kind).where(Tournament.id == tournament_id)).scalar_one()
+    if kind == TournamentKind.LADDER:  # open-ended: its scheduler adds tables as long as it runs
+        return False
     if kind == TournamentKind.SPRT:
         tournament = locked_tournament(session, tournament_id)
         again = session.execute(  # under the lock: one caller decides or extends

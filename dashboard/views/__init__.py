@@ -14,6 +14,7 @@ def register_blueprints(app: Flask) -> None:
         api_uploads,
         bots,
         health,
+        ladders,
         leaderboard,
         matches,
         spectator,
@@ -22,6 +23,6 @@ def register_blueprints(app: Flask) -> None:
 
     app.url_map.converters["id"] = IdConverter
     app.url_map.converters["index"] = IndexConverter
-    for module in (health, leaderboard, tournaments, matches, bots, api, api_spectator, spectator):
+    for module in (health, leaderboard, tournaments, ladders, matches, bots, api, api_spectator, spectator):
         app.register_blueprint(module.bp)
     app.register_blueprint(api_uploads.bp)

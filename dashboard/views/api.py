@@ -68,6 +68,11 @@ def index() -> Response:
             "GET /api/v1/invites",
             "POST /api/v1/invites",
             "DELETE /api/v1/invites/<id>",
+            "GET /api/v1/ladders",
+            "GET /api/v1/ladders/<id>",
+            "GET /api/v1/ladders/<id>/live?html=",
+            "POST /api/v1/ladders",
+            "POST /api/v1/ladders/<id>/pause|resume",
         ],
         # Where bots that connect out (`tonk serve --connect`) find the gateway.
         "link": {"address": _link_address(), "protocol": "tonk.v1.BotLinkService"},

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, render_template, request
+from flask import Blueprint, redirect, render_template, request, url_for
+from sqlalchemy import select
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 from arena.queries.live import running_matches, timing
 from arena.queries.tournaments import STATUSES, tournament_detail, tournament_list
+from arena.store.models import Tournament
+from arena.store.statuses import TournamentKind
 from dashboard.db import session
 from dashboard.params import choice_arg, paging
 from dashboard.views.common import db_url
@@ -21,8 +25,10 @@ def index() -> str:
 
 
 @bp.get("/<id:tournament_id>")
-def detail(tournament_id: int) -> str:
+def detail(tournament_id: int) -> str | WerkzeugResponse:
     db = session()
+    if db.scalar(select(Tournament.kind).where(Tournament.id == tournament_id)) == TournamentKind.LADDER:
+        return redirect(url_for("ladders.detail", ladder_id=tournament_id))  # a ladder has its own page
     t = tournament_detail(db, db_url(), tournament_id)
     t.update(timing=timing(db, tournament_id, t["progress"]), running=running_matches(db, tournament_id))
     return render_template("tournament.html", t=t)

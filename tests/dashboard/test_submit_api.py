@@ -365,5 +365,8 @@ def test_operator_creates_a_sequential_test_and_its_page_shows_the_llr(
     assert status == 201 and body["tournament"]["matches"]["total"] == 2, body
     detail = client.get(f"/api/v1/tournaments/{body['tournament']['id']}").get_json()["tournament"]
     assert (detail["kind"], detail["challenger"]) == ("gauntlet", "lowball")
+    status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, {**gauntlet, "kind": "swiss"})
+    assert status == 400 and "kind 'swiss' is not round-robin, gauntlet or sprt" in body["error"]["message"]
+    # A ladder is a kind of its own, made by POST /api/v1/ladders (it has no fixed tables).
     status, body = call(client, "POST", "/api/v1/tournaments", OPERATOR_TOKEN, {**gauntlet, "kind": "ladder"})
-    assert status == 400 and "kind 'ladder' is not round-robin, gauntlet or sprt" in body["error"]["message"]
+    assert status == 400 and "tonk ladder create" in body["error"]["message"]

@@ -534,6 +534,7 @@ def every_page(seeded: Seeded) -> dict[str, str]:
         "tournaments": "/tournaments/",
         "tournament": f"/tournaments/{seeded.tournaments['spring']}",
         "tournament-running": f"/tournaments/{seeded.tournaments['summer']}",
+        "ladders": "/ladders/",
         "matches": "/matches/",
         "match": f"/matches/{seeded.fault_match}",
         "match-running": f"/matches/{seeded.running_match}",
@@ -657,3 +658,66 @@ def test_the_replay_is_usable_on_a_phone(browser: Any, base_url: str, seeded_sql
             assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
     finally:
         context.close()
+
+
+def test_the_ladder_page_follows_a_ladder_live_on_a_laptop_and_a_phone(browser: Any, tmp_path: Path) -> None:
+    """The ladder page: its board, its recent matches with why each was scheduled, updating as
+    the ladder goes on (no reload); it fits a laptop and a phone, targets a finger can hit."""
+    import threading
+
+    from helpers.dashboard_fixtures import OPERATOR_TOKEN
+    from helpers.ladder import ladder_arena, play_pending, run_tick
+
+    from dashboard.server import serve_in_thread
+
+    url = f"sqlite:///{tmp_path / 'ladder.sqlite'}"
+    ladder = ladder_arena(url, bots=4, rounds=2, target=4)
+    server, thread = serve_in_thread(
+        "127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
+        CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False, PROGRESS_POLL_MS=250,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{server.server_port}"
+    player: threading.Thread | None = None
+    try:
+        for width, height in ((1360, 900), (390, 844)):
+            context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+            try:
+                page = context.new_page()
+                errors: list[str] = []
+                page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
+                page.goto(f"{base}/ladders/{ladder}")
+                assert page.locator("table.ladder-board tbody tr").count() == 4
+                reasons = page.locator("table.ladder-recent td.reason").all_inner_texts()
+                assert reasons and "placement" in reasons
+                if width <= 390:
+                    check_phone_page(page, "/ladders/")
+                else:
+                    assert page.evaluate("document.documentElement.scrollWidth") <= width
+                page.screenshot(path=str(SCREENSHOTS / f"ladder-{width}.png"))
+                page.evaluate("window.tonkMarker = 7")  # gone if the page were reloaded
+                first = page.locator("#counts").inner_text()
+
+                def more() -> None:
+                    for _ in range(3):
+                        run_tick(url, ladder)
+                        play_pending(url, ladder)
+
+                player = threading.Thread(target=more, daemon=True)
+                player.start()
+                player.join(120)
+                page.wait_for_function(
+                    "t => document.getElementById('counts').innerText !== t", arg=first, timeout=10_000
+                )
+                assert page.locator("#ladder-live .live-dot").is_visible()
+                assert page.evaluate("window.tonkMarker") == 7 and not errors
+                # A bot's count opens its ladder matches, each with its reason.
+                page.locator("table.ladder-board tbody tr:first-child td.num a").click()
+                page.wait_for_selector("span.reason")
+                assert f"tournament={ladder}" in page.url
+            finally:
+                context.close()
+    finally:
+        if player is not None:
+            player.join(timeout=60)
+        server.shutdown()
+        thread.join(timeout=10)

@@ -1,0 +1,201 @@
+"""What a ladder looks like from outside: ``tonk ladder status``, the API and the ladder page.
+
+The board is the arena's board (arena.ratings.leaderboard.current_leaderboard: the anchored
+fit with intervals, brought up to date incrementally as matches finish), narrowed to the
+bots of this ladder; each row adds the bot's ladder matches and whether it plays now. The
+recent matches carry the reason they were scheduled. Nothing secret is shown: no seed, and
+no score (a match's page shows it once its deal is done).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Final
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from arena.ladder.lease import current_holder, lease_name
+from arena.ladder.scheduler import active_pool
+from arena.ladder.setup import get_ladder_row, ladder_settings
+from arena.ratings.leaderboard import current_leaderboard
+from arena.ratings.terms import rating_text
+from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament
+from arena.store.statuses import MatchStatus, TournamentKind
+
+#: Matches listed as recent.
+RECENT: Final = 30
+
+
+def list_ladders(session: Session) -> list[dict[str, Any]]:
+    rows = session.execute(
+        select(
+            Tournament.id, Tournament.name, Tournament.status, Tournament.table_sizes, Tournament.created_at
+        )
+        .where(Tournament.kind == TournamentKind.LADDER)
+        .order_by(Tournament.id.desc())
+    ).all()
+    counts = _counts(session, [r.id for r in rows])
+    return [
+        {
+            "id": r.id,
+            "name": r.name,
+            "status": r.status,
+            "table_size": int(r.table_sizes[0]),
+            "matches": counts.get(r.id, _zero()),
+            "created_at": r.created_at.isoformat(timespec="seconds"),
+        }
+        for r in rows
+    ]
+
+
+def ladder_detail(session: Session, ladder_id: int, *, recent: int = RECENT) -> dict[str, Any]:
+    row = get_ladder_row(session, ladder_id)
+    settings = ladder_settings(row)
+    playing = {b.bot_id for b in active_pool(session, settings)}
+    per_bot: dict[int, Counter[str]] = {}
+    for bot, status, count in session.execute(
+        select(MatchSeat.bot_id, Match.status, func.count())
+        .join(Match, Match.id == MatchSeat.match_id)
+        .where(Match.tournament_id == ladder_id)
+        .group_by(MatchSeat.bot_id, Match.status)
+    ):
+        per_bot.setdefault(bot, Counter())[status] += count
+    bots = {
+        b.id: b
+        for b in session.execute(
+            select(Bot.id, Bot.name, Bot.status, Owner.name.label("owner"))
+            .join(Owner, Owner.id == Bot.owner_id)
+            .where(Bot.id.in_(list(playing | set(per_bot))))
+        )
+    }
+    board = []
+    rated = set()
+    for r in current_leaderboard(session).rows:
+        if r.bot_id not in bots:
+            continue
+        rated.add(r.bot_id)
+        board.append(
+            _board_row(bots[r.bot_id], per_bot, playing)
+            | {
+                "rank": r.rank,
+                "elo": round(r.elo, 1),
+                "low": None if r.low is None else round(r.low, 1),
+                "high": None if r.high is None else round(r.high, 1),
+                "provisional": r.provisional,
+                "rating_text": rating_text(r.elo, r.low, r.high),
+            }
+        )
+    for bot_id in sorted(set(bots) - rated, key=lambda b: bots[b].name):
+        board.append(
+            _board_row(bots[bot_id], per_bot, playing)
+            | {
+                "rank": None,
+                "elo": None,
+                "low": None,
+                "high": None,
+                "provisional": True,
+                "rating_text": "unrated",
+            }
+        )
+    matches = _counts(session, [ladder_id]).get(ladder_id, _zero())
+    tables = session.execute(
+        select(func.count(func.distinct(Match.table_index))).where(Match.tournament_id == ladder_id)
+    ).scalar_one()
+    reasons = Counter(
+        dict(
+            session.execute(
+                select(Match.reason, func.count(func.distinct(Match.table_index)))
+                .where(Match.tournament_id == ladder_id)
+                .group_by(Match.reason)
+            ).all()
+        )
+    )
+    return {
+        "id": row.id,
+        "name": row.name,
+        "kind": row.kind,
+        "status": row.status,
+        "table_size": settings.table_size,
+        "hands_per_match": settings.hands_per_match,
+        "versions_per_owner": settings.versions_per_owner,
+        "target": settings.target,
+        "backlog": settings.backlog,
+        "pool": None if settings.pool is None else sorted(_names(session, settings.pool)),
+        "matchmaking": {
+            k: getattr(settings.matchmaking, k) for k in settings.matchmaking.__dataclass_fields__
+        },
+        "scheduler": "running" if current_holder(session, lease_name(ladder_id)) else "stopped",
+        "matches": matches,
+        "tables": int(tables),
+        "reasons": [{"reason": k or "", "tables": v} for k, v in reasons.most_common()],
+        "board": board,
+        "recent": recent_matches(session, ladder_id, recent),
+        "created_at": row.created_at.isoformat(timespec="seconds"),
+    }
+
+
+def recent_matches(session: Session, ladder_id: int, limit: int = RECENT) -> list[dict[str, Any]]:
+    """The ladder's latest matches, newest first, with their seats and reason (no scores)."""
+    rows = session.execute(
+        select(Match.id, Match.table_index, Match.rotation, Match.status, Match.reason, Match.finished_at)
+        .where(Match.tournament_id == ladder_id)
+        .order_by(Match.id.desc())
+        .limit(limit)
+    ).all()
+    seats: dict[int, list[str]] = {r.id: [] for r in rows}
+    for match_id, name in session.execute(
+        select(MatchSeat.match_id, Bot.name)
+        .join(Bot, Bot.id == MatchSeat.bot_id)
+        .where(MatchSeat.match_id.in_(list(seats)))
+        .order_by(MatchSeat.match_id, MatchSeat.seat)
+    ):
+        seats[match_id].append(name)
+    return [
+        {
+            "id": r.id,
+            "table": r.table_index,
+            "rotation": r.rotation,
+            "status": r.status,
+            "reason": r.reason,
+            "seats": seats[r.id],
+            "finished_at": None if r.finished_at is None else r.finished_at.isoformat(timespec="seconds"),
+        }
+        for r in rows
+    ]
+
+
+def _board_row(bot: Any, per_bot: dict[int, Counter[str]], playing: set[int]) -> dict[str, Any]:
+    counts = per_bot.get(bot.id, Counter())
+    return {
+        "bot": bot.name,
+        "owner": bot.owner,
+        "status": bot.status,
+        "playing": bot.id in playing,
+        "ladder_matches": sum(counts.values()),
+        "ladder_done": counts.get(MatchStatus.DONE, 0),
+        "ladder_waiting": counts.get(MatchStatus.PENDING, 0) + counts.get(MatchStatus.RUNNING, 0),
+    }
+
+
+def _zero() -> dict[str, int]:
+    return {"total": 0, **{s.value: 0 for s in MatchStatus}}
+
+
+def _counts(session: Session, ids: list[int]) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = {}
+    if not ids:
+        return out
+    for tid, status, count in session.execute(
+        select(Match.tournament_id, Match.status, func.count())
+        .where(Match.tournament_id.in_(ids))
+        .group_by(Match.tournament_id, Match.status)
+    ):
+        entry = out.setdefault(tid, _zero())
+        entry[status] = entry.get(status, 0) + count
+        entry["total"] += count
+    return out
+
+
+def _names(session: Session, ids: tuple[int, ...]) -> list[str]:
+    return list(session.scalars(select(Bot.name).where(Bot.id.in_(list(ids)))))

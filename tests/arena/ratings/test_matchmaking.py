@@ -1,0 +1,177 @@
+"""The ladder's matchmaker (arena.ratings.matchmaking): the table rules as properties over
+arbitrary pools, and the share guarantees over long simulated runs."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.ratings.matchmaking import (
+    Candidate,
+    MatchmakingError,
+    MatchmakingSettings,
+    choose_table,
+    choose_tables,
+)
+
+ELO = st.floats(min_value=800, max_value=2200, allow_nan=False)
+SD = st.one_of(st.just(math.inf), st.floats(min_value=0, max_value=500, allow_nan=False))
+
+
+@st.composite
+def pools(draw: st.DrawFn, max_size: int = 30) -> list[Candidate]:
+    size = draw(st.integers(min_value=0, max_value=max_size))
+    owners = draw(st.integers(min_value=1, max_value=max(size, 1)))
+    ids = draw(st.lists(st.integers(min_value=1, max_value=10**6), min_size=size, max_size=size, unique=True))
+    return [
+        Candidate(
+            bot_id=bot,
+            owner_id=draw(st.integers(min_value=1, max_value=owners)),
+            elo=draw(ELO),
+            sd=draw(SD),
+            matches=draw(st.integers(min_value=0, max_value=200)),
+            free=draw(st.integers(min_value=0, max_value=2)),
+        )
+        for bot in ids
+    ]
+
+
+SETTINGS = st.builds(
+    MatchmakingSettings,
+    placement_sd=st.floats(min_value=1, max_value=300),
+    top_n=st.integers(min_value=1, max_value=12),
+    top_weight=st.floats(min_value=0, max_value=1),
+    allow_same_owner=st.booleans(),
+    neighbours=st.integers(min_value=1, max_value=6),
+    explore=st.integers(min_value=0, max_value=3),
+)
+
+
+def valid_table_exists(pool: list[Candidate], seats: int, same_owner: bool) -> bool:
+    free = [c for c in pool if c.free > 0]
+    return len(free) >= seats and (same_owner or len({c.owner_id for c in free}) >= seats)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pool=pools(), seats=st.integers(min_value=2, max_value=6), seed=st.integers(0, 2**32), opts=SETTINGS)
+def test_a_pick_is_a_valid_table_or_none_when_there_is_none(
+    pool: list[Candidate], seats: int, seed: int, opts: MatchmakingSettings
+) -> None:
+    pick = choose_table(pool, seats, random.Random(seed), opts)
+    if not valid_table_exists(pool, seats, opts.allow_same_owner):
+        assert pick is None
+        return
+    assert pick is not None
+    by_id = {c.bot_id: c for c in pool}
+    assert len(pick.bot_ids) == seats
+    assert len(set(pick.bot_ids)) == seats, "a bot seated twice"
+    assert all(by_id[b].free > 0 for b in pick.bot_ids), "a bot without a free slot"
+    if not opts.allow_same_owner:
+        assert len({by_id[b].owner_id for b in pick.bot_ids}) == seats, "two bots of one owner"
+    assert pick.reason and len(pick.reason) <= 80
+
+
+@settings(max_examples=100, deadline=None)
+@given(pool=pools(), seats=st.integers(min_value=2, max_value=4), seed=st.integers(0, 2**32))
+def test_the_same_seed_gives_the_same_pick(pool: list[Candidate], seats: int, seed: int) -> None:
+    assert choose_table(pool, seats, random.Random(seed)) == choose_table(pool, seats, random.Random(seed))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pool=pools(),
+    seats=st.integers(min_value=2, max_value=4),
+    count=st.integers(min_value=0, max_value=12),
+    seed=st.integers(0, 2**32),
+    opts=SETTINGS,
+)
+def test_a_batch_of_tables_shares_out_each_bots_free_slots(
+    pool: list[Candidate], seats: int, count: int, seed: int, opts: MatchmakingSettings
+) -> None:
+    picks = choose_tables(pool, seats, random.Random(seed), count, opts)
+    assert len(picks) <= count
+    by_id = {c.bot_id: c for c in pool}
+    used = Counter(b for p in picks for b in p.bot_ids)
+    assert all(used[b] <= by_id[b].free for b in used), "a bot at more tables than it has slots"
+    for p in picks:
+        assert len(set(p.bot_ids)) == seats
+        if not opts.allow_same_owner:
+            assert len({by_id[b].owner_id for b in p.bot_ids}) == seats
+    if len(picks) < count:  # stopped early: no valid table is left in the slots that remain
+        left = [replace(c, free=c.free - used[c.bot_id]) for c in pool]
+        assert not valid_table_exists(left, seats, opts.allow_same_owner)
+
+
+def board(size: int, seed: int = 1, matches: int = 40) -> list[Candidate]:
+    rng = random.Random(seed)
+    return [Candidate(i, i, 1500 + rng.gauss(0, 200), 40.0, matches) for i in range(size)]
+
+
+def test_a_starving_bot_is_the_focal_one() -> None:
+    pool = board(200)
+    pool[57] = Candidate(57, 57, 1400.0, 20.0, matches=3)  # far below half the mean of ~40
+    pick = choose_table(pool, 2, random.Random(0))
+    assert pick is not None and pick.bot_ids[0] == 57 and pick.reason == "minimum share"
+
+
+def test_a_newcomer_gets_placement_matches() -> None:
+    pool = board(200)
+    pool.append(Candidate(999, 999, 1500.0, math.inf, matches=0))
+    pick = choose_table(pool, 4, random.Random(0))
+    assert pick is not None and pick.bot_ids[0] == 999 and pick.reason == "placement"
+
+
+def test_an_unresolved_top_gets_its_uncertain_pair() -> None:
+    pool = board(100)
+    top = sorted(pool, key=lambda c: -c.elo)
+    pool = [Candidate(c.bot_id, c.owner_id, c.elo, 40.0 if c in top[8:12] else 2.0, 40) for c in pool]
+    pick = choose_table(pool, 2, random.Random(0), MatchmakingSettings(top_weight=1.0))
+    assert pick is not None and pick.reason.startswith("top 10: uncertain pair #")
+    assert set(pick.bot_ids) <= {c.bot_id for c in top[8:12]}
+
+
+def simulate(seats: int, tables: int, opts: MatchmakingSettings) -> list[int]:
+    """Play ``tables`` picks on a board that never learns (every sd stays 30): the top line
+    stays unresolved, so a top-hungry setting keeps wanting the same few bots."""
+    rng = random.Random(5)
+    pool = [Candidate(i, i, 1500 + rng.gauss(0, 200), 30.0, 0) for i in range(60)]
+    for _ in range(tables):
+        pick = choose_table(pool, seats, rng, opts)
+        assert pick is not None
+        for b in pick.bot_ids:
+            c = pool[b]
+            pool[b] = Candidate(b, b, c.elo, c.sd, c.matches + 1)
+    return [c.matches for c in pool]
+
+
+TOP_HUNGRY = MatchmakingSettings(top_weight=1.0, top_z=10.0)
+
+
+@pytest.mark.parametrize("seats", [2, 4])
+def test_over_a_long_run_no_bot_exceeds_the_maximum_share_nor_falls_below_the_minimum(seats: int) -> None:
+    counts = simulate(seats, 3000, TOP_HUNGRY)
+    mean = sum(counts) / len(counts)
+    assert max(counts) <= TOP_HUNGRY.max_share * mean
+    assert min(counts) >= TOP_HUNGRY.min_share * mean - 1
+    # The same run without the cap: the top takes far more, so the bound above is binding.
+    uncapped = simulate(seats, 3000, MatchmakingSettings(top_weight=1.0, top_z=10.0, max_share=1000.0))
+    assert max(uncapped) > 7 * mean
+
+
+def test_bad_input_is_refused_with_the_value_quoted() -> None:
+    with pytest.raises(MatchmakingError, match="nan"):
+        Candidate(1, 1, math.nan, 10.0, 0)
+    with pytest.raises(MatchmakingError, match=r"-1\.0"):
+        Candidate(1, 1, 1500.0, -1.0, 0)
+    with pytest.raises(MatchmakingError, match="'3'"):
+        choose_table(board(5), "3", random.Random(0))  # type: ignore[arg-type]
+    with pytest.raises(MatchmakingError, match="bot 2 is in the pool twice"):
+        choose_table([*board(5), board(5)[2]], 2, random.Random(0))
+    with pytest.raises(MatchmakingError, match=r"max_share=0\.5"):
+        MatchmakingSettings(max_share=0.5)

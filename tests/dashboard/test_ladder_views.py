@@ -1,0 +1,99 @@
+"""The ladder on the dashboard: its API (public reading; an operator's token to create, pause
+and resume, bad input refused with the value quoted and nothing created), its pages, and the
+reason each match was scheduled on the match, match list and bot pages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask
+from helpers.dashboard_fixtures import OPERATOR_TOKEN
+from helpers.ladder import ladder_arena, play_pending, run_tick
+from sqlalchemy import func, select
+
+from arena.store.db import session_scope
+from arena.store.models import Match, Tournament
+
+AUTH = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+
+
+def ladders(url: str) -> int:
+    with session_scope(url) as session:
+        return int(session.scalar(select(func.count(Tournament.id))) or 0)
+
+
+def test_the_ladder_api_and_pages(writable_url: str, app_factory: Callable[..., Flask]) -> None:
+    url = writable_url
+    ladder = ladder_arena(url, bots=3, rounds=3)
+    client = app_factory(url).test_client()
+
+    listed = client.get("/api/v1/ladders").get_json()["ladders"]
+    assert [row["id"] for row in listed] == [ladder]
+    detail: dict[str, Any] = client.get(f"/api/v1/ladders/{ladder}").get_json()["ladder"]
+    assert {b["bot"] for b in detail["board"]} == {"b0", "b1", "b2"}
+    assert all(b["ladder_matches"] > 0 and b["playing"] for b in detail["board"])
+    assert detail["recent"] and all(m["reason"] for m in detail["recent"])
+    assert "placement" in {r["reason"] for r in detail["reasons"]}
+    assert detail["scheduler"] == "running"  # the test's ticks hold the lease for a while
+
+    live = client.get(f"/api/v1/ladders/{ladder}/live?html=1").get_json()["live"]
+    assert set(live["html"]) == {"counts", "board", "recent"} and "b0" in live["html"]["board"]
+
+    page = client.get(f"/ladders/{ladder}").get_data(as_text=True)
+    assert "ladder-live" in page and "placement" in page and "js/ladder.js" in page
+    assert "Ladders" in client.get("/ladders/").get_data(as_text=True)
+    assert client.get(f"/tournaments/{ladder}").status_code == 302  # a ladder has its own page
+    assert client.get(f"/api/v1/tournaments/{ladder}").get_json()["tournament"]["kind"] == "ladder"
+
+    # The reason on the match page, the match list and the bot page.
+    with session_scope(url) as session:
+        first = session.execute(
+            select(Match.id, Match.reason).where(Match.tournament_id == ladder).order_by(Match.id)
+        ).first()
+    assert first is not None and first.reason == "placement"
+    assert "Scheduled by the ladder: <b>placement</b>" in client.get(f"/matches/{first.id}").get_data(
+        as_text=True
+    )
+    assert client.get(f"/api/v1/matches/{first.id}").get_json()["match"]["reason"] == "placement"
+    listed_matches = client.get(f"/api/v1/matches?tournament={ladder}").get_json()["matches"]
+    assert all(m["reason"] for m in listed_matches)
+    assert 'class="small reason"' in client.get(f"/matches/?tournament={ladder}").get_data(as_text=True)
+    assert 'class="small reason"' in client.get("/bots/b0").get_data(as_text=True)
+
+    # Pause and resume take an operator's token.
+    assert client.post(f"/api/v1/ladders/{ladder}/pause").status_code == 401
+    paused = client.post(f"/api/v1/ladders/{ladder}/pause", headers=AUTH).get_json()["ladder"]
+    assert paused["status"] == "paused"
+    assert run_tick(url, ladder)[1] == []
+    resumed = client.post(f"/api/v1/ladders/{ladder}/resume", headers=AUTH).get_json()["ladder"]
+    assert resumed["status"] == "running"
+    play_pending(url, ladder)
+    assert run_tick(url, ladder)[1]
+
+
+def test_creating_a_ladder_over_the_api(writable_url: str, app_factory: Callable[..., Flask]) -> None:
+    url = writable_url
+    ladder_arena(url, bots=2, rounds=0)
+    client = app_factory(url).test_client()
+    body = {"name": "public", "table_size": 2, "hands_per_match": 3, "bots": ["b0", "b1"],
+            "matchmaking": {"placement_sd": 80.0}}  # fmt: skip
+    before = ladders(url)
+    assert client.post("/api/v1/ladders", json=body).status_code == 401
+    for bad, quoted in (
+        ({**body, "table_size": 9}, "got 9"),
+        ({**body, "bots": ["b0", "nobody"]}, "'nobody'"),
+        ({**body, "matchmaking": {"placement_sd": "wide"}}, "'wide'"),
+        ({**body, "colour": "red"}, "'colour'"),
+        ({**body, "name": "bad\x00name"}, "bad"),
+    ):
+        answer = client.post("/api/v1/ladders", json=bad, headers=AUTH)
+        assert 400 <= answer.status_code < 500, bad
+        assert quoted in answer.get_json()["error"]["message"], (bad, answer.get_json())
+    assert ladders(url) == before  # nothing created
+    created = client.post("/api/v1/ladders", json=body, headers=AUTH)
+    assert created.status_code == 201
+    ladder = created.get_json()["ladder"]
+    assert ladder["pool"] == ["b0", "b1"] and ladder["matchmaking"]["placement_sd"] == 80.0
+    assert created.headers["Location"].endswith(f"/api/v1/ladders/{ladder['id']}")
+    assert run_tick(url, ladder["id"])[1]
