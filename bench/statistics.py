@@ -1,0 +1,115 @@
+"""Simulation bench for the arena's statistics (issue #26): does each one keep its promise?
+
+    .venv/bin/python bench/statistics.py [sprt] [--runs 1000] [--seed 1]
+
+``sprt`` plays simulated sequential tests (arena/tournaments/sprt.py, elo0 0, elo1 20, alpha =
+beta = 0.05, batches of 8 pairs; no cap that matters: at most 20,000 pairs, and the share
+of tests still undecided at the default cap of 2000 is printed) on pair distributions shaped like Tonk
+(most pairs split at ½, few decisive) and on pairs of two independent matches, with the true
+pair score exactly at elo1 (power: how often H1 is accepted; target >= 0.93) and at elo0
+(false positives: how often H1 is accepted; target <= alpha + 0.01), and the mean and 95th
+percentile of pairs to a decision. The same runs are decided by the old rule (the logistic
+approximation against Wald's bounds) as the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from arena.tournaments.sprt import OUTCOMES, bounds, expected_score, llr_logistic, look
+
+ELO0, ELO1, ALPHA, BETA, BATCH, MAX_PAIRS = 0.0, 20.0, 0.05, 0.05, 8, 20_000
+
+
+def tilted(base: list[float], s: float) -> np.ndarray:
+    """``base`` tilted exponentially (p_i * exp(t x_i)) to have mean pair score ``s``."""
+    x, p = np.array(OUTCOMES), np.array(base)
+    lo, hi = -50.0, 50.0
+    for _ in range(200):
+        t = (lo + hi) / 2
+        q = p * np.exp(t * x)
+        lo, hi = (t, hi) if (q @ x) / q.sum() < s else (lo, t)
+    q = p * np.exp(lo * x)
+    return q / q.sum()
+
+
+def independent(s: float, draws: float = 0.1) -> np.ndarray:
+    """A pair of two independent matches, each won, drawn or lost, scoring ``s`` on average."""
+    w, d, loss = s - draws / 2, draws, 1 - s - draws / 2
+    game = np.array([loss, d, w])
+    return np.convolve(game, game)  # 0, ¼, ½, ¾, 1
+
+
+#: Pair shapes at 0 Elo: share of pairs scoring 0, ¼, ½, ¾, 1 (Tonk: 65-82% split at ½).
+SHAPES = {
+    "tonk 65% even": [0.03, 0.145, 0.65, 0.145, 0.03],
+    "tonk 82% even": [0.01, 0.08, 0.82, 0.08, 0.01],
+}
+
+
+def shapes(elo: float) -> dict[str, np.ndarray]:
+    s = expected_score(elo)
+    out = {name: tilted(base, s) for name, base in SHAPES.items()}
+    out["independent halves"] = independent(s)
+    return out
+
+
+def one_test(rng: np.random.Generator, p: np.ndarray) -> tuple[tuple[str, int], tuple[str, int]]:
+    """One simulated test, decided by the arena's rule and by the old one on the same pairs:
+    (verdict, pairs) for each."""
+    counts = [0] * 5
+    new: tuple[str, int] | None = None
+    old: tuple[str, int] | None = None
+    lower0, upper0 = bounds(ALPHA, BETA)
+    while new is None or old is None:
+        counts = [c + int(k) for c, k in zip(counts, rng.multinomial(BATCH, p), strict=True)]
+        n = sum(counts)
+        if new is None:
+            value, lower, upper = look(counts, ELO0, ELO1, ALPHA, BETA, BATCH)
+            if value >= upper or value <= lower or n >= MAX_PAIRS:
+                new = ("H1" if value >= upper else "H0" if value <= lower else "-", n)
+        if old is None:
+            value = llr_logistic(counts, ELO0, ELO1)
+            if value >= upper0 or value <= lower0 or n >= MAX_PAIRS:
+                old = ("H1" if value >= upper0 else "H0" if value <= lower0 else "-", n)
+    return new, old
+
+
+def sprt(runs: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    print(f"SPRT elo0 {ELO0:g}, elo1 {ELO1:g}, alpha {ALPHA}, beta {BETA}, batch {BATCH}, {runs} runs each")
+    print(f"{'pairs':<20} {'true':>5}  {'rule':<22} {'P(H1)':>6} {'target':>9} {'mean n':>7} {'p95 n':>6}")
+    for elo in (ELO1, ELO0):
+        for name, p in shapes(elo).items():
+            results = [one_test(rng, p) for _ in range(runs)]
+            for label, which in (("exact GSPRT+overshoot", 0), ("logistic, Wald (old)", 1)):
+                verdicts = [r[which][0] for r in results]
+                n = np.array([r[which][1] for r in results])
+                h1 = verdicts.count("H1") / runs
+                target = f">= {1 - BETA - 0.02:.2f}" if elo == ELO1 else f"<= {ALPHA + 0.01:.2f}"
+                se = math.sqrt(h1 * (1 - h1) / runs)
+                print(f"{name:<20} {elo:>5g}  {label:<22} {h1:>6.3f} {target:>9} {n.mean():>7.0f} "
+                      f"{np.percentile(n, 95):>6.0f} {np.mean(n > 2000):>6.3f}  (±{1.96 * se:.3f})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("what", nargs="*", default=["sprt"], choices=["sprt"])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    if "sprt" in args.what:
+        sprt(args.runs, args.seed)
+
+
+if __name__ == "__main__":
+    main()
