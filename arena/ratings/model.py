@@ -28,7 +28,9 @@ Everyone else
     ``elo`` is that bound, for sorting. A bot with no pairs against the pool is not rated.
 
 Intervals
-    A cluster-robust sandwich (clustered by match) over the stacked estimating equations: the
+    A cluster-robust sandwich (clustered by deal: the matches dealt the same cards, which in
+    duplicate play are one independent unit; a match given no deal is its own) over the stacked
+    estimating equations: the
     pool's and each outsider's, so an outsider's interval includes the pool's own uncertainty.
     The pool's intervals are those of ``R_i - mean(pool)``. LOS is the probability that a bot
     is stronger than the next one down the table (normal approximation, covariances
@@ -109,11 +111,14 @@ class ConvergenceError(RuntimeError):
 
 @dataclass(frozen=True)
 class RatedMatch:
-    """One rated match: the bots in seat order and their final match scores (chips)."""
+    """One rated match: the bots in seat order and their final match scores (chips), and the
+    deal it was dealt from (any key; matches with equal keys are one cluster of the interval;
+    None: a deal of its own)."""
 
     match_id: str | int
     bots: tuple[str, ...]
     scores: tuple[float, ...]
+    deal: str | int | tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         # Validated here, once, so ``fit`` can trust every RatedMatch it is given.
@@ -151,6 +156,8 @@ class RatedMatch:
                 raise RatedMatchError(
                     f"{where} has score {score!r} in {scores!r}; scores are finite numbers"
                 )
+        if not (self.deal is None or isinstance(self.deal, str | int | tuple)) or isinstance(self.deal, bool):
+            raise RatedMatchError(f"{where} has deal {self.deal!r}; a deal is a string, int or tuple")
 
 
 def _is_finite_real(value: object) -> bool:
@@ -395,20 +402,25 @@ class RatingModel:
 
     def add(self, results: Iterable[RatedMatch]) -> None:
         """Add matches; raises RatedMatchError or DuplicateMatchError (adding none of them)."""
-        by_size: dict[int, tuple[list[str], list[float]]] = {}
+        by_size: dict[int, tuple[list[str], list[float], list[object]]] = {}
         ids: list[str | int] = []
         for result in results:
             if not isinstance(result, RatedMatch):
                 raise RatedMatchError(f"expected a RatedMatch, got {result!r}")
             ids.append(result.match_id)
-            bots, scores = by_size.setdefault(len(result.bots), ([], []))
+            bots, scores, deals = by_size.setdefault(len(result.bots), ([], [], []))
             bots.extend(result.bots)
             scores.extend(float(s) for s in result.scores)
+            deals.append(result.deal)
         self._check_ids(ids)
         for n in sorted(by_size):
-            bots, scores = by_size[n]
+            bots, scores, deals = by_size[n]
             idx = self.data.code_of(bots).reshape(-1, n)
-            self.data.add(n, idx, np.asarray(scores, dtype=np.float64).reshape(-1, n))
+            named = [d for d in deals if d is not None]
+            codes = np.full(len(deals), -1, dtype=np.int64)
+            if named:
+                codes[[i for i, d in enumerate(deals) if d is not None]] = self.data.deal_of(named)
+            self.data.add(n, idx, np.asarray(scores, dtype=np.float64).reshape(-1, n), codes)
 
     def add_table(self, bots: Sequence[str], seats: npt.ArrayLike, scores: npt.ArrayLike) -> None:
         """Add matches given as arrays (no match ids, so no duplicate check): ``seats[m, s]``
@@ -512,7 +524,8 @@ class RatingModel:
         pool, x, finite = last.pool, last.x, last.finite
         # Only the variances and the neighbours' covariances are needed: (B M) row by B row,
         # one bots x bots product instead of the full B M B^T.
-        scale = data.total / (data.total - 1) if data.total > 1 else 1.0  # small-sample correction
+        units = data.deals  # the clusters: named deals plus matches given none
+        scale = units / (units - 1) if units > 1 else 1.0  # small-sample correction
         bm = last.bread @ (last.meat * (scale / ELO_SCALE**2))
 
         def cov(a: int, b: int) -> float:

@@ -17,7 +17,7 @@ distribution closest to the observed one with mean ``s`` is ``p_i / (1 + lam (x_
 ``lam`` the root of ``sum p_i (x_i - s) / (1 + lam (x_i - s)) = 0`` (monotone, so bisection).
 The logistic ("alt2") approximation ``N (s1 - s0)(2 mean - s0 - s1) / (2 var)`` is kept for
 display only: it divides by the pairs' variance, which is nearly zero when most pairs split
-at ½ (as in Tonk), and then accepted H0 after one batch (bench/statistics.py sprt).
+at ½ (as in Tonk), and then accepted H0 after one batch (bench/stat_checks.py sprt).
 
 The test is looked at once per batch, so the LLR overshoots its bound by part of a batch's
 step; Wald's bounds ignore that and lose power for nothing. As Siegmund (Sequential Analysis,

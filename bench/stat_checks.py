@@ -1,6 +1,6 @@
 """Simulation bench for the arena's statistics (issue #26): does each one keep its promise?
 
-    .venv/bin/python bench/statistics.py [sprt] [--runs 1000] [--seed 1]
+    .venv/bin/python bench/stat_checks.py [sprt] [intervals] [--runs 1000] [--seed 1]
 
 ``sprt`` plays simulated sequential tests (arena/tournaments/sprt.py, elo0 0, elo1 20, alpha =
 beta = 0.05, batches of 8 pairs; no cap that matters: at most 20,000 pairs, and the share
@@ -10,11 +10,20 @@ pair score exactly at elo1 (power: how often H1 is accepted; target >= 0.93) and
 (false positives: how often H1 is accepted; target <= alpha + 0.01), and the mean and 95th
 percentile of pairs to a decision. The same runs are decided by the old rule (the logistic
 approximation against Wald's bounds) as the baseline.
+
+``intervals`` simulates seasons of duplicate play (6 bots, every 3-seat table, each deal played
+in its 3 seat rotations) under three dependence structures: independent matches; shared card
+luck (each seat's cards worth a lot, rotated through the bots, so duplicate cancels it); and a
+bot x deal effect (a deal suits some bots, in every rotation). For the rating intervals
+clustered by deal (the arena's) and by match (the old rule) it prints the coverage of the 95%
+interval around the mean estimate over the runs (target >= 94%) and the ratio of the reported
+standard error to the estimates' empirical standard deviation (target 0.9-1.1).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 from pathlib import Path
@@ -23,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from arena.ratings.model import ELO_SCALE, RatedMatch, fit
 from arena.tournaments.sprt import OUTCOMES, bounds, expected_score, llr_logistic, look
 
 ELO0, ELO1, ALPHA, BETA, BATCH, MAX_PAIRS = 0.0, 20.0, 0.05, 0.05, 8, 20_000
@@ -99,16 +109,67 @@ def sprt(runs: int, seed: int) -> None:
                       f"{np.percentile(n, 95):>6.0f} {np.mean(n > 2000):>6.3f}  (±{1.96 * se:.3f})")
 
 
+STRUCTURES = ("independent", "card luck", "bot x deal")
+
+
+def duplicate_season(
+    rng: np.random.Generator, true: np.ndarray, deals: int, structure: str
+) -> list[tuple[str, tuple[str, ...], tuple[float, ...], tuple[int, int]]]:
+    """(match id, bots, scores, deal) for every rotation of every deal at every 3-seat table."""
+    out = []
+    tables = [t for t in itertools.combinations(range(len(true)), 3)]
+    for t, table in enumerate(tables):
+        for d in range(deals):
+            cards = rng.normal(0.0, 2.0, 3) if structure == "card luck" else np.zeros(3)
+            suits = rng.normal(0.0, 1.0, 3) if structure == "bot x deal" else np.zeros(3)
+            for r in range(3):
+                seats = [table[(s + r) % 3] for s in range(3)]  # bot in seat s; seat s keeps its cards
+                util = ELO_SCALE * true[seats] + cards + suits[[(s + r) % 3 for s in range(3)]]
+                util += rng.gumbel(size=3)
+                out.append((f"{t}/{d}/{r}", tuple(f"b{i}" for i in seats), tuple(util.tolist()), (t, d)))
+    return out
+
+
+def intervals(runs: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    true = np.array([-150.0, -75.0, 0.0, 50.0, 100.0, 200.0])
+    deals = 10
+    print(f"rating intervals: 6 bots, 20 three-seat tables x {deals} deals x 3 rotations "
+          f"({20 * deals * 3} matches) per run, {runs} runs")
+    print(f"{'structure':<12} {'clustered by':<13} {'coverage':>8} {'SE/SD':>6}   targets >= 94%, 0.9-1.1")
+    for structure in STRUCTURES:
+        est = {"deal": np.zeros((runs, len(true))), "match": np.zeros((runs, len(true)))}
+        se = {"deal": np.zeros((runs, len(true))), "match": np.zeros((runs, len(true)))}
+        for run in range(runs):
+            season = duplicate_season(rng, true, deals, structure)
+            for unit in ("deal", "match"):
+                rated = [RatedMatch(m, b, s, d if unit == "deal" else None) for m, b, s, d in season]
+                table = {r.bot: r for r in fit(rated).ratings}
+                for i in range(len(true)):
+                    row = table[f"b{i}"]
+                    assert row.low is not None and row.high is not None
+                    est[unit][run, i] = row.elo
+                    se[unit][run, i] = (row.high - row.low) / (2 * 1.959964)
+        for unit in ("deal", "match"):
+            centre = est[unit].mean(axis=0)
+            covered = np.abs(est[unit] - centre) <= 1.959964 * se[unit]
+            ratio = se[unit].mean(axis=0) / est[unit].std(axis=0, ddof=1)
+            print(f"{structure:<12} {unit:<13} {covered.mean():>8.1%} {ratio.mean():>6.2f}   "
+                  f"(per bot {ratio.min():.2f}-{ratio.max():.2f}; SE {se[unit].mean():.1f} Elo)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("what", nargs="*", default=["sprt"], choices=["sprt"])
+    parser.add_argument("what", nargs="*", default=["sprt", "intervals"], choices=["sprt", "intervals"])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     if "sprt" in args.what:
         sprt(args.runs, args.seed)
+    if "intervals" in args.what:
+        intervals(max(100, args.runs // 4), args.seed)
 
 
 if __name__ == "__main__":
