@@ -1,6 +1,6 @@
 """Simulation bench for the arena's statistics (issue #26): does each one keep its promise?
 
-    .venv/bin/python bench/stat_checks.py [sprt] [intervals] [--runs 1000] [--seed 1]
+    .venv/bin/python bench/stat_checks.py [sprt] [intervals] [anchor] [--runs 1000] [--seed 1]
 
 ``sprt`` plays simulated sequential tests (arena/tournaments/sprt.py, elo0 0, elo1 20, alpha =
 beta = 0.05, batches of 8 pairs; no cap that matters: at most 20,000 pairs, and the share
@@ -18,6 +18,12 @@ bot x deal effect (a deal suits some bots, in every rotation). For the rating in
 clustered by deal (the arena's) and by match (the old rule) it prints the coverage of the 95%
 interval around the mean estimate over the runs (target >= 94%) and the ratio of the reported
 standard error to the estimates' empirical standard deviation (target 0.9-1.1).
+
+``anchor`` measures how far the scale's zero moves for bots that did nothing: seasons of 6 or
+12 established bots (60 matches each at 2- to 4-seat tables, ratings spread over 600 Elo),
+then (a) a hopeless bot that lost all of its 30 matches draws once, and (b) a newcomer 400 Elo
+above the average plays its 20th match (crossing ``min_matches``). It prints the largest shift
+of an established bot's rating over the runs (target <= 5 Elo).
 """
 
 from __future__ import annotations
@@ -105,8 +111,10 @@ def sprt(runs: int, seed: int) -> None:
                 h1 = verdicts.count("H1") / runs
                 target = f">= {1 - BETA - 0.02:.2f}" if elo == ELO1 else f"<= {ALPHA + 0.01:.2f}"
                 se = math.sqrt(h1 * (1 - h1) / runs)
-                print(f"{name:<20} {elo:>5g}  {label:<22} {h1:>6.3f} {target:>9} {n.mean():>7.0f} "
-                      f"{np.percentile(n, 95):>6.0f} {np.mean(n > 2000):>6.3f}  (±{1.96 * se:.3f})")
+                print(
+                    f"{name:<20} {elo:>5g}  {label:<22} {h1:>6.3f} {target:>9} {n.mean():>7.0f} "
+                    f"{np.percentile(n, 95):>6.0f} {np.mean(n > 2000):>6.3f}  (±{1.96 * se:.3f})"
+                )
 
 
 STRUCTURES = ("independent", "card luck", "bot x deal")
@@ -134,8 +142,10 @@ def intervals(runs: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     true = np.array([-150.0, -75.0, 0.0, 50.0, 100.0, 200.0])
     deals = 10
-    print(f"rating intervals: 6 bots, 20 three-seat tables x {deals} deals x 3 rotations "
-          f"({20 * deals * 3} matches) per run, {runs} runs")
+    print(
+        f"rating intervals: 6 bots, 20 three-seat tables x {deals} deals x 3 rotations "
+        f"({20 * deals * 3} matches) per run, {runs} runs"
+    )
     print(f"{'structure':<12} {'clustered by':<13} {'coverage':>8} {'SE/SD':>6}   targets >= 94%, 0.9-1.1")
     for structure in STRUCTURES:
         est = {"deal": np.zeros((runs, len(true))), "match": np.zeros((runs, len(true)))}
@@ -154,15 +164,68 @@ def intervals(runs: int, seed: int) -> None:
             centre = est[unit].mean(axis=0)
             covered = np.abs(est[unit] - centre) <= 1.959964 * se[unit]
             ratio = se[unit].mean(axis=0) / est[unit].std(axis=0, ddof=1)
-            print(f"{structure:<12} {unit:<13} {covered.mean():>8.1%} {ratio.mean():>6.2f}   "
-                  f"(per bot {ratio.min():.2f}-{ratio.max():.2f}; SE {se[unit].mean():.1f} Elo)")
+            print(
+                f"{structure:<12} {unit:<13} {covered.mean():>8.1%} {ratio.mean():>6.2f}   "
+                f"(per bot {ratio.min():.2f}-{ratio.max():.2f}; SE {se[unit].mean():.1f} Elo)"
+            )
+
+
+def established(rng: np.random.Generator, k: int, matches: int) -> tuple[np.ndarray, list[RatedMatch]]:
+    true = np.linspace(-300.0, 300.0, k)
+    out = []
+    for m in range(matches):
+        seats = rng.permutation(k)[: int(rng.integers(2, 5))]
+        util = ELO_SCALE * true[seats] + rng.gumbel(size=len(seats))
+        out.append(RatedMatch(f"m{m}", tuple(f"b{i}" for i in seats), tuple(util.tolist())))
+    return true, out
+
+
+def shift(before: list[RatedMatch], after: list[RatedMatch], k: int) -> tuple[float, float]:
+    """(the scale's shift: the established bots' mean move; the largest single bot's move,
+    which also holds what the new games say about the bots it played)."""
+    a = {r.bot: r.elo for r in fit(before).ratings}
+    b = {r.bot: r.elo for r in fit(after).ratings}
+    moves = np.array([b[f"b{i}"] - a[f"b{i}"] for i in range(k)])
+    return abs(float(moves.mean())), float(np.abs(moves).max())
+
+
+def anchor(runs: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    print(f"the scale's zero, {runs} runs: the established bots' mean move (the scale's shift, "
+          "target <= 5 Elo) and the largest single bot's move")
+    for k in (6, 12):
+        hopeless, newcomer = [], []
+        for _ in range(runs):
+            true, season = established(rng, k, 60 * k // 3)
+            lost = [
+                RatedMatch(f"h{m}", ("hopeless", f"b{int(rng.integers(k))}"), (-1e6, 0.0)) for m in range(30)
+            ]
+            draw = RatedMatch("h-draw", ("hopeless", f"b{int(rng.integers(k))}"), (0.0, 0.0))
+            hopeless.append(shift(season + lost, [*season, *lost, draw], k))
+            strong = 400.0 + true.mean()
+            games = []
+            for m in range(20):
+                seats = rng.permutation(k)[: int(rng.integers(1, 4))]
+                util = ELO_SCALE * np.r_[strong, true[seats]] + rng.gumbel(size=len(seats) + 1)
+                games.append(RatedMatch(f"n{m}", ("new", *(f"b{i}" for i in seats)), tuple(util.tolist())))
+            newcomer.append(shift(season + games[:19], season + games, k))
+        for name, moves in (
+            ("a hopeless bot draws once", hopeless),
+            ("a strong newcomer's 20th match", newcomer),
+        ):
+            scale, single = np.array(moves).T
+            verdict = "ok" if scale.max() <= 5 else "MISSED"
+            print(f"  {k:>2} bots, {name:<31} scale: largest {scale.max():5.1f} Elo, median "
+                  f"{np.median(scale):4.1f} ({verdict}); one bot: largest {single.max():5.1f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("what", nargs="*", default=["sprt", "intervals"], choices=["sprt", "intervals"])
+    parser.add_argument(
+        "what", nargs="*", default=["sprt", "intervals", "anchor"], choices=["sprt", "intervals", "anchor"]
+    )
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
@@ -170,6 +233,8 @@ def main() -> None:
         sprt(args.runs, args.seed)
     if "intervals" in args.what:
         intervals(max(100, args.runs // 4), args.seed)
+    if "anchor" in args.what:
+        anchor(max(50, args.runs // 10), args.seed)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,12 @@ The established pool, and the scale
     matches and whose results are two-sided within the group: every member both scored
     against and conceded to the others, directly or round a chain (a strongly connected
     group, which is exactly when the maximum-likelihood fit is finite without a prior). The
-    pool is fitted by plain maximum likelihood on the pairs among its members, and its mean is
-    ``anchor`` (1500): **1500 is the average of the established pool**. If no two bots qualify,
+    pool is fitted by plain maximum likelihood on the pairs among its members, and its
+    weighted mean is ``anchor`` (1500): **1500 is the average of the established pool**, each
+    member weighted by its Fisher information (sum of ``w p (1 - p)`` over its pairs) times
+    ``min(1, (matches - min_matches) / RAMP)``, so that a hopeless bot's one draw or a
+    newcomer's crossing of ``min_matches`` does not move the zero (:func:`_centre_weights`;
+    bench/stat_checks.py anchor). If no two bots qualify,
     the largest two-sided group of any bots is the pool (or, failing that, the bot with the
     most matches alone).
 
@@ -468,7 +472,7 @@ class RatingModel:
         x, finite = self._estimate(pool, x0)
         position = np.where(finite, np.cumsum(finite) - 1, -1)
         m = meat(data.blocks, x, position, pool, int(finite.sum()))
-        bread = _bread(data.weights[:k, :k], pool, finite, x)
+        bread = _bread(data.weights[:k, :k], pool, finite, x, data.matches[:k], self.opts.min_matches)
         self._last = _Fit(pool, x, finite, m, len(data.blocks), bread)
         return self._report(pairwise)
 
@@ -514,6 +518,8 @@ class RatingModel:
         x[outside[two_sided]] = _fit_outsiders(op[two_sided], ow[two_sided], pool_x)
         finite = pool.copy()
         finite[outside[two_sided]] = True
+        share = _centre_weights(pw, pool_x, data.matches[members], self.opts.min_matches)
+        x[finite] -= share @ pool_x  # the scale's zero (every bot moves alike)
         return x, finite
 
     def _report(self, pairwise: bool) -> RatingTable:
@@ -605,7 +611,37 @@ def _newton_step(points: FloatArray, weights: FloatArray, x: FloatArray, pool_in
     return centred
 
 
-def _bread(weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray) -> FloatArray:
+#: Matches past ``min_matches`` over which a pool member's share of the zero grows to full.
+RAMP = 100
+
+
+def _centre_weights(
+    weights: FloatArray, pool_x: FloatArray, matches: IntArray, min_matches: int
+) -> FloatArray:
+    """The pool members' shares of the scale's zero: each one's Fisher information (its games'
+    weight times p(1 - p)), times a ramp from 0 at ``min_matches`` to 1 at ``min_matches +
+    RAMP``, normalised. A bot that loses nearly everything carries almost no information, and
+    one that just crossed ``min_matches`` no ramp, so either can join or leave the pool without
+    moving the zero (an unweighted mean moved everyone by 67-124 Elo when a hopeless bot drew
+    once, 30-50 when a strong newcomer played its 20th match); a member's share then grows by
+    1/RAMP per match, a drift, never a jump."""
+    if len(pool_x) == 0:
+        return pool_x
+    p = sigmoid(pool_x[:, None] - pool_x[None, :])
+    info = (weights * p * (1.0 - p)).sum(axis=1)
+    info *= np.clip((matches - min_matches) / RAMP, 0.0, 1.0)
+    total = float(info.sum())
+    if total <= 0:  # nobody past the ramp's start: information alone
+        info = (weights * p * (1.0 - p)).sum(axis=1)
+        total = float(info.sum())
+    out: FloatArray = info / total if total > 0 else np.full(len(pool_x), 1.0 / len(pool_x))
+    return out
+
+
+def _bread(
+    weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray, matches: IntArray,
+    min_matches: int,
+) -> FloatArray:
     """The sandwich's bread (natural units) for the finite estimates, in code order: the
     stacked equations' inverse information ``L^-1``. ``L`` is block lower triangular (the
     pool's equations do not involve outsiders), so ``L^-1`` is explicit; the covariance is
@@ -625,6 +661,10 @@ def _bread(weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArra
     inv[np.ix_(mi, mi)] = pool_inv
     inv[np.ix_(oi, mi)] = (curv @ pool_inv) / own[:, None]
     inv[oi, oi] = 1.0 / own
+    # Every estimate is read against the information-weighted centre of the pool, not the
+    # plain mean ``pool_inv`` assumes: subtract the centre's own row from every row.
+    share = _centre_weights(weights[np.ix_(members, members)], x[members], matches[members], min_matches)
+    inv -= (share @ inv[mi])[None, :]
     return inv
 
 
