@@ -181,13 +181,14 @@ def test_the_cli_creates_a_gauntlet_and_runs_a_sequential_test(
     assert tonk(["tournament", "create", "--name", "g", "--gauntlet", "heuristic", "--tables", "2",
                  "--deals", "1", "--hands", "2"]) == 2
     assert "--gauntlet BOT with --vs" in capsys.readouterr().err
-    assert tonk(["sprt", "heuristic", "random", "--elo0", "0", "--elo1", "20", "--hands", "6",
+    # elo1 300 so that one batch decides: each pair heuristic wins is worth ln(s1/s0) = 0.53.
+    assert tonk(["sprt", "heuristic", "random", "--elo0", "0", "--elo1", "300", "--hands", "6",
                  "--batch", "6", "--seed", "777", "--quiet"]) == 0  # the seed of the test above
     out = capsys.readouterr().out
-    assert "accepted H1: better by at least 20 Elo" in out and "54 pairs" in out, out
+    assert "accepted H1: better by at least 300 Elo" in out and "6 pairs" in out, out
     assert tonk(["tournament", "status", "2"]) == 0
     status = capsys.readouterr().out
-    assert "54 pairs, LLR" in status and "Elo [95% interval]" in status
+    assert "6 pairs, LLR" in status and "Elo [95% interval]" in status
     assert all(line in status for line in legend())  # the same words as every rating table
     assert tonk(["sprt", "heuristic", "random", "--elo0", "30", "--elo1", "20"]) == 2
     assert "elo1 (20.0) must be greater than elo0 (30.0)" in capsys.readouterr().err
