@@ -291,10 +291,14 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     kinds = ["sprt", "intervals", "anchor", "fairplay"]
-    parser.add_argument("what", nargs="*", default=kinds, choices=kinds)
+    parser.add_argument("what", nargs="*", help=f"any of {', '.join(kinds)} (default: all)")
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    unknown = set(args.what) - set(kinds)
+    if unknown:
+        parser.error(f"unknown check(s) {', '.join(sorted(unknown))!r}; choose from {', '.join(kinds)}")
+    args.what = args.what or kinds
     if "sprt" in args.what:
         sprt(args.runs, args.seed)
     if "intervals" in args.what:
