@@ -46,6 +46,22 @@ def season(rng: np.random.Generator, true: np.ndarray, matches: int) -> list[Rat
     return out
 
 
+def true_centre(results: list[RatedMatch], true: np.ndarray, min_matches: int = 20) -> float:
+    """The scale's zero at the true ratings: the six's mean weighted as the model weighs it
+    (Fisher information times the ramp past ``min_matches``; arena/ratings/model.py)."""
+    k = len(true)
+    info, played = np.zeros(k), np.zeros(k)
+    for m in results:
+        six = [int(b[1:]) for b in m.bots if b.startswith("b")]
+        played[six] += 1
+        for i, a in enumerate(six):
+            for b in six[i + 1 :]:
+                p = 1 / (1 + 10 ** ((true[b] - true[a]) / 400))
+                info[[a, b]] += p * (1 - p) / (len(m.bots) - 1)
+    w = info * np.clip((played - min_matches) / 100, 0, 1)
+    return float(w @ true / w.sum())
+
+
 def anchor(runs: int) -> None:
     true = np.array([-150.0, -75.0, 0.0, 50.0, 100.0, 200.0])
     rng = np.random.default_rng(16)
@@ -60,7 +76,7 @@ def anchor(runs: int) -> None:
             results.append(RatedMatch(f"loser{m}", ("loser", *(f"b{i}" for i in seats)),
                                        (-1e6, *rng.gumbel(size=len(seats)).tolist())))
         table = {r.bot: r for r in fit(results).ratings}
-        truth = 1500.0 + true - true.mean()  # the pool is the six: their mean is 1500
+        truth = 1500.0 + true - true_centre(results, true)  # the pool is the six
         for i in range(len(true)):
             r = table[f"b{i}"]
             assert r.low is not None and r.high is not None

@@ -7,9 +7,12 @@ seat, by final score). Two summaries are kept up to date as matches arrive:
 - the pairwise sufficient statistics ``points[a, b]`` and ``weights[a, b]`` (each pair of a
   match weighs ``1/(n-1)``, so every seat weighs 1 whatever the table size): the point
   estimate needs nothing else, however many matches there are;
-- the blocks of matches themselves, because the interval is clustered by match: the
-  sandwich's "meat" sums each match's score vector's outer product, which depends on the
-  ratings and so is recomputed (in chunks, never as a matches x bots array) at each full fit.
+- the blocks of matches themselves, because the interval is clustered by deal: the
+  sandwich's "meat" sums, over deals, the outer product of the deal's score vector (the sum of
+  its matches'), which depends on the ratings and so is recomputed (in chunks, never as a
+  matches x bots array) at each full fit. In duplicate play the matches of one deal share
+  every card, so they are one independent unit, not several; a match given no deal is its
+  own.
 
 At 10 million matches this is about 300 MB, against gigabytes for MatchResult objects;
 :meth:`RatingData.add_table` takes arrays directly for that reason.
@@ -47,6 +50,7 @@ class Block:
     n: int
     idx: npt.NDArray[np.int32]  # (m, n)
     results: npt.NDArray[np.int8]  # (m, n(n-1)/2), pairs in pair_columns(n) order
+    deal: IntArray | None = None  # (m,) deal codes; None: every match is a deal of its own
 
 
 @dataclass
@@ -60,6 +64,23 @@ class RatingData:
     weights: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
     matches: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     total: int = 0
+    deal_codes: dict[object, int] = field(default_factory=dict)
+    named: int = 0  # matches given a deal
+
+    @property
+    def deals(self) -> int:
+        """Independent units so far: the named deals, plus every match given none."""
+        return len(self.deal_codes) + self.total - self.named
+
+    def deal_of(self, keys: list[object]) -> IntArray:
+        """Codes for deal keys (any hashable), new ones numbered as they come."""
+        out = np.empty(len(keys), dtype=np.int64)
+        for i, key in enumerate(keys):
+            code = self.deal_codes.get(key)
+            if code is None:
+                code = self.deal_codes[key] = len(self.deal_codes)
+            out[i] = code
+        return out
 
     @property
     def k(self) -> int:
@@ -86,11 +107,15 @@ class RatingData:
         matches[:cap] = self.matches
         self.matches = matches
 
-    def add(self, n: int, idx: IntArray, scores: FloatArray) -> Block:
-        """Add ``m`` matches at ``n`` seats: ``idx`` (m, n) bot codes, ``scores`` (m, n)."""
+    def add(self, n: int, idx: IntArray, scores: FloatArray, deal: IntArray | None = None) -> Block:
+        """Add ``m`` matches at ``n`` seats: ``idx`` (m, n) bot codes, ``scores`` (m, n),
+        ``deal`` (m,) codes from :meth:`deal_of`, -1 for a match that is a deal of its own."""
         u, v = pair_columns(n)
         results = (1 + np.sign(scores[:, u] - scores[:, v])).astype(np.int8)
-        block = Block(n, idx.astype(np.int32), results)
+        if deal is not None and (deal < 0).all():
+            deal = None
+        block = Block(n, idx.astype(np.int32), results, deal)
+        self.named += 0 if deal is None else int((deal >= 0).sum())
         cap = len(self.matches)
         w = 1.0 / (n - 1)
         if len(idx) * len(u) < cap:  # a few matches (a live update): touch only their cells
@@ -124,10 +149,11 @@ class RatingData:
 def meat(
     blocks: list[Block], x: FloatArray, position: IntArray, partner: BoolArray, size: int
 ) -> FloatArray:
-    """``sum over matches of U_m U_m^T`` for the bots with ``position >= 0`` (their row in the
-    result, ``size`` x ``size``). ``U_m`` is the match's score: a seat's pair residuals
-    ``w (result - P(win))``, counting only pairs whose other bot is a ``partner`` (the rating
-    pool: the model's estimating equations use those pairs only). ``x`` in natural units."""
+    """``sum over deals of U_d U_d^T`` for the bots with ``position >= 0`` (their row in the
+    result, ``size`` x ``size``). ``U_d`` is the deal's score, the sum of its matches' ``U_m``:
+    a seat's pair residuals ``w (result - P(win))``, counting only pairs whose other bot is a
+    ``partner`` (the rating pool: the model's estimating equations use those pairs only).
+    ``x`` in natural units."""
     out = np.zeros((size + 1) * (size + 1))
     off = np.zeros((size + 1) * (size + 1))  # the i < j terms, added once more transposed
     row = np.where(position >= 0, position, size)  # everyone else lands in a dropped row
@@ -135,6 +161,7 @@ def meat(
     k = len(x)
     # P(a beats b) looked up, not recomputed per pair of every match: 10x fewer exp calls.
     prob = sigmoid(x[:, None] - x[None, :]).ravel()
+    grouped: list[tuple[IntArray, IntArray, FloatArray]] = []  # (deal, row, score) of named deals
     for block in blocks:
         n = block.n
         u, v = pair_columns(n)
@@ -149,6 +176,12 @@ def meat(
                 seat[:, u[col]] += r * (partner[b] & use[a])
                 seat[:, v[col]] -= r * (partner[a] & use[b])
             rows = row[idx]
+            if block.deal is not None:  # matches of named deals are summed per deal below
+                deal = block.deal[start : start + CHUNK]
+                named = deal >= 0
+                keep = named[:, None] & (rows < size)
+                grouped.append((np.broadcast_to(deal[:, None], rows.shape)[keep], rows[keep], seat[keep]))
+                rows, seat = rows[~named], seat[~named]
             for i in range(n):
                 for j in range(i, n):
                     cells = rows[:, i] * (size + 1) + rows[:, j]
@@ -160,4 +193,35 @@ def meat(
                         off += add
     total = (out + off).reshape(size + 1, size + 1)
     total += off.reshape(size + 1, size + 1).T
-    return total[:size, :size]
+    result: FloatArray = total[:size, :size]
+    if grouped:
+        result = result + _deal_meat(grouped, size)
+    return result
+
+
+def _deal_meat(grouped: list[tuple[IntArray, IntArray, FloatArray]], size: int) -> FloatArray:
+    """``sum over deals of U_d U_d^T`` from (deal, row, score) entries: each deal's scores are
+    summed per bot, then every pair of bots within a deal adds its product."""
+    deal = np.concatenate([g[0] for g in grouped])
+    rows = np.concatenate([g[1] for g in grouped])
+    keys, where = np.unique(deal * size + rows, return_inverse=True)
+    score = np.bincount(where, np.concatenate([g[2] for g in grouped]))
+    deal_of, row_of = keys // size, keys % size
+    # Entries are sorted by deal: each deal is a run; pair every entry with its run.
+    starts = np.flatnonzero(np.r_[True, deal_of[1:] != deal_of[:-1]])
+    sizes = np.diff(np.r_[starts, len(keys)])
+    out = np.zeros(size * size)
+    first = 0
+    while first < len(starts):  # runs in chunks of ~4M products, to bound the temporaries
+        cost = np.cumsum(sizes[first:] ** 2)
+        last = first + max(1, int(np.searchsorted(cost, 4_000_000)))
+        s, g = starts[first:last], sizes[first:last]
+        entry = np.arange(s[0], s[-1] + g[-1])
+        run_start = np.repeat(s, g)
+        run_size = np.repeat(g, g)
+        i = np.repeat(entry, run_size)
+        offset = np.arange(len(i)) - np.repeat(np.cumsum(run_size) - run_size, run_size)
+        j = np.repeat(run_start, run_size) + offset
+        out += np.bincount(row_of[i] * size + row_of[j], score[i] * score[j], minlength=size * size)
+        first = last
+    return out.reshape(size, size)

@@ -14,10 +14,16 @@ Per deal the bot played at least twice (its own matches of the deal, done, with 
 its own: a bot that failed its first match while starting up would look like a cheater), the
 paired difference is ``mean(later) - first`` in chips per 100 hands, the first being the
 earliest started (ties by match id), the later ones those with the same order of bots round
-the table (:func:`bot_differences`). The check is a one-sided paired t-test of those
-differences against zero; a bot is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS``
-deals. With honest bots the false-alarm rate is ALPHA per bot checked (bench/fairplay.py
-``--false-alarms`` measures it).
+the table (:func:`bot_differences`). The check is recomputed as a bot's deals accumulate, so
+a fixed-sample test would be looked at again and again (a t-test at ``p < 0.001`` flagged an
+honest bot at some look 0.8% of the time by 100 deals, 2.3% by 2,000). It is sequential
+instead: the statistic is Robbins' normal-mixture martingale of the standardised differences,
+``M_n = sqrt(RHO / (n + RHO)) * exp(n z^2 / (2 (n + RHO)))`` (``z`` the paired t statistic
+brought to the normal scale by :func:`t_as_z`, for a later gain), and the p-value
+``min(1, 1 / M_n)``; by Ville's inequality an honest bot's M
+ever reaches ``1 / ALPHA`` with probability at most ALPHA, over every look of its life. A bot
+is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS`` deals (bench/stat_checks.py
+fairplay measures the false alarms over 2,000 looks).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ ALPHA: Final = 0.001
 #: Fewer paired deals than this give no verdict.
 MIN_DEALS: Final = 20
 Z95: Final = 1.959963984540054
+#: The mixture's scale, in deals (its prior on the standardised gain has sd 1/sqrt(RHO) = 0.45): a
+#: memory cheat is a large effect, and 5 flags bench/fairplay.py's cheater within 48 deals.
+RHO: Final = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +59,9 @@ class FairPlayCheck:
     better_later: int  # deals with a positive difference
     worse_later: int  # deals with a negative one
     t: float | None
-    p_value: float | None  # one-sided: later better than first
+    p_value: float | None  # anytime-valid, one-sided (later better than first)
     flagged: bool
+    p_single_look: float | None = None  # the t-test's, valid only if looked at once
 
     def to_json(self) -> dict[str, Any]:
         def rounded(value: float | None, digits: int) -> float | None:
@@ -65,7 +75,9 @@ class FairPlayCheck:
             "worse_later": self.worse_later,
             "t": rounded(self.t, 3),
             "p_value": None if self.p_value is None else float(f"{self.p_value:.3g}"),
+            "p_single_look": None if self.p_single_look is None else float(f"{self.p_single_look:.3g}"),
             "threshold": ALPHA,
+            "sequential": True,
             "min_deals": MIN_DEALS,
             "flagged": self.flagged,
         }
@@ -84,12 +96,32 @@ def paired_check(differences: Sequence[float]) -> FairPlayCheck:
     half = Z95 * sd / math.sqrt(n)
     if sd == 0:
         t = math.inf if mean > 0 else -math.inf if mean < 0 else 0.0
-        p = 0.0 if mean > 0 else 1.0 if mean < 0 else 0.5
+        single = 0.0 if mean > 0 else 1.0 if mean < 0 else 0.5
     else:
         t = mean / (sd / math.sqrt(n))
-        p = t_upper_tail(t, n - 1)
+        single = t_upper_tail(t, n - 1)
+    p = anytime_p(t, n)
     flagged = n >= MIN_DEALS and p < ALPHA
-    return FairPlayCheck(n, mean, mean - half, mean + half, better, worse, t, p, flagged)
+    return FairPlayCheck(n, mean, mean - half, mean + half, better, worse, t, p, flagged, single)
+
+
+def anytime_p(t: float, n: int) -> float:
+    """``min(1, 1 / M_n)`` for the normal-mixture martingale at ``n`` deals and paired t
+    statistic ``t``; 1 unless the later rotations did better."""
+    if not t > 0:
+        return 1.0
+    if math.isinf(t):
+        return 0.0
+    z = t_as_z(t, n - 1)
+    log_m = 0.5 * math.log(RHO / (n + RHO)) + n * z * z / (2.0 * (n + RHO))
+    return 1.0 if log_m <= 0 else math.exp(-log_m)
+
+
+def t_as_z(t: float, df: int) -> float:
+    """Wallace's normalising transform of Student's t: the mixture assumes a known spread,
+    and at 20 deals the estimated one leaves t's tails heavier than a normal's (with t used
+    as is, honest bots were flagged 0.3% of the time, not 0.1%)."""
+    return (8 * df + 1) / (8 * df + 3) * math.sqrt(df * math.log1p(t * t / df))
 
 
 def bot_differences(session: Session, bot_id: int, tournament_id: int | None = None) -> list[float]:

@@ -100,7 +100,7 @@ def match_results(
     ``finished_only`` keeps the matches of finished tournaments (the official ratings);
     ``finished_since`` those that finished at or after that time."""
     query = (
-        select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.score)
+        select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.score, Match.tournament_id, Match.seed)
         .join(Match, Match.id == MatchSeat.match_id)
         .where(Match.status == MatchStatus.DONE, MatchSeat.score.is_not(None))
         .order_by(MatchSeat.match_id, MatchSeat.seat)
@@ -115,15 +115,18 @@ def match_results(
     current: int | None = None
     bots: list[str] = []
     scores: list[int] = []
-    for match_id, bot_id, score in session.execute(query):
+    # The deal, the intervals' independent unit: a tournament's matches dealt from one seed
+    # (every rotation of a duplicate deal; one match in independent mode).
+    deal: tuple[int, int] = (0, 0)
+    for match_id, bot_id, score, tournament_id, seed in session.execute(query):
         if match_id != current:
             if current is not None:
-                results.append(RatedMatch(current, tuple(bots), tuple(scores)))
-            current, bots, scores = match_id, [], []
+                results.append(RatedMatch(current, tuple(bots), tuple(scores), deal))
+            current, bots, scores, deal = match_id, [], [], (tournament_id, seed)
         bots.append(str(bot_id))
         scores.append(int(score or 0))
     if current is not None:
-        results.append(RatedMatch(current, tuple(bots), tuple(scores)))
+        results.append(RatedMatch(current, tuple(bots), tuple(scores), deal))
     return results
 
 

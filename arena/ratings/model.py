@@ -14,8 +14,12 @@ The established pool, and the scale
     matches and whose results are two-sided within the group: every member both scored
     against and conceded to the others, directly or round a chain (a strongly connected
     group, which is exactly when the maximum-likelihood fit is finite without a prior). The
-    pool is fitted by plain maximum likelihood on the pairs among its members, and its mean is
-    ``anchor`` (1500): **1500 is the average of the established pool**. If no two bots qualify,
+    pool is fitted by plain maximum likelihood on the pairs among its members, and its
+    weighted mean is ``anchor`` (1500): **1500 is the average of the established pool**, each
+    member weighted by its Fisher information (sum of ``w p (1 - p)`` over its pairs) times
+    ``min(1, (matches - min_matches) / RAMP)``, so that a hopeless bot's one draw or a
+    newcomer's crossing of ``min_matches`` does not move the zero (:func:`_centre_weights`;
+    bench/stat_checks.py anchor). If no two bots qualify,
     the largest two-sided group of any bots is the pool (or, failing that, the bot with the
     most matches alone).
 
@@ -28,7 +32,9 @@ Everyone else
     ``elo`` is that bound, for sorting. A bot with no pairs against the pool is not rated.
 
 Intervals
-    A cluster-robust sandwich (clustered by match) over the stacked estimating equations: the
+    A cluster-robust sandwich (clustered by deal: the matches dealt the same cards, which in
+    duplicate play are one independent unit; a match given no deal is its own) over the stacked
+    estimating equations: the
     pool's and each outsider's, so an outsider's interval includes the pool's own uncertainty.
     The pool's intervals are those of ``R_i - mean(pool)``. LOS is the probability that a bot
     is stronger than the next one down the table (normal approximation, covariances
@@ -109,11 +115,14 @@ class ConvergenceError(RuntimeError):
 
 @dataclass(frozen=True)
 class RatedMatch:
-    """One rated match: the bots in seat order and their final match scores (chips)."""
+    """One rated match: the bots in seat order and their final match scores (chips), and the
+    deal it was dealt from (any key; matches with equal keys are one cluster of the interval;
+    None: a deal of its own)."""
 
     match_id: str | int
     bots: tuple[str, ...]
     scores: tuple[float, ...]
+    deal: str | int | tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         # Validated here, once, so ``fit`` can trust every RatedMatch it is given.
@@ -151,6 +160,8 @@ class RatedMatch:
                 raise RatedMatchError(
                     f"{where} has score {score!r} in {scores!r}; scores are finite numbers"
                 )
+        if not (self.deal is None or isinstance(self.deal, str | int | tuple)) or isinstance(self.deal, bool):
+            raise RatedMatchError(f"{where} has deal {self.deal!r}; a deal is a string, int or tuple")
 
 
 def _is_finite_real(value: object) -> bool:
@@ -395,20 +406,25 @@ class RatingModel:
 
     def add(self, results: Iterable[RatedMatch]) -> None:
         """Add matches; raises RatedMatchError or DuplicateMatchError (adding none of them)."""
-        by_size: dict[int, tuple[list[str], list[float]]] = {}
+        by_size: dict[int, tuple[list[str], list[float], list[object]]] = {}
         ids: list[str | int] = []
         for result in results:
             if not isinstance(result, RatedMatch):
                 raise RatedMatchError(f"expected a RatedMatch, got {result!r}")
             ids.append(result.match_id)
-            bots, scores = by_size.setdefault(len(result.bots), ([], []))
+            bots, scores, deals = by_size.setdefault(len(result.bots), ([], [], []))
             bots.extend(result.bots)
             scores.extend(float(s) for s in result.scores)
+            deals.append(result.deal)
         self._check_ids(ids)
         for n in sorted(by_size):
-            bots, scores = by_size[n]
+            bots, scores, deals = by_size[n]
             idx = self.data.code_of(bots).reshape(-1, n)
-            self.data.add(n, idx, np.asarray(scores, dtype=np.float64).reshape(-1, n))
+            named = [d for d in deals if d is not None]
+            codes = np.full(len(deals), -1, dtype=np.int64)
+            if named:
+                codes[[i for i, d in enumerate(deals) if d is not None]] = self.data.deal_of(named)
+            self.data.add(n, idx, np.asarray(scores, dtype=np.float64).reshape(-1, n), codes)
 
     def add_table(self, bots: Sequence[str], seats: npt.ArrayLike, scores: npt.ArrayLike) -> None:
         """Add matches given as arrays (no match ids, so no duplicate check): ``seats[m, s]``
@@ -456,7 +472,7 @@ class RatingModel:
         x, finite = self._estimate(pool, x0)
         position = np.where(finite, np.cumsum(finite) - 1, -1)
         m = meat(data.blocks, x, position, pool, int(finite.sum()))
-        bread = _bread(data.weights[:k, :k], pool, finite, x)
+        bread = _bread(data.weights[:k, :k], pool, finite, x, data.matches[:k], self.opts.min_matches)
         self._last = _Fit(pool, x, finite, m, len(data.blocks), bread)
         return self._report(pairwise)
 
@@ -502,6 +518,8 @@ class RatingModel:
         x[outside[two_sided]] = _fit_outsiders(op[two_sided], ow[two_sided], pool_x)
         finite = pool.copy()
         finite[outside[two_sided]] = True
+        share = _centre_weights(pw, pool_x, data.matches[members], self.opts.min_matches)
+        x[finite] -= share @ pool_x  # the scale's zero (every bot moves alike)
         return x, finite
 
     def _report(self, pairwise: bool) -> RatingTable:
@@ -512,7 +530,8 @@ class RatingModel:
         pool, x, finite = last.pool, last.x, last.finite
         # Only the variances and the neighbours' covariances are needed: (B M) row by B row,
         # one bots x bots product instead of the full B M B^T.
-        scale = data.total / (data.total - 1) if data.total > 1 else 1.0  # small-sample correction
+        units = data.deals  # the clusters: named deals plus matches given none
+        scale = units / (units - 1) if units > 1 else 1.0  # small-sample correction
         bm = last.bread @ (last.meat * (scale / ELO_SCALE**2))
 
         def cov(a: int, b: int) -> float:
@@ -592,7 +611,37 @@ def _newton_step(points: FloatArray, weights: FloatArray, x: FloatArray, pool_in
     return centred
 
 
-def _bread(weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray) -> FloatArray:
+#: Matches past ``min_matches`` over which a pool member's share of the zero grows to full.
+RAMP = 100
+
+
+def _centre_weights(
+    weights: FloatArray, pool_x: FloatArray, matches: IntArray, min_matches: int
+) -> FloatArray:
+    """The pool members' shares of the scale's zero: each one's Fisher information (its games'
+    weight times p(1 - p)), times a ramp from 0 at ``min_matches`` to 1 at ``min_matches +
+    RAMP``, normalised. A bot that loses nearly everything carries almost no information, and
+    one that just crossed ``min_matches`` no ramp, so either can join or leave the pool without
+    moving the zero (an unweighted mean moved everyone by 67-124 Elo when a hopeless bot drew
+    once, 30-50 when a strong newcomer played its 20th match); a member's share then grows by
+    1/RAMP per match, a drift, never a jump."""
+    if len(pool_x) == 0:
+        return pool_x
+    p = sigmoid(pool_x[:, None] - pool_x[None, :])
+    info = (weights * p * (1.0 - p)).sum(axis=1)
+    info *= np.clip((matches - min_matches) / RAMP, 0.0, 1.0)
+    total = float(info.sum())
+    if total <= 0:  # nobody past the ramp's start: information alone
+        info = (weights * p * (1.0 - p)).sum(axis=1)
+        total = float(info.sum())
+    out: FloatArray = info / total if total > 0 else np.full(len(pool_x), 1.0 / len(pool_x))
+    return out
+
+
+def _bread(
+    weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray, matches: IntArray,
+    min_matches: int,
+) -> FloatArray:
     """The sandwich's bread (natural units) for the finite estimates, in code order: the
     stacked equations' inverse information ``L^-1``. ``L`` is block lower triangular (the
     pool's equations do not involve outsiders), so ``L^-1`` is explicit; the covariance is
@@ -612,6 +661,10 @@ def _bread(weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArra
     inv[np.ix_(mi, mi)] = pool_inv
     inv[np.ix_(oi, mi)] = (curv @ pool_inv) / own[:, None]
     inv[oi, oi] = 1.0 / own
+    # Every estimate is read against the information-weighted centre of the pool, not the
+    # plain mean ``pool_inv`` assumes: subtract the centre's own row from every row.
+    share = _centre_weights(weights[np.ix_(members, members)], x[members], matches[members], min_matches)
+    inv -= (share @ inv[mi])[None, :]
     return inv
 
 

@@ -13,7 +13,9 @@ if TYPE_CHECKING:  # numpy stays unimported for commands that only print words
 #: The scale: what 1500 is.
 SCALE = (
     "Elo scale: 1500 is the average of the established pool (the bots with at least "
-    "{min_matches} rated matches and a two-sided record: points won and lost among themselves); "
+    "{min_matches} rated matches and a two-sided record: points won and lost among themselves), "
+    "each weighted by how precisely its results place it and by its matches past {min_matches}, "
+    "so a bot joining or leaving the pool barely moves anyone else; "
     "a bot 200 points above another finishes ahead of it about 76% of the time."
 )
 #: The interval.

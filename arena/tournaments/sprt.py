@@ -8,14 +8,22 @@ duplicate design), so card luck cancels inside the pair. Each match scores V2 1,
 final chips; a pair scores the mean of its two, one of 0, ¼, ½, ¾, 1 (the *pentanomial*
 outcomes: pairs are scored as units because the two halves of a pair are correlated).
 
-The log-likelihood ratio is fishtest's normalised GSPRT approximation on the pair scores:
+The log-likelihood ratio is the exact multinomial GSPRT, as fishtest decides: the pair
+outcomes' frequencies (a zero count raised to a pseudo-count of 0.001, as fishtest does) are
+fitted by maximum likelihood under each hypothesis, "the expected pair score is s0" and "... is
+s1" (``s = 1 / (1 + 10 ** (-elo / 400))``), and the LLR is the log of the two fits' likelihood
+ratio on the observed pairs. The constrained fit has a closed form up to one number: the
+distribution closest to the observed one with mean ``s`` is ``p_i / (1 + lam (x_i - s))``, with
+``lam`` the root of ``sum p_i (x_i - s) / (1 + lam (x_i - s)) = 0`` (monotone, so bisection).
+The logistic ("alt2") approximation ``N (s1 - s0)(2 mean - s0 - s1) / (2 var)`` is kept for
+display only: it divides by the pairs' variance, which is nearly zero when most pairs split
+at ½ (as in Tonk), and then accepted H0 after one batch (bench/stat_checks.py sprt).
 
-    LLR = N (s1 - s0) (2 mean - s0 - s1) / (2 var)
-
-with ``s = 1 / (1 + 10 ** (-elo / 400))`` the pair score expected at ``elo0``/``elo1``, and
-``mean``/``var`` the pair scores' mean and variance (with a tiny pseudo-count in every outcome
-so that pairs that all came out the same do not make the variance zero). The test stops when
-LLR <= ln(beta / (1 - alpha)) (accept H0) or LLR >= ln((1 - beta) / alpha) (accept H1).
+The test is looked at once per batch, so the LLR overshoots its bound by part of a batch's
+step; Wald's bounds ignore that and lose power for nothing. As Siegmund (Sequential Analysis,
+Corollary 8.33) and fishtest do, each bound is moved inward by the expected overshoot,
+``0.583`` times the standard deviation of one look's LLR step (estimated from the pairs so far),
+never by more than half the bound. The stop: LLR <= lower (accept H0), LLR >= upper (accept H1).
 
 The arena plays it as a tournament of kind ``sprt`` between the two bots at one 2-seat table:
 ``batch`` deals (pairs) at a time; when a batch is done, :func:`advance` decides, or extends the
@@ -37,7 +45,18 @@ from arena.store.models import Match, MatchSeat, Tournament
 from arena.store.statuses import MatchStatus
 from arena.tournaments.layout import extend_tournament
 
-__all__ = ["InvalidSprtError", "SprtState", "advance", "bounds", "llr", "sprt_params", "sprt_state"]
+__all__ = [
+    "InvalidSprtError",
+    "SprtState",
+    "advance",
+    "bounds",
+    "llr",
+    "llr_logistic",
+    "look",
+    "mle",
+    "sprt_params",
+    "sprt_state",
+]
 
 #: Pair scores, the pentanomial outcomes.
 OUTCOMES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -56,21 +75,85 @@ def expected_score(elo: float) -> float:
 
 
 def bounds(alpha: float, beta: float) -> tuple[float, float]:
-    """(lower, upper): accept H0 at or below the first, H1 at or above the second."""
+    """Wald's (lower, upper): accept H0 at or below the first, H1 at or above the second."""
     return math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
 
 
-def llr(counts: list[int], elo0: float, elo1: float) -> float:
-    """The log-likelihood ratio of H1 against H0 after ``counts[i]`` pairs scored OUTCOMES[i]."""
+def _regularised(counts: list[int]) -> list[float]:
+    """Frequencies, every outcome at least a pseudo-count, so that a fit under either
+    hypothesis exists even when every pair so far came out the same."""
+    reg = [max(float(c), _PSEUDO) for c in counts]
+    total = sum(reg)
+    return [c / total for c in reg]
+
+
+def mle(freqs: list[float], outcomes: tuple[float, ...], s: float) -> list[float]:
+    """The distribution of largest likelihood for ``freqs`` among those with mean ``s``
+    (``freqs`` all positive, ``min(outcomes) < s < max(outcomes)``)."""
+    d = [x - s for x in outcomes]
+    lo, hi = -1.0 / max(d), -1.0 / min(d)  # 1 + lam d_i > 0 for every outcome
+    for _ in range(200):  # f(lam) = sum p d / (1 + lam d) falls from +inf to -inf on (lo, hi)
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            break
+        if sum(p * di / (1.0 + mid * di) for p, di in zip(freqs, d, strict=True)) > 0:
+            lo = mid
+        else:
+            hi = mid
+    lam = (lo + hi) / 2.0
+    fitted = [p / (1.0 + lam * di) for p, di in zip(freqs, d, strict=True)]
+    total = sum(fitted)
+    return [p / total for p in fitted]
+
+
+def _per_pair(
+    counts: list[int], outcomes: tuple[float, ...], elo0: float, elo1: float
+) -> tuple[float, float]:
+    """Mean and variance, over the observed pairs, of one pair's log-likelihood ratio."""
+    freqs = _regularised(counts)
+    p0 = mle(freqs, outcomes, expected_score(elo0))
+    p1 = mle(freqs, outcomes, expected_score(elo1))
+    steps = [math.log(a / b) for a, b in zip(p1, p0, strict=True)]
+    mean = sum(p * x for p, x in zip(freqs, steps, strict=True))
+    return mean, sum(p * (x - mean) ** 2 for p, x in zip(freqs, steps, strict=True))
+
+
+def llr(counts: list[int], elo0: float, elo1: float, outcomes: tuple[float, ...] = OUTCOMES) -> float:
+    """The exact GSPRT log-likelihood ratio of H1 against H0 after ``counts[i]`` pairs scored
+    ``outcomes[i]`` (pentanomial by default; ``(0, 0.5, 1)`` for single matches)."""
+    n = sum(counts)
+    return 0.0 if n == 0 else n * _per_pair(counts, outcomes, elo0, elo1)[0]
+
+
+def llr_logistic(counts: list[int], elo0: float, elo1: float) -> float:
+    """The logistic (alt2) approximation of :func:`llr`, shown beside it, never decided on."""
     n = sum(counts)
     if n == 0:
         return 0.0
-    reg = [c + _PSEUDO for c in counts]
-    total = sum(reg)
-    mean = sum(c * x for c, x in zip(reg, OUTCOMES, strict=True)) / total
-    var = sum(c * (x - mean) ** 2 for c, x in zip(reg, OUTCOMES, strict=True)) / total
+    freqs = _regularised(counts)
+    mean = sum(p * x for p, x in zip(freqs, OUTCOMES, strict=True))
+    var = sum(p * (x - mean) ** 2 for p, x in zip(freqs, OUTCOMES, strict=True))
     s0, s1 = expected_score(elo0), expected_score(elo1)
     return n * (s1 - s0) * (2.0 * mean - s0 - s1) / (2.0 * var)
+
+
+#: Siegmund's expected overshoot of a normal random walk, in steps' standard deviations.
+OVERSHOOT = 0.583
+
+
+def look(
+    counts: list[int], elo0: float, elo1: float, alpha: float, beta: float, batch: int,
+    outcomes: tuple[float, ...] = OUTCOMES,
+) -> tuple[float, float, float]:
+    """(LLR, lower, upper) after ``counts``: the exact LLR, and Wald's bounds moved inward by
+    the expected overshoot of one look's step (``batch`` pairs), at most half of each bound."""
+    lower, upper = bounds(alpha, beta)
+    n = sum(counts)
+    if n == 0:
+        return 0.0, lower, upper
+    mean, var = _per_pair(counts, outcomes, elo0, elo1)
+    step = OVERSHOOT * math.sqrt(batch * var)
+    return n * mean, lower - max(lower / 2.0, -step), upper - min(upper / 2.0, step)
 
 
 def sprt_params(
@@ -102,8 +185,9 @@ class SprtState:
     pairs: int
     counts: list[int]  # pairs per outcome, OUTCOMES order
     llr: float
-    lower: float
+    lower: float  # the bounds in force: Wald's, moved inward by the expected overshoot
     upper: float
+    llr_logistic: float  # the alt2 approximation, for display beside fishtest's figures
     verdict: str | None  # "H1" (better by elo1), "H0" (not better than elo0), "inconclusive"
     params: dict[str, Any]
 
@@ -111,6 +195,7 @@ class SprtState:
         return {
             "pairs": self.pairs, "counts": self.counts, "llr": round(self.llr, 4),
             "lower": round(self.lower, 4), "upper": round(self.upper, 4), "verdict": self.verdict,
+            "llr_logistic": round(self.llr_logistic, 4),
             **{k: self.params[k] for k in ("elo0", "elo1", "alpha", "beta", "batch", "max_pairs")},
         }
 
@@ -138,9 +223,12 @@ def sprt_state(session: Session, tournament: Tournament) -> SprtState:
     for results in per_deal.values():
         if len(results) == 2:
             counts[OUTCOMES.index(sum(results) / 2)] += 1
-    lower, upper = bounds(params["alpha"], params["beta"])
-    value = llr(counts, params["elo0"], params["elo1"])
-    return SprtState(sum(counts), counts, value, lower, upper, params.get("verdict"), params)
+    elo0, elo1 = params["elo0"], params["elo1"]
+    value, lower, upper = look(counts, elo0, elo1, params["alpha"], params["beta"], params["batch"])
+    return SprtState(
+        sum(counts), counts, value, lower, upper, llr_logistic(counts, elo0, elo1),
+        params.get("verdict"), params,
+    )
 
 
 def advance(session: Session, tournament: Tournament) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import statistics
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -14,6 +15,8 @@ from typing import Any
 import pytest
 from helpers.arena import hosted_bots, new_tournament
 from helpers.paths import ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from arena.ratings import fairplay
@@ -56,6 +59,30 @@ def test_paired_check_flags_only_a_clear_gain_over_enough_deals() -> None:
     check = fairplay.paired_check(noise)
     assert not check.flagged and check.p_value is not None and check.p_value > 0.01
     assert fairplay.paired_check([]).to_json()["deals"] == 0
+
+
+def test_one_looks_p_value_is_not_the_verdict() -> None:
+    # Issue #26: the check is re-run as deals accumulate, so a t-test at p < 0.001 flagged an
+    # honest bot at some look far more often than 0.1% (2.3% by 2,000 deals). Twenty deals at
+    # t = 4 pass a single look's test but not the sequential one, which holds over every look.
+    base = [1.0, -1.0] * 10
+    shift = 4.0 * statistics.stdev(base) / math.sqrt(20)
+    check = fairplay.paired_check([x + shift for x in base])
+    assert check.t == pytest.approx(4.0)
+    assert check.p_single_look is not None and check.p_single_look < fairplay.ALPHA
+    assert check.p_value is not None and check.p_value > 0.01 and not check.flagged
+    shown = check.to_json()
+    assert shown["sequential"] is True and shown["p_single_look"] < fairplay.ALPHA
+
+
+@settings(max_examples=200, deadline=None)
+@given(t=st.floats(0.01, 30), n=st.integers(20, 5000))
+def test_the_sequential_p_value_is_the_mixture_bound(t: float, n: int) -> None:
+    z = fairplay.t_as_z(t, n - 1)
+    assert 0 < z <= t + 1e-12  # t's heavier tails: the same t is less surprising than a z
+    log_m = 0.5 * math.log(fairplay.RHO / (n + fairplay.RHO)) + n * z * z / (2 * (n + fairplay.RHO))
+    assert fairplay.anytime_p(t, n) == pytest.approx(min(1.0, math.exp(-log_m)))
+    assert fairplay.anytime_p(-t, n) == 1.0
 
 
 @pytest.mark.parametrize(("hands", "sizes", "paired"), [(4, [2], 2), (3, [2], 0), (3, [3], 2)])

@@ -127,9 +127,27 @@ def test_shuffling_matches_or_seats_changes_nothing(order: list[int], seat_seed:
     assert_same(fit(SEASON), fit(shuffled))
 
 
-def test_anchored_at_the_mean() -> None:
+def centre_by_hand(results: Sequence[RatedMatch], table: RatingTable, min_matches: int = 20) -> float:
+    """The pool's information-weighted mean: each member weighs sum over its pairs of
+    w p (1 - p), times min(1, (matches - min_matches) / 100)."""
+    elo = {r.bot: r.elo for r in table.ratings if r.basis == "pool"}
+    info = dict.fromkeys(elo, 0.0)
+    played = dict.fromkeys(elo, 0)
+    for m in results:
+        for bot in m.bots:
+            played[bot] = played.get(bot, 0) + 1
+        for a, b in itertools.combinations(m.bots, 2):
+            if a in elo and b in elo:
+                p = 1 / (1 + 10 ** ((elo[b] - elo[a]) / 400))
+                for bot in (a, b):
+                    info[bot] += p * (1 - p) / (len(m.bots) - 1)
+    share = {b: info[b] * min(1.0, max(0.0, (played[b] - min_matches) / 100)) for b in elo}
+    return sum(share[b] * elo[b] for b in elo) / sum(share.values())
+
+
+def test_anchored_at_the_information_weighted_centre() -> None:
     table = fit(SEASON)
-    assert np.mean([r.elo for r in table.ratings]) == pytest.approx(1500.0, abs=1e-9)
+    assert centre_by_hand(SEASON, table) == pytest.approx(1500.0, abs=1e-6)
     moved = fit(SEASON, anchor=2000.0)
     for a, b in zip(table.ratings, moved.ratings, strict=True):
         assert b.elo - a.elo == pytest.approx(500.0, abs=1e-9)
@@ -367,7 +385,8 @@ def test_any_season_gives_a_sane_table(results: list[RatedMatch]) -> None:
     estimates = [r for r in table.ratings if r.basis != "one-sided"]
     elos = [r.elo for r in estimates]
     assert all(hi >= lo - 1e-6 for hi, lo in itertools.pairwise(elos))  # equal ones by name
-    assert np.mean([r.elo for r in table.ratings if r.basis == "pool"]) == pytest.approx(1500.0, abs=1e-6)
+    pool = [r.elo for r in table.ratings if r.basis == "pool"]
+    assert min(pool) - 1e-6 <= 1500.0 <= max(pool) + 1e-6  # a weighted mean of the pool
     assert table.ratings[: len(estimates)] == estimates  # bounds last
     for r in table.ratings:
         assert math.isfinite(r.elo)
@@ -419,3 +438,45 @@ def test_an_update_between_full_fits_follows_the_full_fit() -> None:
         assert quick[bot].elo == pytest.approx(r.elo, abs=0.01)
         # The bread is the last full fit's: off by about the share of new matches (1% here).
         assert quick[bot].high - quick[bot].low == pytest.approx(r.high - r.low, rel=0.02)  # type: ignore[operator]
+
+
+def established_season(rng: np.random.Generator, k: int) -> tuple[np.ndarray, list[RatedMatch]]:
+    true = np.linspace(-300.0, 300.0, k)
+    out = []
+    for m in range(20 * k):
+        seats = rng.permutation(k)[: int(rng.integers(2, 5))]
+        util = ELO_SCALE * true[seats] + rng.gumbel(size=len(seats))
+        out.append(RatedMatch(f"m{m}", tuple(f"b{i}" for i in seats), tuple(util.tolist())))
+    return true, out
+
+
+def scale_shift(before: list[RatedMatch], after: list[RatedMatch], k: int) -> float:
+    a, b = by_bot(fit(before)), by_bot(fit(after))
+    return abs(float(np.mean([b[f"b{i}"].elo - a[f"b{i}"].elo for i in range(k)])))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_scale_holds_still_when_a_hopeless_bot_draws_once(seed: int) -> None:
+    # Issue #26: one draw made a bot that lost everything a pool member and moved every
+    # rating by about +67 Elo (12 bots), with the pool's plain mean as the zero.
+    rng = np.random.default_rng(seed)
+    _, season = established_season(rng, 12)
+    lost = [RatedMatch(f"h{m}", ("hopeless", f"b{m % 12}"), (-1e6, 0.0)) for m in range(30)]
+    before = season + lost
+    after = [*before, RatedMatch("draw", ("hopeless", "b5"), (0.0, 0.0))]
+    assert by_bot(fit(after))["hopeless"].basis == "pool"  # it did join
+    assert scale_shift(before, after, 12) <= 5.0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_scale_holds_still_when_a_strong_newcomer_joins_the_pool(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    true, season = established_season(rng, 12)
+    games = []
+    for m in range(20):
+        seats = rng.permutation(12)[: int(rng.integers(1, 4))]
+        util = ELO_SCALE * np.r_[400.0, true[seats]] + rng.gumbel(size=len(seats) + 1)
+        games.append(RatedMatch(f"n{m}", ("new", *(f"b{i}" for i in seats)), tuple(util.tolist())))
+    assert by_bot(fit(season + games))["new"].basis == "pool"
+    assert by_bot(fit(season + games[:19]))["new"].basis != "pool"
+    assert scale_shift(season + games[:19], season + games, 12) <= 5.0

@@ -8,6 +8,8 @@ import math
 
 import pytest
 from helpers.arena import SETTINGS, InlineBackend, hosted_bots
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from arena.ratings.terms import legend
@@ -15,7 +17,17 @@ from arena.runtime.driver import run_tournament
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import Match, MatchSeat, Tournament
 from arena.tournaments.lifecycle import InvalidTournamentError, create_tournament
-from arena.tournaments.sprt import InvalidSprtError, bounds, llr, sprt_params, sprt_state
+from arena.tournaments.sprt import (
+    OUTCOMES,
+    InvalidSprtError,
+    bounds,
+    llr,
+    llr_logistic,
+    look,
+    mle,
+    sprt_params,
+    sprt_state,
+)
 from bots.greedy import GreedyBot
 from sdk.cli import main as tonk
 
@@ -28,14 +40,54 @@ def test_llr_by_hand() -> None:
     lower, upper = bounds(0.05, 0.05)
     assert (lower, upper) == pytest.approx((-math.log(19), math.log(19)))
     # Ten pairs scoring ¾ and ten scoring ¼: mean ½, so the evidence is for H0 (elo0 = 0).
-    counts = [0, 10, 0, 10, 0]
-    s0, s1 = 0.5, 1 / (1 + 10 ** (-20 / 400))
-    reg = [c + 1e-3 for c in counts]
-    mean = sum(c * x for c, x in zip(reg, (0, 0.25, 0.5, 0.75, 1), strict=True)) / sum(reg)
-    var = sum(c * (x - mean) ** 2 for c, x in zip(reg, (0, 0.25, 0.5, 0.75, 1), strict=True)) / sum(reg)
-    assert llr(counts, 0, 20) == pytest.approx(20 * (s1 - s0) * (2 * mean - s0 - s1) / (2 * var))
-    assert llr(counts, 0, 20) < 0 < llr([0, 0, 0, 5, 15], 0, 20)
+    assert llr([0, 10, 0, 10, 0], 0, 20) < 0 < llr([0, 0, 0, 5, 15], 0, 20)
     assert llr([0] * 5, 0, 20) == 0.0
+    # Trinomial by hand: 3 wins, 1 loss, no draws at s0 = ½ and s1 = ¾. With two outcomes the
+    # fit is forced (p(win) = s); the pseudo-count on draws moves it by a hair.
+    freqs = [1 / 4, 3 / 4]
+    pairs = zip(freqs, (0.5, 0.5), (0.25, 0.75), strict=True)
+    by_hand = 4 * sum(f * math.log(p1 / p0) for f, p0, p1 in pairs)
+    elo1 = -400 * math.log10(1 / 0.75 - 1)
+    assert llr([1, 0, 3], 0, elo1, outcomes=(0.0, 0.5, 1.0)) == pytest.approx(by_hand, abs=1e-3)
+
+
+def test_a_batch_of_even_pairs_is_weak_evidence_not_a_verdict() -> None:
+    # Issue #26: eight pairs all split at ½ have nearly zero variance; the logistic formula
+    # read them as LLR -42 and accepted H0 at once. The exact GSPRT gives -0.47.
+    assert llr([0, 0, 8, 0, 0], 0, 20) == pytest.approx(-0.467, abs=1e-3)
+    assert llr_logistic([0, 0, 8, 0, 0], 0, 20) < -40
+    value, lower, upper = look([0, 0, 8, 0, 0], 0, 20, 0.05, 0.05, 8)
+    assert lower < value < upper
+    # Bounds move inward by the expected overshoot, never past half of Wald's.
+    wald = bounds(0.05, 0.05)
+    _, lower, upper = look([2, 6, 4, 6, 2], 0, 20, 0.05, 0.05, 8)
+    assert wald[0] < lower <= wald[0] / 2 and wald[1] / 2 <= upper < wald[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 60), min_size=5, max_size=5).filter(lambda c: sum(c) > 0),
+    elo=st.floats(-300, 300),
+    direction=st.lists(st.floats(-1, 1), min_size=5, max_size=5),
+)
+def test_the_fit_is_the_most_likely_distribution_with_that_mean(
+    counts: list[int], elo: float, direction: list[float]
+) -> None:
+    from arena.tournaments.sprt import _regularised
+
+    freqs = _regularised(counts)
+    s = 1 / (1 + 10 ** (-elo / 400))
+    fitted = mle(freqs, OUTCOMES, s)
+    assert sum(fitted) == pytest.approx(1.0)
+    assert sum(p * x for p, x in zip(fitted, OUTCOMES, strict=True)) == pytest.approx(s, abs=1e-9)
+    # Any small move that keeps the total and the mean lowers the likelihood.
+    d = [v - sum(direction) / 5 for v in direction]
+    shift = sum(v * x for v, x in zip(d, OUTCOMES, strict=True))
+    d = [v - shift * (x - 0.5) / 0.625 for v, x in zip(d, OUTCOMES, strict=True)]
+    step = 1e-3 * min(fitted)
+    moved = [p + step * v for p, v in zip(fitted, d, strict=True)]
+    loglik = sum(f * math.log(p) for f, p in zip(freqs, fitted, strict=True))
+    assert sum(f * math.log(p) for f, p in zip(freqs, moved, strict=True)) <= loglik + 1e-12
 
 
 @pytest.mark.parametrize(
@@ -66,27 +118,30 @@ def state_of(url: str, tid: int) -> tuple[str, dict[str, object], int]:
         return t.status, sprt_state(session, t).to_json(), matches
 
 
-def test_a_stronger_bot_is_accepted_within_one_batch(sqlite_url: str) -> None:
+def test_a_stronger_bot_is_accepted_after_a_few_batches(sqlite_url: str) -> None:
     heuristic, random = hosted_bots(sqlite_url, ["heuristic", "random"])
     tid = sprt(sqlite_url, [heuristic, random], batch=6)
     run_tournament(sqlite_url, tid, InlineBackend(sqlite_url))
     status, state, matches = state_of(sqlite_url, tid)
     assert status == "finished" and state["verdict"] == "H1"
-    assert state["pairs"] == 6 and matches == 12  # decided by the first 6 pairs
+    # Heuristic wins (almost) every pair; each is worth ln(s1/s0) = 0.056 of LLR however lopsided it is
+    # (the test weighs 20 Elo against 0, not "how much better"), so 54 pairs reach 2.94.
+    assert state["pairs"] == 54 and state["counts"][4] >= 53 and matches == 108, state
     assert state["llr"] >= state["upper"]  # type: ignore[operator]
     dispose_engines()
 
 
 def test_a_copy_is_rejected_pair_by_pair(sqlite_url: str) -> None:
     # Greedy and its copy are deterministic: every duplicate pair comes out exactly even, so
-    # the test leans to H0 with each pair; one pair per batch shows it extending itself.
+    # the test leans to H0 with each pair, slowly (an even pair is weak evidence); batches of
+    # 10 show it extending itself.
     greedy, twin = hosted_bots(sqlite_url, ["greedy", "test_sprt:Twin"])
-    tid = sprt(sqlite_url, [twin, greedy], batch=1)
+    tid = sprt(sqlite_url, [twin, greedy], batch=10)
     run_tournament(sqlite_url, tid, InlineBackend(sqlite_url))
     status, state, matches = state_of(sqlite_url, tid)
     assert status == "finished" and state["verdict"] == "H0"
     assert state["counts"] == [0, 0, state["pairs"], 0, 0]
-    assert state["pairs"] == 3 and matches == 6  # LLR -0.66, -2.65, -5.96 against -2.94
+    assert state["pairs"] == 50 and matches == 100  # LLR -0.55 per 10 pairs, -2.95 against -2.92
     assert state["llr"] <= state["lower"]  # type: ignore[operator]
     dispose_engines()
 
@@ -126,10 +181,11 @@ def test_the_cli_creates_a_gauntlet_and_runs_a_sequential_test(
     assert tonk(["tournament", "create", "--name", "g", "--gauntlet", "heuristic", "--tables", "2",
                  "--deals", "1", "--hands", "2"]) == 2
     assert "--gauntlet BOT with --vs" in capsys.readouterr().err
-    assert tonk(["sprt", "heuristic", "random", "--elo0", "0", "--elo1", "20", "--hands", "6",
+    # elo1 300 so that one batch decides: each pair heuristic wins is worth ln(s1/s0) = 0.53.
+    assert tonk(["sprt", "heuristic", "random", "--elo0", "0", "--elo1", "300", "--hands", "6",
                  "--batch", "6", "--seed", "777", "--quiet"]) == 0  # the seed of the test above
     out = capsys.readouterr().out
-    assert "accepted H1: better by at least 20 Elo" in out and "6 pairs" in out, out
+    assert "accepted H1: better by at least 300 Elo" in out and "6 pairs" in out, out
     assert tonk(["tournament", "status", "2"]) == 0
     status = capsys.readouterr().out
     assert "6 pairs, LLR" in status and "Elo [95% interval]" in status
@@ -149,7 +205,7 @@ def test_on_rq_workers_the_test_goes_on_with_nobody_driving_it(
     from arena.runtime.rq_backend import RqBackend
 
     greedy, twin = hosted_bots(pg_url, ["greedy", "test_sprt:Twin"])
-    tid = sprt(pg_url, [twin, greedy], batch=1)
+    tid = sprt(pg_url, [twin, greedy], batch=10)
     queue = f"{redis_prefix}-matches"
     backend = RqBackend(pg_url, redis_url, queue)
     run_tournament(pg_url, tid, backend, wait=False)  # queues the first pair, returns
@@ -190,5 +246,5 @@ def test_a_test_interrupted_before_deciding_decides_on_resume(sqlite_url: str) -
     assert (status, state["verdict"], state["pairs"], matches) == ("running", None, 6, 12)
     run_tournament(sqlite_url, tid, InlineBackend(sqlite_url))  # what `resume` does
     status, state, matches = state_of(sqlite_url, tid)
-    assert (status, state["verdict"], matches) == ("finished", "H1", 12)
+    assert (status, state["verdict"], matches) == ("finished", "H1", 108)
     dispose_engines()

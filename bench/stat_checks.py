@@ -1,0 +1,313 @@
+"""Simulation bench for the arena's statistics (issue #26): does each one keep its promise?
+
+    .venv/bin/python bench/stat_checks.py [sprt] [intervals] [anchor] [fairplay] [--runs 1000] [--seed 1]
+
+``sprt`` plays simulated sequential tests (arena/tournaments/sprt.py, elo0 0, elo1 20, alpha =
+beta = 0.05, batches of 8 pairs; no cap that matters: at most 20,000 pairs, and the share
+of tests still undecided at the default cap of 2000 is printed) on pair distributions shaped like Tonk
+(most pairs split at ½, few decisive) and on pairs of two independent matches, with the true
+pair score exactly at elo1 (power: how often H1 is accepted; target >= 0.93) and at elo0
+(false positives: how often H1 is accepted; target <= alpha + 0.01), and the mean and 95th
+percentile of pairs to a decision. The same runs are decided by the old rule (the logistic
+approximation against Wald's bounds) as the baseline.
+
+``intervals`` simulates seasons of duplicate play (6 bots, every 3-seat table, each deal played
+in its 3 seat rotations) under three dependence structures: independent matches; shared card
+luck (each seat's cards worth a lot, rotated through the bots, so duplicate cancels it); and a
+bot x deal effect (a deal suits some bots, in every rotation). For the rating intervals
+clustered by deal (the arena's) and by match (the old rule) it prints the coverage of the 95%
+interval around the mean estimate over the runs (target >= 94%) and the ratio of the reported
+standard error to the estimates' empirical standard deviation (target 0.9-1.1).
+
+``anchor`` measures how far the scale's zero moves for bots that did nothing: seasons of 6 or
+12 established bots (60 matches each at 2- to 4-seat tables, ratings spread over 600 Elo),
+then (a) a hopeless bot that lost all of its 30 matches draws once, and (b) a newcomer 400 Elo
+above the average plays its 20th match (crossing ``min_matches``). It prints the largest shift
+of an established bot's rating over the runs (target <= 5 Elo).
+
+``fairplay`` simulates honest bots' paired differences (arena/ratings/fairplay.py), looked at
+after every deal from the 20th to the 2,000th, and prints how many were ever flagged (target
+<= 0.2%) by the sequential rule and by the old one (a t-test at p < 0.001 at each look), for
+normal differences and for skewed chip results (a 3-seat deal: one first rotation against
+the mean of two later ones, chips exponential or lognormal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from arena.ratings import fairplay as fp
+from arena.ratings.model import ELO_SCALE, RatedMatch, fit
+from arena.tournaments.sprt import OUTCOMES, bounds, expected_score, llr_logistic, look
+
+ELO0, ELO1, ALPHA, BETA, BATCH, MAX_PAIRS = 0.0, 20.0, 0.05, 0.05, 8, 20_000
+
+
+def tilted(base: list[float], s: float) -> np.ndarray:
+    """``base`` tilted exponentially (p_i * exp(t x_i)) to have mean pair score ``s``."""
+    x, p = np.array(OUTCOMES), np.array(base)
+    lo, hi = -50.0, 50.0
+    for _ in range(200):
+        t = (lo + hi) / 2
+        q = p * np.exp(t * x)
+        lo, hi = (t, hi) if (q @ x) / q.sum() < s else (lo, t)
+    q = p * np.exp(lo * x)
+    return q / q.sum()
+
+
+def independent(s: float, draws: float = 0.1) -> np.ndarray:
+    """A pair of two independent matches, each won, drawn or lost, scoring ``s`` on average."""
+    w, d, loss = s - draws / 2, draws, 1 - s - draws / 2
+    game = np.array([loss, d, w])
+    return np.convolve(game, game)  # 0, ¼, ½, ¾, 1
+
+
+#: Pair shapes at 0 Elo: share of pairs scoring 0, ¼, ½, ¾, 1 (Tonk: 65-82% split at ½).
+SHAPES = {
+    "tonk 65% even": [0.03, 0.145, 0.65, 0.145, 0.03],
+    "tonk 82% even": [0.01, 0.08, 0.82, 0.08, 0.01],
+}
+
+
+def shapes(elo: float) -> dict[str, np.ndarray]:
+    s = expected_score(elo)
+    out = {name: tilted(base, s) for name, base in SHAPES.items()}
+    out["independent halves"] = independent(s)
+    return out
+
+
+def one_test(rng: np.random.Generator, p: np.ndarray) -> tuple[tuple[str, int], tuple[str, int]]:
+    """One simulated test, decided by the arena's rule and by the old one on the same pairs:
+    (verdict, pairs) for each."""
+    counts = [0] * 5
+    new: tuple[str, int] | None = None
+    old: tuple[str, int] | None = None
+    lower0, upper0 = bounds(ALPHA, BETA)
+    while new is None or old is None:
+        counts = [c + int(k) for c, k in zip(counts, rng.multinomial(BATCH, p), strict=True)]
+        n = sum(counts)
+        if new is None:
+            value, lower, upper = look(counts, ELO0, ELO1, ALPHA, BETA, BATCH)
+            if value >= upper or value <= lower or n >= MAX_PAIRS:
+                new = ("H1" if value >= upper else "H0" if value <= lower else "-", n)
+        if old is None:
+            value = llr_logistic(counts, ELO0, ELO1)
+            if value >= upper0 or value <= lower0 or n >= MAX_PAIRS:
+                old = ("H1" if value >= upper0 else "H0" if value <= lower0 else "-", n)
+    return new, old
+
+
+def sprt(runs: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    print(f"SPRT elo0 {ELO0:g}, elo1 {ELO1:g}, alpha {ALPHA}, beta {BETA}, batch {BATCH}, {runs} runs each")
+    print(f"{'pairs':<20} {'true':>5}  {'rule':<22} {'P(H1)':>6} {'target':>9} {'mean n':>7} {'p95 n':>6}")
+    for elo in (ELO1, ELO0):
+        for name, p in shapes(elo).items():
+            results = [one_test(rng, p) for _ in range(runs)]
+            for label, which in (("exact GSPRT+overshoot", 0), ("logistic, Wald (old)", 1)):
+                verdicts = [r[which][0] for r in results]
+                n = np.array([r[which][1] for r in results])
+                h1 = verdicts.count("H1") / runs
+                target = f">= {1 - BETA - 0.02:.2f}" if elo == ELO1 else f"<= {ALPHA + 0.01:.2f}"
+                se = math.sqrt(h1 * (1 - h1) / runs)
+                print(
+                    f"{name:<20} {elo:>5g}  {label:<22} {h1:>6.3f} {target:>9} {n.mean():>7.0f} "
+                    f"{np.percentile(n, 95):>6.0f} {np.mean(n > 2000):>6.3f}  (±{1.96 * se:.3f})"
+                )
+
+
+STRUCTURES = ("independent", "card luck", "bot x deal")
+
+
+def duplicate_season(
+    rng: np.random.Generator, true: np.ndarray, deals: int, structure: str
+) -> list[tuple[str, tuple[str, ...], tuple[float, ...], tuple[int, int]]]:
+    """(match id, bots, scores, deal) for every rotation of every deal at every 3-seat table."""
+    out = []
+    tables = [t for t in itertools.combinations(range(len(true)), 3)]
+    for t, table in enumerate(tables):
+        for d in range(deals):
+            cards = rng.normal(0.0, 2.0, 3) if structure == "card luck" else np.zeros(3)
+            suits = rng.normal(0.0, 1.0, 3) if structure == "bot x deal" else np.zeros(3)
+            for r in range(3):
+                seats = [table[(s + r) % 3] for s in range(3)]  # bot in seat s; seat s keeps its cards
+                util = ELO_SCALE * true[seats] + cards + suits[[(s + r) % 3 for s in range(3)]]
+                util += rng.gumbel(size=3)
+                out.append((f"{t}/{d}/{r}", tuple(f"b{i}" for i in seats), tuple(util.tolist()), (t, d)))
+    return out
+
+
+def intervals(runs: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    true = np.array([-150.0, -75.0, 0.0, 50.0, 100.0, 200.0])
+    deals = 10
+    print(
+        f"rating intervals: 6 bots, 20 three-seat tables x {deals} deals x 3 rotations "
+        f"({20 * deals * 3} matches) per run, {runs} runs"
+    )
+    print(f"{'structure':<12} {'clustered by':<13} {'coverage':>8} {'SE/SD':>6}   targets >= 94%, 0.9-1.1")
+    for structure in STRUCTURES:
+        est = {"deal": np.zeros((runs, len(true))), "match": np.zeros((runs, len(true)))}
+        se = {"deal": np.zeros((runs, len(true))), "match": np.zeros((runs, len(true)))}
+        for run in range(runs):
+            season = duplicate_season(rng, true, deals, structure)
+            for unit in ("deal", "match"):
+                rated = [RatedMatch(m, b, s, d if unit == "deal" else None) for m, b, s, d in season]
+                table = {r.bot: r for r in fit(rated).ratings}
+                for i in range(len(true)):
+                    row = table[f"b{i}"]
+                    assert row.low is not None and row.high is not None
+                    est[unit][run, i] = row.elo
+                    se[unit][run, i] = (row.high - row.low) / (2 * 1.959964)
+        for unit in ("deal", "match"):
+            centre = est[unit].mean(axis=0)
+            covered = np.abs(est[unit] - centre) <= 1.959964 * se[unit]
+            ratio = se[unit].mean(axis=0) / est[unit].std(axis=0, ddof=1)
+            print(
+                f"{structure:<12} {unit:<13} {covered.mean():>8.1%} {ratio.mean():>6.2f}   "
+                f"(per bot {ratio.min():.2f}-{ratio.max():.2f}; SE {se[unit].mean():.1f} Elo)"
+            )
+
+
+def established(rng: np.random.Generator, k: int, matches: int) -> tuple[np.ndarray, list[RatedMatch]]:
+    true = np.linspace(-300.0, 300.0, k)
+    out = []
+    for m in range(matches):
+        seats = rng.permutation(k)[: int(rng.integers(2, 5))]
+        util = ELO_SCALE * true[seats] + rng.gumbel(size=len(seats))
+        out.append(RatedMatch(f"m{m}", tuple(f"b{i}" for i in seats), tuple(util.tolist())))
+    return true, out
+
+
+def shift(before: list[RatedMatch], after: list[RatedMatch], k: int) -> tuple[float, float]:
+    """(the scale's shift: the established bots' mean move; the largest single bot's move,
+    which also holds what the new games say about the bots it played)."""
+    a = {r.bot: r.elo for r in fit(before).ratings}
+    b = {r.bot: r.elo for r in fit(after).ratings}
+    moves = np.array([b[f"b{i}"] - a[f"b{i}"] for i in range(k)])
+    return abs(float(moves.mean())), float(np.abs(moves).max())
+
+
+def anchor(runs: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    print(f"the scale's zero, {runs} runs: the established bots' mean move (the scale's shift, "
+          "target <= 5 Elo) and the largest single bot's move")
+    for k in (6, 12):
+        hopeless, newcomer = [], []
+        for _ in range(runs):
+            true, season = established(rng, k, 60 * k // 3)
+            lost = [
+                RatedMatch(f"h{m}", ("hopeless", f"b{int(rng.integers(k))}"), (-1e6, 0.0)) for m in range(30)
+            ]
+            draw = RatedMatch("h-draw", ("hopeless", f"b{int(rng.integers(k))}"), (0.0, 0.0))
+            hopeless.append(shift(season + lost, [*season, *lost, draw], k))
+            strong = 400.0 + true.mean()
+            games = []
+            for m in range(20):
+                seats = rng.permutation(k)[: int(rng.integers(1, 4))]
+                util = ELO_SCALE * np.r_[strong, true[seats]] + rng.gumbel(size=len(seats) + 1)
+                games.append(RatedMatch(f"n{m}", ("new", *(f"b{i}" for i in seats)), tuple(util.tolist())))
+            newcomer.append(shift(season + games[:19], season + games, k))
+        for name, moves in (
+            ("a hopeless bot draws once", hopeless),
+            ("a strong newcomer's 20th match", newcomer),
+        ):
+            scale, single = np.array(moves).T
+            verdict = "ok" if scale.max() <= 5 else "MISSED"
+            print(f"  {k:>2} bots, {name:<31} scale: largest {scale.max():5.1f} Elo, median "
+                  f"{np.median(scale):4.1f} ({verdict}); one bot: largest {single.max():5.1f}")
+
+
+def honest(rng: np.random.Generator, kind: str, shape: tuple[int, int]) -> np.ndarray:
+    if kind == "normal":
+        return rng.normal(size=shape)
+    sign = -1.0 if kind.endswith("-") else 1.0  # rare big wins (+) or rare big losses (-)
+
+    def draw() -> np.ndarray:
+        chips = rng.exponential(size=shape) if kind.startswith("exp") else rng.lognormal(0.0, 1.0, size=shape)
+        out: np.ndarray = sign * chips
+        return out
+
+    first, later = draw(), (draw() + draw()) / 2
+    return later - first
+
+
+def fairplay(runs: int, seed: int, looks: int = 2000) -> None:
+    rng = np.random.default_rng(seed)
+    n = np.arange(1, looks + 1, dtype=float)
+    # The old rule's t threshold at each n (one-sided p < ALPHA), by bisection on its own tail.
+    crit = np.full(looks, np.inf)
+    for i in range(fp.MIN_DEALS - 1, looks):
+        lo, hi = 0.0, 50.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if fp.t_upper_tail(mid, i) >= fp.ALPHA else (lo, mid)
+        crit[i] = hi
+    print(f"fair-play false alarms: honest bots looked at after every deal, {fp.MIN_DEALS} to {looks}, "
+          f"{runs} runs each (target <= 0.2% by {looks})")
+    for kind in ("normal", "exponential+", "exponential-", "lognormal+", "lognormal-"):
+        ever_new = {100: 0, looks: 0}
+        ever_old = {100: 0, looks: 0}
+        single = 0
+        for start in range(0, runs, 1000):
+            d = honest(rng, kind, (min(1000, runs - start), looks))
+            csum, csq = d.cumsum(axis=1), (d * d).cumsum(axis=1)
+            mean = csum / n
+            with np.errstate(invalid="ignore", divide="ignore"):
+                sd = np.sqrt(np.maximum(csq - n * mean * mean, 0.0) / (n - 1))
+                t = mean / (sd / np.sqrt(n))
+                df = n - 1
+                z2 = ((8 * df + 1) / (8 * df + 3)) ** 2 * df * np.log1p(t * t / df)  # fp.t_as_z squared
+                log_m = 0.5 * np.log(fp.RHO / (n + fp.RHO)) + n * z2 / (2 * (n + fp.RHO))
+            live = n >= fp.MIN_DEALS
+            new = live & (t > 0) & (log_m > -np.log(fp.ALPHA))
+            old = live & (t > crit)
+            for cap in ever_new:
+                ever_new[cap] += int(new[:, :cap].any(axis=1).sum())
+                ever_old[cap] += int(old[:, :cap].any(axis=1).sum())
+            single += int(old[:, fp.MIN_DEALS - 1].sum())
+        check = fp.paired_check(honest(rng, kind, (1, 40))[0].tolist())  # the formula is the arena's
+        assert check.t is not None and check.p_value is not None
+        z40 = fp.t_as_z(check.t, 39)
+        log_m40 = 0.5 * np.log(fp.RHO / (40 + fp.RHO)) + 40 * z40**2 / (2 * (40 + fp.RHO))
+        expect = min(1.0, float(np.exp(-log_m40)))
+        assert check.t <= 0 or abs(check.p_value - expect) < 1e-9
+        print(f"  {kind:<12} sequential: {ever_new[100] / runs:.3%} by 100 deals, "
+              f"{ever_new[looks] / runs:.3%} by {looks}; old t-test: {ever_old[100] / runs:.3%}, "
+              f"{ever_old[looks] / runs:.3%} "
+              f"(one look at {fp.MIN_DEALS}: {single / runs:.3%})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    kinds = ["sprt", "intervals", "anchor", "fairplay"]
+    parser.add_argument("what", nargs="*", help=f"any of {', '.join(kinds)} (default: all)")
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    unknown = set(args.what) - set(kinds)
+    if unknown:
+        parser.error(f"unknown check(s) {', '.join(sorted(unknown))!r}; choose from {', '.join(kinds)}")
+    args.what = args.what or kinds
+    if "sprt" in args.what:
+        sprt(args.runs, args.seed)
+    if "intervals" in args.what:
+        intervals(max(100, args.runs // 4), args.seed)
+    if "anchor" in args.what:
+        anchor(max(50, args.runs // 10), args.seed)
+    if "fairplay" in args.what:
+        fairplay(20 * args.runs, args.seed)
+
+
+if __name__ == "__main__":
+    main()
