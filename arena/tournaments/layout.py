@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from arena.errors import TournamentNotFoundError
@@ -139,8 +139,17 @@ def add_deals(
 
 
 def locked_tournament(session: Session, tournament_id: int) -> Tournament:
-    # FOR UPDATE on PostgreSQL (ignored by SQLite, whose writers are serialised anyway), so
-    # two operators extending at once cannot both number their deals from the same start.
+    # Two callers extending at once (two operators, or two workers finishing an SPRT batch)
+    # must not both number their deals from the same start. A no-op UPDATE first takes the
+    # write lock before anything is read: SQLite ignores FOR UPDATE, and a transaction there
+    # that read first and wrote later would number from what it read before the other's
+    # commit; on PostgreSQL it is the same row lock FOR UPDATE takes.
+    session.execute(
+        update(Tournament)
+        .where(Tournament.id == tournament_id)
+        .values(id=Tournament.id)
+        .execution_options(synchronize_session=False)
+    )
     tournament = session.scalars(
         select(Tournament).where(Tournament.id == tournament_id).with_for_update()
     ).first()

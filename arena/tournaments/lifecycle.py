@@ -235,6 +235,10 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     if kind == TournamentKind.LADDER:  # open-ended: its scheduler adds tables as long as it runs
         return False
     if kind == TournamentKind.SPRT:
+        # Only read so far: end that read, so the lock below is the transaction's first
+        # statement (on SQLite a transaction that read before taking the write lock would
+        # decide on what it read before another caller's batch was committed).
+        session.commit()
         tournament = locked_tournament(session, tournament_id)
         again = session.execute(  # under the lock: one caller decides or extends
             select(func.count(Match.id)).where(

@@ -248,3 +248,44 @@ def test_a_test_interrupted_before_deciding_decides_on_resume(sqlite_url: str) -
     status, state, matches = state_of(sqlite_url, tid)
     assert (status, state["verdict"], matches) == ("finished", "H1", 108)
     dispose_engines()
+
+
+def test_racing_callers_extend_a_test_by_one_batch(db_url: str) -> None:
+    """Workers finishing the last matches of a batch at once each ask whether the test goes on:
+    one batch is added, once, and nobody fails (on SQLite, which ignores FOR UPDATE, a caller
+    that read before taking the write lock numbered its deals from a stale start)."""
+    import threading
+
+    from sqlalchemy import update
+
+    from arena.store.statuses import MatchStatus
+    from arena.tournaments.lifecycle import finish_if_complete, start_tournament
+
+    greedy, twin = hosted_bots(db_url, ["greedy", "test_sprt:Twin"])
+    tid = sprt(db_url, [twin, greedy], batch=2)
+    with session_scope(db_url) as session:
+        start_tournament(session, tid)
+        ids = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
+        session.execute(update(Match).where(Match.id.in_(ids)).values(status=MatchStatus.DONE))
+        session.execute(update(MatchSeat).where(MatchSeat.match_id.in_(ids)).values(score=0))
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(6)
+
+    def finish() -> None:
+        try:
+            barrier.wait()
+            with session_scope(db_url) as session:
+                finish_if_complete(session, tid)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=finish) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    status, state, matches = state_of(db_url, tid)
+    assert status == "running" and state["verdict"] is None
+    assert matches == 2 * len(ids)  # exactly one more batch
+    dispose_engines()
