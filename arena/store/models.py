@@ -380,3 +380,13 @@ class InviteRedemption(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"), primary_key=True, autoincrement=False)
     invite_id: Mapped[int] = mapped_column(ForeignKey("invites.id"))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ArenaSecret(Base):
+    """One of the arena's own secrets (arena/store/secrets.py), hex-encoded. Never shown."""
+
+    __tablename__ = "arena_secrets"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
