@@ -265,6 +265,32 @@ def system_resolver(host: str) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
+def same_server_keys(address: str, resolver: Resolver | None = None) -> tuple[frozenset[str], int]:
+    """What ``address`` (normalised) reaches, for telling whether two spellings name one
+    server: the keys of the hosts it resolves to (and its own name), and its port. Every
+    loopback or unspecified address is one key (a bot bound to all interfaces answers on any
+    of them), and an IPv6 address carrying an IPv4 one is that IPv4 address, so
+    ``localhost:P``, ``127.0.0.1:P``, ``[::ffff:127.0.0.1]:P`` and ``[::1]:P`` compare equal."""
+    host, port = parse_address(address)
+    ip = _ip(host)
+    if ip is not None:
+        return frozenset({_host_key(ip)}), port
+    keys = {host}
+    for text in (resolver or system_resolver)(host):
+        found = _ip(text.split("%", 1)[0])
+        if found is not None:
+            keys.add(_host_key(found))
+    return frozenset(keys), port
+
+
+def _host_key(ip: IPAddress) -> str:
+    if ip.is_loopback or ip.is_unspecified:
+        return "loopback"
+    if isinstance(ip, ipaddress.IPv6Address) and any(ip in net for net in _LOW32_EMBEDDING):
+        return _host_key(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return str(ip)
+
+
 class _Allowed:
     """The operator's allow-list: host names (case-insensitive), IPs and networks."""
 
