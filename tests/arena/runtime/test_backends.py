@@ -111,7 +111,8 @@ def test_rq_with_grpc_bots_equals_embedded(
             assert progress.done == 12 and seen == sorted(seen)
         with session_scope(url) as session:
             view = get_tournament(session, tid)
-            assert view.status == "finished" and view.seed == keyed_seed(TEST_DEAL_SECRET, seed)  # the seed as dealt
+            dealt = keyed_seed(TEST_DEAL_SECRET, seed)  # the seed given, keyed with the deal secret
+            assert view.status == "finished" and view.seed == dealt
             assert session.scalars(select(RatingSnapshot).where(RatingSnapshot.tournament_id == tid)).all()
         counted_once(url, tid)
         results[url] = scores_by_key(url, tid)
