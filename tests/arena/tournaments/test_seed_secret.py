@@ -72,3 +72,19 @@ def test_a_revealed_seed_given_again_deals_other_cards(sqlite_url: str, tmp_path
     elsewhere = create(other_url, other_ids, seed=4242)
     assert not seeds & dealt(other_url, elsewhere)[0]
     dispose_engines()
+
+
+def test_the_example_of_docs_dealing_md() -> None:
+    """docs/dealing.md, "Seeds in the arena": the keyed seed, a deal's seed and a match id."""
+    from helpers.paths import ROOT
+
+    from arena.tournaments.layout import public_match_id
+    from sdk.dealing import derive_seed
+
+    doc = (ROOT / "docs" / "dealing.md").read_text(encoding="utf-8")
+    seed = keyed_seed(b"tonk", 42)
+    example = (
+        f"becomes\n{seed}; deal 0 of table 0 is dealt from {derive_seed(seed, 'table0/deal0')} and match"
+        f" `t0/d0/r1`\nhas the id `{public_match_id(seed, 't0/d0/r1')}`"
+    )
+    assert example in doc
