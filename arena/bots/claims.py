@@ -32,7 +32,13 @@ from typing import Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.bots.addresses import DialTarget, Resolver, check_address, same_server_keys
+from arena.bots.addresses import (
+    DialTarget,
+    InvalidAddressError,
+    Resolver,
+    check_address,
+    same_server_keys,
+)
 from arena.config import Settings
 from arena.errors import ConflictError, UnprocessableError
 from arena.store.models import Bot, Owner
@@ -111,8 +117,13 @@ def ensure_address_free(
     if bot_id is not None:
         query = query.where(Bot.id != bot_id)
     for other in session.scalars(query):
-        other_hosts, other_port = same_server_keys(other, resolver)
-        if other_port == port and hosts & other_hosts:
+        if other is None:
+            continue
+        try:
+            other_hosts, other_port = same_server_keys(other, resolver)
+        except InvalidAddressError:  # stored before today's syntax: compared as text
+            other_hosts, other_port = frozenset({other}), -1
+        if (other_port == port and hosts & other_hosts) or other == address:
             raise AddressTakenError(
                 f"bot address {address!r} reaches a server another owner's bot is registered at; "
                 "a server can be entered once, by whoever runs the bot there"

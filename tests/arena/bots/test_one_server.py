@@ -133,3 +133,26 @@ def test_the_refusal_does_not_tell_whether_another_owner_is_there(
         assert refusal(db_url, bob, taken.address)[:2] == (422, "claim_required")
     finally:
         dispose_engines()
+
+
+@pytest.mark.parametrize(
+    ("one", "other", "same"),
+    [
+        ("localhost:5000", "127.0.0.1:5000", True),
+        ("LOCALHOST:5000", "[::1]:5000", True),
+        ("[::ffff:127.0.0.1]:5000", "127.0.0.2:5000", True),  # all loopback is one host
+        ("0.0.0.0:5000", "localhost:5000", True),
+        ("[::ffff:8.8.8.8]:5000", "8.8.8.8:5000", True),
+        ("alias.example:5000", "93.184.216.34:5000", True),  # resolves there
+        ("alias.example:5000", "alias.example:5001", False),  # another port
+        ("8.8.8.8:5000", "8.8.4.4:5000", False),
+    ],
+)
+def test_which_spellings_name_one_server(one: str, other: str, same: bool) -> None:
+    from arena.bots.addresses import same_server_keys
+
+    def resolver(host: str) -> list[str]:
+        return {"localhost": ["127.0.0.1", "::1"], "alias.example": ["93.184.216.34"]}.get(host, [])
+
+    (a, p), (b, q) = same_server_keys(one, resolver), same_server_keys(other, resolver)
+    assert (p == q and bool(a & b)) is same
