@@ -102,12 +102,14 @@ def ensure_address_free(
     address: str,
     bot_id: int | None = None,
     *,
+    target: DialTarget | None = None,
     resolver: Resolver | None = None,
 ) -> None:
     """Refuse (AddressTakenError, 409) ``address`` when it reaches the same server (host and
     port after resolution) as an active bot of another owner than ``owner`` (``bot_id``: the
-    bot being updated, which does not count). The message names neither the bot nor whose."""
-    hosts, port = same_server_keys(address, resolver)
+    bot being updated, which does not count). The message names neither the bot nor whose.
+    ``target``: the address as its check pinned it (its name is not looked up again)."""
+    hosts, port = same_server_keys(address, resolver, target.resolved if target else ())
     query = select(Bot.address).where(
         Bot.address.is_not(None),
         Bot.address.like(f"%:{port}"),  # only the same port can be the same server

@@ -110,7 +110,7 @@ def register_bot(
     info = _run_checks(address, target, settings, check, checker, claim)
     # After the claim: whoever does not run the bot there is refused alike (422) whether or
     # not another owner registered it, so the refusal tells nobody which ports hold a bot.
-    ensure_address_free(session, owner, address, resolver=resolver)
+    ensure_address_free(session, owner, address, target=target, resolver=resolver)
     bot = Bot(name=name, owner=owner, address=address, hosted=None, status=BotStatus.ACTIVE)
     bot.versions.append(BotVersion(number=1, address=address, hosted=None, info=info))
     add_bot(session, bot, name)
@@ -146,7 +146,7 @@ def update_bot(
     # The bot's owner proves it runs the bot there; an operator acting for them need not.
     claim = None if owner.is_operator else required_claim(session, bot.owner, address, target, settings)
     info = _run_checks(address, target, settings, check, checker, claim)
-    ensure_address_free(session, bot.owner, address, bot.id, resolver=resolver)
+    ensure_address_free(session, bot.owner, address, bot.id, target=target, resolver=resolver)
     bot.address = address
     bot.status = BotStatus.ACTIVE
     bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))

@@ -2,10 +2,13 @@
 no other arena has them.
 
 Each secret has a name (``deal``: mixed into every tournament seed, arena/tournaments;
-``claim``: the key of owners' claim codes, arena/bots/claims.py). A secret is made up on
-first use (32 random bytes) and never leaves the store. Rotating one replaces it, so
-whatever was derived from it stops matching (claim codes: every owner must serve the new
-code; deals already dealt keep their stored seeds).
+``claim``: the key of owners' claim codes, arena/bots/claims.py). Secrets are made up (32
+random bytes each) with the schema, by arena/store/migrate.py's ``ensure_schema`` or
+migration 0009, so asking for one is a read: a registration's session, which stays open
+through seconds of checks, takes no write lock for it. (One missing anyway is made up on
+first use.) They never leave the store; a copy of the store is the same arena. Rotating one
+replaces it, so whatever was derived from it stops matching (claim codes: every owner must
+serve the new code; deals already dealt keep their stored seeds).
 """
 
 from __future__ import annotations
@@ -44,10 +47,14 @@ def arena_secret(session: Session, name: str) -> bytes:
 
 
 def rotate_secret(session: Session, name: str) -> None:
-    """Replace the secret ``name`` by a fresh one (made up on its next use)."""
-    _check_name(name)
-    session.execute(delete(ArenaSecret).where(ArenaSecret.name == name))
-    session.flush()
+    """Replace the secret ``name`` by a fresh one."""
+    set_secret(session, name, secrets.token_bytes(SECRET_BYTES))
+
+
+def fresh_secrets() -> list[dict[str, object]]:
+    """A row of new random secrets for every name (a new store's, see ensure_schema)."""
+    now = utcnow()
+    return [{"name": n, "value": secrets.token_hex(SECRET_BYTES), "created_at": now} for n in SECRET_NAMES]
 
 
 def set_secret(session: Session, name: str, value: bytes) -> None:
