@@ -160,7 +160,7 @@ def test_bad_tournaments_are_refused_with_the_input_quoted(sqlite_url: str) -> N
     with pytest.raises(UnknownBotError, match="no bot with id 999"):
         create(bot_ids=[ids[0], 999])
     create(seed=5)
-    with pytest.raises(InvalidTournamentError, match="seed 5 belongs to tournament 1"):
+    with pytest.raises(InvalidTournamentError, match="seed 5 was already dealt in tournament 1"):
         create(seed=5)
     with session_scope(sqlite_url) as session:
         with pytest.raises(UnknownBotError, match="'nobody', 'ghost'"):
