@@ -156,3 +156,19 @@ def test_which_spellings_name_one_server(one: str, other: str, same: bool) -> No
 
     (a, p), (b, q) = same_server_keys(one, resolver), same_server_keys(other, resolver)
     assert (p == q and bool(a & b)) is same
+
+
+def test_tonk_owner_rotate_claims_changes_every_code(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sdk.cli import main
+
+    (owner,) = owners(sqlite_url, "ann")
+    before = code(sqlite_url, owner, "127.0.0.1:50051")
+    monkeypatch.setenv("TONK_DATABASE_URL", sqlite_url)
+    try:
+        assert main(["owner", "rotate-claims"]) == 0
+        assert "every claim code is new" in capsys.readouterr().err
+        assert code(sqlite_url, owner, "127.0.0.1:50051") != before
+    finally:
+        dispose_engines()
