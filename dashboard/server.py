@@ -67,7 +67,13 @@ class RequestHandler(WSGIRequestHandler):
 def make(host: str, port: int, settings: Settings | None = None, **overrides: Any) -> BaseWSGIServer:
     """A threaded werkzeug server for the dashboard, bound but not yet serving (``port=0``
     picks a free port: read it back from ``server.server_port``)."""
-    app = app_for(settings, **overrides)
+    return _server(host, port, app_for(settings, **overrides))
+
+
+def _server(host: str, port: int, app: Flask) -> BaseWSGIServer:
+    # Every werkzeug server of the dashboard answers with RequestHandler: the errors the HTTP
+    # server sends itself (431, 414) must be JSON under /api in `tonk dashboard` too, not only
+    # in the servers tests make (issue 29).
     return make_server(host, port, app, threaded=True, request_handler=RequestHandler)
 
 
@@ -85,7 +91,7 @@ def serve(
         _gunicorn(host, port, settings, workers)
         return
     app = app_for(settings)
-    server = make_server(host, port, app, threaded=True)
+    server = _server(host, port, app)
     # Tournaments left running (by an earlier dashboard, say) are played on from the start.
     start_sweeper(app, app.config["SETTINGS"])
     if threading.current_thread() is threading.main_thread():

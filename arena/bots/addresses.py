@@ -150,6 +150,9 @@ class DialTarget:
     #: Reached only because the operator's allow-list lets the arena in (its own network),
     #: not a public address (arena/bots/claims.py asks public ones for a claim).
     allow_listed: bool = False
+    #: The IP addresses the check resolved the name to (empty for an IP or an allowed name):
+    #: whatever else needs them uses these rather than asking DNS again.
+    resolved: tuple[str, ...] = ()
 
 
 def resolve_for_dial(
@@ -193,7 +196,9 @@ def pin_address(
         # An allowed name, or an IP literal (that passed: public, or internal and allowed).
         return normalised, DialTarget(normalised, allow_listed=literal is None or is_internal(literal))
     inside = all(is_internal(ipaddress.ip_address(ip)) for ip in resolved)
-    return normalised, DialTarget(format_address(resolved[0], port), normalised, allow_listed=inside)
+    return normalised, DialTarget(
+        format_address(resolved[0], port), normalised, allow_listed=inside, resolved=tuple(resolved)
+    )
 
 
 def _checked(address: str, allowed_hosts: Iterable[str], resolver: Resolver | None) -> tuple[str, list[str]]:
@@ -263,6 +268,35 @@ def system_resolver(host: str) -> list[str]:
     except (socket.gaierror, UnicodeError):
         return []
     return sorted({str(info[4][0]) for info in infos})
+
+
+def same_server_keys(
+    address: str, resolver: Resolver | None = None, resolved: Iterable[str] = ()
+) -> tuple[frozenset[str], int]:
+    """What ``address`` (normalised) reaches, for telling whether two spellings name one
+    server: the keys of the hosts it resolves to (and its own name), and its port. Every
+    loopback or unspecified address is one key (a bot bound to all interfaces answers on any
+    of them), and an IPv6 address carrying an IPv4 one is that IPv4 address, so
+    ``localhost:P``, ``127.0.0.1:P``, ``[::ffff:127.0.0.1]:P`` and ``[::1]:P`` compare equal.
+    ``resolved``: the name's addresses as already resolved (then the resolver is not asked)."""
+    host, port = parse_address(address)
+    ip = _ip(host)
+    if ip is not None:
+        return frozenset({_host_key(ip)}), port
+    keys = {host}
+    for text in list(resolved) or (resolver or system_resolver)(host):
+        found = _ip(text.split("%", 1)[0])
+        if found is not None:
+            keys.add(_host_key(found))
+    return frozenset(keys), port
+
+
+def _host_key(ip: IPAddress) -> str:
+    if ip.is_loopback or ip.is_unspecified:
+        return "loopback"
+    if isinstance(ip, ipaddress.IPv6Address) and any(ip in net for net in _LOW32_EMBEDDING):
+        return _host_key(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return str(ip)
 
 
 class _Allowed:

@@ -106,9 +106,11 @@ def register_bot(
     validate_bot_name(name)
     address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
     _ensure_name_free(session, name, owner)
-    ensure_address_free(session, owner, address)
-    claim = required_claim(owner, address, target, settings)
+    claim = required_claim(session, owner, address, target, settings)
     info = _run_checks(address, target, settings, check, checker, claim)
+    # After the claim: whoever does not run the bot there is refused alike (422) whether or
+    # not another owner registered it, so the refusal tells nobody which ports hold a bot.
+    ensure_address_free(session, owner, address, target=target, resolver=resolver)
     bot = Bot(name=name, owner=owner, address=address, hosted=None, status=BotStatus.ACTIVE)
     bot.versions.append(BotVersion(number=1, address=address, hosted=None, info=info))
     add_bot(session, bot, name)
@@ -141,10 +143,10 @@ def update_bot(
             f"bot {name!r} connects to the arena (tonk serve --connect); it has no address"
         )
     address, target = pin_address(address, settings.allowed_bot_hosts, resolver=resolver)
-    ensure_address_free(session, bot.owner, address, bot.id)
     # The bot's owner proves it runs the bot there; an operator acting for them need not.
-    claim = None if owner.is_operator else required_claim(bot.owner, address, target, settings)
+    claim = None if owner.is_operator else required_claim(session, bot.owner, address, target, settings)
     info = _run_checks(address, target, settings, check, checker, claim)
+    ensure_address_free(session, bot.owner, address, bot.id, target=target, resolver=resolver)
     bot.address = address
     bot.status = BotStatus.ACTIVE
     bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))

@@ -9,6 +9,7 @@ docs/configuration.md, which it names on standard error).
     tonk owner invite --uses 20 --expires 7d --note "workshop"   # prints an invite code, once
     tonk owner invites                   # id, uses left, expiry, note (the codes are not kept)
     tonk owner revoke-invite 3
+    tonk owner rotate-claims             # a new claim secret: every owner's claim code changes
 
 Newcomers redeem an invite with ``tonk owner join CODE --name NAME --arena URL`` (the SDK's
 side of ``tonk owner``, sdk/commands/owner.py), which prints their own token.
@@ -67,6 +68,11 @@ def register(subparsers: Any) -> None:
     revoke.add_argument("id", type=int, help="the invite's id (tonk owner invites)")
     revoke.set_defaults(func=cmd_revoke_invite)
 
+    claims = sub.add_parser(
+        "rotate-claims", help="replace the arena's claim secret: every claim code changes, leaked ones too"
+    )
+    claims.set_defaults(func=cmd_rotate_claims)
+
 
 def _fail(command: str, exc: ArenaError) -> int:
     print(f"tonk owner {command}: {exc}", file=sys.stderr)
@@ -119,6 +125,22 @@ def cmd_rotate(args: argparse.Namespace) -> int:
     print(
         f"new token for {args.name!r} in the store {describe_store(settings.database_url)}; "
         "the old one no longer works.",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_rotate_claims(args: argparse.Namespace) -> int:
+    from arena.store.db import session_scope
+    from arena.store.secrets import rotate_secret
+
+    settings = load_settings()
+    with session_scope(settings.database_url) as session:
+        rotate_secret(session, "claim")
+    print(
+        f"replaced the claim secret of the store {describe_store(settings.database_url)}: every claim code "
+        "is new. Registered bots keep playing; a registration or address change now needs the new code "
+        "(tonk submit prints it).",
         file=sys.stderr,
     )
     return 0

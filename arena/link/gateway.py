@@ -118,7 +118,9 @@ class Gateway:
         self.id = f"{socket.gethostname()[:32]}-{uuid.uuid4().hex[:12]}"
         self.by_bot: dict[int, list[Connection]] = {}
         self.sessions: dict[str, _Session] = {}
+        #: Places taken per owner by connections being admitted, and those connections' ids.
         self.admitting: collections.Counter[int] = collections.Counter()
+        self.holding: set[str] = set()
         #: Bots that have connected since this gateway started.
         self.seen: set[int] = set()
         #: The bot version each connection here plays (by connection id).
@@ -304,6 +306,7 @@ class Gateway:
             return
         capacity = min(max(hello.capacity, 1), MAX_CAPACITY)
         connection = Connection(hello.bot_name, owner_id, capacity, peer)
+        self.holding.add(connection.id)  # the place _hello took
         self.open_ids.add(connection.id)
         reader = asyncio.create_task(self._read(requests, connection))
         admit = asyncio.create_task(self._admit(connection, hello))
@@ -316,6 +319,7 @@ class Gateway:
         finally:
             reader.cancel()
             admit.cancel()
+            self._release(connection)  # if admission never ran to its end
             connection.close()
             await self._forget(connection)
         if connection.error is not None:
@@ -362,13 +366,18 @@ class Gateway:
             raise LinkRefusedError(
                 "INVALID_ARGUMENT", f"capacity must be 1 or more, got {message.hello.capacity}"
             )
-        here = sum(1 for cs in self.by_bot.values() for c in cs if c.owner_id == owner_id)
         known = await self._store(lambda s: directory.owner_connections(s, owner_id))
+        # Check and take in one step (no await between them): a burst of connections, each
+        # past its awaits at once, must not all see the same free places (issue 29: 40 at
+        # once got 19 welcomes against 16). The place is held in ``admitting`` until the
+        # connection is admitted (then it is counted in ``by_bot``) or refused.
+        here = sum(1 for cs in self.by_bot.values() for c in cs if c.owner_id == owner_id)
         if max(here, known) + self.admitting[owner_id] >= self.max_connections_per_owner:
             raise LinkRefusedError(
                 "RESOURCE_EXHAUSTED",
                 f"the owner already has {self.max_connections_per_owner} connections, the most allowed",
             )
+        self.admitting[owner_id] += 1
         return owner_id, message.hello
 
     async def _read(self, requests: AsyncIterator[bytes], connection: Connection) -> None:
@@ -386,8 +395,13 @@ class Gateway:
         finally:
             connection.close()  # however reading ended, nothing more comes: connect() ends it
 
+    def _release(self, connection: Connection) -> None:
+        """Give back the place _hello took for ``connection`` (once)."""
+        if connection.id in self.holding:
+            self.holding.discard(connection.id)
+            self.admitting[connection.owner_id] -= 1
+
     async def _admit(self, connection: Connection, hello: lpb.LinkHello) -> None:
-        self.admitting[connection.owner_id] += 1
         try:
 
             def lookup(session: Session) -> KnownBot | None:
@@ -444,11 +458,13 @@ class Gateway:
             connection.close((grpc.StatusCode.INTERNAL, f"the arena could not admit the bot: {exc}"[:300]))
             return
         finally:
-            self.admitting[connection.owner_id] -= 1
+            if connection.closed:
+                self._release(connection)
         if connection.closed:
             await self._store(lambda s: directory.remove_connection(s, connection.id))
             return
         self.by_bot.setdefault(connection.bot_id, []).append(connection)
+        self._release(connection)  # counted in by_bot from now on, in the same step
         self.versions[connection.id] = version
         self.seen.add(connection.bot_id)
         welcome = lpb.LinkWelcome(

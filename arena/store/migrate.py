@@ -141,8 +141,13 @@ def ensure_schema(engine: Engine) -> None:
             stamped = None  # made by create_all before migrations: `tonk db upgrade` places it
         else:
             from alembic import command
+            from sqlalchemy import insert
+
+            from arena.store.models import ArenaSecret
+            from arena.store.secrets import fresh_secrets
 
             Base.metadata.create_all(connection)
+            connection.execute(insert(ArenaSecret), fresh_secrets())  # this arena's own
             config = alembic_config()
             config.attributes["connection"] = connection
             command.stamp(config, HEAD)

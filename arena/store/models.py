@@ -453,3 +453,13 @@ class SchedulerLease(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     holder: Mapped[str] = mapped_column(String(128))
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
+class ArenaSecret(Base):
+    """One of the arena's own secrets (arena/store/secrets.py), hex-encoded. Never shown."""
+
+    __tablename__ = "arena_secrets"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -33,6 +33,15 @@ class Table:
     bot_ids: tuple[int, ...]
 
 
+def keyed_seed(secret: bytes, given: int) -> int:
+    """The tournament seed the arena deals from: the seed given (or drawn) keyed with the
+    arena's ``deal`` secret (arena/store/secrets.py), so a seed once revealed, given again,
+    deals other cards under other match ids, and no other arena deals these (docs/dealing.md,
+    "Seeds in the arena")."""
+    mac = hmac.new(secret, f"tonk-tournament-seed/1:{given}".encode(), hashlib.sha256)
+    return int.from_bytes(mac.digest()[:8], "big")
+
+
 def match_key(table: int, deal: int, rotation: int) -> str:
     return f"t{table}/d{deal}/r{rotation}"
 

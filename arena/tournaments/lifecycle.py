@@ -11,7 +11,8 @@ Shape
     cancel out. (The ``rotation`` column and the ``r`` of the key number the arrangement.)
 
 Seeds
-    Everything derives from the tournament's secret seed: deal ``d`` of table ``t`` is dealt
+    Everything derives from the tournament's secret seed, which is the seed given (or drawn)
+    keyed with the arena's ``deal`` secret (``keyed_seed``): deal ``d`` of table ``t`` is dealt
     from ``derive_seed(seed, f"table{t}/deal{d}")``. The match key ``t{t}/d{d}/r{r}`` is
     unique within the tournament, so creating or extending adds each match exactly once.
     With ``deal_mode="independent"`` every match gets its own seed instead
@@ -35,12 +36,14 @@ from sqlalchemy.orm import Session
 from arena.config import Settings
 from arena.errors import ConflictError, NotFoundError, TournamentNotFoundError
 from arena.store.models import Bot, BotVersion, Match, Tournament, TournamentEntry, utcnow
+from arena.store.secrets import arena_secret
 from arena.store.statuses import BotStatus, MatchStatus, TournamentKind, TournamentStatus
 from arena.text import clean_text
 from arena.tournaments.layout import (
     add_deals,
     check_count,
     extend_tournament,
+    keyed_seed,
     locked_tournament,
     match_key,
     tables_of,
@@ -173,13 +176,15 @@ def create_tournament(
     check_count("hands_per_match", hands_per_match, MAX_HANDS)
     if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
         raise InvalidTournamentError(f"a seed is an integer from 0 to 2**64 - 1, got {seed!r}")
-    if seed is not None:
-        _check_seed_free(session, seed)
+    # The arena's secret enters every seed, so a finished tournament's seed given again
+    # re-deals nothing its bots have seen (issue 29).
+    dealt = keyed_seed(arena_secret(session, "deal"), new_seed() if seed is None else seed)
+    _check_seed_free(session, dealt, seed)
     versions = _current_versions(session, ids)
     referee = TournamentSettings.parse(config, settings or Settings())
     tournament = Tournament(
         name=name.strip(),
-        seed=new_seed() if seed is None else seed,
+        seed=dealt,
         status=TournamentStatus.CREATED,
         table_sizes=sizes,
         deals_per_table=0,
@@ -292,14 +297,13 @@ def _current_versions(session: Session, ids: list[int]) -> dict[int, int]:
     return {bot: vid for bot, vid, number in rows if latest[bot] == number}
 
 
-def _check_seed_free(session: Session, seed: int) -> None:
-    # Same seed, same match ids for the bots (public_match_id): two such tournaments playing at
-    # once would have one bot server see two matches under one id. Re-running a seed is fine
-    # once the first run is over.
-    other = session.scalars(
-        select(Tournament.id).where(Tournament.seed == seed, Tournament.status != TournamentStatus.FINISHED)
-    ).first()
+def _check_seed_free(session: Session, seed: int, given: int | None) -> None:
+    # A dealt seed deals once per arena: the same seed again would re-deal the cards (and the
+    # match ids) its bots have seen and kept, or, while the first is still on, show one bot
+    # server two matches under one id (issue 29).
+    other = session.scalars(select(Tournament.id).where(Tournament.seed == seed)).first()
     if other is not None:
         raise InvalidTournamentError(
-            f"seed {seed!r} belongs to tournament {other}, which is not finished; pick another seed"
+            f"seed {given!r} was already dealt in tournament {other} of this arena, and a seed deals "
+            'once (docs/dealing.md, "Seeds in the arena"); pick another seed, or none'
         )

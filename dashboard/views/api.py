@@ -227,7 +227,7 @@ def post_claim() -> Response:
 
     owner = _owner()
     address = _text_field(_body(), "address")
-    return jsonify({"claim": claim_for(owner, address, settings())})
+    return jsonify({"claim": claim_for(session(), owner, address, settings())})
 
 
 @bp.post("/bots")

@@ -76,6 +76,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sdk.terminal import shown
+
 DEFAULT_TIMEOUT_S = 120.0  # the arena plays a short match before it answers
 UPLOAD_TIMEOUT_S = 900.0  # and builds an upload first (TONK_BUILD_TIME_LIMIT_S, 300 s by default)
 API_PREFIX = "/api/v1"
@@ -168,8 +170,8 @@ def run_submit(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(answer, indent=2))
         else:
-            print(claim.get("code", ""))
-            where, code = claim.get("address"), claim.get("code")
+            print(shown(claim.get("code", "")))
+            where, code = shown(claim.get("address")), shown(claim.get("code"))
             print(
                 f"  serve the bot at {where} with: tonk serve BOT --claim {code} (or TONK_CLAIM={code})",
                 file=sys.stderr,
@@ -194,13 +196,15 @@ def run_submit(args: argparse.Namespace) -> int:
     info = version.get("info") or {}
     verb = "updated" if args.update else "registered"
     name, number = bot.get("name", args.name), version.get("number", "?")
-    print(f"{verb} bot {name!r} (version {number}) at {bot.get('address')}")
+    # Everything below comes from the arena, and the bot's GetInfo through it: shown() keeps
+    # a bot's right-to-left override or escape sequence from reaching the terminal raw.
+    print(shown(f"{verb} bot {name!r} (version {number}) at {bot.get('address')}"))
     if info:
         by = f" by {info['author']}" if info.get("author") else ""
         protocol = info.get("protocol_version")
-        print(f"  it says: {info.get('name')} {info.get('version', '')}{by}, protocol {protocol}")
+        print(shown(f"  it says: {info.get('name')} {info.get('version', '')}{by}, protocol {protocol}"))
     arena = base.removesuffix(API_PREFIX)
-    print(f"  its page: {arena}/bots/{_quote(name)}")
+    print(f"  its page: {arena}/bots/{_quote(str(name))}")
     return 0
 
 
@@ -284,7 +288,7 @@ def run_logs(args: argparse.Namespace) -> int:
 
 def run_retire(args: argparse.Namespace) -> int:
     def say(bot: dict[str, Any]) -> None:
-        print(f"retired bot {bot.get('name', args.name)!r}")
+        print(shown(f"retired bot {bot.get('name', args.name)!r}"))
 
     return _bot_command(args, "tonk retire", "DELETE", "", None, say)
 
@@ -292,7 +296,7 @@ def run_retire(args: argparse.Namespace) -> int:
 def run_restore(args: argparse.Namespace) -> int:
     def say(bot: dict[str, Any]) -> None:
         number = (bot.get("version") or {}).get("number", "?")
-        print(f"bot {bot.get('name', args.name)!r} is {bot.get('status', '?')} (version {number})")
+        print(shown(f"bot {bot.get('name', args.name)!r} is {bot.get('status', '?')} (version {number})"))
         if bot.get("connected"):
             print("  it may connect again: tonk serve BOT --connect ...")
 
@@ -400,13 +404,16 @@ def _print_refusal(
         text = raw.decode("utf-8", "replace").strip()[:300]
         if 300 <= status < 400:
             text = f"redirected to {location} (use that URL as --arena)"
-        print(f"{prog}: the arena answered HTTP {status} {reason}: {text or '(no body)'}", file=sys.stderr)
+        print(
+            shown(f"{prog}: the arena answered HTTP {status} {reason}: {text or '(no body)'}"),
+            file=sys.stderr,
+        )
         return
-    print(f"{prog}: refused ({status} {code}): {message}", file=sys.stderr)
+    print(shown(f"{prog}: refused ({status} {code}): {message}"), file=sys.stderr)
     details = error.get("details")
     if code == "claim_required" and isinstance(details, dict) and details.get("claim"):
-        claim = str(details["claim"])[:80]
-        print(f"  your claim code for {str(details.get('address'))[:300]}: {claim}", file=sys.stderr)
+        claim = shown(str(details["claim"])[:80])
+        print(f"  your claim code for {shown(str(details.get('address'))[:300])}: {claim}", file=sys.stderr)
         print(
             f"  restart the bot with `tonk serve BOT --claim {claim}` (or TONK_CLAIM={claim}), then "
             "run this command again",
@@ -424,13 +431,14 @@ def _print_refusal(
                 where = f"{fault['scenario']} [{fault.get('decision')}]"
             else:
                 where = f"hand {fault.get('hand')}, decision {fault.get('decision')}"
-            print(f"  fault: {where}: {fault.get('kind')}: {fault.get('reason')}", file=sys.stderr)
+            print(shown(f"  fault: {where}: {fault.get('kind')}: {fault.get('reason')}"), file=sys.stderr)
     if isinstance(details, dict) and details.get("check"):
-        print(f"  the full report: {details['check']}", file=sys.stderr)
+        print(shown(f"  the full report: {details['check']}"), file=sys.stderr)
     elif isinstance(details, dict) and "seed" in details:
         hands = details.get("hands", 4)
+        seed = shown(details["seed"])
         print(
-            f"  the same deals locally: tonk play HOST:PORT random --seed {details['seed']} --hands {hands}",
+            f"  the same deals locally: tonk play HOST:PORT random --seed {seed} --hands {shown(hands)}",
             file=sys.stderr,
         )
 

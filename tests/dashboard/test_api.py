@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
 from flask.testing import FlaskClient
 from google.protobuf import json_format
+from helpers.arena import TEST_DEAL_SECRET
 
+from arena.tournaments.layout import keyed_seed
 from sdk.messages import decision_from_proto, decision_to_proto
 from sdk.protocol import bot_pb2 as pb
 from sdk.record import HandRecord
@@ -96,7 +98,8 @@ def test_tournament_list_paging_and_status_filter(client: FlaskClient, seeded: S
 
 def test_tournament_detail_hides_the_seed_until_finished(client: FlaskClient, seeded: Seeded) -> None:
     spring = get_json(client, f"/api/v1/tournaments/{seeded.tournaments['spring']}")["tournament"]
-    assert spring["status"] == "finished" and spring["seed"] == 20260401
+    # The seed shown is the one dealt: the seed given keyed with the arena's deal secret.
+    assert spring["status"] == "finished" and spring["seed"] == keyed_seed(TEST_DEAL_SECRET, 20260401)
     assert spring["progress"]["matches"] == {"pending": 0, "running": 0, "done": 12, "failed": 0, "total": 12}
     assert {e["bot"] for e in spring["entries"]} == {"random", "lowball", "flaky"}
     summer = get_json(client, f"/api/v1/tournaments/{seeded.tournaments['summer']}")["tournament"]

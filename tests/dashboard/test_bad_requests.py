@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
+from helpers.net import free_port, listening, wait_for
 from helpers.paths import ROOT
 
 # -- ?page=--1 ---------------------------------------------------------------------------------
@@ -154,3 +156,26 @@ def test_a_huge_header_under_api_is_a_json_431(served: int, headers: str) -> Non
     # The pages keep their HTML error page.
     status, fields, _ = raw_request(served, "/bots/", headers)
     assert " 431 " in status and fields["Content-Type"].startswith("text/html")
+
+
+def test_tonk_dashboard_answers_a_huge_api_header_with_json(tmp_path: Path) -> None:
+    """Issue 29, point 8: the real `tonk dashboard` process, not only the test server."""
+    port = free_port()
+    store = f"sqlite:///{tmp_path / 'arena.sqlite'}"
+    env = {**os.environ, "TONK_DATABASE_URL": store, "TONK_GATEWAY_PORT": "0"}
+    env.pop("TONK_REDIS_URL", None)
+    tonk = str(Path(sys.executable).with_name("tonk"))
+    dashboard = subprocess.Popen(
+        [tonk, "dashboard", "--port", str(port)], cwd=tmp_path, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for("the dashboard", lambda: dashboard.poll() is None and listening(port), timeout=60)
+        huge = "Authorization: Bearer " + "a" * 100_000 + "\r\n"
+        status, fields, body = raw_request(port, "/api/v1/bots", huge)
+        assert " 431 " in status and fields["Content-Type"] == "application/json", (status, fields)
+        assert json.loads(body)["error"]["code"] == "request_header_fields_too_large"
+    finally:
+        dashboard.send_signal(signal.SIGTERM)
+        _, err = dashboard.communicate(timeout=60)
+    assert "Traceback" not in err, err

@@ -6,10 +6,12 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
+from helpers.arena import TEST_DEAL_SECRET
 from helpers.paths import ROOT
 from markupsafe import escape
 
 from arena.ratings.terms import PAIRWISE, legend
+from arena.tournaments.layout import keyed_seed
 
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
@@ -40,10 +42,10 @@ def test_tournament_pages(client: FlaskClient, seeded: Seeded) -> None:
     assert "Spring Open" in html and "Summer Cup" in html and 'class="progress"' in html
     spring = page(client, f"/tournaments/{seeded.tournaments['spring']}")
     assert 'class="matrix"' in spring and "sig-" in spring
-    assert "seed <code>20260401</code>" in spring
+    assert f"seed <code>{keyed_seed(TEST_DEAL_SECRET, 20260401)}</code>" in spring  # as dealt
     assert "Table 3" in spring
     summer = page(client, f"/tournaments/{seeded.tournaments['summer']}")
-    assert "20260701" not in summer  # the seed of a running tournament stays secret
+    assert str(keyed_seed(TEST_DEAL_SECRET, 20260701)) not in summer  # a running one's stays secret
     assert 'data-progress-url="/api/v1/tournaments/' in summer and 'data-status="running"' in summer
     assert "js/live.js" in summer
 

@@ -328,3 +328,40 @@ def test_the_guide_lists_every_refusal_code_of_submit_with_its_fix() -> None:
     rows = dict(re.findall(r"^\| `([a-z_]+)` \| \d{3} \| (.+) \|$", guide, re.M))
     assert codes <= set(rows), sorted(codes - set(rows))
     assert all(len(fix) > 20 for fix in rows.values())
+
+
+class SneakyBot(SdkBot):
+    """Its GetInfo carries a right-to-left override, as a hostile author's might."""
+
+    name = "sneaky\u202etxt.exe"
+    author = "mallory\u2066\u200b"
+
+    def act(self, obs: Observation) -> Action | int:
+        return 0
+
+
+class SneakyFaultBot(SdkBot):
+    name = "sneaky-fault"
+
+    def act(self, obs: Observation) -> Action | int:
+        raise RuntimeError("boom\u202e!kcatta")
+
+
+def test_a_bots_text_reaches_the_terminal_escaped(
+    arena: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 29, point 8: `tonk submit` writes a bot's bidi and invisible characters as
+    <U+XXXX>, whether they come back in its registered info or in a refusal's faults."""
+    servers = [start_server(SneakyBot), start_server(SneakyFaultBot)]
+    try:
+        base = ("--arena", arena["url"], "--token", arena["alice"])
+        code, out, err = tonk(capsys, "submit", "--name", "sneaky", "--address", servers[0].address, *base)
+        assert code == 0, err
+        assert "sneaky<U+202E>txt.exe" in out and "mallory<U+2066><U+200B>" in out, out
+        code, out, err = tonk(capsys, "submit", "--name", "sneaky2", "--address", servers[1].address, *base)
+        assert code == 1 and "boom<U+202E>!kcatta" in err, err
+        for text in (out, err):
+            assert not any(ch in text for ch in "\u202e\u2066\u200b"), text
+    finally:
+        for server in servers:
+            server.stop(0)

@@ -10,6 +10,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
 
 from arena.bots.owners import get_or_create_operator
 from arena.bots.registry import host_bot, register_bot
@@ -18,6 +19,7 @@ from arena.play.lifecycle import SLOW
 from arena.runtime.jobs import play_match_job
 from arena.store.db import session_scope
 from arena.store.models import FaultRecord, Match, MatchSeat, Replay
+from arena.store.secrets import set_secret
 from arena.tournaments.lifecycle import create_tournament
 from bots.greedy import GreedyBot
 from sdk.actions import Action, Meld
@@ -50,6 +52,16 @@ def grpc_bots(url: str, addresses: dict[str, str]) -> list[int]:
         ]
 
 
+#: The deal secret tests give their stores (arena/store/secrets.py): with it a seed deals the
+#: same cards in every store, so results compare across stores and runs.
+TEST_DEAL_SECRET = b"tonk-tests-deal-secret"
+
+
+def fix_deal_secret(session: Session) -> None:
+    """Give the store the tests' deal secret (before its first tournament)."""
+    set_secret(session, "deal", TEST_DEAL_SECRET)
+
+
 def new_tournament(url: str, bot_ids: Sequence[int], **options: Any) -> int:
     fields: dict[str, Any] = {
         "name": "test",
@@ -61,6 +73,7 @@ def new_tournament(url: str, bot_ids: Sequence[int], **options: Any) -> int:
         **options,
     }
     with session_scope(url) as session:
+        fix_deal_secret(session)
         return create_tournament(session, bot_ids=bot_ids, **fields).id
 
 

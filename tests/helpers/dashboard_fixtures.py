@@ -109,10 +109,12 @@ def seed_arena(url: str) -> Seeded:
     from arena.store.db import session_scope
     from arena.store.models import FaultRecord, Match, MatchSeat
     from arena.tournaments.lifecycle import create_tournament, start_tournament
+    from helpers.arena import fix_deal_secret
 
     settings = Settings(database_url=url)
     out = Seeded(url)
     with session_scope(url) as session:
+        fix_deal_secret(session)  # the same cards in every run and store
         house = get_or_create_operator(session, "house")
         alice, out.alice_token = create_owner(session, "alice")
         _bob, out.bob_token = create_owner(session, "bob")

@@ -36,7 +36,9 @@ def arena(url: str) -> Iterator[dict[str, Any]]:
     from dashboard import create_app
 
     settings = Settings(
-        database_url=url, allowed_bot_hosts=("127.0.0.1",), claim_allowed_hosts=True,
+        database_url=url,
+        allowed_bot_hosts=("127.0.0.1",),
+        claim_allowed_hosts=True,
         decision_deadline_ms=1000,
     )
     app = create_app({"DATABASE_URL": url, "SETTINGS": settings, "TESTING": True})
@@ -66,6 +68,15 @@ def call(
     return response.status_code, response.get_json()
 
 
+def code_of(arena: dict[str, Any], who: str, address: str) -> str:
+    """``who``'s claim code for ``address`` in this arena (under its stored claim secret)."""
+    from arena.store.db import session_scope
+    from arena.store.secrets import arena_secret
+
+    with session_scope(arena["url"]) as session:
+        return claim_code(arena_secret(session, "claim"), arena["ids"][who], address)
+
+
 def bot_names(url: str) -> list[str]:
     from sqlalchemy import select
 
@@ -83,7 +94,7 @@ def test_registering_an_address_needs_the_claim_code_back_from_the_bot(
     client: FlaskClient = arena["app"].test_client()
     alice, bob, boss = (arena["tokens"][n] for n in ("alice", "bob", "boss"))
     bot, other, third = bots
-    code = claim_code(arena["ids"]["alice"], bot.address)
+    code = code_of(arena, "alice", bot.address)
 
     # A first attempt without the code is refused, says the code, and stores nothing.
     status, body = call(client, "POST", "/api/v1/bots", alice, {"name": "mine", "address": bot.address})
@@ -103,17 +114,22 @@ def test_registering_an_address_needs_the_claim_code_back_from_the_bot(
     status, body = call(client, "POST", "/api/v1/bots", alice, {"name": "mine", "address": bot.address})
     assert status == 201, body
 
-    # Bob copies the address under a new name: refused, whatever the bot says.
+    # Bob copies the address under a new name: refused, as any bot not returning his code is.
     status, body = call(client, "POST", "/api/v1/bots", bob, {"name": "copycat", "address": bot.address})
-    assert status == 409 and body["error"]["code"] == "address_taken", body
+    assert status == 422 and body["error"]["code"] == "claim_required", body
     # Bob's bot returning Alice's code (read off her bot's GetInfo) proves nothing for Bob.
-    other.servicer.info.claim = claim_code(arena["ids"]["alice"], other.address)
+    other.servicer.info.claim = code_of(arena, "alice", other.address)
     status, body = call(client, "POST", "/api/v1/bots", bob, {"name": "bobs", "address": other.address})
     assert status == 422 and body["error"]["code"] == "claim_required"
     assert "another claim code" in body["error"]["message"]
     # Alice cannot point her bot at Bob's address by an update either.
-    other.servicer.info.claim = claim_code(arena["ids"]["bob"], other.address)
+    other.servicer.info.claim = code_of(arena, "bob", other.address)
     assert call(client, "POST", "/api/v1/bots", bob, {"name": "bobs", "address": other.address})[0] == 201
+    status, body = call(client, "PUT", "/api/v1/bots/mine", alice, {"address": other.address})
+    assert status == 422 and body["error"]["code"] == "claim_required"
+    # Even if the bot there returned her code too (she runs it with Bob): one server, one owner.
+    both = (code_of(arena, "bob", other.address), code_of(arena, "alice", other.address))
+    other.servicer.info.claim = " ".join(both)
     status, body = call(client, "PUT", "/api/v1/bots/mine", alice, {"address": other.address})
     assert status == 409 and body["error"]["code"] == "address_taken"
     # An operator is trusted: no claim needed.
@@ -213,7 +229,7 @@ def test_tonk_submit_prints_the_claim_code_and_succeeds_once_the_bot_serves_it(
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     bot = bots[0]
-    code = claim_code(arena["ids"]["alice"], bot.address)
+    code = code_of(arena, "alice", bot.address)
     base = ["--arena", f"http://127.0.0.1:{server.server_port}", "--token", arena["tokens"]["alice"]]
     try:
         assert main(["submit", "--name", "claimed", "--address", bot.address, *base]) == 1
@@ -242,7 +258,7 @@ def test_tonk_submit_prints_the_claim_code_and_succeeds_once_the_bot_serves_it(
     ],
 )
 def test_which_addresses_need_a_claim(
-    address: str, allowed: tuple[str, ...], resolved: list[str], allow_listed: bool
+    address: str, allowed: tuple[str, ...], resolved: list[str], allow_listed: bool, sqlite_url: str
 ) -> None:
     from arena.bots.addresses import pin_address
     from arena.bots.claims import required_claim
@@ -253,7 +269,13 @@ def test_which_addresses_need_a_claim(
     owner, operator = Owner(id=7, name="ann", is_operator=False), Owner(id=8, name="op", is_operator=True)
     plain = Settings(allowed_bot_hosts=allowed)
     strict = Settings(allowed_bot_hosts=allowed, claim_allowed_hosts=True)
-    expected = None if allow_listed else claim_code(7, normalised)
-    assert required_claim(owner, normalised, target, plain) == expected
-    assert required_claim(owner, normalised, target, strict) == claim_code(7, normalised)
-    assert required_claim(operator, normalised, target, strict) is None
+    from arena.store.db import dispose_engines, session_scope
+    from arena.store.secrets import arena_secret
+
+    with session_scope(sqlite_url) as session:
+        code = claim_code(arena_secret(session, "claim"), 7, normalised)
+        expected = None if allow_listed else code
+        assert required_claim(session, owner, normalised, target, plain) == expected
+        assert required_claim(session, owner, normalised, target, strict) == code
+        assert required_claim(session, operator, normalised, target, strict) is None
+    dispose_engines()

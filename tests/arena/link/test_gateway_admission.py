@@ -3,6 +3,9 @@ bad input, each ending only the offending connection."""
 
 from __future__ import annotations
 
+import collections
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -13,6 +16,8 @@ from helpers.link import (
     RawLink,
     link_player,
     status,
+    wait_until,
+    welcomed,
 )
 from sqlalchemy import func, select
 
@@ -180,3 +185,34 @@ def test_late_replies_get_a_notice_and_a_flood_ends_the_connection(raw: RawLink)
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "answer no waiting call" in details
 
 
+
+
+def test_the_connection_limit_holds_under_a_burst(arena: Arena) -> None:
+    """Issue 29, point 7: 40 connections of one owner at once get no more welcomes than the
+    limit (3 here); the rest are refused with RESOURCE_EXHAUSTED."""
+    first = RawLink(arena.address, arena.tokens["alice"])
+    first.hello("rawbot")
+    welcomed(first)  # registered: the burst is re-admissions of one build
+    first.close()
+    wait_until(lambda: not arena.gateway.by_bot and not arena.gateway.open_ids)
+    links = [RawLink(arena.address, arena.tokens["alice"]) for _ in range(40)]
+    try:
+        time.sleep(1.0)  # let every stream be authenticated and wait for its hello
+        for link in links:
+            link.hello("rawbot")
+
+        def outcome(link: RawLink) -> str:
+            item = link.next(timeout=60)
+            if isinstance(item, grpc.RpcError):
+                return item.code().name
+            link.received.put(item)  # the admission's first call: answer it and the rest
+            welcomed(link)
+            return "welcome"
+
+        with ThreadPoolExecutor(max_workers=40) as pool:
+            outcomes = collections.Counter(pool.map(outcome, links))
+        assert 1 <= outcomes["welcome"] <= 3, outcomes
+        assert outcomes["welcome"] + outcomes["RESOURCE_EXHAUSTED"] == 40, outcomes
+    finally:
+        for link in links:
+            link.close()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from helpers.arena import (
     GATE_ENV,
+    TEST_DEAL_SECRET,
     counted_once,
     grpc_bots,
     hosted_bots,
@@ -36,6 +37,7 @@ from arena.runtime.driver import run_tournament
 from arena.runtime.rq_backend import RqBackend
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import Match, RatingSnapshot
+from arena.tournaments.layout import keyed_seed
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.cli import main as tonk
@@ -109,7 +111,8 @@ def test_rq_with_grpc_bots_equals_embedded(
             assert progress.done == 12 and seen == sorted(seen)
         with session_scope(url) as session:
             view = get_tournament(session, tid)
-            assert view.status == "finished" and view.seed == seed
+            dealt = keyed_seed(TEST_DEAL_SECRET, seed)  # the seed given, keyed with the deal secret
+            assert view.status == "finished" and view.seed == dealt
             assert session.scalars(select(RatingSnapshot).where(RatingSnapshot.tournament_id == tid)).all()
         counted_once(url, tid)
         results[url] = scores_by_key(url, tid)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.arena import InlineBackend
+from helpers.arena import InlineBackend, fix_deal_secret
 from helpers.faultbots import ROOT, serve_fault, start_worker, stop_process, worker_env
 
 import arena.play.lifecycle
@@ -86,6 +86,7 @@ def register(url: str, addresses: dict[str, str]) -> list[int]:
 def new_tournament(url: str, addresses: dict[str, str]) -> int:
     ids = register(url, addresses)
     with session_scope(url) as session:
+        fix_deal_secret(session)  # every store deals the reference's cards
         return create_tournament(session, name="infra", bot_ids=ids, **SHAPE).id
 
 

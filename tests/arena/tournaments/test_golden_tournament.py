@@ -1,6 +1,7 @@
 """A golden tournament: a fixed seed, the house bots hosted in-process, played through the
 arena's own match job, gives the same hands and the same scores as when the golden file was
-written (tests/golden/tournaments/seed-20261202.json).
+written (tests/golden/tournaments/seed-20261202.json), under the tests' fixed arena deal
+secret (helpers.arena.TEST_DEAL_SECRET).
 
 It pins what a refactoring must not change: the deals, the seating, the public match ids
 the bots see (and seed their choices with), the referee's verdicts and the replays. The

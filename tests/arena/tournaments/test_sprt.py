@@ -7,7 +7,7 @@ import itertools
 import math
 
 import pytest
-from helpers.arena import SETTINGS, InlineBackend, hosted_bots
+from helpers.arena import SETTINGS, InlineBackend, fix_deal_secret, hosted_bots
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
@@ -104,6 +104,7 @@ def test_bad_sprt_parameters_are_refused(args: tuple[float, ...], quoted: str) -
 
 def sprt(url: str, bots: list[int], batch: int) -> int:
     with session_scope(url) as session:
+        fix_deal_secret(session)
         return create_tournament(
             session, name="test", bot_ids=bots, table_sizes=[2], deals_per_table=batch,
             hands_per_match=6, seed=777, settings=SETTINGS, kind="sprt", sprt=sprt_params(0, 20, batch=batch),
@@ -173,6 +174,8 @@ def test_the_cli_creates_a_gauntlet_and_runs_a_sequential_test(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hosted_bots(sqlite_url, ["heuristic", "random", "greedy"])
+    with session_scope(sqlite_url) as session:
+        fix_deal_secret(session)  # the sequential test below decides as the one above did
     monkeypatch.setenv("TONK_DATABASE_URL", sqlite_url)
     monkeypatch.delenv("TONK_REDIS_URL", raising=False)
     assert tonk(["tournament", "create", "--name", "g", "--gauntlet", "heuristic", "--vs", "random,greedy",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from helpers.arena import SETTINGS, hosted_bots, new_tournament, seats_by_key
+from helpers.arena import SETTINGS, TEST_DEAL_SECRET, hosted_bots, new_tournament, seats_by_key
 from sqlalchemy import select
 
 from arena.play.lifecycle import MatchLife
@@ -16,6 +16,8 @@ from arena.runtime.driver import run_tournament
 from arena.runtime.jobs import play_match_job
 from arena.store.db import session_scope
 from arena.store.models import Match, MatchSeat, Tournament, TournamentEntry
+from arena.store.secrets import arena_secret
+from arena.tournaments.layout import keyed_seed
 from arena.tournaments.lifecycle import (
     InvalidTournamentError,
     TournamentNotFoundError,
@@ -50,7 +52,9 @@ def test_round_robin_in_duplicate(db_url: str) -> None:
             assert played == set(itertools.permutations(combo))  # all orders at 2 and 3 seats
     with session_scope(db_url) as session:
         tournament = session.get(Tournament, tid)
-        assert tournament is not None and tournament.seed == seed
+        # The seed given is keyed with the arena's deal secret (stored signed, read back unsigned).
+        dealt = keyed_seed(arena_secret(session, "deal"), seed)
+        assert dealt != seed and tournament is not None and tournament.seed == dealt
         versions = session.execute(
             select(TournamentEntry.bot_id, TournamentEntry.bot_version_id).where(
                 TournamentEntry.tournament_id == tid
@@ -59,12 +63,16 @@ def test_round_robin_in_duplicate(db_url: str) -> None:
         assert sorted(b for b, _ in versions) == sorted(ids)
         matches = session.scalars(select(Match).where(Match.tournament_id == tid)).all()
         for m in matches:  # one seed per deal, shared by its rotations
-            assert m.seed == derive_seed(seed, f"table{m.table_index}/deal{m.deal_index}")
+            assert m.seed == derive_seed(dealt, f"table{m.table_index}/deal{m.deal_index}")
             assert m.hands == 7 and m.status == "pending"
             assert m.public_id and str(seed) not in m.public_id
         assert len({m.public_id for m in matches}) == len(matches)
         assert tournament_progress(session, tid).to_json() == {
-            "pending": 72, "running": 0, "done": 0, "failed": 0, "total": 72
+            "pending": 72,
+            "running": 0,
+            "done": 0,
+            "failed": 0,
+            "total": 72,
         }
         view = get_tournament(session, tid)
         assert view.seed is None  # secret until finished
@@ -83,7 +91,7 @@ def test_extend_adds_only_new_matches_and_reopens(db_url: str) -> None:
     with session_scope(db_url) as session:
         t = session.get(Tournament, tid)
         assert t is not None and t.status == "finished" and t.finished_at is not None
-        assert get_tournament(session, tid).seed == 12345
+        assert get_tournament(session, tid).seed == keyed_seed(TEST_DEAL_SECRET, 12345)  # as dealt
         before = bots_by_key(db_url, tid)
         assert extend_tournament(session, tid, 2) == 4
         assert t.status == "paused" and t.deals_per_table == 3 and t.finished_at is None
@@ -126,8 +134,13 @@ def test_bad_tournaments_are_refused_with_the_input_quoted(sqlite_url: str) -> N
 
     def create(**changes: object) -> None:
         fields: dict[str, object] = {
-            "name": "x", "bot_ids": ids, "table_sizes": [2], "deals_per_table": 1,
-            "hands_per_match": 1, "settings": SETTINGS, **changes,
+            "name": "x",
+            "bot_ids": ids,
+            "table_sizes": [2],
+            "deals_per_table": 1,
+            "hands_per_match": 1,
+            "settings": SETTINGS,
+            **changes,
         }
         with session_scope(sqlite_url) as session:
             create_tournament(session, **fields)  # type: ignore[arg-type]
@@ -147,7 +160,7 @@ def test_bad_tournaments_are_refused_with_the_input_quoted(sqlite_url: str) -> N
     with pytest.raises(UnknownBotError, match="no bot with id 999"):
         create(bot_ids=[ids[0], 999])
     create(seed=5)
-    with pytest.raises(InvalidTournamentError, match="seed 5 belongs to tournament 1"):
+    with pytest.raises(InvalidTournamentError, match="seed 5 was already dealt in tournament 1"):
         create(seed=5)
     with session_scope(sqlite_url) as session:
         with pytest.raises(UnknownBotError, match="'nobody', 'ghost'"):
