@@ -19,8 +19,10 @@ from arena.config import Settings
 from arena.errors import NotFoundError
 from arena.ladder.settings import InvalidLadderError, LadderSettings
 from arena.store.models import Bot, Tournament
+from arena.store.secrets import arena_secret
 from arena.store.statuses import BotStatus, TournamentKind, TournamentStatus
 from arena.text import clean_text
+from arena.tournaments.layout import keyed_seed
 from arena.tournaments.lifecycle import _check_seed_free, pause_tournament, start_tournament
 from arena.tournaments.settings import TournamentSettings, rules_to_column
 from sdk.dealing import SEED_LIMIT, new_seed
@@ -66,12 +68,14 @@ def create_ladder(
             raise InvalidLadderError(f"retired bots cannot enter: ids {', '.join(map(repr, retired))}")
     if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
         raise InvalidLadderError(f"a seed is an integer from 0 to 2**64 - 1, got {seed!r:.40}")
-    if seed is not None:
-        _check_seed_free(session, seed)  # one seed, one set of match ids the bots see
+    # As a tournament's: the given seed keyed with the arena's deal secret, and dealt once
+    # (docs/dealing.md, "Seeds in the arena").
+    dealt = keyed_seed(arena_secret(session, "deal"), new_seed() if seed is None else seed)
+    _check_seed_free(session, dealt, seed)
     referee = TournamentSettings.parse(config, settings or Settings())
     tournament = Tournament(
         name=name.strip(),
-        seed=new_seed() if seed is None else seed,
+        seed=dealt,
         status=TournamentStatus.RUNNING if start else TournamentStatus.CREATED,
         table_sizes=[ladder.table_size],
         deals_per_table=1,
