@@ -126,7 +126,9 @@ def test_a_hostile_upload_changes_nothing_for_the_honest_bots(
             )
         ).all()
         honest_faults = session.execute(
-            select(FaultRecord.kind).where(FaultRecord.bot_id != hostile_id, FaultRecord.kind != "slow")
+            select(FaultRecord.bot_id, FaultRecord.kind, FaultRecord.reason).where(
+                FaultRecord.bot_id != hostile_id, FaultRecord.kind != "slow"
+            )
         ).all()
         hostile_matches = set(
             session.scalars(select(MatchSeat.match_id).where(MatchSeat.bot_id == hostile_id))

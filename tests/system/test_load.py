@@ -64,11 +64,12 @@ time.sleep(120)
 """
 
 
-def test_the_watchdog_kills_every_process_the_run_started(sqlite_url: str) -> None:
+def test_the_watchdog_kills_every_process_the_run_started() -> None:
     # What made the stalled run flaky: a process started after the watchdog's list was taken
     # (here the pool's worker, its fork server and tracker) outlived the run and held its
     # stderr open, so the caller waited for its own timeout.
-    command = [sys.executable, "-c", WATCHDOG, sqlite_url, str(ROOT / "bench")]
+    # A store no job can open (its folder cannot be made): the job fails, its process stays.
+    command = [sys.executable, "-c", WATCHDOG, "sqlite:////dev/null/arena.sqlite", str(ROOT / "bench")]
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert run.returncode == 1, run.stderr[-2000:]
     assert "every thread's stack:" in run.stderr

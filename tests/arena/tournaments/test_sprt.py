@@ -127,7 +127,7 @@ def test_a_stronger_bot_is_accepted_after_a_few_batches(sqlite_url: str) -> None
     assert status == "finished" and state["verdict"] == "H1"
     # Heuristic wins (almost) every pair; each is worth ln(s1/s0) = 0.056 of LLR however lopsided it is
     # (the test weighs 20 Elo against 0, not "how much better"), so 54 pairs reach 2.94.
-    assert state["pairs"] == 54 and state["counts"][4] >= 53 and matches == 108, state
+    assert state["pairs"] == 54 and state["counts"][4] >= 50 and matches == 108, state
     assert state["llr"] >= state["upper"]  # type: ignore[operator]
     dispose_engines()
 
