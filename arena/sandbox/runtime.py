@@ -175,11 +175,12 @@ def staged_runtime(root: Path) -> StagedRuntime:
                 for d, _dirs, _files in os.walk(tmp):
                     os.chmod(d, 0o755)
                 tmp.rename(folder)
-            except FileExistsError:
-                shutil.rmtree(tmp, ignore_errors=True)  # another worker process staged it first
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise
+                # Another worker process staged it first (a rename onto a folder that is not
+                # empty fails with ENOTEMPTY, not FileExistsError): theirs is as good.
+                if not folder.is_dir():
+                    raise
     return StagedRuntime(folder, runtime)
 
 
@@ -213,8 +214,9 @@ def staged_bundle(bundle: Path, root: Path) -> Path:
                         if not os.path.islink(fp):
                             os.chmod(fp, os.stat(fp).st_mode | 0o444)
                 (tmp / "b").rename(folder)
-            except FileExistsError:
-                pass
+            except OSError:
+                if not folder.is_dir():  # not another process's copy, made first
+                    raise
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     return folder

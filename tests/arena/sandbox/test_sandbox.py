@@ -331,3 +331,25 @@ def test_a_sandbox_outlives_the_thread_that_started_it(tmp_path: Path) -> None:
             player.close()
     finally:
         box.close()
+
+
+def test_two_workers_staging_the_runtime_at_once_both_get_it(tmp_path: Path) -> None:
+    # On a new machine two worker processes start their first sandboxes together: both stage
+    # the runtime, one rename wins, and the other must take the winner's copy, not fail.
+    import subprocess
+    import sys
+
+    root = tmp_path / "root"
+    root.mkdir()
+    code = (
+        "import sys; from pathlib import Path; from arena.sandbox.runtime import staged_runtime; "
+        "print(staged_runtime(Path(sys.argv[1])).folder)"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=300)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert len(set(outs)) == 1 and Path(outs[0]).is_dir()
+    assert [p.name for p in root.iterdir() if p.name.startswith(".staging-")] == []
