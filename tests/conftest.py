@@ -43,6 +43,13 @@ pytest_plugins = ["helpers.dashboard_fixtures"]
 _DATA_DIR = tempfile.mkdtemp(prefix="tonk-test-data-")
 os.environ["TONK_DATA_DIR"] = _DATA_DIR
 atexit.register(shutil.rmtree, _DATA_DIR, True)
+# Nor in the machine's sandbox folder (arena/sandbox/runner.py): the sandboxes the tests start,
+# and the runtime they stage, live in the session's own, removed at its end. Any user may
+# pass through it (0711): bubblewrap runs as each sandbox's own uid.
+_SANDBOX_DIR = tempfile.mkdtemp(prefix="tonk-test-sandbox-")
+os.chmod(_SANDBOX_DIR, 0o711)
+os.environ["TONK_SANDBOX_DIR"] = _SANDBOX_DIR
+atexit.register(shutil.rmtree, _SANDBOX_DIR, True)
 
 # CI (.ci/run) draws the same Hypothesis examples every run, so a landing is never blocked by
 # a draw nobody has seen; `make test` elsewhere explores anew each time (the default profile).
