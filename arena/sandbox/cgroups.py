@@ -6,8 +6,7 @@ cgroup v2 (one tree, ``/sys/fs/cgroup/cgroup.controllers``) and v1 (a tree per c
 the tree (root, or a delegated subtree named by ``TONK_SANDBOX_CGROUP``); without it
 :func:`make_group` returns None and the sandbox falls back to per-process resource limits.
 
-A group is named ``tonk-<worker pid>-<n>``: :func:`sweep_stale` removes those of workers
-that are gone (a worker killed with SIGKILL cannot remove its own).
+A group is named ``tonk-<worker pid>-<n>``: the worker's pid tells whose it is.
 """
 
 from __future__ import annotations
@@ -15,14 +14,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import re
 import signal
 import threading
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct")
-_NAME_RE = re.compile(r"^tonk-(\d+)-\d+$")
 _counter = itertools.count(1)
 _lock = threading.Lock()
 
@@ -89,21 +86,6 @@ class Group:
         except (OSError, ValueError):
             return 0
 
-    def oom_killed(self) -> bool:
-        """Whether the kernel killed a process of the group for memory."""
-        try:
-            if self.v2:
-                for line in (self.dirs[0] / "memory.events").read_text().splitlines():
-                    if line.startswith("oom_kill "):
-                        return int(line.split()[1]) > 0
-                return False
-            text = self._file("memory", "memory.oom_control").read_text()
-            return any(
-                line.startswith("oom_kill ") and int(line.split()[1]) > 0 for line in text.splitlines()
-            )
-        except (OSError, ValueError):
-            return False
-
     def pids(self) -> set[int]:
         found: set[int] = set()
         for f in self.procs_files:
@@ -161,27 +143,3 @@ def make_group() -> Group | None:
             d.rmdir()
         return None
     return Group(dirs)
-
-
-def sweep_stale() -> int:
-    """Remove the groups of workers that are gone; returns how many were removed."""
-    bases = _base_dirs() or []
-    removed = 0
-    for base in bases:
-        for d in base.glob("tonk-*-*"):
-            m = _NAME_RE.match(d.name)
-            if m is None or _alive(int(m.group(1))):
-                continue
-            Group([d]).remove()
-            removed += 1
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -348,9 +348,6 @@ class Sandbox:
         table = processes.all_processes()
         return sum(_cpu_of(p.pid) for p in processes.descendants(self.process.pid, table))
 
-    def oom_killed(self) -> bool:
-        return self.group.oom_killed() if self.group is not None else False
-
     def memory_peak(self) -> int:
         return self.group.memory_peak() if self.group is not None else 0
 
@@ -375,17 +372,3 @@ def _cpu_of(pid: int) -> int:
         return 0
     # utime, stime, cutime, cstime are fields 14-17 of stat; [0] here is field 3
     return sum(int(x) for x in fields[11:15]) * 1_000_000_000 // _TICKS
-
-
-def sweep_stale() -> None:
-    """Remove what sandboxes of workers that are gone left behind: control groups and socket
-    folders (their processes died with their worker)."""
-    cgroups.sweep_stale()
-    root = sandbox_root()
-    for d in root.glob("box-*-*"):
-        try:
-            pid = int(d.name.split("-")[1])
-        except (IndexError, ValueError):
-            continue
-        if not processes.alive(pid):
-            shutil.rmtree(d, ignore_errors=True)
