@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -35,3 +37,31 @@ def get_json(url: str, timeout: float = 10.0) -> Any:
 
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.load(response)
+
+
+@contextlib.contextmanager
+def loopback_listener() -> Iterator[tuple[int, list[object]]]:
+    """A TCP server on loopback standing for the dashboard (and any loopback service), for
+    sandbox tests: yields its port and the peers it accepted, which must stay empty."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, peer = server.accept()
+            except TimeoutError:
+                continue
+            accepted.append(peer)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], accepted
+    finally:
+        stop.set()
+        thread.join()
+        server.close()

@@ -8,13 +8,12 @@ replay to the same results without it, and nothing is left running (tests/leakch
 from __future__ import annotations
 
 import os
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers.arena import counted_once, hosted_bots, new_tournament
+from helpers.net import loopback_listener
 from helpers.sandbox import requires_bwrap
 from helpers.uploads import HOSTILE, write_project
 from sqlalchemy import select
@@ -42,27 +41,8 @@ BREAKS_ITSELF = {"forkbomb", "hog"}
 
 @pytest.fixture
 def listener() -> Iterator[tuple[int, list[object]]]:
-    """A loopback TCP server standing for the dashboard: it must see no connection."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
-    accepted: list[object] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, peer = server.accept()
-            except TimeoutError:
-                continue
-            accepted.append(peer)
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], accepted
-    stop.set()
-    thread.join()
-    server.close()
+    with loopback_listener() as served:
+        yield served
 
 
 @pytest.mark.parametrize("attack", sorted(HOSTILE))

@@ -5,13 +5,13 @@ leave nothing running. (The same bots play whole tournaments in tests/system/tes
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.net import loopback_listener
 from helpers.sandbox import requires_bwrap
 from helpers.uploads import entry, write_bundle
 
@@ -62,28 +62,8 @@ def assert_all_blocked(output: str, expected: set[str]) -> None:
 
 @pytest.fixture
 def listener() -> Iterator[tuple[int, list[object]]]:
-    """A TCP server on loopback standing for the dashboard (and any loopback service): it
-    must never see a connection from a sandboxed bot."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
-    accepted: list[object] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, peer = server.accept()
-            except TimeoutError:
-                continue
-            accepted.append(peer)
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], accepted
-    stop.set()
-    thread.join()
-    server.close()
+    with loopback_listener() as served:
+        yield served
 
 
 def test_an_honest_bot_serves_on_its_socket_and_its_output_is_kept(tmp_path: Path) -> None:
