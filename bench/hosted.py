@@ -45,6 +45,7 @@ from arena.runtime.driver import run_tournament  # noqa: E402
 from arena.sandbox.launch import Launch  # noqa: E402
 from arena.sandbox.runner import Sandbox  # noqa: E402
 from arena.store.db import dispose_engines, session_scope  # noqa: E402
+from arena.store.secrets import arena_secret, set_secret  # noqa: E402
 from arena.tournaments.lifecycle import create_tournament  # noqa: E402
 from sdk.fresh_process import serve_in_fresh_process  # noqa: E402
 from sdk.grpc_player import GrpcPlayer  # noqa: E402
@@ -91,10 +92,12 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def first_answer(address: str) -> None:
+def first_answer(address: str) -> bool:
+    """True once the bot at ``address`` answers GetInfo (describe() gives no protocol
+    version for a bot that could not be asked)."""
     player = GrpcPlayer(address)
     try:
-        assert player.describe()["protocol_version"]
+        return bool(player.describe().get("protocol_version"))
     finally:
         player.close()
 
@@ -111,7 +114,8 @@ def startup(root: Path, starts: int) -> tuple[list[float], list[float], list[flo
         started = time.perf_counter()
         box = Sandbox(folder, launch).start()
         try:
-            first_answer(box.address)
+            if not first_answer(box.address):
+                raise RuntimeError("a sandboxed bot did not answer once started")
             boxed.append(time.perf_counter() - started)
             cpu.append(box.cpu_ns() / 1e9)
         finally:
@@ -123,14 +127,11 @@ def startup(root: Path, starts: int) -> tuple[list[float], list[float], list[flo
         try:
             while not sock.exists():
                 time.sleep(0.002)
-            while True:
-                try:
-                    first_answer(f"unix:{sock}")
-                    break
-                except AssertionError:
-                    raise
-                except Exception:
-                    time.sleep(0.002)
+            give_up = time.monotonic() + 30
+            while not first_answer(f"unix:{sock}"):
+                if time.monotonic() > give_up or proc.poll() is not None:
+                    raise RuntimeError("the bare interpreter's bot never answered")
+                time.sleep(0.002)
             bare.append(time.perf_counter() - started)
         finally:
             proc.kill()
@@ -172,9 +173,14 @@ def throughput(root: Path, deals: int, hands: int) -> tuple[float, float, int]:
             ).id
             for name, entry in BOTS.items()
         ]
+        deal_secret = arena_secret(session, "deal")
     hosted_s, matches = tournament(url, uploaded, deals, hands)
+    # The dialled run plays the same deals: a store of its own (an arena deals a seed once,
+    # docs/dealing.md) given the first store's deal secret.
+    url = f"sqlite:///{root}/bench-dialled.sqlite"
     with _Served(list(BOTS.values())) as addresses:
         with session_scope(url) as session:
+            set_secret(session, "deal", deal_secret)
             owner, _ = create_owner(session, "dialler")
             dial = Settings(allowed_bot_hosts=("127.0.0.1",))
             dialled = [

@@ -258,12 +258,20 @@ def run_match(
     """Play ``plan`` and return the referee's result (players are closed afterwards).
     ``outputs`` receives, by seat, what each hosted bot printed (arena.play.hosted.SeatOutput)."""
     players: list[Player] = []
+    slots = contextlib.ExitStack()
     try:
         for seat in plan.seats:
             players.append(player_factory(seat))
         # Hosted bots start before the referee's clock runs (their start-up is not their
-        # StartMatch time), all at once: a match waits for its slowest, not their sum.
+        # StartMatch time), all at once: a match waits for its slowest, not their sum. They
+        # take the machine's sandbox slots first (arena/sandbox/slots.py): what bounds hosted
+        # matches in flight is the worker's CPU, not a capacity the bot declares.
         starting = [getattr(p, "prepare") for p in players if callable(getattr(p, "prepare", None))]  # noqa: B009
+        if starting:
+            from arena.sandbox.runner import sandbox_root
+            from arena.sandbox.slots import sandbox_slots, slot_count
+
+            slots.enter_context(sandbox_slots(sandbox_root(), len(starting), slot_count()))
         if len(starting) > 1:
             with ThreadPoolExecutor(len(starting), thread_name_prefix="tonk-sandbox-start") as pool:
                 list(pool.map(lambda start: start(), starting))
@@ -287,6 +295,7 @@ def run_match(
             output = getattr(player, "output", None)
             if outputs is not None and callable(output) and output() is not None:
                 outputs[seat_index] = output()
+        slots.close()  # once every sandbox of the match is closed
 
 
 def seat_stats(result: MatchResult) -> list[SeatStats]:
