@@ -198,6 +198,7 @@ class ComposeStack:
             "PATH": f"{BIN}{os.pathsep}/usr/bin{os.pathsep}/bin",
             "HOME": str(self.workdir),
             "LANG": "C.UTF-8",
+            "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
         }
         env.update(dockerfile_env())
         own = {k: self.local(str(v)) for k, v in (self.services[name].get("environment") or {}).items()}

@@ -60,6 +60,7 @@ def base_env(home: Path) -> dict[str, str]:
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "PYTHONUNBUFFERED": "1",
+        "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
     }
 
 

@@ -37,6 +37,7 @@ def sh(script: str, cwd: Path, timeout: float = 900) -> str:
         "HOME": os.environ.get("HOME", str(cwd)),  # pip's cache: no download when it has the files
         "LANG": "C.UTF-8",
         "TONK_DATA_DIR": str(cwd / "data"),
+        "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
     }
     for name in ("PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK"):
         if name in os.environ:

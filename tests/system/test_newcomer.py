@@ -66,6 +66,7 @@ def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> N
         "LANG": "C.UTF-8",
         "XDG_DATA_HOME": str(tmp_path / "xdg"),  # the per-user store, inside the test's folder
         "PYTHONUNBUFFERED": "1",
+        "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
     }
     for name in ("PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK"):
         if name in os.environ:
