@@ -6,7 +6,9 @@ cgroup v2 (one tree, ``/sys/fs/cgroup/cgroup.controllers``) and v1 (a tree per c
 the tree (root, or a delegated subtree named by ``TONK_SANDBOX_CGROUP``); without it
 :func:`make_group` returns None and the sandbox falls back to per-process resource limits.
 
-A group is named ``tonk-<worker pid>-<n>``: the worker's pid tells whose it is.
+A group is named ``tonk-<worker pid>-<n>``: the worker's pid tells whose it is, so the groups
+of a worker that was killed before it could remove them are removed by the next one
+(:func:`sweep_dead_groups`).
 """
 
 from __future__ import annotations
@@ -119,6 +121,42 @@ class Group:
                     break
                 except OSError:
                     threading.Event().wait(0.01)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user's counts: it is not ours to judge)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_pid(name: str, prefix: str) -> int | None:
+    """The worker pid in ``<prefix><pid>-...``, or None for a name of another form."""
+    if not name.startswith(prefix):
+        return None
+    head = name[len(prefix) :].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def sweep_dead_groups() -> int:
+    """Remove the groups of workers that are gone (killed with SIGKILL, they could not):
+    anything still in them is killed first. Returns how many were removed."""
+    bases = _base_dirs()
+    if bases is None:
+        return 0
+    removed = 0
+    names = {d.name for d in bases[0].iterdir() if d.is_dir()} if bases[0].is_dir() else set()
+    for name in sorted(names):
+        pid = owner_pid(name, "tonk-")
+        if pid is None or pid == os.getpid() or pid_alive(pid):
+            continue
+        Group([b / name for b in bases]).remove()
+        removed += 1
+    return removed
 
 
 def make_group() -> Group | None:

@@ -66,6 +66,30 @@ _counter = itertools.count(1)
 _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="tonk-sandbox-spawner")
 
 
+_swept = False
+_sweep_lock = threading.Lock()
+
+
+def sweep_dead_workers(root: Path) -> int:
+    """Once per process, before its first sandbox: remove what workers that were killed before
+    they could clean up left behind (their sandbox folders, named ``box-<pid>-...``, and their
+    control groups). A folder whose worker is alive, or whose pid was reused, is left alone.
+    Returns how many folders and groups were removed."""
+    global _swept
+    with _sweep_lock:
+        if _swept:
+            return 0
+        _swept = True
+    removed = cgroups.sweep_dead_groups()
+    for folder in root.glob("box-*"):
+        pid = cgroups.owner_pid(folder.name, "box-")
+        if pid is None or pid == os.getpid() or cgroups.pid_alive(pid):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    return removed
+
+
 class SandboxError(ArenaError):
     """The sandbox could not be set up on this worker (bubblewrap missing or refused)."""
 
@@ -159,6 +183,7 @@ class Sandbox:
     def start(self) -> Sandbox:
         """Start the bot and wait until it answers health checks on its socket."""
         bwrap = bwrap_path()
+        sweep_dead_workers(sandbox_root())
         self.bundle = staged_bundle(self.bundle, sandbox_root())
         self.started_ns = time.monotonic_ns()
         self.workdir = Path(

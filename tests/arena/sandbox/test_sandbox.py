@@ -333,3 +333,47 @@ def test_two_workers_staging_the_runtime_at_once_both_get_it(tmp_path: Path) -> 
     assert [p.returncode for p in procs] == [0, 0, 0]
     assert len(set(outs)) == 1 and Path(outs[0]).is_dir()
     assert [p.name for p in root.iterdir() if p.name.startswith(".staging-")] == []
+
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from arena.sandbox.launch import Launch
+from arena.sandbox.limits import Limits
+from arena.sandbox.runner import Sandbox
+box = Sandbox(Path(sys.argv[1]), Launch("python", entry=sys.argv[2]), limits=Limits(start_s=60)).start()
+assert box.workdir is not None
+print(box.workdir, " ".join(str(d) for d in box.group.dirs) if box.group else "", flush=True)
+time.sleep(600)
+"""
+
+
+def test_what_a_killed_worker_left_is_removed_by_the_next(tmp_path: Path) -> None:
+    # SIGKILL gives a worker no chance to remove its sandbox's folder and control group; the
+    # next worker on the machine removes them before its first sandbox.
+    import signal
+    import subprocess
+    import sys
+
+    bundle = write_bundle(tmp_path, "honest")
+    # A sandbox root of its own, inside the session's (which the bots' users may traverse).
+    root = Path(os.environ["TONK_SANDBOX_DIR"]) / f"sweep-{os.urandom(4).hex()}"
+    env = {**os.environ, "TONK_SANDBOX_DIR": str(root)}
+    args = [str(bundle), entry("honest")]
+    worker = subprocess.Popen([sys.executable, "-c", _HOLD, *args], env=env, stdout=subprocess.PIPE)
+    try:
+        assert worker.stdout is not None
+        workdir, *groups = worker.stdout.readline().decode().split()
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(30)
+    left = [Path(workdir), *map(Path, groups)]
+    assert all(p.exists() for p in left), left  # the kill left them (the point of the sweep)
+    code = (
+        "import sys; from pathlib import Path; from arena.sandbox.launch import Launch; "
+        "from arena.sandbox.runner import Sandbox; "
+        "Sandbox(Path(sys.argv[1]), Launch('python', entry=sys.argv[2])).start().close()"
+    )
+    subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, timeout=120)
+    assert [p for p in left if p.exists()] == []
+    assert [p.name for p in root.glob("box-*")] == []
