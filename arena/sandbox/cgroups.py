@@ -20,6 +20,8 @@ import signal
 import threading
 from pathlib import Path
 
+from arena import processes
+
 ROOT = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 _counter = itertools.count(1)
@@ -123,17 +125,6 @@ class Group:
                     threading.Event().wait(0.01)
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (one of another user's counts: it is not ours to judge)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def owner_pid(name: str, prefix: str) -> int | None:
     """The worker pid in ``<prefix><pid>-...``, or None for a name of another form."""
     if not name.startswith(prefix):
@@ -152,7 +143,7 @@ def sweep_dead_groups() -> int:
     names = {d.name for d in bases[0].iterdir() if d.is_dir()} if bases[0].is_dir() else set()
     for name in sorted(names):
         pid = owner_pid(name, "tonk-")
-        if pid is None or pid == os.getpid() or pid_alive(pid):
+        if pid is None or pid == os.getpid() or processes.alive(pid):
             continue
         Group([b / name for b in bases]).remove()
         removed += 1

@@ -83,7 +83,7 @@ def sweep_dead_workers(root: Path) -> int:
     removed = cgroups.sweep_dead_groups()
     for folder in root.glob("box-*"):
         pid = cgroups.owner_pid(folder.name, "box-")
-        if pid is None or pid == os.getpid() or cgroups.pid_alive(pid):
+        if pid is None or pid == os.getpid() or processes.alive(pid):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         removed += 1
