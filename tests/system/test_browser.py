@@ -793,6 +793,67 @@ def test_charts_and_their_text(page: Any, base_url: str, seeded_sqlite: Seeded) 
         assert page.request.get(base_url + href).status == 200, href
 
 
+def long_hands(base_url: str, match_id: int) -> list[int]:
+    """The hands of a match with at least three steps (not ended on the deal)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base_url}/api/v1/matches/{match_id}/steps") as r:
+        hands = json.load(r)["hands"]
+    return [h for h, hand in enumerate(hands) if len(hand.get("steps", [])) >= 3]
+
+
+def test_playing_pauses_on_each_hands_result(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    """Playing, a hand's result stays up a while before the next deal replaces it; the page's
+    clock is the test's (Playwright's clock), so no real time is waited on."""
+    match_id = seeded_sqlite.done_match
+    hand = next(h for h in long_hands(base_url, match_id) if h + 1 in long_hands(base_url, match_id))
+    page.clock.install()
+    page.goto(f"{base_url}/matches/{match_id}#hand={hand}&step=end")
+    page.wait_for_selector("#viewer.ready")
+    last = step_of(page)[1]
+    assert step_of(page) == (hand, last) and last > 0
+    page.select_option("#speed", "250")
+    page.keyboard.press(" ")
+    page.clock.run_for(1000)  # four ticks at 4x: the result is still shown
+    assert step_of(page) == (hand, last)
+    page.clock.run_for(600)  # 1.5 s in all: the next deal
+    assert step_of(page) == (hand + 1, 0)
+    page.clock.run_for(260)  # then a step a tick again
+    assert step_of(page) == (hand + 1, 1)
+    page.keyboard.press(" ")
+
+
+def test_a_seats_view_names_no_winner_ahead_of_the_moment(page: Any, base_url: str,
+                                                            seeded_sqlite: Seeded) -> None:
+    """With results shown, the hand list names each hand's winners; in one seat's view only
+    of the hands that seat has seen end by the moment shown, as its log shows nothing ahead."""
+    match_id = seeded_sqlite.done_match
+    hand = long_hands(base_url, match_id)[0]
+    page.goto(f"{base_url}/matches/{match_id}#hand={hand}&step=1&view=0&results=1")
+    page.wait_for_selector("#viewer.ready")
+    labels = "els => els.map(e => e.textContent)"
+    options = page.eval_on_selector_all("#hand-select option", labels)
+    assert all(":" not in o for o in options[hand:]), options  # this hand and later: not yet
+    assert all(":" in o for o in options[:hand]), options  # earlier ones ended before
+    strip = page.eval_on_selector_all("#hand-strip button", "els => els.map(e => e.title)")
+    assert all(":" not in t for t in strip[hand:]), strip
+    page.keyboard.press("End")  # this hand's end: its result is the seat's to see
+    options = page.eval_on_selector_all("#hand-select option", labels)
+    assert ":" in options[hand] and all(":" not in o for o in options[hand + 1:]), options
+    page.select_option("#perspective", "all")  # everything: every hand's result
+    assert all(":" in o for o in page.eval_on_selector_all("#hand-select option", labels))
+    # The View list shows whose view it is in full (it read "Only what greedy sa...").
+    page.select_option("#perspective", "1")
+    fits = page.eval_on_selector(
+        "#perspective",
+        "s => { const c = document.createElement('canvas').getContext('2d');"
+        " c.font = getComputedStyle(s).font;"
+        " return c.measureText(s.options[s.selectedIndex].text).width + 24 <= s.clientWidth; }",
+    )
+    assert fits
+
+
 def test_the_replay_is_usable_on_a_phone(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
     phone = {"width": 390, "height": 844}
     context = browser.new_context(viewport=phone, device_scale_factor=1, has_touch=True)
