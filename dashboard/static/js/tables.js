@@ -6,6 +6,18 @@
 (function () {
   "use strict";
 
+  // A table drawn as blocks loses its table semantics in the accessibility tree: say them.
+  function roles(table) {
+    table.setAttribute("role", "table");
+    Array.prototype.forEach.call(table.rows, function (row) {
+      row.setAttribute("role", "row");
+      Array.prototype.forEach.call(row.cells, function (cell) {
+        var head = cell.tagName === "TH";
+        cell.setAttribute("role", !head ? "cell" : cell.parentNode.parentNode.tagName === "THEAD" ? "columnheader" : "rowheader");
+      });
+    });
+  }
+
   function label(table) {
     var head = table.tHead && table.tHead.rows[0];
     if (!head) return;
@@ -13,6 +25,7 @@
     Array.prototype.forEach.call(head.cells, function (th) {
       for (var k = 0; k < th.colSpan; k++) names.push(th.textContent.trim());
     });
+    roles(table);
     Array.prototype.forEach.call(table.tBodies, function (body) {
       Array.prototype.forEach.call(body.rows, function (row) {
         var col = 0;
