@@ -213,9 +213,9 @@ def bot_distributions(scores: Sequence[int], times_ms: Sequence[float]) -> Marku
            _table("The chart as a table", ["Chips in a match", "Matches"], chips), "</figure>"]
     if times:
         out += ['<figure class="chart-box">',
-                _histogram("time-dist", "Mean decision time per match", times, "ms per decision"),
-                "<figcaption>Its mean decision time in each of those matches.</figcaption>",
-                _table("The chart as a table", ["Mean decision time (ms)", "Matches"], times), "</figure>"]
+                _histogram("time-dist", "Mean charged time per match", times, "ms charged per decision"),
+                "<figcaption>Its mean time charged per decision in each of those matches.</figcaption>",
+                _table("The chart as a table", ["Mean charged time (ms)", "Matches"], times), "</figure>"]
     out.append("</div>")
     return Markup("".join(out))
 

@@ -75,7 +75,8 @@ def test_lists_keep_match_scores_hidden_until_asked_as_the_match_page_does(
     assert not score.search(hidden) and 'href="/matches/?status=done&amp;per_page=5&amp;results=1"' in hidden
     shown = page(client, "/matches/?status=done&per_page=5&results=1")
     assert score.search(shown) and "Seats and scores" in shown
-    assert 'href="/matches/?page=2&amp;status=done&amp;per_page=5&amp;results=1"' in shown  # the pager keeps it
+    # The pager keeps it.
+    assert 'href="/matches/?page=2&amp;status=done&amp;per_page=5&amp;results=1"' in shown
     assert '<input type="hidden" name="results" value="1">' in shown  # so does the filter form
     assert "Hide them" in shown
     bot = page(client, "/bots/lowball")
