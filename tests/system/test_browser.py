@@ -734,6 +734,7 @@ def test_a_crowded_arena_fits_both_widths(browser: Any, crowded: tuple[str, dict
         tab.goto(base + pages["running"])
         folded = tab.locator("details.tables-fold")
         assert folded.count() == 1 and folded.get_attribute("open") is None
+        assert tab.evaluate("document.documentElement.scrollHeight") <= 2 * height  # was 5,156 px
         assert tab.locator(".tables-grid .card-box").first.is_hidden()
         folded.locator("summary").click()
         assert tab.locator(".tables-grid .card-box").count() == 21
