@@ -5,11 +5,38 @@ Colours come from classes styled in static/css/site.css.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup, escape
+
+#: The widths (in the SVG's own units) each chart is drawn at. The page shows the widest one
+#: that fits its box (container queries in static/css/spectator.css), so a chart is drawn at
+#: close to its own size: its 13-unit text is never under 11 px in a phone's 348 px box, nor
+#: a desktop chart squeezed into a half-width card. Each width places its own labels.
+WIDTHS = (380, 540, 760, 1100)
+#: Roughly how wide a character of the charts' 13-unit text is.
+CHAR = 8.0
+
+
+def responsive(draw: Callable[[int], str]) -> Markup:
+    """The chart drawn at every width of ``WIDTHS``; CSS shows the one that fits."""
+    sizes = "".join(f'<div class="chart-size w{w}">{draw(w)}</div>' for w in WIDTHS)
+    return Markup(f'<div class="chart-sizes">{sizes}</div>')
+
+
+def fit(text: str, width: float, char: float = CHAR) -> str:
+    """``text`` cut (with an ellipsis) to about ``width`` units of text ``char`` units a letter."""
+    most = max(4, int(width / char))
+    return text if len(text) <= most else text[: most - 1] + "\u2026"
+
+
+def every(count: int, width: float, label: float) -> int:
+    """Label every n-th of ``count`` evenly spaced things across ``width`` units, so labels
+    about ``label`` units wide do not run into each other."""
+    return max(1, math.ceil(count * (label + 16) / max(width, 1.0)))
 
 
 def _line(klass: str, x1: float, y1: float, x2: float, y2: float) -> str:
@@ -20,9 +47,9 @@ def _text(klass: str, x: float, y: float, anchor: str, text: str) -> str:
     return f'<text class="{klass}" x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}">{escape(text)}</text>'
 
 
-def _ticks(lo: float, hi: float) -> list[float]:
+def _ticks(lo: float, hi: float, most: int = 8) -> list[float]:
     span = hi - lo
-    step = next(s for s in (25, 50, 100, 200, 250, 500, 1000, 2500) if span / s <= 8)
+    step = next((s for s in (25, 50, 100, 200, 250, 500, 1000, 2500) if span / s <= most), 5000)
     first = step * -(-lo // step)
     out = []
     value = first
@@ -53,8 +80,8 @@ class TournamentAxes:
     bottom: int = 46
 
     @classmethod
-    def spanning(cls, lo: float, hi: float, n: int) -> TournamentAxes:
-        return cls(*elo_range(lo, hi), n)
+    def spanning(cls, lo: float, hi: float, n: int, width: int = 1100, right: int = 30) -> TournamentAxes:
+        return cls(*elo_range(lo, hi), n, width=width, right=right)
 
     def x(self, i: int) -> float:
         plot_w = self.width - self.left - self.right
@@ -71,19 +98,24 @@ class TournamentAxes:
             f'aria-label="{escape(label)}">',
             f"<title>{escape(title)}</title>",
         ]
-        for tick in _ticks(self.lo, self.hi):
+        for tick in _ticks(self.lo, self.hi, 6):
             parts.append(_line("grid", self.left, self.y(tick), self.width - self.right, self.y(tick)))
             parts.append(_text("tick", self.left - 6, self.y(tick) + 4, "end", f"{tick:.0f}"))
         return parts
 
     def tournament_label(self, i: int, name: str) -> str | None:
-        """Tournament ``i``'s name under the plot: at most about 8 of them, always the last;
-        the end labels hug the plot's edges instead of spilling past them."""
-        if i % max(1, self.n // 8) and i != self.n - 1:
-            return None
-        n = self.n
-        anchor = "middle" if n == 1 else "start" if i == 0 else "end" if i == n - 1 else "middle"
-        return _text("tick", self.x(i), self.height - self.bottom + 18, anchor, name[:24])
+        """Tournament ``i``'s name under the plot: as many as fit the width without touching,
+        always the last; the end labels hug the plot's edges instead of spilling past them."""
+        n, last, room = self.n, self.n - 1, 140.0
+        if n > 1:
+            # An end label runs inward its whole width, a middle one half of it either way:
+            # labels 1.5 widths (and a gap) apart never touch, the last one included.
+            apart = 1.5 * room + 12
+            step = max(1, math.ceil(apart / (self.x(1) - self.x(0))))
+            if i != last and (i % step or self.x(last) - self.x(i) < apart):
+                return None
+        anchor = "middle" if n == 1 else "start" if i == 0 else "end" if i == last else "middle"
+        return _text("tick", self.x(i), self.height - self.bottom + 20, anchor, fit(name, room))
 
 
 def scale(rows: list[dict[str, Any]]) -> tuple[float, float]:
@@ -109,8 +141,12 @@ def interval_chart(rows: Sequence[dict[str, Any]]) -> Markup:
     rated = [r for r in rows if r.get("rating")]
     if not rated:
         return Markup('<p class="empty">No finished matches yet: nobody is rated.</p>')
-    lo, hi = scale(list(rated))
-    width, left, right, top, row_h = 1100, 150, 30, 28, 28
+    return responsive(lambda width: _interval_svg(rated, width))
+
+
+def _interval_svg(rated: list[dict[str, Any]], width: int) -> str:
+    lo, hi = scale(rated)
+    left, right, top, row_h = (190 if width >= 760 else 130), 24, 30, 30
     height = top + row_h * len(rated) + 10
     plot = width - left - right
 
@@ -122,7 +158,7 @@ def interval_chart(rows: Sequence[dict[str, Any]]) -> Markup:
         f'aria-label="Elo ratings with 95% intervals">',
         "<title>Elo ratings with 95% intervals</title>",
     ]
-    for tick in _ticks(lo, hi):
+    for tick in _ticks(lo, hi, max(2, plot // 70)):
         tx = x(tick)
         parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 6}" x2="{tx:.1f}" y2="{height - 6}"/>')
         parts.append(f'<text class="tick" x="{tx:.1f}" y="{top - 12}" text-anchor="middle">{tick:.0f}</text>')
@@ -130,19 +166,19 @@ def interval_chart(rows: Sequence[dict[str, Any]]) -> Markup:
         r = row["rating"]
         cy = top + row_h * i + row_h / 2
         klass = "provisional" if r["provisional"] else "settled"
-        name = escape(row["bot"])
         tip = escape(
             f"{row['bot']}: {r['text']}"
             + (", provisional" if r["provisional"] else "")
         )
         parts.append(f'<g class="bot {klass}"><title>{tip}</title>')
-        parts.append(f'<text class="label" x="{left - 10}" y="{cy + 4:.1f}" text-anchor="end">{name}</text>')
+        label = escape(fit(row["bot"], left - 16, 8.6))  # bold 14-unit text
+        parts.append(f'<text class="label" x="{left - 10}" y="{cy + 5:.1f}" text-anchor="end">{label}</text>')
         parts.append(_line("interval", x(_low(r)), cy, x(_high(r)), cy))
         for end in (_low(r), _high(r)):
             parts.append(_line("whisker", x(end), cy - 6, x(end), cy + 6))
         parts.append(f'<circle class="point" cx="{x(r["elo"]):.1f}" cy="{cy:.1f}" r="5"/></g>')
     parts.append("</svg>")
-    return Markup("".join(parts))
+    return "".join(parts)
 
 
 def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
@@ -151,8 +187,12 @@ def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
         return Markup(
             '<p class="empty">No rating history yet: it is recorded after each finished tournament.</p>'
         )
+    return responsive(lambda width: _history_svg(history, width))
+
+
+def _history_svg(history: Sequence[dict[str, Any]], width: int) -> str:
     n = len(history)
-    axes = TournamentAxes.spanning(min(_low(h) for h in history), max(_high(h) for h in history), n)
+    axes = TournamentAxes.spanning(min(_low(h) for h in history), max(_high(h) for h in history), n, width)
     x, y = axes.x, axes.y
     parts = axes.open("history-chart", "Rating history", "Rating history with 95% intervals")
     band = [f"{x(i):.1f},{y(_high(h)):.1f}" for i, h in enumerate(history)]
@@ -171,4 +211,4 @@ def history_chart(history: Sequence[dict[str, Any]]) -> Markup:
         if label is not None:
             parts.append(label)
     parts.append("</svg>")
-    return Markup("".join(parts))
+    return "".join(parts)

@@ -6,14 +6,15 @@ rating over time. Colours come from classes in static/css/spectator.css."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
 
-from dashboard.charts import TournamentAxes, _line, _text
+from dashboard.charts import CHAR, TournamentAxes, _line, _text, every, fit, responsive
 
-#: Series colours (classes s0..s7); more bots than this share colours, told apart by label.
+#: Series colours (classes s0..s7 in spectator.css, chosen far apart, the last three also
+#: dashed); the ratings chart shows at most this many bots and names each line at its end.
 SERIES = 8
 #: The rating chart shows at most this many of the latest tournaments.
 RATED_TOURNAMENTS = 40
@@ -76,7 +77,19 @@ def match_chips_chart(players: Sequence[str], payoffs: Sequence[Sequence[int]]) 
     lo = min(min(r) for r in running)
     hi = max(max(r) for r in running)
     lo, hi = min(lo, -1), max(hi, 1)
-    width, height, left, right, top, bottom = 1100, 260, 48, 16, 12, 34
+    seats = range(len(players))
+    rows = [[k + 1, *(f"{_signed(payoffs[k][s])} ({_signed(running[k + 1][s])})" for s in seats)]
+            for k in range(n)]
+    caption = "The chart as a table: each hand's payment (and the running score)"
+    text = _table(caption, ["Hand", *players], rows)
+    chart = responsive(lambda width: _chips_svg(players, payoffs, running, lo, hi, width))
+    return Markup(str(chart) + _legend(players) + text)
+
+
+def _chips_svg(players: Sequence[str], payoffs: Sequence[Sequence[int]], running: list[list[int]],
+               lo: int, hi: int, width: int) -> str:
+    n = len(payoffs)
+    height, left, right, top, bottom = 260, 52, 16, 12, 38
     plot_w, plot_h = width - left - right, height - top - bottom
 
     def x(k: float) -> float:
@@ -103,26 +116,31 @@ def match_chips_chart(players: Sequence[str], payoffs: Sequence[Sequence[int]]) 
             f'<title>{tip}</title><rect x="{x(k):.1f}" y="{top}" width="{plot_w / n:.1f}" height="{plot_h}"/>'
             "</a>"
         )
-        if n <= 30 or k % math.ceil(n / 30) == 0:
-            parts.append(_text("tick", x(k + 0.5), height - bottom + 16, "middle", str(k + 1)))
+        if k % every(n, plot_w, CHAR * len(str(n))) == 0:
+            parts.append(_text("tick", x(k + 0.5), height - bottom + 18, "middle", str(k + 1)))
     for s in range(len(players)):
         points = " ".join(f"{x(k):.1f},{y(r[s]):.1f}" for k, r in enumerate(running))
         parts.append(f'<polyline class="series s{s % SERIES}" points="{points}"/>')
     parts.append(_text("tick", left + plot_w / 2, height - 2, "middle", "hand"))
     parts.append("</svg>")
-    seats = range(len(players))
-    rows = [[k + 1, *(f"{_signed(payoffs[k][s])} ({_signed(running[k + 1][s])})" for s in seats)]
-            for k in range(n)]
-    caption = "The chart as a table: each hand's payment (and the running score)"
-    text = _table(caption, ["Hand", *players], rows)
-    return Markup("".join(parts) + _legend(players) + text)
+    return "".join(parts)
 
 
 # -- a bot: distributions ----------------------------------------------------------------------
 
 
-def _histogram(klass: str, label: str, bins: Sequence[tuple[str, int]], unit: str) -> str:
-    width, height, left, right, top, bottom = 1100, 220, 48, 16, 12, 40
+def _count_ticks(peak: int, most: int = 4) -> list[int]:
+    """Whole-number ticks from 0 to ``peak``, at most about ``most`` gaps: counts have no halves."""
+    step = max(1, math.ceil(_nice_ticks(0, peak, most)[1])) if peak > 0 else 1
+    return list(range(0, peak + 1, step))
+
+
+def _histogram(klass: str, label: str, bins: Sequence[tuple[str, int]], unit: str) -> Markup:
+    return responsive(lambda width: _histogram_svg(klass, label, bins, unit, width))
+
+
+def _histogram_svg(klass: str, label: str, bins: Sequence[tuple[str, int]], unit: str, width: int) -> str:
+    height, left, right, top, bottom = 220, 48, 16, 12, 42
     plot_w, plot_h = width - left - right, height - top - bottom
     peak = max((c for _, c in bins), default=0) or 1
     w = plot_w / max(1, len(bins))
@@ -131,11 +149,11 @@ def _histogram(klass: str, label: str, bins: Sequence[tuple[str, int]], unit: st
         f'aria-label="{escape(label)}">',
         f"<title>{escape(label)}</title>",
     ]
-    for tick in _nice_ticks(0, peak, 4):
+    for tick in _count_ticks(peak):
         ty = top + plot_h * (1 - tick / peak)
         parts.append(_line("grid", left, ty, width - right, ty))
         parts.append(_text("tick", left - 6, ty + 4, "end", _fmt(tick)))
-    step = max(1, math.ceil(len(bins) / 16))
+    step = every(len(bins), plot_w, CHAR * max((len(name) for name, _ in bins), default=1))
     for i, (name, count) in enumerate(bins):
         h = plot_h * count / peak
         tip = escape(f"{name} {unit}: {count}")
@@ -143,8 +161,10 @@ def _histogram(klass: str, label: str, bins: Sequence[tuple[str, int]], unit: st
             f'<g><title>{tip}</title><rect class="bar" x="{left + i * w + 1:.1f}" y="{top + plot_h - h:.1f}" '
             f'width="{max(1.0, w - 2):.1f}" height="{h:.1f}"/></g>'
         )
-        if i % step == 0:
-            parts.append(_text("tick", left + (i + 0.5) * w, height - bottom + 16, "middle", name))
+        if i % step == 0:  # under its bar, kept inside the chart
+            half = len(name) * CHAR / 2
+            at = min(max(left + (i + 0.5) * w, half), width - half)
+            parts.append(_text("tick", at, height - bottom + 18, "middle", name))
     parts.append(_text("tick", left + plot_w / 2, height - 4, "middle", unit))
     parts.append("</svg>")
     return "".join(parts)
@@ -193,9 +213,9 @@ def bot_distributions(scores: Sequence[int], times_ms: Sequence[float]) -> Marku
            _table("The chart as a table", ["Chips in a match", "Matches"], chips), "</figure>"]
     if times:
         out += ['<figure class="chart-box">',
-                _histogram("time-dist", "Mean decision time per match", times, "ms per decision"),
-                "<figcaption>Its mean decision time in each of those matches.</figcaption>",
-                _table("The chart as a table", ["Mean decision time (ms)", "Matches"], times), "</figure>"]
+                _histogram("time-dist", "Mean charged time per match", times, "ms charged per decision"),
+                "<figcaption>Its mean time charged per decision in each of those matches.</figcaption>",
+                _table("The chart as a table", ["Mean charged time (ms)", "Matches"], times), "</figure>"]
     out.append("</div>")
     return Markup("".join(out))
 
@@ -224,9 +244,25 @@ def ratings_chart(history: Sequence[dict[str, Any]]) -> Markup:
     renumber = {o: k for k, o in enumerate(orders)}
     tournaments = {renumber[row["order"]]: row["tournament"] for row in recent if row["order"] in renumber}
     series = {b: [(renumber[i], e) for i, e in pts] for b, pts in series.items()}
+    chart = responsive(lambda width: _ratings_svg(names, series, tournaments, width))
+    rows = [[tournaments[i], *(next((f"{e:.0f}" for j, e in series[b] if j == i), "\u2013") for b in names)]
+            for i in sorted(tournaments)]
+    text = _table("The chart as a table: each bot's rating after each tournament", ["After", *names], rows)
+    return Markup(str(chart) + _legend(names) + text)
+
+
+#: Direct labels at the lines' ends: their room to the right of the plot, and the narrowest
+#: chart that has it (narrower ones keep to the legend).
+LABEL_ROOM = 150
+LABELLED_FROM = 760
+
+
+def _ratings_svg(names: Sequence[str], series: dict[str, list[tuple[int, float]]],
+                 tournaments: dict[int, str], width: int) -> str:
     n = len(tournaments)
     elos = [e for pts in series.values() for _, e in pts]
-    axes = TournamentAxes.spanning(min(elos), max(elos), n)
+    labelled = width >= LABELLED_FROM
+    axes = TournamentAxes.spanning(min(elos), max(elos), n, width, LABEL_ROOM if labelled else 30)
     x, y = axes.x, axes.y
     aria = "Every bot's rating after each finished tournament"
     parts = axes.open("ratings-chart", aria, "Ratings over time")
@@ -244,12 +280,32 @@ def ratings_chart(history: Sequence[dict[str, Any]]) -> Markup:
                 f"<title>{tip}</title></circle>"
             )
         parts.append("</g>")
+    if labelled:
+        parts += _end_labels(names, series, x, y, axes.height - axes.bottom)
     for i in sorted(tournaments):
         label = axes.tournament_label(i, tournaments[i])
         if label is not None:
             parts.append(label)
     parts.append("</svg>")
-    rows = [[tournaments[i], *(next((f"{e:.0f}" for j, e in series[b] if j == i), "\u2013") for b in names)]
-            for i in sorted(tournaments)]
-    text = _table("The chart as a table: each bot's rating after each tournament", ["After", *names], rows)
-    return Markup("".join(parts) + _legend(names) + text)
+    return "".join(parts)
+
+
+def _end_labels(names: Sequence[str], series: dict[str, list[tuple[int, float]]],
+                x: Callable[[int], float], y: Callable[[float], float], floor: float) -> list[str]:
+    """Each line's name just right of its last point, in its colour, nudged apart so that
+    no two overlap (16 units a line), top to bottom as the lines end."""
+    ends = sorted(((y(series[b][-1][1]), k, b) for k, b in enumerate(names)), key=lambda t: t[0])
+    placed: list[float] = []
+    for want, _, _ in ends:
+        placed.append(max(want, placed[-1] + 16) if placed else want)
+    over = placed[-1] - floor if placed else 0  # pushed past the plot's foot: shift all up
+    if over > 0:
+        placed = [p - over for p in placed]
+        for j in range(len(placed) - 2, -1, -1):
+            placed[j] = min(placed[j], placed[j + 1] - 16)
+    out = []
+    for (_, k, name), at in zip(ends, placed, strict=True):
+        last = series[name][-1][0]
+        out.append(f'<text class="series-label t{k % SERIES}" x="{x(last) + 8:.1f}" y="{at + 4:.1f}">'
+                   f"{escape(fit(name, LABEL_ROOM - 14, 8.6))}</text>")  # bold 13-unit text
+    return out

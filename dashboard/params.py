@@ -88,6 +88,12 @@ def choice_arg(args: Mapping[str, str], name: str, choices: Collection[str]) -> 
     return raw
 
 
+def results_arg(args: Mapping[str, str]) -> bool:
+    """``?results=1``: show match scores in lists. Off by default, as on a match's page, where
+    results wait for "Show results": a list of scores would spoil the replays it links to."""
+    return choice_arg(args, "results", {"1"}) == "1"
+
+
 def name_arg(args: Mapping[str, str], name: str) -> str | None:
     raw = args.get(name)
     if raw is None or raw == "":

@@ -22,7 +22,8 @@ def index() -> str:
     data = match_list(db, db_url(), where, page)
     bots = db.scalars(select(Bot.name).order_by(Bot.name)).all()
     tournaments = db.execute(select(Tournament.id, Tournament.name).order_by(Tournament.id.desc())).all()
-    args = {k: v for k, v in request.args.items() if k in ("bot", "tournament", "status", "per_page") and v}
+    kept = ("bot", "tournament", "status", "per_page", "results")
+    args = {k: v for k, v in request.args.items() if k in kept and v}
     return render_template(
         "matches.html", data=data, bots=bots, tournaments=tournaments, statuses=STATUSES, args=args
     )

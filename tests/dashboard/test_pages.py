@@ -12,6 +12,7 @@ from markupsafe import escape
 
 from arena.ratings.terms import PAIRWISE, legend
 from arena.tournaments.layout import keyed_seed
+from dashboard.charts import WIDTHS
 
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
@@ -32,7 +33,8 @@ def test_leaderboard_page(client: FlaskClient) -> None:
     for name in ("random", "lowball", "flaky", "croaker"):
         assert f'data-bot="{name}"' in html
     assert 'class="chart interval-chart"' in html  # the server-drawn interval chart
-    assert html.count('<circle class="point"') == 3  # one dot per rated bot in the interval chart
+    # One dot per rated bot in the interval chart, drawn at each of its widths.
+    assert html.count('<circle class="point"') == 3 * len(WIDTHS)
     assert 'class="prov"' in html  # provisional marks
     assert "unrated" in html
 
@@ -61,6 +63,52 @@ def test_match_list_page_filters_and_pager(client: FlaskClient, seeded: Seeded) 
     page(client, "/matches/?status=bogus", 400)
     page(client, "/matches/?bot=nobody", 400)
     page(client, "/matches/?page=0", 400)
+
+
+def test_lists_keep_match_scores_hidden_until_asked_as_the_match_page_does(
+    client: FlaskClient, seeded: Seeded
+) -> None:
+    """A match's page hides its results until "Show results"; the lists that link to it do
+    too, until ?results=1 (kept by the filters and the pager); a bad value is a 400."""
+    score = re.compile(r'<b class="(pos|neg)?">[+\u2212]?\d+</b>')
+    hidden = page(client, "/matches/?status=done&per_page=5")
+    assert not score.search(hidden) and 'href="/matches/?status=done&amp;per_page=5&amp;results=1"' in hidden
+    shown = page(client, "/matches/?status=done&per_page=5&results=1")
+    assert score.search(shown) and "Seats and scores" in shown
+    # The pager keeps it.
+    assert 'href="/matches/?page=2&amp;status=done&amp;per_page=5&amp;results=1"' in shown
+    assert '<input type="hidden" name="results" value="1">' in shown  # so does the filter form
+    assert "Hide them" in shown
+    bot = page(client, "/bots/lowball")
+    recent = '<th class="num">Score</th><th>Finished</th>'  # its recent matches' column
+    assert recent not in bot and 'href="/bots/lowball?results=1"' in bot
+    assert recent in page(client, "/bots/lowball?results=1")
+    page(client, "/matches/?results=yes", 400)
+    page(client, "/bots/lowball?results=0", 400)
+
+
+def test_decision_times_are_named_as_the_time_charged(client: FlaskClient, seeded: Seeded) -> None:
+    """A fast bot's "0.00 ms" read as a bug: the columns say what the time is (the time
+    charged), and a time under 0.005 ms reads "< 0.01 ms"."""
+    from dashboard.templating import ms
+
+    html = page(client, f"/matches/{seeded.done_match}")
+    assert "Charged time, mean" in html and "Charged time, slowest" in html
+    assert "Mean charged time" in page(client, "/bots/lowball")
+    shown = [ms(0.0), ms(0.004), ms(0.05), ms(12.3), ms(None)]
+    assert shown == ["< 0.01 ms", "< 0.01 ms", "0.05 ms", "12 ms", "\u2013"]
+
+
+def test_the_pairwise_legend_reads_as_a_sentence(client: FlaskClient, seeded: Seeded) -> None:
+    html = page(client, f"/tournaments/{seeded.tournaments['spring']}")
+    legend = re.sub(r"<[^>]+>", "", html[html.index("Row bot's score"):].split("</p>")[0])
+    assert " ; " not in legend and not re.search(r"\s;", legend)
+    assert legend.endswith("p &lt; 0.01, p &lt; 0.05, not significant.")
+
+
+def test_a_tournaments_tables_fold_when_there_are_many(client: FlaskClient, seeded: Seeded) -> None:
+    spring = page(client, f"/tournaments/{seeded.tournaments['spring']}")  # 4 tables: open
+    assert '<details class="tables-fold" open>' in spring and 'id="tables"' in spring
 
 
 def test_done_match_page_has_the_replay_viewer(client: FlaskClient, seeded: Seeded) -> None:

@@ -34,6 +34,8 @@ SCREENSHOTS = (
     else Path(tempfile.gettempdir()) / "tonk-screenshots"
 )
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+SCRATCH = Path(tempfile.gettempdir()) / "tonk-screenshots"
+SCRATCH.mkdir(parents=True, exist_ok=True)
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -109,12 +111,12 @@ def test_leaderboard(page: Any, base_url: str) -> None:
     rows = page.locator("table.leaderboard tbody tr")
     assert rows.count() == 4
     assert rows.nth(0).locator("td").nth(0).inner_text() == "1"
-    assert page.locator("svg.interval-chart g.bot").count() == 3
+    assert page.locator("svg.interval-chart:visible g.bot").count() == 3  # drawn at the width that fits
     assert page.locator("table.leaderboard abbr.prov").count() == 3
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "leaderboard.png"), full_page=True)
     page.click("table.leaderboard tbody tr:first-child a.bot")
-    page.wait_for_selector("svg.history-chart")
+    page.locator("svg.history-chart:visible").wait_for()
 
 
 def test_tournament_page(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
@@ -570,9 +572,47 @@ def check_phone_page(tab: Any, path: str) -> None:
     assert not small, (path, small[:5])
 
 
+# What a page shows at a width, measured in the browser: how wide the page is, the tables whose
+# box scrolls sideways (a column cut off), chart text smaller than 11 px as drawn, and charts
+# wider than their box (drawn for another width and scrolled).
+LAYOUT = """() => {
+  const seen = e => e.offsetParent !== null && getComputedStyle(e).visibility !== 'hidden';
+  const clipped = [...document.querySelectorAll('main .table-wrap, main table')].filter(seen)
+    .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => [e.className, e.scrollWidth, e.clientWidth]);
+  const charts = [...document.querySelectorAll('main svg.chart')]
+    .filter(e => e.getBoundingClientRect().width > 0);
+  const small = charts.flatMap(svg => [...svg.querySelectorAll('text')].map(t => [
+      svg.className.baseVal, t.textContent,
+      parseFloat(getComputedStyle(t).fontSize) * svg.getScreenCTM().a]))
+    .filter(([, , px]) => px < 11);
+  const wide = charts
+    .filter(svg => svg.getBoundingClientRect().width > svg.closest('figure, div').clientWidth + 1)
+    .map(svg => svg.className.baseVal);
+  return {width: document.documentElement.scrollWidth, clipped, small: small.slice(0, 5), wide};
+}"""
+
+
+def check_layout(tab: Any, path: str, width: int) -> None:
+    """No sideways page scroll, no clipped table column, every chart at its box's width with
+    text at least 11 px as drawn; a replay on a phone shows its table on the first screen."""
+    seen = tab.evaluate(LAYOUT)
+    assert seen["width"] <= width, (path, seen["width"])
+    assert not seen["clipped"], (path, seen["clipped"])
+    assert not seen["small"], (path, seen["small"])
+    assert not seen["wide"], (path, seen["wide"])
+    if width <= 390 and tab.locator("#viewer.ready").count():
+        felt = tab.locator("#felt").bounding_box()
+        height = tab.viewport_size["height"]
+        assert felt and felt["y"] >= 0 and felt["y"] + felt["height"] <= height, (path, felt)
+        # ...and the controls come after it, a compact row right below.
+        bar = tab.locator("[data-cmd=forward]").bounding_box()
+        assert bar and felt["y"] + felt["height"] <= bar["y"] <= height - bar["height"], (path, bar)
+
+
 def visit_every_page(browser: Any, base_url: str, seeded: Seeded, width: int, height: int) -> None:
-    """Each page at this size: no page wider than the screen, no script error, and (at phone
-    width) targets a finger can hit; its first screen saved as ``<page>-<width>.png``."""
+    """Each page at this size: no page wider than the screen, no script error, no clipped
+    column, readable charts, and (at phone width) targets a finger can hit; its first screen
+    saved as ``<page>-<width>.png``."""
     context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
     try:
         tab = context.new_page()
@@ -584,8 +624,7 @@ def visit_every_page(browser: Any, base_url: str, seeded: Seeded, width: int, he
                 tab.wait_for_selector("#viewer.ready")
             if width <= 390:
                 check_phone_page(tab, path)
-            else:
-                assert tab.evaluate("document.documentElement.scrollWidth") <= width, path
+            check_layout(tab, path, width)
             tab.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"))  # the first screen: small files
         assert not errors
     finally:
@@ -598,6 +637,125 @@ def test_every_page_fits_a_phone(browser: Any, base_url: str, seeded_sqlite: See
 
 def test_every_page_at_a_laptop_width(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
     visit_every_page(browser, base_url, seeded_sqlite, 1360, 900)
+
+
+CROWDED_BOTS = ("lowball-conservative", "greedy-melder-deluxe", "random-walk-baseline",
+                "lowball-aggressive-v2", "greedy-second-opinion", "random-walk-control",
+                "lowball-third-edition")
+
+
+def crowded_arena(url: str) -> dict[str, str]:
+    """Seven bots with long names: a finished heads-up tournament (21 tables), a finished
+    six-seat one, and a started heads-up one with none played (21 tables waiting). Its pages."""
+    from helpers.arena import fix_deal_secret
+    from sqlalchemy import select
+
+    from arena.bots.owners import get_or_create_operator
+    from arena.bots.registry import host_bot
+    from arena.config import Settings
+    from arena.runtime.jobs import play_match_job
+    from arena.store.db import session_scope
+    from arena.store.models import Match
+    from arena.tournaments.lifecycle import create_tournament, start_tournament
+
+    targets = ["helpers.dashboard_fixtures:LowBot", "bots.greedy:GreedyBot", "bots.random_bot:RandomBot"]
+    names = CROWDED_BOTS
+    settings = Settings(database_url=url)
+    with session_scope(url) as session:
+        fix_deal_secret(session)
+        house = get_or_create_operator(session, "house")
+        ids = [host_bot(session, house, n, targets[k % 3], check=False).id for k, n in enumerate(names)]
+        made = []
+        for seed, (name, seats, bots) in enumerate((("Heads-up Autumn Invitational", 2, ids),
+                                                    ("Six-seat Winter Open", 6, ids[:6]),
+                                                    ("Heads-up Marathon", 2, ids))):
+            t = create_tournament(session, name=name, bot_ids=bots, table_sizes=[seats], deals_per_table=1,
+                                  hands_per_match=2, seed=700 + seed, settings=settings)
+            start_tournament(session, t.id)
+            made.append(t.id)
+        query = select(Match.id).where(Match.tournament_id.in_(made[:2])).order_by(Match.id)
+        played = list(session.scalars(query))
+    for match_id in played:
+        assert play_match_job(match_id, url) == "done"
+    return {
+        "leaderboard": "/", "tournaments": "/tournaments/", "matches": f"/matches/?tournament={made[1]}",
+        "heads-up": f"/tournaments/{made[0]}", "six-seat": f"/tournaments/{made[1]}",
+        "running": f"/tournaments/{made[2]}", "bot": f"/bots/{names[0]}",
+        "six-seat-match": f"/matches/{played[-1]}",
+    }
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    from helpers.dashboard_fixtures import OPERATOR_TOKEN
+
+    from dashboard.server import serve_in_thread
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('crowded') / 'arena.sqlite'}"
+    pages = crowded_arena(url)
+    server, thread = serve_in_thread(
+        "127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
+        CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False,
+    )
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", pages
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def colour_distance(a: str, b: str) -> float:
+    """How far apart two CSS ``rgb(r, g, b)`` colours are (0 the same, 441 black and white)."""
+    pa, pb = ([int(v) for v in c[c.index("(") + 1:-1].split(",")[:3]] for c in (a, b))
+    return float(sum((x - y) ** 2 for x, y in zip(pa, pb, strict=True)) ** 0.5)
+
+
+@pytest.mark.parametrize("width,height", [(1360, 900), (390, 844)])
+def test_a_crowded_arena_fits_both_widths(browser: Any, crowded: tuple[str, dict[str, str]],
+                                          width: int, height: int) -> None:
+    """Long names, six seats, seven bots, 21 tables: no clipped column, readable charts, the
+    running tournament's tables folded, seven rating lines told apart."""
+    base, pages = crowded
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+    try:
+        tab = context.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        for name, path in pages.items():
+            tab.goto(base + path)
+            if tab.locator("#viewer").count():
+                tab.wait_for_selector("#viewer.ready")
+            if width <= 390:
+                check_phone_page(tab, path)
+            check_layout(tab, path, width)
+            # Not among the committed screenshots: a scratch folder, to look at when it fails.
+            tab.screenshot(path=str(SCRATCH / f"crowded-{name}-{width}.png"))
+        # A tournament's tables fold away (21 cards were a wall of them on a phone).
+        tab.goto(base + pages["running"])
+        folded = tab.locator("details.tables-fold")
+        assert folded.count() == 1 and folded.get_attribute("open") is None
+        assert tab.evaluate("document.documentElement.scrollHeight") <= 2 * height  # was 5,156 px
+        assert tab.locator(".tables-grid .card-box").first.is_hidden()
+        folded.locator("summary").click()
+        assert tab.locator(".tables-grid .card-box").count() == 21
+        assert tab.locator(".tables-grid .card-box").first.is_visible()
+        # Seven bots over time: colours far apart, and each line named at its end.
+        tab.goto(base + "/")
+        chart = tab.locator("svg.ratings-chart:visible")
+        assert chart.count() == 1  # one of the widths it is drawn at
+        stroke = "els => els.map(e => getComputedStyle(e).stroke)"
+        colours = chart.locator("polyline.series").evaluate_all(stroke)
+        assert len(colours) == 7
+        assert min(colour_distance(a, b) for k, a in enumerate(colours) for b in colours[k + 1:]) >= 60
+        if width > 390:  # ...and named at their ends (a name cut short ends in "…")
+            labels = chart.locator("text.series-label").all_text_contents()
+            assert len(labels) == 7
+            named = {next(n for n in CROWDED_BOTS if n.startswith(label.rstrip("\u2026")))
+                     for label in labels}
+            assert named == set(CROWDED_BOTS)
+        assert not errors
+    finally:
+        context.close()
 
 
 def test_the_tournaments_table_is_not_clipped_at_1360(page: Any, base_url: str) -> None:
@@ -613,9 +771,9 @@ def test_charts_and_their_text(page: Any, base_url: str, seeded_sqlite: Seeded) 
     page.wait_for_selector("#viewer.ready")
     assert page.locator("#chips-chart").is_hidden()  # a spoiler until results are asked for
     page.check("#show-results")
-    chart = page.locator("#chips-chart svg.chips-chart")
+    chart = page.locator("#chips-chart svg.chips-chart:visible")
     assert chart.locator("polyline.series").count() == 2
-    page.locator('#chips-chart a.hand-link[href="#hand=3&step=0"]').click()
+    chart.locator('a.hand-link[href="#hand=3&step=0"]').click()
     page.wait_for_selector('#felt[data-hand="3"][data-step="0"]')
     assert page.url.endswith("#hand=3&step=0&results=1")
     page.click("#chips-chart details.chart-text summary")
@@ -629,7 +787,7 @@ def test_charts_and_their_text(page: Any, base_url: str, seeded_sqlite: Seeded) 
     page.wait_for_selector("#viewer.ready")
     assert step_of(page) == (0, 0)
     page.goto(base_url + "/")
-    assert page.locator("svg.ratings-chart polyline.series").count() == 3
+    assert page.locator("svg.ratings-chart:visible polyline.series").count() == 3
     assert page.locator(".chart-legend li").count() == 3
     page.goto(base_url + "/api/")
     assert page.locator("header.site nav a[aria-current=page]").inner_text() == "API"
@@ -639,6 +797,69 @@ def test_charts_and_their_text(page: Any, base_url: str, seeded_sqlite: Seeded) 
         assert page.request.get(base_url + href).status == 200, href
 
 
+def long_hands(base_url: str, match_id: int) -> list[int]:
+    """The hands of a match with at least three steps (not ended on the deal)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base_url}/api/v1/matches/{match_id}/steps") as r:
+        hands = json.load(r)["hands"]
+    return [h for h, hand in enumerate(hands) if len(hand.get("steps", [])) >= 3]
+
+
+def test_playing_pauses_on_each_hands_result(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    """Playing, a hand's result stays up a while before the next deal replaces it; the page's
+    clock is the test's (Playwright's clock), so no real time is waited on."""
+    match_id = seeded_sqlite.done_match
+    hand = next(h for h in long_hands(base_url, match_id) if h + 1 in long_hands(base_url, match_id))
+    page.clock.install()
+    page.goto(f"{base_url}/matches/{match_id}#hand={hand}&step=end")
+    page.wait_for_selector("#viewer.ready")
+    last = step_of(page)[1]
+    assert step_of(page) == (hand, last) and last > 0
+    page.select_option("#speed", "250")
+    # Installed, the clock still runs with real time: stop it, so a busy machine changes nothing.
+    page.clock.pause_at(page.evaluate("Date.now()") + 1000)
+    page.keyboard.press(" ")
+    page.clock.run_for(1000)  # four ticks at 4x: the result is still shown
+    assert step_of(page) == (hand, last)
+    page.clock.run_for(600)  # 1.5 s in all: the next deal
+    assert step_of(page) == (hand + 1, 0)
+    page.clock.run_for(260)  # then a step a tick again
+    assert step_of(page) == (hand + 1, 1)
+    page.keyboard.press(" ")
+
+
+def test_a_seats_view_names_no_winner_ahead_of_the_moment(page: Any, base_url: str,
+                                                            seeded_sqlite: Seeded) -> None:
+    """With results shown, the hand list names each hand's winners; in one seat's view only
+    of the hands that seat has seen end by the moment shown, as its log shows nothing ahead."""
+    match_id = seeded_sqlite.done_match
+    hand = long_hands(base_url, match_id)[0]
+    page.goto(f"{base_url}/matches/{match_id}#hand={hand}&step=1&view=0&results=1")
+    page.wait_for_selector("#viewer.ready")
+    labels = "els => els.map(e => e.textContent)"
+    options = page.eval_on_selector_all("#hand-select option", labels)
+    assert all(":" not in o for o in options[hand:]), options  # this hand and later: not yet
+    assert all(":" in o for o in options[:hand]), options  # earlier ones ended before
+    strip = page.eval_on_selector_all("#hand-strip button", "els => els.map(e => e.title)")
+    assert all(":" not in t for t in strip[hand:]), strip
+    page.keyboard.press("End")  # this hand's end: its result is the seat's to see
+    options = page.eval_on_selector_all("#hand-select option", labels)
+    assert ":" in options[hand] and all(":" not in o for o in options[hand + 1:]), options
+    page.select_option("#perspective", "all")  # everything: every hand's result
+    assert all(":" in o for o in page.eval_on_selector_all("#hand-select option", labels))
+    # The View list shows whose view it is in full (it read "Only what greedy sa...").
+    page.select_option("#perspective", "1")
+    fits = page.eval_on_selector(
+        "#perspective",
+        "s => { const c = document.createElement('canvas').getContext('2d');"
+        " c.font = getComputedStyle(s).font;"
+        " return c.measureText(s.options[s.selectedIndex].text).width + 24 <= s.clientWidth; }",
+    )
+    assert fits
+
+
 def test_the_replay_is_usable_on_a_phone(browser: Any, base_url: str, seeded_sqlite: Seeded) -> None:
     phone = {"width": 390, "height": 844}
     context = browser.new_context(viewport=phone, device_scale_factor=1, has_touch=True)
@@ -646,11 +867,19 @@ def test_the_replay_is_usable_on_a_phone(browser: Any, base_url: str, seeded_sql
         tab = context.new_page()
         tab.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
         tab.wait_for_selector("#viewer.ready")
-        # The controls and the caption are on the first screen; a tap steps.
-        for selector in ("[data-cmd=forward]", "[data-cmd=back]", "#timeline", "#caption"):
+        # The table leads, with a compact row of step buttons right below it, all on the first
+        # screen (the caption and the other controls follow); a tap steps.
+        for selector in ("#felt", "[data-cmd=back]", "[data-cmd=play]", "[data-cmd=forward]"):
             box = tab.locator(selector).bounding_box()
             assert box and box["y"] >= 0 and box["y"] + box["height"] <= 844, selector
             assert box["x"] + box["width"] <= 390, selector
+        felt, buttons = (tab.locator(s).bounding_box() for s in ("#felt", "#viewer .buttons"))
+        assert felt and buttons
+        assert felt["y"] + felt["height"] <= buttons["y"] <= felt["y"] + felt["height"] + 4
+        assert tab.locator(".viewer-bar .buttons").bounding_box()["height"] <= 60  # one row
+        for selector in ("#caption", "#timeline", "#hand-select"):
+            box = tab.locator(selector).bounding_box()
+            assert box and box["y"] >= buttons["y"] + buttons["height"] - 1, selector
         before = tab.locator("#caption").inner_text()
         tab.tap("[data-cmd=forward]")
         assert step_of(tab) == (0, 1) and tab.locator("#caption").inner_text() != before

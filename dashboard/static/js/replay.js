@@ -37,7 +37,7 @@
     if (!hands.length) { caption.textContent = "This match has no hands to show."; return; }
     var first = hands.filter(function (x) { return !x.error; })[0] || hands[0];
     first.players.forEach(function (name, seat) {
-      node("option", null, "Only what " + name + " saw", perspective).value = String(seat);
+      node("option", null, "What " + name + " saw", perspective).value = String(seat);
     });
     timeline.setAttribute("aria-valuetext", "");
     var at = readHash();
@@ -70,27 +70,33 @@
   });
 
   /* --- hands: the select list, the strip across the match, the payoffs table ----------- */
-  function handWords(hand) {
+  // A hand's outcome, once results are shown; in one seat's view only of the hands that seat
+  // has seen end by the moment shown (as its log shows nothing ahead of that moment).
+  function ended(k) { return viewer === null || k < h || (k === h && i === steps.length - 1); }
+  function handWords(hand, k) {
     var o = hand.outcome;
     if (hand.error) return "cannot be shown";
-    if (!showing() || !o) return "";
+    if (!showing() || !o || !ended(k)) return "";
     return o.winners.map(function (w) { return hand.players[w]; }).join(", ") + " \u00b7 " + hand.end_words;
+  }
+  function handLabel(hand, k) {
+    var words = handWords(hand, k);
+    return "Hand " + (k + 1) + " of " + hands.length + (words ? ": " + words : "");
   }
   function drawHandLists() {
     handSelect.textContent = "";
     strip.textContent = "";
     hands.forEach(function (hand, k) {
-      var words = handWords(hand);
-      var label = "Hand " + (k + 1) + " of " + hands.length + (words ? ": " + words : "");
+      var label = handLabel(hand, k);
       node("option", null, label, handSelect).value = String(k);
       var b = node("button", "strip-hand", String(k + 1), strip);
       b.type = "button";
       b.setAttribute("data-hand", k);
       b.setAttribute("aria-label", label);
       b.title = label;
-      if (showing() && hand.outcome) {
+      if (showing() && hand.outcome && ended(k)) {
         var mine = viewer === null ? null : hand.outcome.payoffs[viewer];
-        if (mine !== null) b.classList.add(sign(mine));
+        if (mine !== null && sign(mine)) b.classList.add(sign(mine));
         if (hand.outcome.end === "fault") b.classList.add("fault");
       }
       b.addEventListener("click", function () { stop(); loadHand(k, false, 0); });
@@ -99,6 +105,23 @@
     markHand();
     root.classList.toggle("spoilers", showing());
     document.body.classList.toggle("no-spoilers", !showing());
+  }
+  // In a seat's view the outcomes shown follow the moment shown: relabel as it moves.
+  function relabel() {
+    if (viewer === null || !showing()) return;
+    hands.forEach(function (hand, k) {
+      var label = handLabel(hand, k), option = handSelect.options[k], b = strip.children[k];
+      if (option.textContent !== label) option.textContent = label;
+      if (b.title === label) return;
+      b.title = label;
+      b.setAttribute("aria-label", label);
+      b.classList.remove("pos", "neg", "fault");
+      if (hand.outcome && ended(k)) {
+        var mine = hand.outcome.payoffs[viewer];
+        if (sign(mine)) b.classList.add(sign(mine));
+        if (hand.outcome.end === "fault") b.classList.add("fault");
+      }
+    });
   }
   function markHand() {
     Array.prototype.forEach.call(strip.children, function (b) {
@@ -223,6 +246,7 @@
     });
     var current = log.querySelector(".current");
     if (current) log.scrollTop = Math.max(0, current.offsetTop - log.clientHeight / 2);
+    relabel();
     writeHash();
   }
 
@@ -243,8 +267,9 @@
         node("b", "who", hand.players[ev.seat], line);
         node("span", "what", " " + words(step, "log"), line);
         var ms = ev.latency_us === undefined ? null : ev.latency_us / 1000;
-        var lat = node("span", "lat", ms === null ? "" : (ms < 10 ? ms.toFixed(2) : ms.toFixed(0)) + " ms", li);
-        lat.title = "How long the bot took to decide";
+        // The time charged to the bot (the worker's lag left out): a fast bot's is under 0.01 ms.
+        var lat = node("span", "lat", ms === null ? "" : (ms < 0.005 ? "< 0.01" : ms < 10 ? ms.toFixed(2) : ms.toFixed(0)) + " ms", li);
+        lat.title = "Time charged to the bot for this decision: from sending the request to receiving its reply, the arena's own lag left out";
         if (ev.kind === "fault") li.classList.add("fault");
         var a = node("a", "dl", "\u2913", li);
         a.href = apiBase + "/hands/" + h + "/decisions/" + ev.index;
@@ -296,16 +321,23 @@
     if (i > 0) go(i - 1);
     else if (h > 0) loadHand(h - 1, true);
   }
+  // Playing, a hand's result stays up a while before the next deal replaces it.
+  var RESULT_TICKS = 3, RESULT_MIN_MS = 1500;
+  function tick() {
+    var wait = +speed.value;
+    if (i === steps.length - 1 && h < hands.length - 1) wait = Math.max(RESULT_TICKS * wait, RESULT_MIN_MS);
+    timer = setTimeout(function () { if (forward()) tick(); else stop(); }, wait);
+  }
   function play() {
     if (timer) return;
     playButton.textContent = "\u275a\u275a Pause";
     playButton.setAttribute("aria-label", "Pause");
     playButton.classList.add("playing");
-    timer = setInterval(function () { if (!forward()) stop(); }, +speed.value);
+    tick();
   }
   function stop() {
     if (!timer) return;
-    clearInterval(timer);
+    clearTimeout(timer);
     timer = null;
     playButton.textContent = "\u25b6 Play";
     playButton.setAttribute("aria-label", "Play");
