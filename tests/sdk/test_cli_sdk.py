@@ -253,3 +253,34 @@ def test_replay_decision_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     assert cli.main(["replay-decision", str(bad), "random"]) == 2
     assert cli.main(["replay-decision", str(tmp_path / "missing.json"), "random"]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+CRASHING_BOT = """
+from sdk.bot import Bot
+
+class CrashingBot(Bot):
+    name = "crashing"
+
+    def act(self, obs):
+        return self.choose(obs)
+
+    def choose(self, obs):
+        raise KeyError("no such card")
+"""
+
+
+def test_tonk_play_says_a_crashing_bot_forfeited_and_shows_where_it_crashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It used to exit 0 with "3 hands" for 200 asked, no word of the forfeit, no traceback.
+    (tmp_path / "crashing.py").write_text(CRASHING_BOT)
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["play", "crashing:CrashingBot", "random", "--hands", "200", "--seed", "5", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    played = re.search(r"(\d+) of 200 hands", out)
+    assert played and int(played.group(1)) < 200, out
+    assert "0:crashing forfeited after 3 faults" in err
+    assert f"the {200 - int(played.group(1))} hands not played are charged to it" in err
+    assert "Traceback (most recent call last)" in err and "in choose" in err and "KeyError" in err
+    assert err.count("Traceback") == 1  # the first crash, not one per fault
