@@ -96,6 +96,13 @@ def test_bot_pages(client: FlaskClient) -> None:
     assert "served over gRPC" in croaker
 
 
+@pytest.mark.parametrize("url", ["/", "/bots/", "/bots/lowball", "/bots/flaky", "/tournaments/", "/matches/"])
+def test_a_page_title_is_plain_text(client: FlaskClient, url: str) -> None:
+    # The bot page's title once held the rating legend's <ul> (it sat inside the title block).
+    title = re.search(r"<title>(.*?)</title>", page(client, url), re.S)
+    assert title and "<" not in title.group(1) and "\n" not in title.group(1), title
+
+
 @pytest.mark.parametrize(
     "url, status",
     [
