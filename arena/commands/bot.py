@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Final
 
-from arena.commands.tournament import page_url
 from arena.config import load_settings
 from arena.errors import ArenaError
 
@@ -92,6 +92,13 @@ def describe(bot: dict[str, Any]) -> list[str]:
     if rating is not None:
         lines += legend()
     return lines
+
+
+def page_url(path: str) -> str:
+    """A dashboard page: its address under TONK_ARENA (the arena's URL) when set; else its
+    path, as this process cannot know where the dashboard of its store is served."""
+    base = os.environ.get("TONK_ARENA", "").strip().rstrip("/")
+    return f"{base}/{path}" if base else f"the dashboard's /{path} (TONK_ARENA=URL gives its address)"
 
 
 def _pct(rate: float | None) -> str:

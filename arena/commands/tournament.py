@@ -20,11 +20,12 @@ store, the pool) is imported by each command when it runs, not here.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from arena.commands.bot import page_url
+from arena.commands.bot import register as register_bot
 from arena.config import Settings, describe_store, load_settings
 from arena.errors import ArenaError
 from arena.store.statuses import TournamentKind, TournamentStatus
@@ -126,8 +127,6 @@ def register(subparsers: Any) -> None:
     board = subparsers.add_parser("leaderboard", help="current ratings over every done match")
     board.add_argument("--history", action="store_true", help="the snapshots after each tournament")
     board.set_defaults(func=cmd_leaderboard)
-
-    from arena.commands.bot import register as register_bot  # it uses page_url, below
 
     register_bot(subparsers)
 
@@ -470,13 +469,6 @@ def print_standings(stats: Sequence[BotStats], limit: int | None = None) -> None
         )
     if limit is not None and len(ranked) > limit:
         print(f"  ... and {len(ranked) - limit} more")
-
-
-def page_url(path: str) -> str:
-    """A dashboard page: its address under TONK_ARENA (the arena's URL) when set; else its
-    path, as this process cannot know where the dashboard of its store is served."""
-    base = os.environ.get("TONK_ARENA", "").strip().rstrip("/")
-    return f"{base}/{path}" if base else f"the dashboard's /{path} (TONK_ARENA=URL gives its address)"
 
 
 def print_ratings(rows: Sequence[LeaderboardRow]) -> None:
