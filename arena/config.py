@@ -12,6 +12,11 @@ from pathlib import Path
 
 #: The store's file name inside the data directory (the default store is SQLite).
 STORE_FILE = "tonk-arena.sqlite"
+#: The gateway's default ports, for bots and for workers: below Linux's ephemeral port range
+#: (/proc/sys/net/ipv4/ip_local_port_range, 32768-60999 by default), so that no outgoing
+#: connection of the arena's own (a demo's round-robin, say) can hold one when it binds.
+DEFAULT_GATEWAY_PORT = 7061
+DEFAULT_GATEWAY_RELAY_PORT = 7062
 
 
 def resolve_data_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -74,10 +79,10 @@ class Settings:
     #: Where the gateway listens for connected bots (``tonk gateway``, and in-process in
     #: ``tonk dashboard`` / ``tonk demo``; port 0: none in-process).
     gateway_host: str = "127.0.0.1"
-    gateway_port: int = 50061
+    gateway_port: int = DEFAULT_GATEWAY_PORT
     #: Where the gateway listens for match workers' relayed calls (keep it internal).
     gateway_relay_host: str = "127.0.0.1"
-    gateway_relay_port: int = 50062
+    gateway_relay_port: int = DEFAULT_GATEWAY_RELAY_PORT
     #: The relay HOST:PORT workers dial, stored for them (default: relay host and port).
     gateway_advertise: str = ""
     #: The HOST:PORT bots are told to connect to (``GET /api/v1/``; default: the dashboard's
@@ -142,9 +147,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         check_time_limit_s=_int(env, "TONK_CHECK_TIME_LIMIT_S", 30),
         secret_key=get("TONK_SECRET_KEY", ""),
         gateway_host=get("TONK_GATEWAY_HOST", "127.0.0.1"),
-        gateway_port=_int(env, "TONK_GATEWAY_PORT", 50061),
+        gateway_port=_int(env, "TONK_GATEWAY_PORT", DEFAULT_GATEWAY_PORT),
         gateway_relay_host=get("TONK_GATEWAY_RELAY_HOST", "127.0.0.1"),
-        gateway_relay_port=_int(env, "TONK_GATEWAY_RELAY_PORT", 50062),
+        gateway_relay_port=_int(env, "TONK_GATEWAY_RELAY_PORT", DEFAULT_GATEWAY_RELAY_PORT),
         gateway_advertise=get("TONK_GATEWAY_ADVERTISE", ""),
         gateway_public=get("TONK_GATEWAY_PUBLIC", ""),
         gateway_secret=get("TONK_GATEWAY_SECRET", ""),

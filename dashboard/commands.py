@@ -34,6 +34,7 @@ def register(subparsers: Any) -> None:
     demo.add_argument("--host", default="127.0.0.1", help="address the dashboard listens on")
     demo.add_argument("--port", type=int, default=8000, help="port the dashboard listens on (default 8000)")
     demo.add_argument("--no-serve", action="store_true", help="exit after printing the leaderboard")
+    demo.add_argument("--access-log", action="store_true", help="log every HTTP request (default: 5xx only)")
     demo.add_argument("--fresh", action="store_true",
                       help="play a new round-robin even if the store holds one from an earlier demo")
     demo.set_defaults(func=run_demo)
@@ -43,6 +44,7 @@ def register(subparsers: Any) -> None:
     board.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     board.add_argument("--production", action="store_true", help="gunicorn with several workers")
     board.add_argument("--workers", type=int, default=2, help="gunicorn worker processes, with --production")
+    board.add_argument("--access-log", action="store_true", help="log every HTTP request (default: 5xx only)")
     board.set_defaults(func=run_dashboard)
 
 
@@ -98,20 +100,32 @@ def run_demo(args: argparse.Namespace) -> int:
     # The demo's store is usually the one an earlier demo left: bring it up to date
     # (an operator's store is upgraded by `tonk db upgrade`, on purpose).
     migrate(settings.database_url)
-    earlier = None if args.fresh else _earlier_demo(settings.database_url)
-    if earlier is not None:
-        print(f"reusing tournament {earlier[0]} ({earlier[1]!r}) of this store; "
-              "`tonk demo --fresh` plays a new round-robin", flush=True)  # fmt: skip
-    else:
-        _play_round_robin(args, settings, {name: available[name] for name in wanted}, sizes)
-    with session_scope(settings.database_url) as session:
-        ratings = board(session, settings.database_url)
-    print_leaderboard(ratings)
-    if args.no_serve:
-        return 0
-    gateway = _gateway(settings)  # connected bots (tonk serve --connect) join the demo through it
+    gateway = None
+    if not args.no_serve:
+        # Connected bots (tonk serve --connect) join through the gateway. It binds before
+        # anything else: the round-robin's own outgoing connections take ephemeral ports,
+        # and could take its port first if it were opened after them.
+        try:
+            gateway = _gateway(settings)
+        except OSError as exc:
+            print(f"tonk demo: {exc}. Stop what holds that port, or set TONK_GATEWAY_PORT and "
+                  "TONK_GATEWAY_RELAY_PORT to free ones (TONK_GATEWAY_PORT=0: no gateway, no "
+                  "connected bots).", file=sys.stderr)  # fmt: skip
+            return 1
     try:
-        return _serve(args.host, args.port, settings, demo=True, connect=gateway is not None)
+        earlier = None if args.fresh else _earlier_demo(settings.database_url)
+        if earlier is not None:
+            print(f"reusing tournament {earlier[0]} ({earlier[1]!r}) of this store; "
+                  "`tonk demo --fresh` plays a new round-robin", flush=True)  # fmt: skip
+        else:
+            _play_round_robin(args, settings, {name: available[name] for name in wanted}, sizes)
+        with session_scope(settings.database_url) as session:
+            ratings = board(session, settings.database_url)
+        print_leaderboard(ratings)
+        if args.no_serve:
+            return 0
+        return _serve(args.host, args.port, settings, demo=True, connect=gateway is not None,
+                      access_log=args.access_log)  # fmt: skip
     finally:
         if gateway is not None:
             gateway.stop()
@@ -193,14 +207,11 @@ def _play_round_robin(args: argparse.Namespace, settings: Settings, bots: dict[s
 
 
 def _gateway(settings: Settings) -> Any:
-    """The in-process gateway for connected bots (docs/protocol.md), or None (port 0 or busy)."""
+    """The in-process gateway for connected bots (docs/protocol.md), or None (port 0);
+    OSError when it cannot listen."""
     from arena.commands.gateway import start_in_process
 
-    try:
-        running = start_in_process(settings)
-    except OSError as exc:
-        print(f"no gateway for connected bots: {exc}", file=sys.stderr)
-        return None
+    running = start_in_process(settings)
     if running is not None:
         gw = running.gateway
         print(f"gateway for connected bots at {gw.host}:{gw.port} (relay {gw.advertise})", flush=True)
@@ -213,7 +224,8 @@ def print_leaderboard(board: Any) -> None:
     print_ratings(board.rows)
 
 
-def _serve(host: str, port: int, settings: Settings, *, demo: bool = False, connect: bool = False) -> int:
+def _serve(host: str, port: int, settings: Settings, *, demo: bool = False, connect: bool = False,
+           access_log: bool = False) -> int:  # fmt: skip
     from dashboard.server import serve
 
     def ready(url: str) -> None:
@@ -234,7 +246,7 @@ def _serve(host: str, port: int, settings: Settings, *, demo: bool = False, conn
                       f"--token {settings.operator_token}")  # fmt: skip
         sys.stdout.flush()
 
-    serve(host, port, settings, ready=ready)
+    serve(host, port, settings, ready=ready, access_log=access_log)
     return 0
 
 
@@ -245,7 +257,12 @@ def run_dashboard(args: argparse.Namespace) -> int:
     settings = load_settings()
     store = describe_store(settings.database_url)
     # gunicorn forks its workers: a gateway there runs on its own (`tonk gateway`).
-    gateway = None if args.production else _gateway(settings)
+    gateway = None
+    if not args.production:
+        try:
+            gateway = _gateway(settings)
+        except OSError as exc:  # the dashboard is still of use without connected bots
+            print(f"no gateway for connected bots: {exc}", file=sys.stderr)
     try:
         serve(
             args.host,
@@ -254,6 +271,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
             production=args.production,
             workers=args.workers,
             ready=lambda url: print(f"dashboard at {url} (store: {store})", flush=True),
+            access_log=args.access_log,
         )
     finally:
         if gateway is not None:

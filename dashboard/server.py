@@ -64,17 +64,28 @@ class RequestHandler(WSGIRequestHandler):
             self.wfile.write(body)
 
 
+class QuietRequestHandler(RequestHandler):
+    """RequestHandler that logs only the requests the server failed (5xx): a line per page,
+    poll and asset buried what `tonk demo` prints for its user (``--access-log``: all)."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        status = getattr(code, "value", code)
+        if isinstance(status, int) and status >= 500:
+            super().log_request(code, size)
+
+
 def make(host: str, port: int, settings: Settings | None = None, **overrides: Any) -> BaseWSGIServer:
     """A threaded werkzeug server for the dashboard, bound but not yet serving (``port=0``
     picks a free port: read it back from ``server.server_port``)."""
     return _server(host, port, app_for(settings, **overrides))
 
 
-def _server(host: str, port: int, app: Flask) -> BaseWSGIServer:
+def _server(host: str, port: int, app: Flask, *, access_log: bool = True) -> BaseWSGIServer:
     # Every werkzeug server of the dashboard answers with RequestHandler: the errors the HTTP
     # server sends itself (431, 414) must be JSON under /api in `tonk dashboard` too, not only
     # in the servers tests make (issue 29).
-    return make_server(host, port, app, threaded=True, request_handler=RequestHandler)
+    handler = RequestHandler if access_log else QuietRequestHandler
+    return make_server(host, port, app, threaded=True, request_handler=handler)
 
 
 def serve(
@@ -85,13 +96,15 @@ def serve(
     production: bool = False,
     workers: int = 2,
     ready: Callable[[str], None] | None = None,
+    access_log: bool = False,
 ) -> None:
-    """Serve until interrupted. ``ready(url)`` is called once the socket is listening."""
+    """Serve until interrupted. ``ready(url)`` is called once the socket is listening.
+    Werkzeug logs only failed (5xx) requests unless ``access_log``; gunicorn logs them all."""
     if production:
         _gunicorn(host, port, settings, workers)
         return
     app = app_for(settings)
-    server = _server(host, port, app)
+    server = _server(host, port, app, access_log=access_log)
     # Tournaments left running (by an earlier dashboard, say) are played on from the start.
     start_sweeper(app, app.config["SETTINGS"])
     if threading.current_thread() is threading.main_thread():

@@ -106,6 +106,25 @@ class LagSampler:
         return min(end_ns - start_ns, head + tail)
 
 
+    def worst_ns(self, since_ns: int) -> int:
+        """The latest this process woke up late (ns) since ``since_ns`` (perf_counter_ns), as
+        far back as the samples kept reach (about 2 s): how slow the process itself was, for
+        a report; a busy machine makes every process late, the bot's and this one alike."""
+        worst = max(0, time.perf_counter_ns() - self._asleep_since - _SAMPLE_NS)  # late right now
+        samples = self._samples
+        k = 1
+        while True:  # newest first, one index at a time (see lag_ns)
+            try:
+                woke, late = samples[-k]
+            except IndexError:
+                break
+            if woke < since_ns:
+                break
+            worst = max(worst, late)
+            k += 1
+        return worst if worst > _SLACK_NS else 0
+
+
 def _overlap(a: int, b: int, start: int, end: int) -> int:
     return max(0, min(b, end) - max(a, start))
 

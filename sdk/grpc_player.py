@@ -63,12 +63,13 @@ def bot_info(info: pb.GetInfoResponse | None, name: str) -> dict[str, str]:
     """A bot's GetInfo as ``Player.describe`` gives it; ``name`` where the bot gave none, or
     did not answer (``info`` None)."""
     if info is None:
-        return {"name": name, "version": "", "author": "", "protocol_version": ""}
+        return {"name": name, "version": "", "author": "", "protocol_version": "", "language": ""}
     return {
         "name": info.name or name,
         "version": info.version,
         "author": info.author,
         "protocol_version": info.protocol_version,
+        "language": info.language,  # stored with a connected bot's version, as a dialled one's
     }
 
 

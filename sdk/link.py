@@ -24,6 +24,7 @@ import queue
 import random
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -129,8 +130,10 @@ class LinkClient:
         *,
         capacity: int = DEFAULT_CAPACITY,
         idle_timeout_s: float = 900.0,
+        arena: str = "",
     ):
         self.servicer = BotServicer(factory, idle_timeout_s)
+        self.arena = arena.rstrip("/")  # the dashboard's URL, to name the bot's page; "" unknown
         self.address = address
         self.token = token
         self.name = name
@@ -247,6 +250,8 @@ class LinkClient:
                 welcome.capacity,
                 ", registered" if welcome.registered else "",
             )
+            if self.arena and self.stats.welcomed == 1:  # once, not on every reconnection
+                logger.info("its page: %s/bots/%s", self.arena, urllib.parse.quote(welcome.bot_name))
         elif kind == "notice":
             logger.warning("arena notice %s: %s", message.notice.kind, message.notice.message)
 
@@ -313,7 +318,7 @@ def connect(
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     target = address or discover(arena)
-    client = LinkClient(bot, target, token, name, capacity=capacity)
+    client = LinkClient(bot, target, token, name, capacity=capacity, arena=arena)
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: client.stop())
     logger.info("connecting %s to %s (capacity %d)", name, target, capacity)
     errors: list[BaseException] = []

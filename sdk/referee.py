@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -92,11 +93,15 @@ class Player(Protocol):
 
 
 class LocalPlayer:
-    """An in-process Python bot; a fresh instance per match, like ``serve`` gives."""
+    """An in-process Python bot; a fresh instance per match, like ``serve`` gives.
+
+    ``tracebacks`` keeps the traceback of each crash in :meth:`act` (the fault's reason has
+    only the exception's line): ``tonk play`` shows the author where their bot failed."""
 
     def __init__(self, factory: Callable[[], Bot]):
         self.factory = factory
         self.bot = factory()
+        self.tracebacks: list[str] = []
 
     def describe(self) -> dict[str, str]:
         return {"name": self.bot.name, "version": self.bot.version, "author": self.bot.author}
@@ -109,6 +114,8 @@ class LocalPlayer:
         try:
             return self.bot.act(request.observation)
         except Exception as exc:  # a bot's bug is its fault, never the referee's crash
+            if len(self.tracebacks) < 8:  # bounded: a player may serve many matches
+                self.tracebacks.append("".join(traceback.format_exception(exc)))
             raise PlayerFaultError(FaultKind.CRASH, f"{type(exc).__name__}: {exc}") from None
 
     def hand_end(self, result: HandResult) -> None:

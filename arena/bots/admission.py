@@ -129,6 +129,8 @@ def refusal(exc: Any) -> BotCheckFailedError:
     if not exc.details:
         return kind(message)
     details = dict(exc.details)
+    if isinstance(details.get("retried_timeout"), str):
+        details["retried_timeout"] = clean_text(details["retried_timeout"], REASON_LIMIT)
     if isinstance(details.get("faults"), list):
         details["faults"] = [
             {**f, "reason": clean_text(f.get("reason", ""), REASON_LIMIT)} if isinstance(f, dict) else f

@@ -54,7 +54,11 @@ def start_in_process(settings: Settings) -> GatewayThread | None:
     if settings.gateway_port == 0:
         return None
     running = GatewayThread(make_gateway(settings))
-    running.start()
+    try:
+        running.start()
+    except BaseException:  # it could not listen: end its loop's thread rather than leave it
+        running.stop()
+        raise
     return running
 
 

@@ -80,7 +80,7 @@ def _fail(command: str, exc: ArenaError) -> int:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from arena.bots.owners import create_owner
+    from arena.bots.owners import OPERATOR_OWNER, OwnerNameTakenError, create_owner
     from arena.store.db import session_scope
 
     settings = load_settings()
@@ -88,6 +88,15 @@ def cmd_create(args: argparse.Namespace) -> int:
         with session_scope(settings.database_url) as session:
             owner, token = create_owner(session, args.name, operator=args.operator)
             role = "operator" if owner.is_operator else "owner"
+    except OwnerNameTakenError as exc:
+        if args.name.lower() == OPERATOR_OWNER:
+            return _fail("create", exc)
+        # Typically `export TONK_TOKEN=$(tonk owner create me)` run twice: the variable is now
+        # empty, and the token made the first time cannot be shown again, only replaced.
+        print(f"tonk owner create: {exc}; nothing was printed, so a TONK_TOKEN=$(...) just set is "
+              f"empty. A token is shown only once: if you lost {args.name!r}'s, replace it with "
+              f"`export TONK_TOKEN=$(tonk owner rotate {args.name})`", file=sys.stderr)  # fmt: skip
+        return 1
     except ArenaError as exc:
         return _fail("create", exc)
     print(token)

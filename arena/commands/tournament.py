@@ -6,6 +6,7 @@
     tonk tournament list | status ID | run ID | pause ID | resume ID | extend ID --deals K
     tonk worker [--burst] [--fork]
     tonk leaderboard [--history]
+    tonk bot NAME [--json]                # one bot (arena/commands/bot.py)
 
 Settings come from the environment (arena/config.py): the store is ``TONK_DATABASE_URL``;
 with ``TONK_REDIS_URL`` matches go to RQ workers (``tonk worker``), else they run in a local
@@ -21,8 +22,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+from arena.commands.bot import page_url
+from arena.commands.bot import register as register_bot
 from arena.config import Settings, describe_store, load_settings
 from arena.errors import ArenaError
 from arena.store.statuses import TournamentKind, TournamentStatus
@@ -31,6 +34,7 @@ from sdk.progress import ProgressBar
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
+    from arena.queries.stats import BotStats
     from arena.queries.tournaments import Progress
     from arena.ratings.leaderboard import LeaderboardRow
     from arena.store.models import Tournament
@@ -123,6 +127,8 @@ def register(subparsers: Any) -> None:
     board = subparsers.add_parser("leaderboard", help="current ratings over every done match")
     board.add_argument("--history", action="store_true", help="the snapshots after each tournament")
     board.set_defaults(func=cmd_leaderboard)
+
+    register_bot(subparsers)
 
 
 def _names(text: str) -> list[str]:
@@ -291,13 +297,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(sprt_line(session, row))
         elif row.kind == TournamentKind.GAUNTLET:
             print(f"  gauntlet: every table holds bot {(row.params or {}).get('challenger')}")
-    if stats:
-        print(f"  {'bot':<24} {'matches':>7} {'chips':>8} {'per 100':>8} {'win %':>6} {'faults':>6}")
-        for s in sorted(stats, key=lambda s: -(s.chips_per_100 or 0)):
-            print(
-                f"  {s.name[:24]:<24} {s.matches:>7} {s.chips:>8} {s.chips_per_100 or 0:>8.1f} "
-                f"{100 * (s.win_rate or 0):>6.1f} {s.faults:>6}"
-            )
+    print_standings(stats)
     entrants = {e.bot_id for e in t.entries}
     with session_scope(settings.database_url) as session:
         rows = [r for r in board(session, settings.database_url).rows if r.bot_id in entrants]
@@ -361,6 +361,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def drive(settings: Settings, tournament_id: int, *, wait: bool = True, quiet: bool = False) -> int:
     """Run (or resume) a tournament with a progress bar; the exit code of ``run``."""
+    from arena.queries.stats import bot_stats
     from arena.queries.tournaments import get_tournament
     from arena.runtime.backends import EmbeddedBackend, make_backend
     from arena.runtime.driver import run_tournament
@@ -405,10 +406,14 @@ def drive(settings: Settings, tournament_id: int, *, wait: bool = True, quiet: b
         return 0
     with session_scope(settings.database_url) as session:
         status = get_tournament(session, tournament_id).status
+        stats = bot_stats(session, tournament_id=tournament_id)
     print(
         f"tournament {tournament_id}: {status}; {progress.done}/{progress.total} done, "
         f"{progress.failed} failed"
     )
+    print_standings(stats, limit=STANDINGS_SHOWN)
+    page = page_url(f"tournaments/{tournament_id}")
+    print(f"  the whole tournament: tonk tournament status {tournament_id}, or {page}")
     if progress.failed:
         print(f"failed matches are retried by: tonk tournament resume {tournament_id}", file=sys.stderr)
         return 1
@@ -445,6 +450,25 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     print_ratings(ratings.rows)
     print(f"{ratings.done_matches} matches rated")
     return 0
+
+
+#: How many of the standings ``tonk tournament run`` prints when it ends.
+STANDINGS_SHOWN: Final = 5
+
+
+def print_standings(stats: Sequence[BotStats], limit: int | None = None) -> None:
+    """A tournament's standings by chips per 100 hands (its pages' order), the top ``limit``."""
+    if not stats:
+        return
+    ranked = sorted(stats, key=lambda s: (-(s.chips_per_100 or 0), s.name))
+    print(f"  {'bot':<24} {'matches':>7} {'chips':>8} {'per 100':>8} {'win %':>6} {'faults':>6}")
+    for s in ranked[:limit]:
+        print(
+            f"  {s.name[:24]:<24} {s.matches:>7} {s.chips:>8} {s.chips_per_100 or 0:>8.1f} "
+            f"{100 * (s.win_rate or 0):>6.1f} {s.faults:>6}"
+        )
+    if limit is not None and len(ranked) > limit:
+        print(f"  ... and {len(ranked) - limit} more")
 
 
 def print_ratings(rows: Sequence[LeaderboardRow]) -> None:

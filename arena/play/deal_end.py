@@ -38,7 +38,6 @@ from arena.store.replays import decode
 from arena.store.statuses import MatchStatus
 from arena.tournaments.layout import public_match_id
 from sdk.bot import DealMatch, DealSummary
-from sdk.grpc_player import GrpcPlayer
 from sdk.referee import plain_record
 
 logger = logging.getLogger("tonk.deals")
@@ -211,7 +210,7 @@ def send_end_deal(seat: SeatPlan, deal: DealSummary) -> bool:
         logger.info("EndDeal not sent to %s: %s", seat.name, exc)
         return False
     try:
-        if isinstance(player, GrpcPlayer):
+        if hasattr(player, "lifecycle_timeout_s"):  # a served bot's GrpcPlayer, a connected one's LinkPlayer
             player.lifecycle_timeout_s = END_DEAL_TIMEOUT_S
         notify = getattr(player, "deal_end", None)
         if notify is None:  # a seat the arena would not dial (RefusedPlayer)

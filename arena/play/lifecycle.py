@@ -71,7 +71,17 @@ from arena.play.offline import start_grace, wait_for_bots
 from arena.play.plan import MatchPlan, load_plan, run_match, seat_stats
 from arena.processes import alive
 from arena.store.db import dispose_engines, session_scope
-from arena.store.models import BotVersion, FaultRecord, Match, MatchLog, MatchSeat, Replay, Tournament, utcnow
+from arena.store.models import (
+    SLOW_NOTICE_KIND,
+    BotVersion,
+    FaultRecord,
+    Match,
+    MatchLog,
+    MatchSeat,
+    Replay,
+    Tournament,
+    utcnow,
+)
 from arena.store.replays import FORMAT, encode_logs
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.text import REASON_LIMIT, clean_text
@@ -81,7 +91,7 @@ from sdk.referee import Fault, MatchResult
 log = logging.getLogger("tonk.play")
 
 #: FaultRecord.kind of a slow lifecycle notice (sdk.referee.SlowNotice): recorded, not charged.
-SLOW: Final = "slow"
+SLOW: Final = SLOW_NOTICE_KIND
 SLOW_DECISION: Final = {"StartMatch": -1, "EndHand": -2, "EndMatch": -3}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from arena.bots.registry import BotNotFoundError
@@ -14,7 +14,7 @@ from arena.queries.leaderboard import rating_fields, rating_json, ratings_by_bot
 from arena.queries.stats import bot_stats, record
 from arena.ratings.fairplay import fair_play_check
 from arena.ratings.leaderboard import rating_history
-from arena.store.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
+from arena.store.models import SLOW_NOTICE_KIND, Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
 from arena.store.statuses import MatchStatus
 
 
@@ -98,6 +98,7 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         "head_to_head": _head_to_head(session, bot.id),
         "fair_play": fair_play_check(session, bot.id).to_json(),
         "faults": _faults(session, bot.id),
+        "notices": _notices(session, bot.id),
         "versions": versions,
     }
 
@@ -148,21 +149,31 @@ def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:
 
 
 def _faults(session: Session, bot_id: int) -> dict[str, Any]:
+    """The bot's charged faults: the same count as its record's (MatchSeat.faults) and the
+    leaderboard's. Slow lifecycle notices are not faults: :func:`_notices`."""
+    charged = (FaultRecord.bot_id == bot_id) & (FaultRecord.kind != SLOW_NOTICE_KIND)
     kinds = dict(
         session.execute(
-            select(FaultRecord.kind, func.count(FaultRecord.id))
-            .where(FaultRecord.bot_id == bot_id)
-            .group_by(FaultRecord.kind)
+            select(FaultRecord.kind, func.count(FaultRecord.id)).where(charged).group_by(FaultRecord.kind)
         ).all()
     )
-    recent = [
+    by_kind = {k: int(v) for k, v in sorted(kinds.items())}
+    return {"by_kind": by_kind, "total": sum(by_kind.values()), "recent": _recent(session, charged)}
+
+
+def _notices(session: Session, bot_id: int) -> dict[str, Any]:
+    """The bot's slow lifecycle notices (StartMatch, EndHand, EndMatch over half their
+    deadline): recorded so slowness shows, never charged; a busy host can cause them."""
+    slow = (FaultRecord.bot_id == bot_id) & (FaultRecord.kind == SLOW_NOTICE_KIND)
+    total = session.execute(select(func.count(FaultRecord.id)).where(slow)).scalar_one()
+    return {"total": int(total), "charged": False, "recent": _recent(session, slow)}
+
+
+def _recent(session: Session, where: ColumnElement[bool]) -> list[dict[str, Any]]:
+    return [
         {
             "match": f.match_id, "hand": f.hand_index, "decision": f.decision, "kind": f.kind,
             "reason": f.reason,
         }
-        for f in session.scalars(
-            select(FaultRecord).where(FaultRecord.bot_id == bot_id).order_by(FaultRecord.id.desc()).limit(20)
-        )
+        for f in session.scalars(select(FaultRecord).where(where).order_by(FaultRecord.id.desc()).limit(20))
     ]
-    by_kind = {k: int(v) for k, v in sorted(kinds.items())}
-    return {"by_kind": by_kind, "total": sum(by_kind.values()), "recent": recent}

@@ -15,7 +15,16 @@ from arena.errors import MatchNotFoundError
 from arena.queries import Paging, iso, vars_of
 from arena.queries.cache import throttled
 from arena.store import replays
-from arena.store.models import Bot, BotVersion, FaultRecord, Match, MatchSeat, Replay, Tournament
+from arena.store.models import (
+    SLOW_NOTICE_KIND,
+    Bot,
+    BotVersion,
+    FaultRecord,
+    Match,
+    MatchSeat,
+    Replay,
+    Tournament,
+)
 from arena.store.statuses import MATCH_STATUSES, MatchStatus
 
 
@@ -70,8 +79,9 @@ class MatchView(MatchRow):
     forfeited_seat: int | None
     attempts: int
     error: str | None
-    fault_records: list[FaultRow]
+    fault_records: list[FaultRow]  # charged faults: as many as ``faults``
     has_replay: bool
+    notice_records: list[FaultRow]  # slow lifecycle notices: recorded, never charged
 
 
 def unfinished_in_deal(*, other: bool = False) -> Exists:
@@ -121,9 +131,9 @@ def get_match(session: Session, match_id: int) -> MatchView:
         raise MatchNotFoundError(f"there is no match {match_id!r}")
     done = match.status == MatchStatus.DONE
     revealed = deal_done(session, match)
-    faults = []
+    records = []
     if done:
-        faults = [
+        records = [
             FaultRow(f.seat, f.bot_id, f.hand_index, f.decision, f.kind, f.reason)
             for f in session.scalars(
                 select(FaultRecord).where(FaultRecord.match_id == match_id).order_by(FaultRecord.id)
@@ -141,8 +151,9 @@ def get_match(session: Session, match_id: int) -> MatchView:
         forfeited_seat=match.forfeited_seat,
         attempts=match.attempts,
         error=match.error if match.status == MatchStatus.FAILED else None,
-        fault_records=faults,
+        fault_records=[f for f in records if f.kind != SLOW_NOTICE_KIND],
         has_replay=has_replay,
+        notice_records=[f for f in records if f.kind == SLOW_NOTICE_KIND],
     )
 
 
@@ -366,5 +377,7 @@ def match_detail(session: Session, match_id: int) -> dict[str, Any]:
         "seed": m.seed,  # None until its deal is done (the store sees to it)
         "seats": [seat_json(s, versions.get(s.bot_version_id)) for s in m.seats],
         "fault_records": [fault_json(f, m.id) for f in m.fault_records],
+        # Slow lifecycle notices, apart: on the record, but never charged (not in "faults").
+        "notice_records": [fault_json(f, m.id) for f in m.notice_records],
         "replay": m.has_replay,
     }

@@ -12,7 +12,7 @@ from arena.queries import iso
 from arena.queries.cache import cached
 from arena.queries.matches import deal_finished
 from arena.ratings.leaderboard import rating_history
-from arena.store.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, RatingSnapshot, Tournament
 
 #: Matches a bot's distributions are drawn from (its most recent ones).
 SAMPLE_MATCHES = 500
@@ -37,8 +37,9 @@ def bot_samples(session: Session, bot_name: str) -> tuple[list[int], list[float]
 
 def recent_matches(session: Session, bot_id: int) -> list[dict[str, Any]]:
     """The bot's latest matches whose whole deal is done (their replays are public), newest
-    first: ``{id, tournament, finished_at, seats: [{bot, score}], score, reason}`` (``reason``: why
-    the ladder scheduled it, None for a tournament's match)."""
+    first: ``{id, tournament, finished_at, seats: [{bot, score}], score, version, reason}``
+    (``score`` and ``version``: the bot's in that match; ``reason``: why the ladder scheduled
+    it, None for a tournament's match)."""
     rows = session.execute(
         select(Match.id, Tournament.name, Match.finished_at, Match.reason)
         .join(Tournament, Tournament.id == Match.tournament_id)
@@ -48,18 +49,21 @@ def recent_matches(session: Session, bot_id: int) -> list[dict[str, Any]]:
     ).all()
     seats: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
     mine: dict[int, int | None] = {}
-    for match_id, seat_bot, name, score in session.execute(
-        select(MatchSeat.match_id, MatchSeat.bot_id, Bot.name, MatchSeat.score)
+    version: dict[int, int] = {}
+    for match_id, seat_bot, name, score, number in session.execute(
+        select(MatchSeat.match_id, MatchSeat.bot_id, Bot.name, MatchSeat.score, BotVersion.number)
         .join(Bot, Bot.id == MatchSeat.bot_id)
+        .join(BotVersion, BotVersion.id == MatchSeat.bot_version_id)
         .where(MatchSeat.match_id.in_(list(seats)))
         .order_by(MatchSeat.match_id, MatchSeat.seat)
     ):
         seats[match_id].append({"bot": name, "score": score})
         if seat_bot == bot_id:
             mine[match_id] = score
+            version[match_id] = number
     return [
         {"id": r.id, "tournament": r.name, "finished_at": iso(r.finished_at), "seats": seats[r.id],
-         "score": mine.get(r.id), "reason": r.reason}
+         "score": mine.get(r.id), "version": version.get(r.id), "reason": r.reason}
         for r in rows
     ]
 

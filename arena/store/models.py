@@ -318,7 +318,14 @@ class Replay(Base):
     data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+#: FaultRecord.kind of a slow lifecycle notice (sdk.referee.SlowNotice): kept with the faults
+#: so slowness shows, but never charged, so never counted as a fault (MatchSeat.faults).
+SLOW_NOTICE_KIND = "slow"
+
+
 class FaultRecord(Base):
+    """A charged fault, or (kind SLOW_NOTICE_KIND) an uncharged slow lifecycle notice."""
+
     __tablename__ = "faults"
     __table_args__ = (Index("ix_faults_bot", "bot_id"),)
 

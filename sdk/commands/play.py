@@ -9,12 +9,16 @@ from typing import Any
 from sdk.dealing import new_seed
 from sdk.players import PlayerSpecError, make_player
 from sdk.progress import ProgressBar
-from sdk.referee import FaultKind, HandLog, RefereeConfig, play_match
+from sdk.referee import FaultKind, HandLog, LocalPlayer, Player, RefereeConfig, play_match
 from sdk.rules import Rules
 
 
 def register(subparsers: Any) -> None:
-    play = subparsers.add_parser("play", help="play a match between bots (names, MODULE:CLASS or HOST:PORT)")
+    play = subparsers.add_parser(
+        "play", help="play a match between bots (names, MODULE:CLASS or HOST:PORT)",
+        epilog="Exit status: 0 when the match ran its course, 1 when a seat forfeited (too many faults) "
+        "or its connection was lost, 2 for bad arguments.",
+    )  # fmt: skip
     play.add_argument(
         "bots", nargs="+", metavar="BOT",
         help="2 to 6 seats, in seat order: a house bot (random), MODULE:CLASS, or HOST:PORT of a running bot",
@@ -26,6 +30,7 @@ def register(subparsers: Any) -> None:
     )
     play.add_argument("--quiet", action="store_true", help="no progress bar")
     play.set_defaults(func=run_play)
+
 
 
 def run_play(args: argparse.Namespace) -> int:
@@ -68,7 +73,9 @@ def run_play(args: argparse.Namespace) -> int:
         for p in players:
             p.close()
     bar.close()
-    print(f"seed {seed}, {len(result.hands)} hands, {result.decisions} decisions")
+    played = len(result.hands)
+    hands = f"{played} hands" if played == args.hands else f"{played} of {args.hands} hands"
+    print(f"seed {seed}, {hands}, {result.decisions} decisions")
     print(f"{'seat':<28} {'score':>8} {'per hand':>9} {'wins':>6} {'faults':>7}")
     for seat, name in enumerate(names):
         wins = sum(1 for h in result.hands if h.record.outcome and seat in h.record.outcome["winners"])
@@ -77,12 +84,29 @@ def run_play(args: argparse.Namespace) -> int:
         print(f"{name:<28} {result.scores[seat]:>8} {per_hand:>9.3f} {wins:>6} {faults:>7}")
     for fault in result.faults:
         print(f"fault: seat {fault.seat} hand {fault.hand_index}: {fault.kind.value}: {fault.reason}")
+    _print_tracebacks(names, players)
+    failed = False
+    if result.forfeited is not None:  # the match did not run its course: a failed run
+        seat = result.forfeited
+        count = sum(1 for f in result.faults if f.seat == seat)
+        print(f"tonk play: {names[seat]} forfeited after {count} faults; the {result.hands_forfeited} "
+              "hands not played are charged to it", file=sys.stderr)  # fmt: skip
+        failed = True
     lost = sorted({names[f.seat] for f in result.faults if f.kind is FaultKind.UNREACHABLE})
     if lost:  # a bot that went away is a failed run, not a result
         print(f"tonk play: lost the connection to {', '.join(lost)}: the scores above are not a result",
               file=sys.stderr)  # fmt: skip
-        return 1
-    return 0
+        failed = True
+    return 1 if failed else 0
+
+
+def _print_tracebacks(names: list[str], players: list[Player]) -> None:
+    """The traceback of each in-process seat's first crash, as ``tonk check`` shows a served
+    bot's: the fault line has only the exception's message, not where it was raised."""
+    for name, player in zip(names, players, strict=True):
+        if isinstance(player, LocalPlayer) and player.tracebacks:
+            print(f"tonk play: {name} crashed; the first time:", file=sys.stderr)
+            print(player.tracebacks[0].rstrip(), file=sys.stderr)
 
 
 def _unreachable(specs: list[str]) -> str | None:

@@ -77,6 +77,20 @@ def test_bots_list_and_detail(client: FlaskClient) -> None:
     assert flaky["record"]["faults"] == flaky["faults"]["total"]
 
 
+
+def test_the_api_doc_names_every_field_of_a_bots_versions(client: FlaskClient) -> None:
+    # `versions[].connected` read as "online now" (it is how the version plays): the doc says.
+    from helpers.paths import ROOT
+
+    doc = (ROOT / "docs" / "dashboard.md").read_text()
+    (row,) = [line for line in doc.splitlines() if line.startswith("| `GET /bots/<name>` |")]
+    versions = row.split("`versions` (", 1)[1]
+    low = get_json(client, "/api/v1/bots/lowball")["bot"]
+    for key in low["versions"][0]:
+        assert f"`{key}`" in versions, key
+    assert "not whether it is online now" in versions and "`link.online`" in versions
+
+
 @pytest.mark.parametrize("name, status", [("nobody", 404), ("bad name!", 400), ("x" * 80, 400)])
 def test_unknown_or_invalid_bot(client: FlaskClient, name: str, status: int) -> None:
     assert_error(client, f"/api/v1/bots/{name}", status)

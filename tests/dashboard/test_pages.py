@@ -144,6 +144,21 @@ def test_bot_pages(client: FlaskClient) -> None:
     assert "served over gRPC" in croaker
 
 
+def test_a_bots_recent_matches_say_which_version_played(client: FlaskClient) -> None:
+    html = page(client, "/bots/lowball")
+    table = html.split('<table class="recent-matches">', 1)[1].split("</table>", 1)[0]
+    assert '<th class="num">Version</th>' in table
+    rows = table.count("<tr><td>")
+    assert rows > 0 and table.count('<td class="num">v1</td>') == rows, table
+
+
+@pytest.mark.parametrize("url", ["/", "/bots/", "/bots/lowball", "/bots/flaky", "/tournaments/", "/matches/"])
+def test_a_page_title_is_plain_text(client: FlaskClient, url: str) -> None:
+    # The bot page's title once held the rating legend's <ul> (it sat inside the title block).
+    title = re.search(r"<title>(.*?)</title>", page(client, url), re.S)
+    assert title and "<" not in title.group(1) and "\n" not in title.group(1), title
+
+
 @pytest.mark.parametrize(
     "url, status",
     [

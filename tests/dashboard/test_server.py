@@ -78,6 +78,24 @@ def test_serve_as_tonk_demo_does(seeded_sqlite: Seeded) -> None:
         stop(process)
 
 
+@pytest.mark.parametrize("access_log", [False, True])
+def test_the_demo_server_logs_requests_only_when_asked(seeded_sqlite: Seeded, access_log: bool) -> None:
+    # A line per page, poll and asset used to bury the token and submit lines `tonk demo` prints.
+    port = free_port()
+    code = f"from dashboard.server import serve; serve('127.0.0.1', {port}, access_log={access_log})"
+    process = run_server([sys.executable, "-c", code], seeded_sqlite.url)
+    try:
+        assert len(fetch(f"http://127.0.0.1:{port}/api/v1/bots")["bots"]) == 4
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/bots/nobody", timeout=10)
+    finally:
+        stop(process)
+    assert process.stderr is not None
+    logged = process.stderr.read().decode()
+    assert ('"GET /api/v1/bots HTTP/1.1" 200' in logged) is access_log, logged
+    assert ("GET /api/v1/bots/nobody HTTP/1.1" in logged) is access_log, logged
+
+
 def test_gunicorn_serves_the_wsgi_app(seeded_sqlite: Seeded) -> None:
     pytest.importorskip("gunicorn")
     port = free_port()

@@ -11,6 +11,7 @@ Loaded for every test module by ``pytest_plugins`` in tests/conftest.py.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from sdk.actions import DRAW_STOCK, DROP, Action
-from sdk.bot import Bot
+from sdk.bot import Bot, MatchSummary
 from sdk.observation import Observation
 
 # Flask, SQLAlchemy and the arena are imported where they are used: tests/conftest.py loads this
@@ -64,6 +65,22 @@ class FlakyBot(LowBot):
         if obs.hand_index % 3 == 1 and obs.turn >= 3:
             raise RuntimeError("flaky bot fell over")
         return super().act(obs)
+
+
+class SlowNoticeBot(LowBot):
+    """LowBot that crashes in hands 1 and 2 and takes its time over EndMatch: charged faults
+    and uncharged slow notices from one bot (in a tournament with a short lifecycle deadline)."""
+
+    name = "dawdler"
+    notice_s = 0.05
+
+    def act(self, obs: Observation) -> Action | int:
+        if obs.hand_index in (1, 2):
+            raise RuntimeError("dawdler fell over")
+        return super().act(obs)
+
+    def on_match_end(self, summary: MatchSummary) -> None:
+        time.sleep(self.notice_s)
 
 
 @dataclass

@@ -253,3 +253,54 @@ def test_replay_decision_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     assert cli.main(["replay-decision", str(bad), "random"]) == 2
     assert cli.main(["replay-decision", str(tmp_path / "missing.json"), "random"]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+CRASHING_BOT = """
+from sdk.bot import Bot
+
+class CrashingBot(Bot):
+    name = "crashing"
+
+    def act(self, obs):
+        return self.choose(obs)
+
+    def choose(self, obs):
+        raise KeyError("no such card")
+"""
+
+
+def test_tonk_play_says_a_crashing_bot_forfeited_and_shows_where_it_crashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It used to exit 0 with "3 hands" for 200 asked, no word of the forfeit, no traceback.
+    (tmp_path / "crashing.py").write_text(CRASHING_BOT)
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["play", "crashing:CrashingBot", "random", "--hands", "200", "--seed", "5", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    played = re.search(r"(\d+) of 200 hands", out)
+    assert played and int(played.group(1)) < 200, out
+    assert "0:crashing forfeited after 3 faults" in err
+    assert f"the {200 - int(played.group(1))} hands not played are charged to it" in err
+    assert "Traceback (most recent call last)" in err and "in choose" in err and "KeyError" in err
+    assert err.count("Traceback") == 1  # the first crash, not one per fault
+
+
+def test_the_author_guides_example_is_what_tonk_new_writes(tmp_path: Path) -> None:
+    # The guide's §3 once showed a bot of its own, not the one `tonk new` had just written.
+    guide = (ROOT / "docs" / "bot-author-guide.md").read_text()
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", guide, re.S) if "class MyBot(Bot)" in b]
+    create_project("my-bot", tmp_path)
+    written = (tmp_path / "my-bot" / "my_bot.py").read_text()
+    assert written.endswith(example) and written.index(example) > 0, example
+
+
+def test_the_generated_readme_says_where_a_decision_file_comes_from(tmp_path: Path) -> None:
+    create_project("my-bot", tmp_path)
+    readme = (tmp_path / "my-bot" / "README.md").read_text()
+    # It used to say `tonk replay-decision decision.json` and nothing of where such a file is.
+    (line,) = [line for line in readme.splitlines() if line.startswith("tonk replay-decision")]
+    dumped = re.search(r"^tonk check my_bot:MyBot --dump-faults (\S+) .*writes (\S+?),", readme, re.M)
+    assert dumped, readme
+    assert line.split()[2] == dumped.group(2) and dumped.group(2).startswith(dumped.group(1) + "/"), line
+    assert "/api/v1/matches/ID/hands/H/decisions/D" in readme  # the dashboard's download

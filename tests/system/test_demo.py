@@ -70,6 +70,40 @@ def test_tonk_demo_says_how_long_the_search_bot_thinks(tmp_path: Path) -> None:
     dispose_engines()
 
 
+def test_the_gateways_default_ports_lie_below_the_ephemeral_range() -> None:
+    # At 50061/50062 (inside Linux's 32768-60999) an outgoing connection of the demo's own
+    # round-robin could hold the port when its gateway came to bind it.
+    from arena.config import Settings
+
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    low, high = map(int, ephemeral.read_text().split()) if ephemeral.exists() else (32768, 60999)
+    settings = Settings()
+    for port in (settings.gateway_port, settings.gateway_relay_port):
+        assert 1024 <= port < low or port > high, (port, low, high)
+
+
+def test_a_demo_whose_gateway_port_is_taken_stops_before_playing(tmp_path: Path) -> None:
+    # It used to play its round-robin first, then serve without a gateway and without saying
+    # so in the lines its user reads (no connect-out line).
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        env = {**os.environ, "TONK_DATA_DIR": str(tmp_path / "data"), "TONK_REDIS_URL": "",
+               "TONK_GATEWAY_PORT": str(port), "TONK_GATEWAY_RELAY_PORT": str(free_port())}  # fmt: skip
+        env.pop("TONK_DATABASE_URL", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "sdk.cli", "demo", "--bots", "random,greedy", "--tables", "2",
+             "--deals", "1", "--hands", "2", "--port", str(free_port())],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"tonk demo: the gateway cannot listen for bots on 127.0.0.1:{port}" in done.stderr, done.stderr
+    assert "TONK_GATEWAY_PORT" in done.stderr
+    assert "tournament" not in done.stdout and "dashboard at" not in done.stdout, done.stdout
+    dispose_engines()
+
+
 def test_make_demo_takes_a_port() -> None:
     done = subprocess.run(["make", "-n", "demo", "PORT=8123"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)  # fmt: skip
@@ -107,6 +141,8 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
             lines.pop()
         out = "".join(lines)
         assert f"store: {tmp_path / 'data' / 'tonk-arena.sqlite'} (SQLite)" in out, out
+        # The gateway binds before the round-robin opens any connection of its own.
+        assert out.index("gateway for connected bots at") < out.index("tournament 1:"), out
         assert f"dashboard at http://127.0.0.1:{port}/" in out, out
         token = re.search(r"^operator token: (\S+)", out, re.M)
         assert token, out
@@ -131,9 +167,10 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
             said = []
             for line in linked.stdout:
                 said.append(line)
-                if "as my-link" in line:
+                if "its page:" in line:
                     break
-            assert said and "registered" in said[-1], "".join(said)
+            assert any("as my-link" in line and "registered" in line for line in said), "".join(said)
+            assert said[-1].rstrip().endswith(f"its page: http://127.0.0.1:{port}/bots/my-link"), said
         finally:
             linked.terminate()
             linked.wait(30)

@@ -30,6 +30,12 @@ def test_owner_create_from_any_folder_uses_and_names_the_one_store(tmp_path: Pat
     assert f"in the store {store} (SQLite)" in made.stderr
     again = tonk(bot, env, "owner", "create", "alice")  # another folder: the same arena
     assert again.returncode == 1 and "already" in again.stderr, again.stderr
+    # `export TONK_TOKEN=$(tonk owner create alice)` a second time empties the variable: the
+    # refusal says so and names the command that replaces a lost token (which works).
+    assert again.stdout == "" and "TONK_TOKEN" in again.stderr, again.stderr
+    assert "tonk owner rotate alice" in again.stderr, again.stderr
+    rotated = tonk(bot, env, "owner", "rotate", "alice")
+    assert rotated.returncode == 0 and rotated.stdout.startswith("tonk_"), rotated.stderr
     assert store.exists()
     assert not (checkout / "var").exists() and not (bot / "var").exists()
 

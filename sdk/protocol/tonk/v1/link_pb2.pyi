@@ -7,8 +7,8 @@ The Tonk Arena bot link, version tonk.v1: a bot without a public port connects o
 A served bot (bot.proto) is a gRPC server the arena dials. A connected bot is the
 client instead: it opens BotLinkService.Connect on the arena's gateway, one long-lived
 bidirectional stream, and the arena sends it over that stream the same requests a served
-bot gets (GetInfo, StartMatch, Decide, EndHand, EndMatch), each with a call id and a
-deadline. The bot answers each call with the same response message, or an error status.
+bot gets (GetInfo, StartMatch, Decide, EndHand, EndMatch, EndDeal), each with a call id and
+a deadline. It needs no health service: the open stream says it is there. The bot answers each call with the same response message, or an error status.
 The referee, deadlines, time bank and fault policy are those of a served bot.
 
 docs/protocol.md ("Connecting out") describes the whole exchange; with it and this file a
@@ -82,7 +82,8 @@ class LinkHello(_message.Message):
     belongs to another owner is refused.
     """
     capacity: _builtins.int
-    """How many matches this connection plays at once (1 or more; the arena caps it at 64). Several
+    """How many matches this connection plays at once (1 or more; more than 64 is accepted and
+    capped at 64, and LinkWelcome.capacity says what was granted). Several
     connections of one bot add up; the arena spreads matches over them.
     """
     @_builtins.property

@@ -7,8 +7,8 @@ The Tonk Arena bot link, version tonk.v1: a bot without a public port connects o
 A served bot (bot.proto) is a gRPC server the arena dials. A connected bot is the
 client instead: it opens BotLinkService.Connect on the arena's gateway, one long-lived
 bidirectional stream, and the arena sends it over that stream the same requests a served
-bot gets (GetInfo, StartMatch, Decide, EndHand, EndMatch), each with a call id and a
-deadline. The bot answers each call with the same response message, or an error status.
+bot gets (GetInfo, StartMatch, Decide, EndHand, EndMatch, EndDeal), each with a call id and
+a deadline. It needs no health service: the open stream says it is there. The bot answers each call with the same response message, or an error status.
 The referee, deadlines, time bank and fault policy are those of a served bot.
 
 docs/protocol.md ("Connecting out") describes the whole exchange; with it and this file a
