@@ -517,9 +517,9 @@ class Gateway:
             try:
                 return take_slot(session, connection.owner_id, holder, self.settings.check_slots)
             except TooManyChecksError as exc:
-                raise LinkRefusedError("RESOURCE_EXHAUSTED", f"{exc} (admission checks)") from None
+                raise LinkRefusedError("RESOURCE_EXHAUSTED", str(exc)) from None
             except IntegrityError:
-                raise LinkRefusedError("RESOURCE_EXHAUSTED", f"{collided()} (admission checks)") from None
+                raise LinkRefusedError("RESOURCE_EXHAUSTED", str(collided())) from None
 
         slot = await self._store(take)
 
