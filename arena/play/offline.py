@@ -75,14 +75,15 @@ def must_wait(session: Session, match_id: int, default_grace_s: int, now: dt.dat
     a bot is found offline its wait starts, shared by all its pending matches of the tournament
     (the module's docstring); a match whose connected bots are all online clears those bots'
     stamps. The caller commits."""
+    seated = {bot_id for _, bot_id in _connected_seats(session, [match_id])}
+    if not seated:
+        return False  # no connected bot: one query, for most matches
     row = _grace_row(session, match_id)
     if row is None or row.status != MatchStatus.PENDING:
         return False  # the claim decides what happens to it
-    seated = {bot_id for _, bot_id in _connected_seats(session, [match_id])}
     away = _offline(session, seated)
     if not away:
-        if seated:
-            _start_afresh(session, row.tournament_id, seated, match_id)
+        _start_afresh(session, row.tournament_id, seated, match_id)
         return False
     now = now or utcnow()
     since = _share_wait(session, row.tournament_id, away, now)
