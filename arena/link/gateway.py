@@ -142,10 +142,12 @@ class Gateway:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started = time.monotonic()
         #: Threads for the store (authentication, lookups, registering); the heartbeat has its
-        #: own, and calls to bots (admission checks) theirs, so neither waits behind the others.
+        #: own, a known bot's GetInfo its own, and admission checks theirs, so none of them
+        #: waits behind another (a reconnecting bot is not held up by others' long checks).
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tonk-gateway")
         self.beat_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tonk-gateway-beat")
-        self.bot_executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tonk-gateway-check")
+        self.info_executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="tonk-gateway-info")
+        self.check_executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tonk-gateway-check")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -220,7 +222,7 @@ class Gateway:
             await self._store(lambda s: directory.drop_gateway(s, self.id))
         except Exception:  # the store gone too: the lease ends our rows
             log.warning("gateway %s: could not remove its rows from the store", self.id)
-        for executor in (self.executor, self.beat_executor, self.bot_executor):
+        for executor in (self.executor, self.beat_executor, self.info_executor, self.check_executor):
             executor.shutdown(wait=False, cancel_futures=True)
 
     async def _store(self, work: Callable[[Any], Any], executor: ThreadPoolExecutor | None = None) -> Any:
@@ -430,7 +432,7 @@ class Gateway:
             player = LinkPlayer(hello.bot_name, ConnectionTransport(connection, self.loop))
             if known is not None:
                 # Another build (other GetInfo) is checked again and becomes a new version.
-                info = await self.loop.run_in_executor(self.bot_executor, read_info, player)
+                info = await self.loop.run_in_executor(self.info_executor, read_info, player)
                 if not same_info(info, known):
                     await self._check(connection, player, hello.bot_name, info)
 
@@ -507,7 +509,7 @@ class Gateway:
     ) -> dict[str, Any]:
         """The admission check of ``connection``'s bot (check_connected_bot), holding one of
         the arena's check slots (the dashboard's too: arena/bots/check_slots.py) and cut at
-        ``Settings.check_time_limit_s``, on the threads for bots. No free slot: the connection
+        ``Settings.check_time_limit_s``, on the threads for checks. No free slot: the connection
         is refused with RESOURCE_EXHAUSTED (the SDK's client retries), and nothing is checked."""
         assert self.loop is not None
         loop = self.loop
@@ -529,7 +531,7 @@ class Gateway:
 
         try:
             checked: dict[str, Any] = await loop.run_in_executor(
-                self.bot_executor, check_connected_bot, player, name, self.settings, info, cut
+                self.check_executor, check_connected_bot, player, name, self.settings, info, cut
             )
             return checked
         finally:

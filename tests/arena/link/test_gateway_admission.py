@@ -318,9 +318,10 @@ def test_a_burst_of_slow_admission_checks_does_not_stall_the_gateways_heartbeat(
 ) -> None:
     """Issue 29, point 5: 32 slow-but-legal new names checked at once once held every thread
     of the gateway: its heartbeat stalled past its lease and every connected bot looked
-    offline. Here 32 owners (one check each) with slots enough for all of them (an operator's
-    choice): the checks run on threads of their own, so the heartbeat goes on and a bot
-    connected before stays online."""
+    offline, and a known bot reconnecting waited for its welcome. Here 32 owners (one check
+    each) with slots enough for all of them (an operator's choice): the checks run on threads
+    of their own, so the heartbeat goes on, a bot connected before stays online, and a known
+    bot reconnecting is welcomed while the checks still run."""
     from arena.bots.owners import create_owner
     from arena.store.models import LinkGateway
 
@@ -332,10 +333,15 @@ def test_a_burst_of_slow_admission_checks_does_not_stall_the_gateways_heartbeat(
             arena.tokens[name] = create_owner(session, name)[1]
     clients.append(Client(arena, "carol", "bystander").wait())
     bystander = bot_id(arena, "bystander")
+    Client(arena, "carol", "returner").wait().stop()  # registered, gone for now
 
     for name in owners:
         clients.append(Client(arena, name, f"slow-{name}", bot=SlowBot, capacity=1))
     wait_until(lambda: len(gateway.holding) >= 28, timeout=60)  # the burst is being admitted
+    returner = Client(arena, "carol", "returner")
+    clients.append(returner)
+    returner.wait(timeout=60)
+    assert len(gateway.holding) >= 16, "the known bot's welcome waited for the burst's checks"
 
     def heartbeat_age() -> float:
         with session_scope(arena.url) as session:
