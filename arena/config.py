@@ -74,6 +74,8 @@ class Settings:
     #: Seconds all of a bot's registration checks may take together (a slow bot must not
     #: hold one of the few check slots for minutes).
     check_time_limit_s: int = 30
+    #: Bot checks at once across the arena (the dashboard's and the gateway's: arena/bots/check_slots.py).
+    check_slots: int = 2
     #: Secret key of the dashboard's Flask app (sessions, CSRF).
     secret_key: str = ""
     #: Where the gateway listens for connected bots (``tonk gateway``, and in-process in
@@ -145,6 +147,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         time_bank_ms=_int(env, "TONK_TIME_BANK_MS", 5000),
         max_faults=_int(env, "TONK_MAX_FAULTS", 3),
         check_time_limit_s=_int(env, "TONK_CHECK_TIME_LIMIT_S", 30),
+        check_slots=max(1, _int(env, "TONK_CHECK_SLOTS", 2)),
         secret_key=get("TONK_SECRET_KEY", ""),
         gateway_host=get("TONK_GATEWAY_HOST", "127.0.0.1"),
         gateway_port=_int(env, "TONK_GATEWAY_PORT", DEFAULT_GATEWAY_PORT),

@@ -47,7 +47,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         PROGRESS_POLL_MS=3000,
         BOT_CHECKS=True,
         BOT_CHECKER=None,
-        BOT_CHECK_SLOTS=2,
+        BOT_CHECK_SLOTS=settings.check_slots,
         # Invite redemptions (POST /api/v1/owners) per client address: (attempts, seconds).
         JOIN_RATE_LIMIT=(20, 60.0),
         TOURNAMENT_BACKEND=None,

@@ -7,53 +7,48 @@ API. So the dashboard admits one check at a time per owner and at most ``BOT_CHE
 once in all; a request past either bound is refused at once with ``429 too_many_requests``
 and a ``Retry-After``, and changes nothing (the registry is not called).
 
-The running checks are rows of ``check_leases`` in the store (arena.store.models.CheckLease), so
+The running checks are rows of ``check_leases`` in the store (arena/bots/check_slots.py), so
 the bounds hold across every dashboard process and machine sharing it (gunicorn workers,
-replicas), not per process. A lease is taken in its own short transaction, committed before
-the check starts, and deleted when the check ends, passed or failed. A process that dies
-mid-check leaves its lease behind; it stops counting once ``expires_at`` (``CHECK_LEASE_S`` after
-it was taken) has passed. Callers commit their writes before the slot is given back: on
-SQLite the release needs the write lock their transaction would otherwise still hold.
+replicas) and the gateway's checks of connected bots, not per process. A lease is taken in
+its own short transaction, committed before the check starts, and deleted when the check
+ends, passed or failed. A process that dies mid-check leaves its lease behind; it stops
+counting once ``expires_at`` (``CHECK_LEASE_S`` after it was taken) has passed. Callers commit
+their writes before the slot is given back: on SQLite the release needs the write lock their
+transaction would otherwise still hold.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import ClassVar, Final
+from typing import Final
 
 from flask import Flask, current_app
-from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from arena.errors import ArenaError
-from arena.store.models import CheckLease, utcnow
+from arena.bots.check_slots import (
+    CHECK_LEASE_S,
+    DEFAULT_SLOTS,
+    TooManyChecksError,
+    collided,
+    give_back,
+    new_holder,
+    take_slot,
+)
 from dashboard.db import engine
 
-DEFAULT_SLOTS: Final = 2
-#: Seconds a lease counts without its process. Longer than any check: a check's every call has
-#: a deadline, and its conformance match is a few hands at the arena's decision deadline.
-CHECK_LEASE_S: Final = 600.0
 _EXTENSION: Final = "tonk_check_gate"
 
 log = logging.getLogger(__name__)
 
-
-class TooManyChecksError(ArenaError):
-    """A bot check was refused because too many are running; retry after ``retry_after`` s."""
-
-    status = 429
-    code = "too_many_requests"
-    retry_after: ClassVar[int] = 5
+__all__ = ["CHECK_LEASE_S", "DEFAULT_SLOTS", "CheckGate", "TooManyChecksError", "gate", "init_app"]
 
 
 class CheckGate:
     """Admits at most ``slots`` checks at once, and one per owner, among all processes that
-    share the store."""
+    share the store (the gateway's checks of connected bots included)."""
 
     def __init__(self, slots: int = DEFAULT_SLOTS, lease_s: float = CHECK_LEASE_S):
         if slots < 1:
@@ -64,7 +59,7 @@ class CheckGate:
     @contextmanager
     def admit(self, owner_id: int) -> Iterator[None]:
         """Hold a slot for ``owner_id`` for the duration, or raise TooManyChecksError."""
-        holder = uuid.uuid4().hex
+        holder = new_holder()
         slot = self._take(owner_id, holder)
         try:
             yield
@@ -76,39 +71,18 @@ class CheckGate:
         # its answer into an error: the lease then lapses at its expiry instead.
         try:
             with Session(engine()) as db, db.begin():
-                db.execute(delete(CheckLease).where(CheckLease.slot == slot, CheckLease.holder == holder))
+                give_back(db, slot, holder)
         except SQLAlchemyError:
             log.warning(
                 "could not give back check slot %d; it lapses in %.0f s", slot, self.lease_s, exc_info=True
             )
 
     def _take(self, owner_id: int, holder: str) -> int:
-        now = utcnow()
         try:
             with Session(engine()) as db, db.begin():
-                db.execute(delete(CheckLease).where(CheckLease.expires_at < now))
-                running: dict[int, int] = dict(db.execute(select(CheckLease.slot, CheckLease.owner_id)).all())
-                if owner_id in running.values():
-                    raise TooManyChecksError(
-                        "a check of one of your bots is still running: wait for it to finish, then "
-                        f"try again (in about {TooManyChecksError.retry_after} s)"
-                    )
-                if len(running) >= self.slots:
-                    raise TooManyChecksError(
-                        f"the arena is already checking {len(running)} bots, its limit; try again "
-                        f"in about {TooManyChecksError.retry_after} s"
-                    )
-                # The lowest free number: two processes admitting at once pick the same one,
-                # and the primary key lets only one of them in.
-                slot = min(set(range(len(running) + 1)) - set(running))
-                expires = now + dt.timedelta(seconds=self.lease_s)
-                db.add(CheckLease(slot=slot, owner_id=owner_id, holder=holder, expires_at=expires))
+                return take_slot(db, owner_id, holder, self.slots, self.lease_s)
         except IntegrityError:
-            raise TooManyChecksError(
-                "another bot check was admitted at the same moment; try again "
-                f"in about {TooManyChecksError.retry_after} s"
-            ) from None
-        return slot
+            raise collided() from None
 
 
 def init_app(app: Flask) -> None:

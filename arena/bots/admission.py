@@ -75,7 +75,7 @@ def check_served_bot(
     if target is None:
         address, target = pin_address(address, settings.allowed_bot_hosts)
     where = admission.where(address)
-    budget = _Budget(settings.check_time_limit_s, where)
+    budget = CheckBudget(settings.check_time_limit_s, where)
     dial = {"dial": target.target, "authority": target.authority}
     try:
         admission.check_health(address, budget.timeout(CHECK_RPC_TIMEOUT_S), **dial)
@@ -139,7 +139,9 @@ def refusal(exc: Any) -> BotCheckFailedError:
     return kind(message, details=details)
 
 
-def _protocol_check(dial: str, address: str, settings: Settings, where: str, budget: _Budget) -> list[str]:
+def _protocol_check(
+    dial: str, address: str, settings: Settings, where: str, budget: CheckBudget
+) -> list[str]:
     """The SDK's protocol check (``tonk check``: every rule variant and 2 to 6 seats, crafted
     rare positions, determinism) at the arena's deadline; any fault refuses the bot. Returns
     its warnings (nondeterminism included: legal play, so it is reported, not refused)."""
@@ -190,7 +192,7 @@ def judge_protocol_report(report: Mapping[str, Any], where: str, command: str | 
     return [str(w) for w in report["warnings"]] + [f"nondeterministic: {n}" for n in report["nondeterminism"]]
 
 
-class _Budget:
+class CheckBudget:
     """The time all of one bot's checks may take (``Settings.check_time_limit_s``): each RPC's
     timeout is capped by what is left, and a match still running when it is spent has its
     connection cut, so a slow but legal bot cannot hold a check slot for minutes."""

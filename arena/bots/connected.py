@@ -3,7 +3,9 @@
 A token connects only its owner's bots. A name nobody has yet is registered for the token's
 owner, but only after the bot passes, over the connection itself, the same admission check
 a submitted bot passes (arena/bots/registry.py): its GetInfo, a conformance match against the
-house ``random`` bot, and the SDK's protocol check (``tonk check``), with zero faults.
+house ``random`` bot, and the SDK's protocol check (``tonk check``), with zero faults, within
+the same time limit (``Settings.check_time_limit_s``) and holding one of the same check slots
+(arena/bots/check_slots.py, taken by the gateway).
 
 A known bot's every connection is asked its GetInfo first. The same info as its latest
 version: it plays on as that version. Other info: it is another build of the bot, so it passes
@@ -14,6 +16,7 @@ A retired bot cannot connect.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +29,8 @@ from arena.bots.admission import (
     CHECK_HANDS,
     PROTOCOL_CHECK_HANDS,
     BotCheckFailedError,
+    CheckBudget,
+    CheckTimeLimitError,
     judge_protocol_report,
     refusal,
 )
@@ -117,23 +122,36 @@ def same_info(info: dict[str, Any], known: KnownBot) -> bool:
 
 
 def check_connected_bot(
-    player: Player, name: str, settings: Settings, info: dict[str, Any] | None = None
+    player: Player,
+    name: str,
+    settings: Settings,
+    info: dict[str, Any] | None = None,
+    cut: Callable[[LinkRefusedError], None] | None = None,
 ) -> dict[str, Any]:
     """The admission check (sdk.admission, as for a dialled bot), played over the connection;
     the bot's info if it passes (``info``: its GetInfo, read_info, if read already). Raises
-    LinkRefusedError (FAILED_PRECONDITION) saying what failed."""
+    LinkRefusedError (FAILED_PRECONDITION) saying what failed.
+
+    All of it is bounded by ``Settings.check_time_limit_s``, as a dialled bot's checks are: when
+    the time runs out, ``cut`` (called from a timer's thread with the refusal) must end the
+    connection so the calls still waiting fail at once, and the refusal says the time ran out."""
     from sdk import admission
 
     where = f"connected bot {name!r}"
-    info = read_info(player) if info is None else info
+    budget = CheckBudget(settings.check_time_limit_s, where)
+    late = LinkRefusedError("FAILED_PRECONDITION", f"admission check failed: {budget.exceeded()}")
     match = admission.MatchCheck(settings.decision_deadline_ms, settings.time_bank_ms, hands=CHECK_HANDS)
     try:
-        try:
-            admission.check_info(info, name)
-            admission.conformance_match(player, info["name"], match, where)
-        except admission.AdmissionError as exc:
-            raise refusal(exc) from None
-        _protocol_check(player, settings, where)
+        with budget.cutting(lambda: cut(late) if cut is not None else None):
+            info = read_info(player) if info is None else info
+            try:
+                admission.check_info(info, name)
+                admission.conformance_match(player, info["name"], match, where)
+            except admission.AdmissionError as exc:
+                raise refusal(exc) from None
+            _protocol_check(player, settings, where)
+    except CheckTimeLimitError:
+        raise late from None
     except BotCheckFailedError as exc:
         raise LinkRefusedError("FAILED_PRECONDITION", f"admission check failed: {exc}") from None
     return info

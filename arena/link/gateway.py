@@ -3,7 +3,11 @@ workers' calls to them (``GatewayRelayService.RelayStream``, or ``Relay`` one ca
 time), on two ports.
 
 One asyncio loop (grpc.aio) carries every connection and relay, so a gateway holds many
-bots with a handful of threads; the store is written from worker threads. The bots' port is
+bots with a handful of threads; the store is written from worker threads: the heartbeat has
+one of its own, and a new bot's admission check (arena/bots/connected.py) runs on threads of
+its own too, holding one of the arena's check slots (arena/bots/check_slots.py) and cut at
+``Settings.check_time_limit_s``, so a burst of slow checks cannot stall the heartbeat and make
+every bot here look offline. The bots' port is
 public and strict: a token connects only its owner's bots, messages are at most
 ``MAX_MESSAGE_BYTES``, at most ``max_connections_per_owner`` connections per owner, at most
 ``MAX_CALLS_IN_FLIGHT`` unanswered calls per connection, and anything wrong on a stream
@@ -38,8 +42,10 @@ from typing import Any, Final
 import grpc
 from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from arena.bots.check_slots import TooManyChecksError, collided, give_back, new_holder, take_slot
 from arena.bots.connected import (
     KnownBot,
     LinkRefusedError,
@@ -135,7 +141,13 @@ class Gateway:
         self._tasks: list[asyncio.Task[Any]] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started = time.monotonic()
+        #: Threads for the store (authentication, lookups, registering); the heartbeat has its
+        #: own, a known bot's GetInfo its own, and admission checks theirs, so none of them
+        #: waits behind another (a reconnecting bot is not held up by others' long checks).
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tonk-gateway")
+        self.beat_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tonk-gateway-beat")
+        self.info_executor = ThreadPoolExecutor(max_workers=16, thread_name_prefix="tonk-gateway-info")
+        self.check_executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tonk-gateway-check")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -210,15 +222,21 @@ class Gateway:
             await self._store(lambda s: directory.drop_gateway(s, self.id))
         except Exception:  # the store gone too: the lease ends our rows
             log.warning("gateway %s: could not remove its rows from the store", self.id)
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        for executor in (self.executor, self.beat_executor, self.info_executor, self.check_executor):
+            executor.shutdown(wait=False, cancel_futures=True)
 
-    async def _store(self, work: Callable[[Any], Any]) -> Any:
+    async def _store(self, work: Callable[[Any], Any], executor: ThreadPoolExecutor | None = None) -> Any:
         def run() -> Any:
             with session_scope(self.settings.database_url) as session:
                 return work(session)
 
         assert self.loop is not None
-        return await self.loop.run_in_executor(self.executor, run)
+        return await self.loop.run_in_executor(executor or self.executor, run)
+
+    async def _beat_store(self, work: Callable[[Any], Any]) -> Any:
+        """The heartbeat's store work, on its own thread: a burst of connections (each
+        authenticated and looked up on ``executor``) must not make this gateway look dead."""
+        return await self._store(work, self.beat_executor)
 
     def _register(self, session: Session) -> None:
         stored_secret = None if self.configured_secret else self.secret
@@ -231,13 +249,13 @@ class Gateway:
         while True:
             await asyncio.sleep(directory.HEARTBEAT_S)
             try:
-                if not await self._store(lambda s: directory.heartbeat(s, self.id)):
-                    await self._store(self._register)  # presumed dead by someone: come back
+                if not await self._beat_store(lambda s: directory.heartbeat(s, self.id)):
+                    await self._beat_store(self._register)  # presumed dead by someone: come back
             except Exception as exc:
                 log.warning("gateway %s: heartbeat failed: %s", self.id, exc)
             try:  # a connection whose row outlived it (its removal lost in a race) goes now
                 prune = functools.partial(_prune_connections, self.id, frozenset(self.open_ids))
-                await self._store(prune)
+                await self._beat_store(prune)
             except Exception as exc:
                 log.warning("gateway %s: could not prune its connections in the store: %s", self.id, exc)
             try:
@@ -255,7 +273,7 @@ class Gateway:
         held = {c.bot_id for cs in self.by_bot.values() for c in cs}
         held |= {c.bot_id for c, _ in self.draining.values()}
         if held:
-            states = await self._store(lambda s: bot_states(s, sorted(held)))
+            states = await self._beat_store(lambda s: bot_states(s, sorted(held)))
             for bot_id, (status, latest) in states.items():
                 if status != BotStatus.ACTIVE:
                     gone = list(self.by_bot.get(bot_id, ()))
@@ -414,11 +432,9 @@ class Gateway:
             player = LinkPlayer(hello.bot_name, ConnectionTransport(connection, self.loop))
             if known is not None:
                 # Another build (other GetInfo) is checked again and becomes a new version.
-                info = await self.loop.run_in_executor(self.executor, read_info, player)
+                info = await self.loop.run_in_executor(self.info_executor, read_info, player)
                 if not same_info(info, known):
-                    await self.loop.run_in_executor(
-                        self.executor, check_connected_bot, player, hello.bot_name, self.settings, info
-                    )
+                    await self._check(connection, player, hello.bot_name, info)
 
                     def record(session: Session) -> KnownBot:
                         owner = connected_owner(session, connection.owner_id)
@@ -427,9 +443,7 @@ class Gateway:
                     known = await self._store(record)
                     changed = True
             if known is None:
-                info = await self.loop.run_in_executor(
-                    self.executor, check_connected_bot, player, hello.bot_name, self.settings
-                )
+                info = await self._check(connection, player, hello.bot_name, None)
 
                 def register(session: Session) -> KnownBot:
                     owner = connected_owner(session, connection.owner_id)
@@ -489,6 +503,42 @@ class Gateway:
         log.info(
             "gateway: %s connected (%s, capacity %d)", hello.bot_name, connection.peer, connection.capacity
         )
+
+    async def _check(
+        self, connection: Connection, player: LinkPlayer, name: str, info: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The admission check of ``connection``'s bot (check_connected_bot), holding one of
+        the arena's check slots (the dashboard's too: arena/bots/check_slots.py) and cut at
+        ``Settings.check_time_limit_s``, on the threads for checks. No free slot: the connection
+        is refused with RESOURCE_EXHAUSTED (the SDK's client retries), and nothing is checked."""
+        assert self.loop is not None
+        loop = self.loop
+        holder = new_holder()
+
+        def take(session: Session) -> int:
+            try:
+                return take_slot(session, connection.owner_id, holder, self.settings.check_slots)
+            except TooManyChecksError as exc:
+                raise LinkRefusedError("RESOURCE_EXHAUSTED", str(exc)) from None
+            except IntegrityError:
+                raise LinkRefusedError("RESOURCE_EXHAUSTED", str(collided())) from None
+
+        slot = await self._store(take)
+
+        def cut(refused: LinkRefusedError) -> None:  # from the budget's timer thread
+            error = (getattr(grpc.StatusCode, refused.status), refused.message)
+            loop.call_soon_threadsafe(connection.close, error)
+
+        try:
+            checked: dict[str, Any] = await loop.run_in_executor(
+                self.check_executor, check_connected_bot, player, name, self.settings, info, cut
+            )
+            return checked
+        finally:
+            try:
+                await self._store(functools.partial(_give_back, slot, holder))
+            except Exception:
+                log.warning("gateway: could not give back check slot %d; it lapses on its own", slot)
 
     async def _forget(self, connection: Connection) -> None:
         self.open_ids.discard(connection.id)
@@ -654,6 +704,10 @@ class Gateway:
         held = self.sessions.pop(key, None)
         if held is not None:
             held.connection.sessions -= 1
+
+
+def _give_back(slot: int, holder: str, session: Session) -> None:
+    give_back(session, slot, holder)
 
 
 def _prune_connections(gateway_id: str, keep: frozenset[str], session: Session) -> None:

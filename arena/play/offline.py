@@ -1,4 +1,5 @@
-"""A match whose connected bot is offline waits instead of faulting at once.
+"""A match whose connected bot is offline waits instead of faulting at once, and an absent
+bot holds its tournament up for one grace period, not one per match.
 
 When a worker is handed a match with a connected bot that no gateway holds, the match stays
 ``pending`` (unclaimed, so other matches play meanwhile) and ``matches.waiting_since``
@@ -6,6 +7,15 @@ records since when. The worker looks again for a few seconds, then hands the mat
 the driver, which queues it again on its next sweep. Once the tournament's
 ``offline_grace_s`` has passed since ``waiting_since`` the match is played anyway, and every
 call to the absent bot faults as UNREACHABLE: the fault policy decides the rest.
+
+The wait is the bot's, not each match's: when a bot is found offline, every pending match of
+it in the tournament is stamped with the same ``waiting_since`` (the earliest any of them
+has), so once its grace has run out for one match the others play at once, faulting, while
+it stays offline (an offline bot's matches go to the jobs one at a time, arena.play.capacity:
+16 matches would otherwise wait 16 graces one after another). A bot found online again
+starts afresh: the stamps of its pending matches whose connected bots are all online are
+cleared, so a later absence gets its whole grace. A match seats several bots, one stamp:
+with two of them offline it is counted from the earlier absence.
 
 The store can lag behind a gateway by a moment (a bot killed, its row not yet deleted), so
 a match may be claimed for a bot that has just gone. Its StartMatch then finds the bot not
@@ -18,10 +28,10 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from arena.link.directory import connected_capacity
@@ -35,40 +45,105 @@ WAIT_IN_JOB_S: Final = 10.0
 POLL_S: Final = 0.5
 
 
+def _connected_seats(session: Session, match_ids: Collection[int]) -> list[tuple[int, int]]:
+    """(match id, bot id) of the seats of connected bot versions in ``match_ids``."""
+    if not match_ids:
+        return []
+    rows = session.execute(
+        select(MatchSeat.match_id, MatchSeat.bot_id)
+        .join(BotVersion, BotVersion.id == MatchSeat.bot_version_id)
+        .where(MatchSeat.match_id.in_(match_ids), BotVersion.connected.is_(True))
+    ).all()
+    return [(int(match_id), int(bot_id)) for match_id, bot_id in rows]
+
+
+def _offline(session: Session, bot_ids: Collection[int]) -> set[int]:
+    """Those of ``bot_ids`` (connected bots) with no live connection."""
+    return {bot_id for bot_id in set(bot_ids) if connected_capacity(session, bot_id) == 0}
+
+
 def offline_bots(session: Session, match_id: int) -> list[str]:
     """Names of the match's connected bots with no live connection."""
-    rows = session.execute(
-        select(Bot.id, Bot.name)
-        .join(MatchSeat, MatchSeat.bot_id == Bot.id)
-        .join(BotVersion, BotVersion.id == MatchSeat.bot_version_id)
-        .where(MatchSeat.match_id == match_id, BotVersion.connected.is_(True))
-    ).all()
-    return [name for bot_id, name in rows if connected_capacity(session, bot_id) == 0]
+    away = _offline(session, [bot_id for _, bot_id in _connected_seats(session, [match_id])])
+    if not away:
+        return []
+    return list(session.scalars(select(Bot.name).where(Bot.id.in_(away)).order_by(Bot.name)))
 
 
 def must_wait(session: Session, match_id: int, default_grace_s: int, now: dt.datetime | None = None) -> bool:
-    """True while the (pending) match should wait for an offline connected bot; starts its
-    grace period the first time. The caller commits."""
-    if not offline_bots(session, match_id):
-        return False
+    """True while the (pending) match should wait for an offline connected bot. The first time
+    a bot is found offline its wait starts, shared by all its pending matches of the tournament
+    (the module's docstring); a match whose connected bots are all online clears those bots'
+    stamps. The caller commits."""
+    seated = {bot_id for _, bot_id in _connected_seats(session, [match_id])}
+    if not seated:
+        return False  # no connected bot: one query, for most matches
     row = _grace_row(session, match_id)
     if row is None or row.status != MatchStatus.PENDING:
         return False  # the claim decides what happens to it
+    away = _offline(session, seated)
+    if not away:
+        _start_afresh(session, row.tournament_id, seated, match_id)
+        return False
     now = now or utcnow()
-    if row.waiting_since is None:
+    since = _share_wait(session, row.tournament_id, away, now)
+    return grace_left(since, row.config, default_grace_s, now)
+
+
+def _of_bots(tournament_id: int, bot_ids: Collection[int]) -> Any:
+    """The condition: a pending match of the tournament seating one of ``bot_ids``."""
+    seated = select(MatchSeat.match_id).where(MatchSeat.bot_id.in_(bot_ids))
+    return and_(
+        Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING, Match.id.in_(seated)
+    )
+
+
+def _share_wait(session: Session, tournament_id: int, away: Collection[int], now: dt.datetime) -> dt.datetime:
+    """Since when the absent bots ``away`` are awaited in the tournament: the earliest stamp
+    of their pending matches there, or ``now``; every one of those matches is stamped with it."""
+    of_bots = _of_bots(tournament_id, away)
+    earliest = session.scalar(select(func.min(Match.waiting_since)).where(of_bots))
+    since: dt.datetime = earliest or now
+    session.execute(
+        update(Match)
+        .where(of_bots, or_(Match.waiting_since.is_(None), Match.waiting_since > since))
+        .values(waiting_since=since)
+        .execution_options(synchronize_session=False)
+    )
+    return since
+
+
+def _start_afresh(session: Session, tournament_id: int, online: Collection[int], match_id: int) -> None:
+    """The bots ``online`` are connected: clear the stamps of their other pending matches in
+    the tournament whose connected bots are all online, so a later absence waits its whole
+    grace. Not ``match_id``'s own: its claim clears it, unless its bot turns out gone at its
+    StartMatch (the store lagging), and then it waits on from that stamp (start_grace)."""
+    stamped = list(
+        session.scalars(
+            select(Match.id).where(
+                _of_bots(tournament_id, online), Match.waiting_since.is_not(None), Match.id != match_id
+            )
+        )
+    )
+    if not stamped:
+        return
+    seats = _connected_seats(session, stamped)
+    away = _offline(session, {bot_id for _, bot_id in seats} - set(online))
+    waiting = {match_id for match_id, bot_id in seats if bot_id in away}
+    ready = [match_id for match_id in stamped if match_id not in waiting]
+    if ready:
         session.execute(
             update(Match)
-            .where(Match.id == match_id, Match.waiting_since.is_(None))
-            .values(waiting_since=now)
+            .where(Match.id.in_(ready), Match.status == MatchStatus.PENDING)
+            .values(waiting_since=None)
             .execution_options(synchronize_session=False)
         )
-    return grace_left(row.waiting_since, row.config, default_grace_s, now)
 
 
 def _grace_row(session: Session, match_id: int) -> Any:
-    """The match's status and ``waiting_since`` with its tournament's config, or None."""
+    """The match's status, ``waiting_since`` and tournament, with its tournament's config, or None."""
     return session.execute(
-        select(Match.status, Match.waiting_since, Tournament.config)
+        select(Match.status, Match.waiting_since, Match.tournament_id, Tournament.config)
         .join(Tournament, Tournament.id == Match.tournament_id)
         .where(Match.id == match_id)
     ).first()

@@ -4,6 +4,7 @@ bad input, each ending only the offending connection."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,18 +15,20 @@ from helpers.link import (
     Arena,
     Client,
     RawLink,
+    bot_id,
     link_player,
     status,
     wait_until,
     welcomed,
 )
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from arena.link import connection as connection_module
 from arena.link import directory
 from arena.link import gateway as gateway_module
 from arena.store.db import session_scope
-from arena.store.models import Bot, LinkConnection
+from arena.store.models import Bot, CheckLease, LinkConnection, Owner, utcnow
+from bots.random_bot import RandomBot
 from sdk.bot import Bot as SdkBot
 from sdk.link import LinkClient, LinkRefusedError
 from sdk.protocol import bot_pb2 as pb
@@ -216,3 +219,142 @@ def test_the_connection_limit_holds_under_a_burst(arena: Arena) -> None:
     finally:
         for link in links:
             link.close()
+
+
+# -- the admission check's time limit and check slots (issue 29, point 5) -------------------
+
+
+class SlowBot(RandomBot):
+    """Legal, within every deadline, but slow: its admission check takes a long while."""
+
+    name = "slowpoke"
+    pause_s = 0.3
+
+    def act(self, obs: Any) -> int:
+        time.sleep(self.pause_s)
+        return int(super().act(obs))  # type: ignore[arg-type]
+
+
+def leases(arena: Arena) -> list[tuple[int, str]]:
+    """The running checks: (owner id, holder) of each check slot taken."""
+    with session_scope(arena.url) as session:
+        return [(row.owner_id, row.holder) for row in session.scalars(select(CheckLease))]
+
+
+def owner_id(arena: Arena, name: str) -> int:
+    with session_scope(arena.url) as session:
+        return int(session.scalars(select(Owner.id).where(Owner.name == name)).one())
+
+
+def test_a_slow_connected_bot_is_cut_at_the_check_time_limit_holding_a_check_slot(
+    arena: Arena, clients: list[Client]
+) -> None:
+    """A connected bot's admission check is bounded as a dialled bot's is: past
+    ``check_time_limit_s`` the connection ends with the same refusal, nothing is registered,
+    and the check slot it held meanwhile (one of the dashboard's) is free again."""
+    arena.gateway.settings = dataclasses.replace(arena.gateway.settings, check_time_limit_s=3)
+    slow = Client(arena, "alice", "slowpoke", bot=SlowBot, capacity=1)
+    clients.append(slow)
+    alice = owner_id(arena, "alice")
+    wait_until(lambda: [o for o, _ in leases(arena)] == [alice], timeout=30)  # checking it
+    slow.thread.join(60)
+    assert not slow.thread.is_alive(), "still being checked after twenty times its time limit"
+    assert len(slow.errors) == 1 and isinstance(slow.errors[0], LinkRefusedError), slow.errors
+    error = slow.errors[0]
+    assert error.code == grpc.StatusCode.FAILED_PRECONDITION, error
+    assert "admission check failed" in error.details and "longer than the 3 s" in error.details, error
+    wait_until(lambda: leases(arena) == [], timeout=30)  # given back as the check's thread ends
+    with session_scope(arena.url) as session:
+        assert session.scalars(select(Bot).where(Bot.name == "slowpoke")).first() is None
+        assert session.scalar(select(func.count(LinkConnection.id))) == 0
+
+
+@pytest.mark.parametrize(
+    ("checking", "text"),
+    [
+        (["alice"], "a check of one of your bots is still running"),
+        (["bob", "carol"], "already checking 2 bots"),
+    ],
+)
+def test_a_new_connected_bot_needs_a_free_check_slot(arena: Arena, checking: list[str], text: str) -> None:
+    """The gateway's checks share the arena's check slots with the dashboard's: with the
+    owner's own check running, or every slot taken (here by dashboard checks, as rows of
+    ``check_leases``), a new name is refused at once with RESOURCE_EXHAUSTED (the SDK's client
+    retries) before any call reaches the bot, and nothing changes. Once free, it is checked."""
+    import datetime as dt
+
+    from arena.bots.owners import create_owner
+
+    with session_scope(arena.url) as session:
+        create_owner(session, "carol")
+        later = utcnow() + dt.timedelta(minutes=5)
+        for slot, name in enumerate(checking):
+            owner = session.scalars(select(Owner).where(Owner.name == name)).one()
+            holder = f"dashboard-{slot}"
+            session.add(CheckLease(slot=slot, owner_id=owner.id, holder=holder, expires_at=later))
+    link = RawLink(arena.address, arena.tokens["alice"])
+    try:
+        link.hello("newcomer")
+        item = link.next(timeout=30)
+        assert isinstance(item, grpc.RpcError), f"the bot was called: {item}"
+        assert item.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and text in (item.details() or ""), item
+    finally:
+        link.close()
+    assert sorted(holder for _, holder in leases(arena)) == [f"dashboard-{i}" for i in range(len(checking))]
+    with session_scope(arena.url) as session:
+        assert session.scalars(select(Bot).where(Bot.name == "newcomer")).first() is None
+        session.execute(delete(CheckLease))
+    again = RawLink(arena.address, arena.tokens["alice"])
+    try:
+        again.hello("newcomer")
+        assert welcomed(again).registered
+    finally:
+        again.close()
+    wait_until(lambda: leases(arena) == [], timeout=30)
+
+
+def test_a_burst_of_slow_admission_checks_does_not_stall_the_gateways_heartbeat(
+    arena: Arena, clients: list[Client]
+) -> None:
+    """Issue 29, point 5: 32 slow-but-legal new names checked at once once held every thread
+    of the gateway: its heartbeat stalled past its lease and every connected bot looked
+    offline, and a known bot reconnecting waited for its welcome. Here 32 owners (one check
+    each) with slots enough for all of them (an operator's choice): the checks run on threads
+    of their own, so the heartbeat goes on, a bot connected before stays online, and a known
+    bot reconnecting is welcomed while the checks still run."""
+    from arena.bots.owners import create_owner
+    from arena.store.models import LinkGateway
+
+    gateway = arena.gateway
+    gateway.settings = dataclasses.replace(gateway.settings, check_slots=32, check_time_limit_s=12)
+    owners = [f"owner{i}" for i in range(32)]
+    with session_scope(arena.url) as session:
+        for name in ["carol", *owners]:
+            arena.tokens[name] = create_owner(session, name)[1]
+    clients.append(Client(arena, "carol", "bystander").wait())
+    bystander = bot_id(arena, "bystander")
+    Client(arena, "carol", "returner").wait().stop()  # registered, gone for now
+
+    for name in owners:
+        clients.append(Client(arena, name, f"slow-{name}", bot=SlowBot, capacity=1))
+    wait_until(lambda: len(gateway.holding) >= 28, timeout=60)  # the burst is being admitted
+    returner = Client(arena, "carol", "returner")
+    clients.append(returner)
+    returner.wait(timeout=60)
+    assert len(gateway.holding) >= 16, "the known bot's welcome waited for the burst's checks"
+
+    def heartbeat_age() -> float:
+        with session_scope(arena.url) as session:
+            row = session.get(LinkGateway, gateway.id)
+            assert row is not None
+            return (utcnow() - row.heartbeat_at).total_seconds()
+
+    ages, capacities = [], []
+    watch_until = time.monotonic() + directory.GATEWAY_LEASE_S + 4
+    while time.monotonic() < watch_until and gateway.holding:
+        ages.append(heartbeat_age())
+        with session_scope(arena.url) as session:
+            capacities.append(directory.connected_capacity(session, bystander))
+        time.sleep(0.25)
+    assert ages and max(ages) < directory.GATEWAY_LEASE_S, f"heartbeat {max(ages):.1f} s old"
+    assert min(capacities) == 2, "the bot connected before the burst looked offline"
