@@ -86,12 +86,13 @@ def tick(
     session: Session,
     ladder_id: int,
     holder: str,
-    capacities: Callable[[Session, Sequence[int]], dict[int, int]],
+    capacities: Callable[..., dict[int, int]],
     *,
     lease_s: float = LEASE_S,
 ) -> Tick:
     """One scheduling step for ladder ``ladder_id`` by ``holder`` (see the module's notes).
-    ``capacities`` is arena.play.capacity.capacities (passed in: play is a sideways floor).
+    ``capacities`` is arena.play.capacity.capacities (passed in: play is a sideways floor),
+    asked with ``live=True``.
     Writes in the caller's transaction; the caller commits."""
     if not take(session, lease_name(ladder_id), holder, lease_s=lease_s):
         return Tick(held=False)
@@ -112,8 +113,9 @@ def tick(
         return Tick(held=True, unfinished=unfinished, withdrawn=withdrawn)
     played, waiting = ladder_counts(session, ladder_id)
     board = {row.bot_id: row for row in current_leaderboard(session).rows}
-    capacity = capacities(session, [b.bot_id for b in pool])
-    room = {b.bot_id: settings.backlog * max(1, capacity[b.bot_id]) - waiting.get(b.bot_id, 0) for b in pool}
+    # Live capacities: a connected bot that is offline (0) gets no new table until it is back.
+    capacity = capacities(session, [b.bot_id for b in pool], live=True)
+    room = {b.bot_id: settings.backlog * capacity[b.bot_id] - waiting.get(b.bot_id, 0) for b in pool}
     # The matchmaker counts in tables (each of a bot's ladder tables is per_table matches), and
     # a bot's free slots are the tables it may still join within its backlog.
     candidates = [

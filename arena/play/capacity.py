@@ -72,10 +72,12 @@ def declared_capacity(info: Mapping[str, Any] | None, default: int | None = None
     return max(1, min(default, MAX_CAPACITY))
 
 
-def capacities(session: Session, bot_ids: Iterable[int]) -> dict[int, int]:
+def capacities(session: Session, bot_ids: Iterable[int], *, live: bool = False) -> dict[int, int]:
     """:func:`capacity_of` for many bots at once: one query for their latest versions (a
     ladder's scheduler asks about its whole pool at every tick), then connected bots one by
-    one."""
+    one. With ``live``, a connected bot with no live connection has 0, not the one match a
+    tournament still sends it to wait out its grace: a ladder gives it no new table (once its
+    grace ran out, each would be a forfeit)."""
     ids = sorted(set(bot_ids))
     if not ids:
         return {}
@@ -93,7 +95,12 @@ def capacities(session: Session, bot_ids: Iterable[int]) -> dict[int, int]:
     default = load_settings().bot_capacity
     out = {bot: declared_capacity(None, default) for bot in ids}  # no version: the default
     for bot, info, connected in rows:
-        out[bot] = capacity_of(session, bot) if connected else declared_capacity(info, default)
+        if connected and live:
+            from arena.link.directory import connected_capacity
+
+            out[bot] = min(connected_capacity(session, bot), MAX_CAPACITY)
+        else:
+            out[bot] = capacity_of(session, bot) if connected else declared_capacity(info, default)
     return out
 
 

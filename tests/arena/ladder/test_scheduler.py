@@ -260,3 +260,17 @@ def test_a_leaving_bots_unstarted_tables_are_withdrawn_and_started_ones_played(d
             .where(Match.tournament_id == ladder, MatchSeat.bot_id == leaving, Match.status == "pending")
         ).all()
     assert {t for m, _k, t, _r, _s in after if m in set(pending)} <= {theirs[0]}
+
+
+def test_an_offline_connected_bot_gets_no_new_table_until_it_is_back(db_url: str) -> None:
+    # A connected bot with no live connection: a tournament still sends it one match at a time
+    # (to wait out its grace, then fault), but a ladder must not keep feeding it forfeits.
+    b0, b1, gone = add_bots(db_url, 3)
+    with session_scope(db_url) as session:
+        session.execute(update(BotVersion).where(BotVersion.bot_id == gone).values(connected=True))
+        assert capacity_of(session, gone) == 1 and capacities(session, [gone], live=True) == {gone: 0}
+    ladder = new_ladder(db_url, target=40)
+    _, tables = run_tick(db_url, ladder)
+    assert tables, "the online bots play"
+    assert all(gone not in bots for _, bots, _ in tables)
+    assert {b for _, bots, _ in tables for b in bots} == {b0, b1}
