@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings.model import ELO_SCALE, RatedMatch, RatingModel, fit
+from arena.ratings.model import ELO_SCALE, MIN_POINTS, RAMP_MATCHES, RAMP_POINTS, RatedMatch, RatingModel, fit
 
 
 def peak_mb() -> float:
@@ -48,17 +48,23 @@ def season(rng: np.random.Generator, true: np.ndarray, matches: int) -> list[Rat
 
 def true_centre(results: list[RatedMatch], true: np.ndarray, min_matches: int = 20) -> float:
     """The scale's zero at the true ratings: the six's mean weighted as the model weighs it
-    (Fisher information times the ramp past ``min_matches``; arena/ratings/model.py)."""
+    (its matches past ``min_matches`` and the points it both scored and conceded, each share
+    ramping to full; arena/ratings/model.py ``_centre_weights``)."""
     k = len(true)
-    info, played = np.zeros(k), np.zeros(k)
+    played, scored, conceded = np.zeros(k), np.zeros(k), np.zeros(k)
     for m in results:
-        six = [int(b[1:]) for b in m.bots if b.startswith("b")]
-        played[six] += 1
-        for i, a in enumerate(six):
-            for b in six[i + 1 :]:
-                p = 1 / (1 + 10 ** ((true[b] - true[a]) / 400))
-                info[[a, b]] += p * (1 - p) / (len(m.bots) - 1)
-    w = info * np.clip((played - min_matches) / 100, 0, 1)
+        w = 1 / (len(m.bots) - 1)
+        for i, a in enumerate(m.bots):
+            for b, s in zip(m.bots[i + 1 :], m.scores[i + 1 :], strict=True):
+                got = w * (1.0 if m.scores[i] > s else 0.5 if m.scores[i] == s else 0.0)
+                for bot, won, lost in ((a, got, w - got), (b, w - got, got)):
+                    if bot.startswith("b"):
+                        scored[int(bot[1:])] += won
+                        conceded[int(bot[1:])] += lost
+        played[[int(b[1:]) for b in m.bots if b.startswith("b")]] += 1
+    by_matches = np.clip((played - min_matches) / RAMP_MATCHES, 0, 1)
+    by_points = np.clip((np.minimum(scored, conceded) - MIN_POINTS) / RAMP_POINTS, 0, 1)
+    w = by_matches * by_points
     return float(w @ true / w.sum())
 
 
