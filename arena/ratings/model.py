@@ -37,7 +37,7 @@ Intervals
     duplicate play are one independent unit; a match given no deal is its own) over the stacked
     estimating equations: the
     pool's and each outsider's, so an outsider's interval includes the pool's own uncertainty.
-    The pool's intervals are those of ``R_i - mean(pool)``. LOS is the probability that a bot
+    The pool's intervals are those of ``R_i`` minus the zero. LOS is the probability that a bot
     is stronger than the next one down the table (normal approximation, covariances
     included); it is None next to a one-sided bound.
 
