@@ -17,7 +17,7 @@ The established pool, and the scale
     pool is fitted by plain maximum likelihood on the pairs among its members, and its
     weighted mean is ``anchor`` (1500): **1500 is the average of the established pool**, every
     member counting the same once it has played ``min_matches + 60`` matches and has both
-    scored and conceded 4½ points (comparisons won and lost, a pair weighted as in the fit);
+    scored and conceded 2 points (comparisons won and lost, a pair weighted as in the fit);
     before that its share grows linearly from nothing at ``min_matches`` matches and at ½
     point, so that a newcomer's crossing of ``min_matches`` or a hopeless bot's one draw does
     not move the zero (:func:`_centre_weights`; bench/stat_checks.py anchor); while no member
@@ -625,7 +625,7 @@ def _newton_step(points: FloatArray, weights: FloatArray, x: FloatArray, pool_in
 RAMP_MATCHES = 60
 #: Points (comparisons won, pairs weighted 1/(seats - 1)) a member must have both scored and
 #: conceded before it counts in the zero at all, and the points over which it grows to full.
-MIN_POINTS, RAMP_POINTS = 0.5, 4.0
+MIN_POINTS, RAMP_POINTS = 0.5, 1.5
 
 
 def _centre_weights(

@@ -45,7 +45,7 @@ PAIRWISE = (
 MIN_MATCHES = 20
 #: Matches past the entry bar, and points won and lost, at which a pool member counts in full
 #: in the scale's zero (arena.ratings.model.RAMP_MATCHES, MIN_POINTS + RAMP_POINTS).
-FULL_AFTER_MATCHES, FULL_POINTS = 60, "4\u00bd"
+FULL_AFTER_MATCHES, FULL_POINTS = 60, "2"
 
 
 def legend(min_matches: int = MIN_MATCHES) -> list[str]:

@@ -17,7 +17,7 @@ def test_numbers_and_bounds_are_written_one_way() -> None:
 def test_the_legend_says_what_1500_the_interval_los_and_provisional_mean() -> None:
     text = " ".join(legend(min_matches=30))
     assert "1500 is the average of the established pool" in text and "at least 30 rated matches" in text
-    assert "counting the same once it has 90 matches and has both won and lost 4\u00bd points" in text
+    assert "counting the same once it has 90 matches and has both won and lost 2 points" in text
     assert "95% interval" in text and "LOS" in text and "fewer than 30" in text
     assert "one-sided record" in text
 
@@ -31,4 +31,4 @@ def test_every_reason_the_model_gives_has_words() -> None:
 
 def test_the_legend_quotes_the_models_own_ramps() -> None:
     assert terms.FULL_AFTER_MATCHES == model.RAMP_MATCHES
-    assert terms.FULL_POINTS == "4\u00bd" and model.MIN_POINTS + model.RAMP_POINTS == 4.5
+    assert float(terms.FULL_POINTS) == model.MIN_POINTS + model.RAMP_POINTS
