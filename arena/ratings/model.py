@@ -637,13 +637,15 @@ def _centre_weights(
     grows linearly from nothing at ``min_matches`` matches and at ``MIN_POINTS`` points.
 
     Equal shares, because whatever the zero weighs unequally moves with the members' new
-    results: a member weighted above the average drags everyone along when its own rating
-    moves, and information weights (the previous rule) also jumped when a joining bot's games
-    entered the pool (bench/stat_checks.py anchor: 16-21 Elo in a 6-bot pool). The ramps keep
+    results: a member weighted unlike the others shifts everyone when its own rating moves,
+    and information weights (the previous rule) also jumped when a joining bot's games
+    entered the pool (bench/stat_checks.py anchor: 15-18 Elo in a 6-bot pool). The ramps keep
     out who should not count yet: a newcomer that has just crossed ``min_matches``, and a bot
     whose record is barely two-sided (a hopeless bot's first draw, ½ point scored, gives it no
-    share), hundreds of Elo from the rest. The record, not the fitted ratings, sets the shares,
-    so they cannot jump when someone else's results change."""
+    share), hundreds of Elo from the rest. The points ramp ends low because a pool's own best
+    and worst members concede or score few points too, and must already count in full when a
+    hopeless bot draws with them. The record, not the fitted ratings, sets the shares, so they
+    cannot jump when someone else's results change."""
     if len(matches) == 0:
         return np.zeros(0)
     by_matches = np.clip((matches - min_matches) / RAMP_MATCHES, 0.0, 1.0)
