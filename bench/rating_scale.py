@@ -1,6 +1,6 @@
 """Benchmark the anchored rating fit: does the scale hold, and does it scale?
 
-    .venv/bin/python bench/rating_scale.py anchor [--runs 200]
+    .venv/bin/python bench/rating_scale.py anchor [--runs 200] [--matches 300]
     .venv/bin/python bench/rating_scale.py scale [--bots 1000 --matches 10000000]
 
 ``anchor`` simulates seasons of 6 bots of known strength at 2- to 6-seat tables, plus
@@ -68,14 +68,14 @@ def true_centre(results: list[RatedMatch], true: np.ndarray, min_matches: int = 
     return float(w @ true / w.sum())
 
 
-def anchor(runs: int) -> None:
+def anchor(runs: int, matches: int = 300) -> None:
     true = np.array([-150.0, -75.0, 0.0, 50.0, 100.0, 200.0])
     rng = np.random.default_rng(16)
     covered = total = 0
     moves: list[float] = []
     widen: list[float] = []
     for run in range(runs):
-        results = season(rng, true, 300)
+        results = season(rng, true, matches)
         # A "random" bot that loses every comparison, at tables with the others.
         for m in range(60):
             seats = rng.permutation(len(true))[: int(rng.integers(1, 4))]
@@ -181,12 +181,13 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     a = sub.add_parser("anchor", help="coverage and newcomer figures")
     a.add_argument("--runs", type=int, default=200, help="simulated seasons")
+    a.add_argument("--matches", type=int, default=300, help="matches of the six per season")
     s = sub.add_parser("scale", help="time and memory at size")
     s.add_argument("--bots", type=int, default=1000)
     s.add_argument("--matches", type=int, default=10_000_000)
     args = parser.parse_args()
     if args.what == "anchor":
-        anchor(args.runs)
+        anchor(args.runs, args.matches)
     else:
         scale(args.bots, args.matches)
 
