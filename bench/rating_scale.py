@@ -1,6 +1,6 @@
 """Benchmark the anchored rating fit: does the scale hold, and does it scale?
 
-    .venv/bin/python bench/rating_scale.py anchor [--runs 200]
+    .venv/bin/python bench/rating_scale.py anchor [--runs 200] [--matches 300]
     .venv/bin/python bench/rating_scale.py scale [--bots 1000 --matches 10000000]
 
 ``anchor`` simulates seasons of 6 bots of known strength at 2- to 6-seat tables, plus
@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings.model import ELO_SCALE, RatedMatch, RatingModel, fit
+from arena.ratings.model import ELO_SCALE, MIN_POINTS, RAMP_MATCHES, RAMP_POINTS, RatedMatch, RatingModel, fit
 
 
 def peak_mb() -> float:
@@ -48,28 +48,34 @@ def season(rng: np.random.Generator, true: np.ndarray, matches: int) -> list[Rat
 
 def true_centre(results: list[RatedMatch], true: np.ndarray, min_matches: int = 20) -> float:
     """The scale's zero at the true ratings: the six's mean weighted as the model weighs it
-    (Fisher information times the ramp past ``min_matches``; arena/ratings/model.py)."""
+    (its matches past ``min_matches`` and the points it both scored and conceded, each share
+    ramping to full; arena/ratings/model.py ``_centre_weights``)."""
     k = len(true)
-    info, played = np.zeros(k), np.zeros(k)
+    played, scored, conceded = np.zeros(k), np.zeros(k), np.zeros(k)
     for m in results:
-        six = [int(b[1:]) for b in m.bots if b.startswith("b")]
-        played[six] += 1
-        for i, a in enumerate(six):
-            for b in six[i + 1 :]:
-                p = 1 / (1 + 10 ** ((true[b] - true[a]) / 400))
-                info[[a, b]] += p * (1 - p) / (len(m.bots) - 1)
-    w = info * np.clip((played - min_matches) / 100, 0, 1)
+        w = 1 / (len(m.bots) - 1)
+        for i, a in enumerate(m.bots):
+            for b, s in zip(m.bots[i + 1 :], m.scores[i + 1 :], strict=True):
+                got = w * (1.0 if m.scores[i] > s else 0.5 if m.scores[i] == s else 0.0)
+                for bot, won, lost in ((a, got, w - got), (b, w - got, got)):
+                    if bot.startswith("b"):
+                        scored[int(bot[1:])] += won
+                        conceded[int(bot[1:])] += lost
+        played[[int(b[1:]) for b in m.bots if b.startswith("b")]] += 1
+    by_matches = np.clip((played - min_matches) / RAMP_MATCHES, 0, 1)
+    by_points = np.clip((np.minimum(scored, conceded) - MIN_POINTS) / RAMP_POINTS, 0, 1)
+    w = by_matches * by_points
     return float(w @ true / w.sum())
 
 
-def anchor(runs: int) -> None:
+def anchor(runs: int, matches: int = 300) -> None:
     true = np.array([-150.0, -75.0, 0.0, 50.0, 100.0, 200.0])
     rng = np.random.default_rng(16)
     covered = total = 0
     moves: list[float] = []
     widen: list[float] = []
     for run in range(runs):
-        results = season(rng, true, 300)
+        results = season(rng, true, matches)
         # A "random" bot that loses every comparison, at tables with the others.
         for m in range(60):
             seats = rng.permutation(len(true))[: int(rng.integers(1, 4))]
@@ -175,12 +181,13 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     a = sub.add_parser("anchor", help="coverage and newcomer figures")
     a.add_argument("--runs", type=int, default=200, help="simulated seasons")
+    a.add_argument("--matches", type=int, default=300, help="matches of the six per season")
     s = sub.add_parser("scale", help="time and memory at size")
     s.add_argument("--bots", type=int, default=1000)
     s.add_argument("--matches", type=int, default=10_000_000)
     args = parser.parse_args()
     if args.what == "anchor":
-        anchor(args.runs)
+        anchor(args.runs, args.matches)
     else:
         scale(args.bots, args.matches)
 

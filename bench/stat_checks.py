@@ -23,7 +23,10 @@ standard error to the estimates' empirical standard deviation (target 0.9-1.1).
 12 established bots (60 matches each at 2- to 4-seat tables, ratings spread over 600 Elo),
 then (a) a hopeless bot that lost all of its 30 matches draws once, and (b) a newcomer 400 Elo
 above the average plays its 20th match (crossing ``min_matches``). It prints the largest shift
-of an established bot's rating over the runs (target <= 5 Elo).
+of the scale (the established bots' mean move) over the runs (target <= 5 Elo), and, without a
+target, the largest shift at any one of the hopeless bot's next four draws and of the
+newcomer's next twenty matches (the bot's share of the zero growing, and the established
+bots' own records changing).
 
 ``fairplay`` simulates honest bots' paired differences (arena/ratings/fairplay.py), looked at
 after every deal from the 20th to the 2,000th, and prints how many were ever flagged (target
@@ -199,31 +202,50 @@ def shift(before: list[RatedMatch], after: list[RatedMatch], k: int) -> tuple[fl
 def anchor(runs: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     print(f"the scale's zero, {runs} runs: the established bots' mean move (the scale's shift, "
-          "target <= 5 Elo) and the largest single bot's move")
+          "target <= 5 Elo) and the largest single bot's move; the 'later' rows (no target) are "
+          "the largest shift over the next matches of the same bot")
     for k in (6, 12):
-        hopeless, newcomer = [], []
+        events: dict[str, list[tuple[float, float]]] = {
+            "a hopeless bot draws once": [],
+            "a strong newcomer's 20th match": [],
+            "later: its 2nd to 5th draw": [],
+            "later: the newcomer's 21st-40th": [],
+        }
         for _ in range(runs):
             true, season = established(rng, k, 60 * k // 3)
             lost = [
                 RatedMatch(f"h{m}", ("hopeless", f"b{int(rng.integers(k))}"), (-1e6, 0.0)) for m in range(30)
             ]
-            draw = RatedMatch("h-draw", ("hopeless", f"b{int(rng.integers(k))}"), (0.0, 0.0))
-            hopeless.append(shift(season + lost, [*season, *lost, draw], k))
+            draws = [
+                RatedMatch(f"d{d}", ("hopeless", f"b{int(rng.integers(k))}"), (0.0, 0.0)) for d in range(5)
+            ]
+            before = season + lost
+            events["a hopeless bot draws once"].append(shift(before, [*before, draws[0]], k))
+            events["later: its 2nd to 5th draw"].append(
+                worst([shift(before + draws[:d], before + draws[: d + 1], k) for d in range(1, 5)])
+            )
             strong = 400.0 + true.mean()
             games = []
-            for m in range(20):
+            for m in range(40):
                 seats = rng.permutation(k)[: int(rng.integers(1, 4))]
                 util = ELO_SCALE * np.r_[strong, true[seats]] + rng.gumbel(size=len(seats) + 1)
                 games.append(RatedMatch(f"n{m}", ("new", *(f"b{i}" for i in seats)), tuple(util.tolist())))
-            newcomer.append(shift(season + games[:19], season + games, k))
-        for name, moves in (
-            ("a hopeless bot draws once", hopeless),
-            ("a strong newcomer's 20th match", newcomer),
-        ):
+            joined = shift(season + games[:19], season + games[:20], k)
+            events["a strong newcomer's 20th match"].append(joined)
+            events["later: the newcomer's 21st-40th"].append(
+                worst([shift(season + games[: m - 1], season + games[:m], k) for m in range(21, 41)])
+            )
+        for name, moves in events.items():
             scale, single = np.array(moves).T
-            verdict = "ok" if scale.max() <= 5 else "MISSED"
+            verdict = "" if name.startswith("later") else " (ok)" if scale.max() <= 5 else " (MISSED)"
             print(f"  {k:>2} bots, {name:<31} scale: largest {scale.max():5.1f} Elo, median "
-                  f"{np.median(scale):4.1f} ({verdict}); one bot: largest {single.max():5.1f}")
+                  f"{np.median(scale):4.1f}{verdict}; one bot: largest {single.max():5.1f}")
+
+
+def worst(moves: list[tuple[float, float]]) -> tuple[float, float]:
+    """The largest scale shift and the largest single move over several steps."""
+    scale, single = np.array(moves).T
+    return float(scale.max()), float(single.max())
 
 
 def honest(rng: np.random.Generator, kind: str, shape: tuple[int, int]) -> np.ndarray:

@@ -15,13 +15,14 @@ The established pool, and the scale
     against and conceded to the others, directly or round a chain (a strongly connected
     group, which is exactly when the maximum-likelihood fit is finite without a prior). The
     pool is fitted by plain maximum likelihood on the pairs among its members, and its
-    weighted mean is ``anchor`` (1500): **1500 is the average of the established pool**, each
-    member weighted by its Fisher information (sum of ``w p (1 - p)`` over its pairs) times
-    ``min(1, (matches - min_matches) / RAMP)``, so that a hopeless bot's one draw or a
-    newcomer's crossing of ``min_matches`` does not move the zero (:func:`_centre_weights`;
-    bench/stat_checks.py anchor). If no two bots qualify,
-    the largest two-sided group of any bots is the pool (or, failing that, the bot with the
-    most matches alone).
+    weighted mean is ``anchor`` (1500): **1500 is the average of the established pool**, every
+    member counting the same once it has played ``min_matches + 60`` matches and has both
+    scored and conceded 2 points (comparisons won and lost, a pair weighted as in the fit);
+    before that its share grows linearly from nothing at ``min_matches`` matches and at ½
+    point, so that a newcomer's crossing of ``min_matches`` or a hopeless bot's one draw does
+    not move the zero (:func:`_centre_weights`; bench/stat_checks.py anchor); while no member
+    counts yet, the plain mean. If no two bots qualify, the largest two-sided group of any bots
+    is the pool (or, failing that, the bot with the most matches alone).
 
 Everyone else
     Each bot outside the pool is fitted alone against the pool, on its pairs with pool members,
@@ -36,7 +37,7 @@ Intervals
     duplicate play are one independent unit; a match given no deal is its own) over the stacked
     estimating equations: the
     pool's and each outsider's, so an outsider's interval includes the pool's own uncertainty.
-    The pool's intervals are those of ``R_i - mean(pool)``. LOS is the probability that a bot
+    The pool's intervals are those of ``R_i`` minus the zero. LOS is the probability that a bot
     is stronger than the next one down the table (normal approximation, covariances
     included); it is None next to a one-sided bound.
 
@@ -472,7 +473,7 @@ class RatingModel:
         x, finite = self._estimate(pool, x0)
         position = np.where(finite, np.cumsum(finite) - 1, -1)
         m = meat(data.blocks, x, position, pool, int(finite.sum()))
-        bread = _bread(data.weights[:k, :k], pool, finite, x, data.matches[:k], self.opts.min_matches)
+        bread = _bread(data.weights[:k, :k], pool, finite, x, self._shares(pool))
         self._last = _Fit(pool, x, finite, m, len(data.blocks), bread)
         return self._report(pairwise)
 
@@ -518,9 +519,18 @@ class RatingModel:
         x[outside[two_sided]] = _fit_outsiders(op[two_sided], ow[two_sided], pool_x)
         finite = pool.copy()
         finite[outside[two_sided]] = True
-        share = _centre_weights(pw, pool_x, data.matches[members], self.opts.min_matches)
-        x[finite] -= share @ pool_x  # the scale's zero (every bot moves alike)
+        x[finite] -= self._shares(pool) @ pool_x  # the scale's zero (every bot moves alike)
         return x, finite
+
+    def _shares(self, pool: BoolArray) -> FloatArray:
+        """The pool members' shares of the scale's zero (:func:`_centre_weights`), from their
+        records against everyone they met."""
+        data = self.data
+        k = data.k
+        members = np.flatnonzero(pool)
+        scored = data.points[members, :k].sum(axis=1)
+        conceded = data.weights[members, :k].sum(axis=1) - scored
+        return _centre_weights(scored, conceded, data.matches[members], self.opts.min_matches)
 
     def _report(self, pairwise: bool) -> RatingTable:
         assert self._last is not None
@@ -612,35 +622,44 @@ def _newton_step(points: FloatArray, weights: FloatArray, x: FloatArray, pool_in
 
 
 #: Matches past ``min_matches`` over which a pool member's share of the zero grows to full.
-RAMP = 100
+RAMP_MATCHES = 60
+#: Points (comparisons won, pairs weighted 1/(seats - 1)) a member must have both scored and
+#: conceded before it counts in the zero at all, and the points over which it grows to full.
+MIN_POINTS, RAMP_POINTS = 0.5, 1.5
 
 
 def _centre_weights(
-    weights: FloatArray, pool_x: FloatArray, matches: IntArray, min_matches: int
+    scored: FloatArray, conceded: FloatArray, matches: IntArray, min_matches: int
 ) -> FloatArray:
-    """The pool members' shares of the scale's zero: each one's Fisher information (its games'
-    weight times p(1 - p)), times a ramp from 0 at ``min_matches`` to 1 at ``min_matches +
-    RAMP``, normalised. A bot that loses nearly everything carries almost no information, and
-    one that just crossed ``min_matches`` no ramp, so either can join or leave the pool without
-    moving the zero (an unweighted mean moved everyone by 67-124 Elo when a hopeless bot drew
-    once, 30-50 when a strong newcomer played its 20th match); a member's share then grows by
-    1/RAMP per match, a drift, never a jump."""
-    if len(pool_x) == 0:
-        return pool_x
-    p = sigmoid(pool_x[:, None] - pool_x[None, :])
-    info = (weights * p * (1.0 - p)).sum(axis=1)
-    info *= np.clip((matches - min_matches) / RAMP, 0.0, 1.0)
-    total = float(info.sum())
-    if total <= 0:  # nobody past the ramp's start: information alone
-        info = (weights * p * (1.0 - p)).sum(axis=1)
-        total = float(info.sum())
-    out: FloatArray = info / total if total > 0 else np.full(len(pool_x), 1.0 / len(pool_x))
+    """The pool members' shares of the scale's zero, from each member's own record only:
+    every member counts the same once it has played ``min_matches + RAMP_MATCHES`` matches
+    and both scored and conceded ``MIN_POINTS + RAMP_POINTS`` points; before that its share
+    grows linearly from nothing at ``min_matches`` matches and at ``MIN_POINTS`` points.
+
+    Equal shares, because whatever the zero weighs unequally moves with the members' new
+    results: a member weighted unlike the others shifts everyone when its own rating moves,
+    and information weights (the previous rule) also jumped when a joining bot's games
+    entered the pool (bench/stat_checks.py anchor: 15-18 Elo in a 6-bot pool). The ramps keep
+    out who should not count yet: a newcomer that has just crossed ``min_matches``, and a bot
+    whose record is barely two-sided (a hopeless bot's first draw, ½ point scored, gives it no
+    share), hundreds of Elo from the rest. The points ramp ends low because a pool's own best
+    and worst members concede or score few points too, and must already count in full when a
+    hopeless bot draws with them. The record, not the fitted ratings, sets the shares, so they
+    cannot jump when someone else's results change."""
+    if len(matches) == 0:
+        return np.zeros(0)
+    by_matches = np.clip((matches - min_matches) / RAMP_MATCHES, 0.0, 1.0)
+    by_points = np.clip((np.minimum(scored, conceded) - MIN_POINTS) / RAMP_POINTS, 0.0, 1.0)
+    share = by_matches * by_points
+    total = float(share.sum())
+    if total <= 0:  # nobody has started counting (a young arena): the plain mean
+        return np.full(len(matches), 1.0 / len(matches))
+    out: FloatArray = share / total
     return out
 
 
 def _bread(
-    weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray, matches: IntArray,
-    min_matches: int,
+    weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray, share: FloatArray
 ) -> FloatArray:
     """The sandwich's bread (natural units) for the finite estimates, in code order: the
     stacked equations' inverse information ``L^-1``. ``L`` is block lower triangular (the
@@ -661,9 +680,9 @@ def _bread(
     inv[np.ix_(mi, mi)] = pool_inv
     inv[np.ix_(oi, mi)] = (curv @ pool_inv) / own[:, None]
     inv[oi, oi] = 1.0 / own
-    # Every estimate is read against the information-weighted centre of the pool, not the
-    # plain mean ``pool_inv`` assumes: subtract the centre's own row from every row.
-    share = _centre_weights(weights[np.ix_(members, members)], x[members], matches[members], min_matches)
+    # Every estimate is read against the pool's weighted centre (``share``, which depends on
+    # the records only, not on the estimates), not the plain mean ``pool_inv`` assumes:
+    # subtract the centre's own row from every row.
     inv -= (share @ inv[mi])[None, :]
     return inv
 

@@ -14,8 +14,9 @@ if TYPE_CHECKING:  # numpy stays unimported for commands that only print words
 SCALE = (
     "Elo scale: 1500 is the average of the established pool (the bots with at least "
     "{min_matches} rated matches and a two-sided record: points won and lost among themselves), "
-    "each weighted by how precisely its results place it and by its matches past {min_matches}, "
-    "so a bot joining or leaving the pool barely moves anyone else; "
+    "every member counting the same once it has {full_matches} matches and has both won and lost "
+    "{full_points} points, and in part before, so a bot joining or leaving the pool barely moves "
+    "anyone else; "
     "a bot 200 points above another finishes ahead of it about 76% of the time."
 )
 #: The interval.
@@ -42,12 +43,17 @@ PAIRWISE = (
 
 #: The rating model's pool entry bar (arena.ratings.model.fit's default), for the texts above.
 MIN_MATCHES = 20
+#: Matches past the entry bar, and points won and lost, at which a pool member counts in full
+#: in the scale's zero (arena.ratings.model.RAMP_MATCHES, MIN_POINTS + RAMP_POINTS).
+FULL_AFTER_MATCHES, FULL_POINTS = 60, "2"
 
 
 def legend(min_matches: int = MIN_MATCHES) -> list[str]:
     """The lines that explain a rating table, in order."""
     return [
-        SCALE.format(min_matches=min_matches),
+        SCALE.format(
+            min_matches=min_matches, full_matches=min_matches + FULL_AFTER_MATCHES, full_points=FULL_POINTS
+        ),
         INTERVAL,
         LOS,
         PROVISIONAL.format(min_matches=min_matches),

@@ -7,8 +7,9 @@ Shape
     ``deals_per_table`` *deals*; a deal is played in duplicate: the same seed once per seat
     arrangement of arena/tournaments/seating.py (``n (n - 1)`` matches at an ``n``-seat table, bot
     ``combo[arrangements(n)[r][s]]`` in seat ``s`` of arrangement ``r``), so every bot holds
-    every seat's cards and sits after every other bot equally often: card and seating luck
-    cancel out. (The ``rotation`` column and the ``r`` of the key number the arrangement.)
+    every seat's cards and sits after every other bot equally often, and holds each seat once
+    with each follower: card and seating luck cancel out. (The ``rotation`` column and the
+    ``r`` of the key number the arrangement.)
 
 Seeds
     Everything derives from the tournament's secret seed, which is the seed given (or drawn)

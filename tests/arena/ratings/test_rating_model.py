@@ -127,31 +127,63 @@ def test_shuffling_matches_or_seats_changes_nothing(order: list[int], seat_seed:
     assert_same(fit(SEASON), fit(shuffled))
 
 
-def centre_by_hand(results: Sequence[RatedMatch], table: RatingTable, min_matches: int = 20) -> float:
-    """The pool's information-weighted mean: each member weighs sum over its pairs of
-    w p (1 - p), times min(1, (matches - min_matches) / 100)."""
+def centre_by_hand(
+    results: Sequence[RatedMatch], table: RatingTable, min_matches: int = 20
+) -> tuple[float, dict[str, float]]:
+    """The pool's weighted mean and the members' weights: a member weighs min(1, (matches -
+    min_matches) / 60) times min(1, (points - 1/2) / 1.5), its points the smaller of those it
+    scored and conceded (a pair of an n-seat match weighs 1/(n - 1))."""
     elo = {r.bot: r.elo for r in table.ratings if r.basis == "pool"}
-    info = dict.fromkeys(elo, 0.0)
     played = dict.fromkeys(elo, 0)
+    scored = dict.fromkeys(elo, 0.0)
+    conceded = dict.fromkeys(elo, 0.0)
     for m in results:
+        w = 1 / (len(m.bots) - 1)
+        for (a, sa), (b, sb) in itertools.combinations(zip(m.bots, m.scores, strict=True), 2):
+            got = w * (1.0 if sa > sb else 0.5 if sa == sb else 0.0)
+            for bot, won, lost in ((a, got, w - got), (b, w - got, got)):
+                if bot in elo:
+                    scored[bot] += won
+                    conceded[bot] += lost
         for bot in m.bots:
-            played[bot] = played.get(bot, 0) + 1
-        for a, b in itertools.combinations(m.bots, 2):
-            if a in elo and b in elo:
-                p = 1 / (1 + 10 ** ((elo[b] - elo[a]) / 400))
-                for bot in (a, b):
-                    info[bot] += p * (1 - p) / (len(m.bots) - 1)
-    share = {b: info[b] * min(1.0, max(0.0, (played[b] - min_matches) / 100)) for b in elo}
-    return sum(share[b] * elo[b] for b in elo) / sum(share.values())
+            if bot in elo:
+                played[bot] += 1
+    weight = {
+        b: min(1.0, max(0.0, (played[b] - min_matches) / 60))
+        * min(1.0, max(0.0, (min(scored[b], conceded[b]) - 0.5) / 1.5))
+        for b in elo
+    }
+    return sum(weight[b] * elo[b] for b in elo) / sum(weight.values()), weight
 
 
-def test_anchored_at_the_information_weighted_centre() -> None:
+def test_anchored_at_the_pools_weighted_mean() -> None:
     table = fit(SEASON)
-    assert centre_by_hand(SEASON, table) == pytest.approx(1500.0, abs=1e-6)
+    centre, weight = centre_by_hand(SEASON, table)
+    assert centre == pytest.approx(1500.0, abs=1e-6)
+    assert set(weight.values()) == {1.0}  # 150 matches of 5 bots: all established
     moved = fit(SEASON, anchor=2000.0)
     for a, b in zip(table.ratings, moved.ratings, strict=True):
         assert b.elo - a.elo == pytest.approx(500.0, abs=1e-9)
         assert b.high - b.low == pytest.approx(a.high - a.low, abs=1e-9)
+
+
+def test_young_members_count_in_part() -> None:
+    # 6 bots 600 Elo apart, about 50 matches each: the ends of the pool score (or concede)
+    # few points and nobody has 80 matches, so the shares differ and are not zero.
+    true = [-300.0, -180.0, -60.0, 60.0, 180.0, 300.0]
+    results = simulate(np.random.default_rng(5), true, 75, (2, 3, 4, 5, 6))
+    table = fit(results)
+    centre, weight = centre_by_hand(results, table)
+    assert len(weight) == 6 and 0 < min(weight.values()) < max(weight.values()) < 1
+    assert centre == pytest.approx(1500.0, abs=1e-6)
+
+
+def test_the_zero_is_the_plain_mean_until_a_member_counts() -> None:
+    # 18 matches of 3 bots: no member has more than 20 matches, so none counts yet.
+    results = simulate(np.random.default_rng(6), [0.0, 100.0, 200.0], 18, (2, 3))
+    table = fit(results)
+    assert all(r.basis == "pool" and r.matches <= 20 for r in table.ratings)
+    assert np.mean([r.elo for r in table.ratings]) == pytest.approx(1500.0, abs=1e-6)
 
 
 def test_one_sided_records_get_a_one_sided_bound_and_move_nobody() -> None:
@@ -455,28 +487,34 @@ def scale_shift(before: list[RatedMatch], after: list[RatedMatch], k: int) -> fl
     return abs(float(np.mean([b[f"b{i}"].elo - a[f"b{i}"].elo for i in range(k)])))
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_scale_holds_still_when_a_hopeless_bot_draws_once(seed: int) -> None:
+@pytest.mark.parametrize("drawer", ["b2", "b5"])
+@pytest.mark.parametrize("k", [6, 12])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_the_scale_holds_still_when_a_hopeless_bot_draws_once(seed: int, k: int, drawer: str) -> None:
     # Issue #26: one draw made a bot that lost everything a pool member and moved every
-    # rating by about +67 Elo (12 bots), with the pool's plain mean as the zero.
+    # rating by about +67 Elo (12 bots) with the pool's plain mean as the zero, and by up to
+    # 16 Elo (6 bots) with an information-weighted mean: the drawer's and its victims'
+    # weights changed as its games entered the pool. b5 is the best of 6, which concedes few
+    # points: its own share must not move with the draw.
     rng = np.random.default_rng(seed)
-    _, season = established_season(rng, 12)
-    lost = [RatedMatch(f"h{m}", ("hopeless", f"b{m % 12}"), (-1e6, 0.0)) for m in range(30)]
+    _, season = established_season(rng, k)
+    lost = [RatedMatch(f"h{m}", ("hopeless", f"b{m % k}"), (-1e6, 0.0)) for m in range(30)]
     before = season + lost
-    after = [*before, RatedMatch("draw", ("hopeless", "b5"), (0.0, 0.0))]
+    after = [*before, RatedMatch("draw", ("hopeless", drawer), (0.0, 0.0))]
     assert by_bot(fit(after))["hopeless"].basis == "pool"  # it did join
-    assert scale_shift(before, after, 12) <= 5.0
+    assert scale_shift(before, after, k) <= 5.0
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_scale_holds_still_when_a_strong_newcomer_joins_the_pool(seed: int) -> None:
+@pytest.mark.parametrize("k", [6, 12])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_the_scale_holds_still_when_a_strong_newcomer_joins_the_pool(seed: int, k: int) -> None:
     rng = np.random.default_rng(seed)
-    true, season = established_season(rng, 12)
+    true, season = established_season(rng, k)
     games = []
     for m in range(20):
-        seats = rng.permutation(12)[: int(rng.integers(1, 4))]
+        seats = rng.permutation(k)[: int(rng.integers(1, 4))]
         util = ELO_SCALE * np.r_[400.0, true[seats]] + rng.gumbel(size=len(seats) + 1)
         games.append(RatedMatch(f"n{m}", ("new", *(f"b{i}" for i in seats)), tuple(util.tolist())))
     assert by_bot(fit(season + games))["new"].basis == "pool"
     assert by_bot(fit(season + games[:19]))["new"].basis != "pool"
-    assert scale_shift(season + games[:19], season + games, 12) <= 5.0
+    assert scale_shift(season + games[:19], season + games, k) <= 5.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from arena.ratings import model, terms
 from arena.ratings.model import RatedMatch, fit
 from arena.ratings.terms import legend, los_text, rating_text, reason_text
 
@@ -16,7 +17,7 @@ def test_numbers_and_bounds_are_written_one_way() -> None:
 def test_the_legend_says_what_1500_the_interval_los_and_provisional_mean() -> None:
     text = " ".join(legend(min_matches=30))
     assert "1500 is the average of the established pool" in text and "at least 30 rated matches" in text
-    assert "weighted by how precisely its results place it and by its matches past 30" in text
+    assert "counting the same once it has 90 matches and has both won and lost 2 points" in text
     assert "95% interval" in text and "LOS" in text and "fewer than 30" in text
     assert "one-sided record" in text
 
@@ -26,3 +27,8 @@ def test_every_reason_the_model_gives_has_words() -> None:
     reasons = {r.reason for r in table.ratings}
     assert reasons == {"few-matches", "one-sided"}
     assert all(reason_text(r) for r in reasons) and reason_text(None) is None
+
+
+def test_the_legend_quotes_the_models_own_ramps() -> None:
+    assert terms.FULL_AFTER_MATCHES == model.RAMP_MATCHES
+    assert float(terms.FULL_POINTS) == model.MIN_POINTS + model.RAMP_POINTS
