@@ -28,6 +28,7 @@ fairplay measures the false alarms over 2,000 looks).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -62,6 +63,8 @@ class FairPlayCheck:
     p_value: float | None  # anytime-valid, one-sided (later better than first)
     flagged: bool
     p_single_look: float | None = None  # the t-test's, valid only if looked at once
+    faulted: int = 0  # paired deals in which the bot faulted (they count, faults and all)
+    overlapped: int = 0  # deals not paired: their rotations were played at once
 
     def to_json(self) -> dict[str, Any]:
         def rounded(value: float | None, digits: int) -> float | None:
@@ -80,6 +83,8 @@ class FairPlayCheck:
             "sequential": True,
             "min_deals": MIN_DEALS,
             "flagged": self.flagged,
+            "faulted_deals": self.faulted,
+            "overlapped_deals": self.overlapped,
         }
 
 
@@ -124,22 +129,44 @@ def t_as_z(t: float, df: int) -> float:
     return (8 * df + 1) / (8 * df + 3) * math.sqrt(df * math.log1p(t * t / df))
 
 
+@dataclass(frozen=True, slots=True)
+class Differences:
+    values: list[float]  # per paired deal, mean(later) - first, chips per 100 hands
+    faulted: int = 0  # of those, deals in which the bot faulted (counted as played)
+    overlapped: int = 0  # deals left unpaired: every later rotation began before the first ended
+
+
 def bot_differences(session: Session, bot_id: int, tournament_id: int | None = None) -> list[float]:
     """Per duplicate deal the bot played twice or more, ``mean(later) - first`` (chips per 100
-    hands), over done matches without a fault of its own.
+    hands): :func:`deal_differences`' values."""
+    return deal_differences(session, bot_id, tournament_id).values
+
+
+def deal_differences(session: Session, bot_id: int, tournament_id: int | None = None) -> Differences:
+    """Per duplicate deal the bot played twice or more, ``mean(later) - first`` (chips per 100
+    hands), over its done matches.
 
     Only comparable matches are paired: the later ones that seat the bots in the same order
     round the table as the first (up to where the table starts: the same neighbours on each
     side), and only when the match's hands are a multiple of the table size (every seat deals
     and leads equally often). Otherwise a seat or neighbour advantage, not memory, could make
-    later rotations differ."""
+    later rotations differ. A later rotation is one that *started after the first ended*:
+    rotations played at once could each learn from the other hand by hand, and both would
+    gain (the driver plays a deal one rotation at a time when a seat's memory is not the
+    arena's: arena/runtime/scheduling.py).
+
+    A deal in which the bot faulted counts as played, with the chips the faults cost it where
+    they fell: leaving such deals out let a bot remove each deal its memory profited from with
+    one illegal reply (issue #29). A fault can only lower the rotation it falls in, so an
+    honest bot that faults in a first rotation (slow to start) gains one large difference,
+    which a paired t statistic over many deals barely moves."""
     mine = select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)
     query = (
-        select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.hands, MatchSeat.score,
-               MatchSeat.faults)
+        select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.finished_at, Match.hands,
+               MatchSeat.score, MatchSeat.faults)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .where(MatchSeat.bot_id == bot_id, Match.status == MatchStatus.DONE)
-    )
+    )  # fmt: skip
     seating_query = select(MatchSeat.match_id, MatchSeat.seat, MatchSeat.bot_id).where(
         MatchSeat.match_id.in_(mine)
     )
@@ -151,26 +178,43 @@ def bot_differences(session: Session, bot_id: int, tournament_id: int | None = N
     seatings: dict[int, list[tuple[int, int]]] = {}
     for match_id, seat, seated in session.execute(seating_query):
         seatings.setdefault(match_id, []).append((seat, seated))
-    deals: dict[tuple[int, int], list[tuple[Any, int, int, int]]] = {}
-    faulted: set[tuple[int, int]] = set()
-    for tid, seed, match_id, started, hands, score, faults in session.execute(query):
-        key = (tid, seed)
-        if faults:
-            faulted.add(key)
-        deals.setdefault(key, []).append((started, match_id, int(score or 0), int(hands or 0)))
-    out = []
-    for key, played in deals.items():
-        if key in faulted or len(played) < 2:
+    deals: dict[tuple[int, int], list[_Played]] = {}
+    for tid, seed, match_id, started, finished, hands, score, faults in session.execute(query):
+        row = _Played(started, finished, match_id, int(score or 0), int(hands or 0), bool(faults))
+        deals.setdefault((tid, seed), []).append(row)
+    out: list[tuple[Any, int, float]] = []  # in the order the deals began: the check's looks
+    faulted = overlapped = 0
+    for played in deals.values():
+        if len(played) < 2:
             continue
-        played.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1]))
-        _, first_id, first, hands = played[0]
-        order = _cycle(seatings.get(first_id, []))
-        if hands <= 0 or not order or hands % len(order):
+        played.sort(key=lambda row: (row.started is None, row.started or 0, row.match_id))
+        first = played[0]
+        order = _cycle(seatings.get(first.match_id, []))
+        if first.hands <= 0 or not order or first.hands % len(order):
             continue
-        later = [score for _, match_id, score, _ in played[1:] if _cycle(seatings.get(match_id, [])) == order]
-        if later:
-            out.append(100 * (statistics.fmean(later) - first) / hands)
-    return out
+        comparable = [row for row in played[1:] if _cycle(seatings.get(row.match_id, [])) == order]
+        later = [
+            row for row in comparable
+            if first.finished is not None and row.started is not None and row.started >= first.finished
+        ]  # fmt: skip
+        if not later:
+            overlapped += bool(comparable)
+            continue
+        difference = 100 * (statistics.fmean(row.score for row in later) - first.score) / first.hands
+        out.append((first.started, first.match_id, difference))
+        faulted += first.faulted or any(row.faulted for row in later)
+    out.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1]))
+    return Differences([difference for _, _, difference in out], faulted, overlapped)
+
+
+@dataclass(frozen=True, slots=True)
+class _Played:
+    started: Any
+    finished: Any
+    match_id: int
+    score: int
+    hands: int
+    faulted: bool
 
 
 def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
@@ -183,7 +227,9 @@ def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
 
 
 def fair_play_check(session: Session, bot_id: int, tournament_id: int | None = None) -> FairPlayCheck:
-    return paired_check(bot_differences(session, bot_id, tournament_id))
+    found = deal_differences(session, bot_id, tournament_id)
+    check = paired_check(found.values)
+    return dataclasses.replace(check, faulted=found.faulted, overlapped=found.overlapped)
 
 
 # -- Student's t ------------------------------------------------------------------------------
