@@ -119,14 +119,7 @@ def play(
     finally:
         server.stop(0)
     return {"chips": chips, "differences": found.values, "overlapped": found.overlapped,
-            "faulted": found.faulted}  # fmt: skip
-
-
-def first_flag(differences: Sequence[float]) -> int | None:
-    for n in range(fairplay.MIN_DEALS, len(differences) + 1):
-        if fairplay.paired_check(differences[:n]).flagged:
-            return n
-    return None
+            "faulted": found.faulted, "referenced": found.referenced}  # fmt: skip
 
 
 def report(name: str, run: dict[str, Any], honest: dict[str, Any], hands: int, seconds: float) -> str:
@@ -134,14 +127,14 @@ def report(name: str, run: dict[str, Any], honest: dict[str, Any], hands: int, s
     edge = [100 * (run["chips"][d] - honest["chips"][d]) / (2 * hands) for d in deals]
     mean, lo, hi = cheats.mean_ci(edge)
     check = fairplay.paired_check(run["differences"])
-    flag = first_flag(run["differences"])
+    flag = fairplay.first_flag(run["differences"])  # the arena's own: every look of the life
     low, high = check.low or 0.0, check.high or 0.0
     diff = "n/a" if check.mean is None else f"{check.mean:+.1f} [{low:+.1f}, {high:+.1f}]"
     p = "n/a" if check.p_value is None else f"{check.p_value:.2g}"
     return (
         f"{name:<17} edge over honest greedy {mean:+.1f} chips/100 hands [{lo:+.1f}, {hi:+.1f}]; "
         f"check: later - first {diff} over {check.deals} paired deals ({run['overlapped']} overlapped, "
-        f"{run['faulted']} with a fault of the bot), p {p}, "
+        f"{run['faulted']} with a fault of the bot, {run['referenced']} net of the reference), p {p}, "
         f"{'flagged at deal ' + str(flag) if flag else 'not flagged'}  ({seconds:.0f} s)"
     )
 

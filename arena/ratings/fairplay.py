@@ -10,20 +10,27 @@ the cards, so its results in the first-played and the later rotations have the s
 expectation when the match's hands give every seat the deal and the first turn equally often
 (``hands_per_match`` a multiple of the table size; see docs/arena.md).
 
-Per deal the bot played at least twice (its own matches of the deal, done, with no fault of
-its own: a bot that failed its first match while starting up would look like a cheater), the
+Per deal the bot played at least twice (its own matches of the deal, done, faults and all:
+leaving faulted deals out let a cheater hide each profitable deal with one illegal reply), the
 paired difference is ``mean(later) - first`` in chips per 100 hands, the first being the
 earliest started (ties by match id), the later ones those with the same order of bots round
-the table (:func:`bot_differences`). The check is recomputed as a bot's deals accumulate, so
-a fixed-sample test would be looked at again and again (a t-test at ``p < 0.001`` flagged an
-honest bot at some look 0.8% of the time by 100 deals, 2.3% by 2,000). It is sequential
+the table that began after the first ended (rotations played at once could each learn from
+the other), each score less the house reference bot's in the same seat on the same cards when
+the deal has it (arena/play/reference.py: the card luck of holding the other seat's cards, most
+of the difference's spread) (:func:`deal_differences`).
+
+The check is recomputed as a bot's deals accumulate, so a fixed-sample test would be looked
+at again and again (a t-test at ``p < 0.001`` flagged an honest bot at some look 0.8% of the
+time by 100 deals, 2.3% by 2,000). It is sequential
 instead: the statistic is Robbins' normal-mixture martingale of the standardised differences,
 ``M_n = sqrt(RHO / (n + RHO)) * exp(n z^2 / (2 (n + RHO)))`` (``z`` the paired t statistic
 brought to the normal scale by :func:`t_as_z`, for a later gain), and the p-value
 ``min(1, 1 / M_n)``; by Ville's inequality an honest bot's M
 ever reaches ``1 / ALPHA`` with probability at most ALPHA, over every look of its life. A bot
-is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS`` deals (bench/stat_checks.py
-fairplay measures the false alarms over 2,000 looks).
+is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS`` deals at *any* look of its
+life, the deals taken in the order they began (:func:`first_flag`): that is the event Ville's
+bound is about, so a flag once raised stays (bench/stat_checks.py fairplay measures the false
+alarms over 2,000 looks).
 """
 
 from __future__ import annotations
@@ -65,6 +72,8 @@ class FairPlayCheck:
     p_single_look: float | None = None  # the t-test's, valid only if looked at once
     faulted: int = 0  # paired deals in which the bot faulted (they count, faults and all)
     overlapped: int = 0  # deals not paired: their rotations were played at once
+    referenced: int = 0  # paired deals net of the reference bot's scores on the same cards
+    flagged_at: int | None = None  # the deals at the first look that flagged it
 
     def to_json(self) -> dict[str, Any]:
         def rounded(value: float | None, digits: int) -> float | None:
@@ -85,6 +94,8 @@ class FairPlayCheck:
             "flagged": self.flagged,
             "faulted_deals": self.faulted,
             "overlapped_deals": self.overlapped,
+            "referenced_deals": self.referenced,
+            "flagged_at_deals": self.flagged_at,
         }
 
 
@@ -134,6 +145,7 @@ class Differences:
     values: list[float]  # per paired deal, mean(later) - first, chips per 100 hands
     faulted: int = 0  # of those, deals in which the bot faulted (counted as played)
     overlapped: int = 0  # deals left unpaired: every later rotation began before the first ended
+    referenced: int = 0  # paired deals compared net of the reference bot's scores
 
 
 def bot_differences(session: Session, bot_id: int, tournament_id: int | None = None) -> list[float]:
@@ -163,7 +175,7 @@ def deal_differences(session: Session, bot_id: int, tournament_id: int | None = 
     mine = select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)
     query = (
         select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.finished_at, Match.hands,
-               MatchSeat.score, MatchSeat.faults)
+               MatchSeat.score, MatchSeat.faults, MatchSeat.reference_score)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .where(MatchSeat.bot_id == bot_id, Match.status == MatchStatus.DONE)
     )  # fmt: skip
@@ -179,11 +191,11 @@ def deal_differences(session: Session, bot_id: int, tournament_id: int | None = 
     for match_id, seat, seated in session.execute(seating_query):
         seatings.setdefault(match_id, []).append((seat, seated))
     deals: dict[tuple[int, int], list[_Played]] = {}
-    for tid, seed, match_id, started, finished, hands, score, faults in session.execute(query):
-        row = _Played(started, finished, match_id, int(score or 0), int(hands or 0), bool(faults))
+    for tid, seed, match_id, started, finished, hands, score, faults, reference in session.execute(query):
+        row = _Played(started, finished, match_id, int(score or 0), int(hands or 0), bool(faults), reference)
         deals.setdefault((tid, seed), []).append(row)
     out: list[tuple[Any, int, float]] = []  # in the order the deals began: the check's looks
-    faulted = overlapped = 0
+    faulted = overlapped = referenced = 0
     for played in deals.values():
         if len(played) < 2:
             continue
@@ -200,11 +212,17 @@ def deal_differences(session: Session, bot_id: int, tournament_id: int | None = 
         if not later:
             overlapped += bool(comparable)
             continue
-        difference = 100 * (statistics.fmean(row.score for row in later) - first.score) / first.hands
+        # Less the reference bot's score in the same seats on the same cards (arena/play/reference.py)
+        # when the deal has one: the card luck of holding another seat's cards later.
+        pairs = [first, *later]
+        control = all(row.reference is not None for row in pairs)
+        gains = [row.score - ((row.reference or 0) if control else 0) for row in pairs]
+        difference = 100 * (statistics.fmean(gains[1:]) - gains[0]) / first.hands
+        referenced += control
         out.append((first.started, first.match_id, difference))
         faulted += first.faulted or any(row.faulted for row in later)
     out.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1]))
-    return Differences([difference for _, _, difference in out], faulted, overlapped)
+    return Differences([difference for _, _, difference in out], faulted, overlapped, referenced)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +233,7 @@ class _Played:
     score: int
     hands: int
     faulted: bool
+    reference: int | None  # the reference bot's score in this seat (match_seats.reference_score)
 
 
 def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
@@ -229,7 +248,31 @@ def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
 def fair_play_check(session: Session, bot_id: int, tournament_id: int | None = None) -> FairPlayCheck:
     found = deal_differences(session, bot_id, tournament_id)
     check = paired_check(found.values)
-    return dataclasses.replace(check, faulted=found.faulted, overlapped=found.overlapped)
+    at = first_flag(found.values)
+    return dataclasses.replace(
+        check, flagged=at is not None, flagged_at=at, faulted=found.faulted, overlapped=found.overlapped,
+        referenced=found.referenced,
+    )  # fmt: skip
+
+
+def first_flag(differences: Sequence[float]) -> int | None:
+    """The first number of deals (``MIN_DEALS`` or more) at which the check of the first that
+    many ``differences`` flagged the bot, or None: every look of its life, in one pass."""
+    total = square = 0.0
+    for n, value in enumerate(differences, 1):
+        total += value
+        square += value * value
+        if n < MIN_DEALS:
+            continue
+        mean = total / n
+        variance = max(square - n * mean * mean, 0.0) / (n - 1)
+        if mean <= 0:
+            continue
+        if variance <= 1e-12 * max(1.0, mean * mean):
+            return n  # every deal the same gain: as paired_check, an infinite t
+        if anytime_p(mean / math.sqrt(variance / n), n) < ALPHA:
+            return n
+    return None
 
 
 # -- Student's t ------------------------------------------------------------------------------
