@@ -167,7 +167,7 @@ def play_served(url: str, bot: type, capacity: int | None, deals: int, hands: in
     return tid, subject
 
 
-@pytest.mark.slow  # 40 deals of 16 hands, twice, over gRPC
+@pytest.mark.slow  # 40 deals of 32 hands, twice, over gRPC
 @pytest.mark.parametrize(("bot", "capacity"), [("MemoryBot", None), ("EvaderBot", 1)])
 def test_a_served_memory_cheater_is_flagged_within_40_deals(
     sqlite_url: str, cheats: ModuleType, bot: str, capacity: int | None
@@ -178,7 +178,9 @@ def test_a_served_memory_cheater_is_flagged_within_40_deals(
     out), one match at a time: both are flagged within 40 deals."""
     cheats.MemoryBot.memory.clear()
     cheats.MemoryBot.used[0] = 0
-    tid, subject = play_served(sqlite_url, getattr(cheats, bot), capacity, 40, 16)
+    # 32 hands a match: a fault forfeits a hand (2 chips), which at 16 hands cost the evader
+    # most of its gain (+3 chips/100 hands left, not flagged: bench/fairplay_check.py).
+    tid, subject = play_served(sqlite_url, getattr(cheats, bot), capacity, 40, 32)
     assert cheats.MemoryBot.used[0] > 0  # its memory changed decisions
     with session_scope(sqlite_url) as session:
         found = fairplay.deal_differences(session, subject, tid)
@@ -187,5 +189,6 @@ def test_a_served_memory_cheater_is_flagged_within_40_deals(
     assert len(found.values) == 40 and found.overlapped == 0, found
     if bot == "EvaderBot":
         assert check.faulted > 20  # the deals it faulted in count
-    assert check.flagged, check
+    assert check.flagged and check.flagged_at is not None and check.flagged_at <= 40, check
+    assert check.referenced == 40  # net of the reference bot on the same cards
     assert not greedy.flagged, greedy  # its honest opponent, on the same deals
