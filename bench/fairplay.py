@@ -6,11 +6,11 @@
 Every deal is played twice heads-up from one seed (duplicate, as the arena plays it): first
 with the hero in seat 0, then in seat 1, holding the cards the villain held the first time.
 The hero :class:`MemoryBot` plays like its honest base (``--base``, greedy by default) but keeps
-everything it was sent about each hand in a class-level memory, recognises the hand when its
-deal comes round again (same players, same hand index, same first face-up card) and uses what
-it remembers: an opponent whose hand it knows exactly is gone down on only when the hero is
-strictly lowest, and never gone down against otherwise; a stock card it knows is drawn or
-avoided.
+everything it was sent about each hand in a class-level memory, recognises the deal when it
+comes round again (same players, and the same first face-up card hand after hand, so it tells
+the deals of a whole tournament apart) and uses what it remembers: an opponent whose hand it
+knows exactly is gone down on only when the hero is strictly lowest, and never gone down
+against otherwise; a stock card it knows is drawn or avoided.
 
 It is measured under two referees:
 
@@ -29,7 +29,9 @@ which must be zero within its interval once the leak is closed. Printed: chips p
 hands with a 95% interval over deals, and the chips over the hands played (the issue's probe
 gained +292 chips in 400 hands against greedy).
 This is a measuring instrument, and ``MemoryBot`` is the bot the fair-play check must flag
-(docs/arena.md); tests/arena/ratings/test_fairplay_check.py serves it over gRPC.
+(docs/arena.md), as must ``EvaderBot``, which faults once in each match its memory paid in;
+tests/arena/ratings/test_fairplay_check.py and test_fairplay_policy.py serve them, and
+bench/fairplay_check.py measures the check on them in real tournaments.
 """
 
 from __future__ import annotations
