@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does the fair-play check catch a bot that remembers duplicate deals, as the arena plays them?
 
-    .venv/bin/python bench/fairplay_check.py [--deals 40] [--hands 16] [--runs memory-1 ...]
+    .venv/bin/python bench/fairplay_check.py [--deals 40] [--hands 16] [--runs memory-1 ...] [--base greedy]
 
 Each run is a real tournament on a fresh SQLite store: the bot under test served over gRPC
 (``sdk.server.start_server``, registered by address, so its memory lives on across matches
@@ -10,7 +10,7 @@ embedded pool's worker processes, heads-up, ``--deals`` duplicate deals (``deal_
 duplicate``: the operator's explicit choice; ``auto`` would deal this table independently)
 of ``--hands`` hands, driven by ``arena.runtime.driver.run_tournament``. The runs:
 
-- ``honest``: ``greedy`` itself served in the bot's place, one match at a time: the
+- ``honest``: the cheater's base (``--base``, ``greedy``) served in its place, one match at a time: the
   reference the others are paired with, deal by deal (the same store secret and seed deal
   the same cards);
 - ``memory-1``: bench/fairplay.py's ``MemoryBot`` (it keeps only what its seats saw: the
@@ -61,7 +61,6 @@ from arena.store.db import dispose_engines, session_scope  # noqa: E402
 from arena.store.models import Match, MatchSeat  # noqa: E402
 from arena.store.secrets import set_secret  # noqa: E402
 from arena.tournaments.lifecycle import create_tournament, start_tournament  # noqa: E402
-from bots.greedy import GreedyBot  # noqa: E402
 from sdk.bot import Bot  # noqa: E402
 from sdk.server import start_server  # noqa: E402
 
@@ -122,7 +121,9 @@ def play(
             "faulted": found.faulted, "referenced": found.referenced}  # fmt: skip
 
 
-def report(name: str, run: dict[str, Any], honest: dict[str, Any], hands: int, seconds: float) -> str:
+def report(
+    name: str, run: dict[str, Any], honest: dict[str, Any], hands: int, seconds: float, base: str
+) -> str:
     deals = sorted(run["chips"])
     edge = [100 * (run["chips"][d] - honest["chips"][d]) / (2 * hands) for d in deals]
     mean, lo, hi = cheats.mean_ci(edge)
@@ -132,7 +133,7 @@ def report(name: str, run: dict[str, Any], honest: dict[str, Any], hands: int, s
     diff = "n/a" if check.mean is None else f"{check.mean:+.1f} [{low:+.1f}, {high:+.1f}]"
     p = "n/a" if check.p_value is None else f"{check.p_value:.2g}"
     return (
-        f"{name:<17} edge over honest greedy {mean:+.1f} chips/100 hands [{lo:+.1f}, {hi:+.1f}]; "
+        f"{name:<17} edge over honest {base} {mean:+.1f} chips/100 hands [{lo:+.1f}, {hi:+.1f}]; "
         f"check: later - first {diff} over {check.deals} paired deals ({run['overlapped']} overlapped, "
         f"{run['faulted']} with a fault of the bot, {run['referenced']} net of the reference), p {p}, "
         f"{'flagged at deal ' + str(flag) if flag else 'not flagged'}  ({seconds:.0f} s)"
@@ -145,16 +146,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hands", type=int, default=16)
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--runs", nargs="*", choices=RUNS, default=list(RUNS[1:]))
+    parser.add_argument("--base", choices=sorted(cheats.BASES), default="greedy",
+                        help="the cheater's honest play (the reference is greedy)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    honest = play(GreedyBot, 1, args.deals, args.hands, args.seed, at_once=False)
-    print(f"honest greedy served: {args.deals} deals x {args.hands} hands x 2 rotations "
+    honest = play(cheats.BASES[args.base], 1, args.deals, args.hands, args.seed, at_once=False)
+    print(f"honest {args.base} served: {args.deals} deals x {args.hands} hands x 2 rotations "
           f"({time.perf_counter() - started:.0f} s)", flush=True)  # fmt: skip
+    memory = cheats.memory_bot(cheats.BASES[args.base])
+    evader = type("Evader", (cheats.EvaderBot,), {"base": cheats.BASES[args.base]})
     bots: dict[str, tuple[type[Bot], int | None, bool]] = {
-        "memory-1": (cheats.MemoryBot, 1, False),
-        "memory-4": (cheats.MemoryBot, None, False),  # declares nothing: the default capacity, 4
-        "memory-4-at-once": (cheats.MemoryBot, None, True),
-        "evader-1": (cheats.EvaderBot, 1, False),
+        "memory-1": (memory, 1, False),
+        "memory-4": (memory, None, False),  # declares nothing: the default capacity, 4
+        "memory-4-at-once": (memory, None, True),
+        "evader-1": (evader, 1, False),
     }
     for name in args.runs:
         if name == "honest":
@@ -163,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cheats.MemoryBot.memory.clear()
         started = time.perf_counter()
         run = play(bot, capacity, args.deals, args.hands, args.seed, at_once=at_once)
-        print(report(name, run, honest, args.hands, time.perf_counter() - started), flush=True)
+        print(report(name, run, honest, args.hands, time.perf_counter() - started, args.base), flush=True)
     return 0
 
 
