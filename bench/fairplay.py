@@ -6,11 +6,11 @@
 Every deal is played twice heads-up from one seed (duplicate, as the arena plays it): first
 with the hero in seat 0, then in seat 1, holding the cards the villain held the first time.
 The hero :class:`MemoryBot` plays like its honest base (``--base``, greedy by default) but keeps
-everything it was sent about each hand in a class-level memory, recognises the hand when its
-deal comes round again (same players, same hand index, same first face-up card) and uses what
-it remembers: an opponent whose hand it knows exactly is gone down on only when the hero is
-strictly lowest, and never gone down against otherwise; a stock card it knows is drawn or
-avoided.
+everything it was sent about each hand in a class-level memory, recognises the deal when it
+comes round again (same players, and the same first face-up card hand after hand, so it tells
+the deals of a whole tournament apart) and uses what it remembers: an opponent whose hand it
+knows exactly is gone down on only when the hero is strictly lowest, and never gone down
+against otherwise; a stock card it knows is drawn or avoided.
 
 It is measured under two referees:
 
@@ -29,7 +29,9 @@ which must be zero within its interval once the leak is closed. Printed: chips p
 hands with a 95% interval over deals, and the chips over the hands played (the issue's probe
 gained +292 chips in 400 hands against greedy).
 This is a measuring instrument, and ``MemoryBot`` is the bot the fair-play check must flag
-(docs/arena.md); tests/arena/ratings/test_fairplay_check.py serves it over gRPC.
+(docs/arena.md), as must ``EvaderBot``, which faults once in each match its memory paid in;
+tests/arena/ratings/test_fairplay_check.py and test_fairplay_policy.py serve them, and
+bench/fairplay_check.py measures the check on them in real tournaments.
 """
 
 from __future__ import annotations
@@ -78,9 +80,18 @@ class Remembered:
     stock: dict[int, Card] = field(default_factory=dict)
 
 
-def hand_key(players: Sequence[str], hand_index: int, first_up: Card | None) -> tuple[Any, ...]:
-    """What is the same in every seat order of a deal's hand and visible from its start."""
-    return (tuple(sorted(players)), hand_index, first_up)
+@dataclass(eq=False)
+class Seen:
+    """One match's deal as the cheater saw it: the first face-up card of each hand, and what it
+    learned of each hand. The same players and the same upcards hand after hand are the same
+    deal: that is how a later seat rotation (or one played at the same time) is recognised."""
+
+    players: tuple[str, ...]
+    ups: dict[int, Card | None] = field(default_factory=dict)
+    hands: dict[int, Remembered] = field(default_factory=dict)
+
+    def hand(self, index: int) -> Remembered:
+        return self.hands.setdefault(index, Remembered())
 
 
 class MemoryBot(Bot):
@@ -90,9 +101,10 @@ class MemoryBot(Bot):
     version = "1.0.0"
     author = "bench/fairplay.py"
     base: ClassVar[type[Bot]] = GreedyBot
-    #: Shared by every instance (``tonk serve`` and the referee make one per match seat).
-    memory: ClassVar[dict[tuple[Any, ...], Remembered]] = {}
-    lock: ClassVar[threading.Lock] = threading.Lock()
+    #: Shared by every instance (``tonk serve`` and the referee make one per match seat): a
+    #: bot on its author's machine can keep anything, for as long as it likes.
+    memory: ClassVar[list[Seen]] = []
+    lock: ClassVar[threading.RLock] = threading.RLock()
     #: Decisions where memory changed what the base would have done (for the report).
     used: ClassVar[list[int]] = [0]
     #: True: remember only what the seat itself saw (its observations, EndHand's ``view``),
@@ -103,9 +115,22 @@ class MemoryBot(Bot):
     def __init__(self) -> None:
         super().__init__()
         self.inner = self.base()
+        self.changed = 0  # decisions memory changed in this match
+        self.mine: Seen | None = None  # this match's deal
 
     def on_match_start(self, info: MatchInfo) -> None:
         self.inner.start_match(info)
+        self.changed = 0
+        self.mine = Seen(tuple(sorted(info.players)))
+        with self.lock:
+            self.memory.append(self.mine)
+
+    def seen(self) -> Seen:
+        if self.mine is None:  # EndDeal comes to a fresh instance
+            self.mine = Seen(())
+            with self.lock:
+                self.memory.append(self.mine)
+        return self.mine
 
     # -- remembering ----------------------------------------------------------------------
 
@@ -124,9 +149,9 @@ class MemoryBot(Bot):
         for index in range(info.hands):
             deck = deck_order(summary.seed, index)
             state = HandState.deal(deck, n, (info.first_dealer + index) % n, info.rules)
-            key = hand_key(info.players, index, state.discard[0])
             with self.lock:
-                memory = self.memory.setdefault(key, Remembered())
+                self.seen().ups[index] = state.discard[0]
+                memory = self.seen().hand(index)
                 memory.hands.update((seat, frozenset(cards)) for seat, cards in enumerate(state.hands))
                 memory.stock.update(enumerate(state.stock))
 
@@ -139,9 +164,9 @@ class MemoryBot(Bot):
 
     def learn_record(self, data: dict[str, Any], hand_index: int) -> None:
         record = HandRecord.from_json(data)
-        key = hand_key(record.players, hand_index, record.discard[0] if record.discard else None)
         with self.lock:
-            memory = self.memory.setdefault(key, Remembered())
+            self.seen().ups[hand_index] = record.discard[0] if record.discard else None
+            memory = self.seen().hand(hand_index)
             for seat, cards in enumerate(record.hands):
                 memory.hands[seat] = frozenset(cards)
             memory.stock.update(enumerate(record.stock))
@@ -169,9 +194,9 @@ class MemoryBot(Bot):
             elif isinstance(action, Layoff):
                 start.add(action.card)
         up = self._first_up_of(view)
-        key = hand_key(view.players, view.hand_index, up)
         with self.lock:
-            memory = self.memory.setdefault(key, Remembered())
+            self.seen().ups[view.hand_index] = up
+            memory = self.seen().hand(view.hand_index)
             memory.hands[view.seat] = frozenset(start)
             memory.stock.update(stock)
 
@@ -186,9 +211,24 @@ class MemoryBot(Bot):
     # -- using it -------------------------------------------------------------------------
 
     def recall(self, obs: Observation) -> Remembered | None:
-        up = self._first_up_of(obs)
+        """What another match of this deal showed of this hand: the one deal remembered from
+        another match with these players whose upcards agree with every hand of this match so
+        far (two hands are enough to tell 40 deals apart), if it has reached this hand."""
+        mine = self.seen()
         with self.lock:
-            return self.memory.get(hand_key(obs.players, obs.hand_index, up))
+            ups = dict(mine.ups)
+            found = [
+                other for other in self.memory
+                if other is not mine and other.players == mine.players
+                and all(other.ups.get(i, up) == up for i, up in ups.items())
+                and sum(i in other.ups for i in ups) >= min(2, len(ups))
+            ]  # fmt: skip
+            if len(found) != 1:
+                return None
+            memory = found[0].hands.get(obs.hand_index)
+            if memory is None or not any(seat != obs.seat for seat in memory.hands):
+                return None
+            return memory
 
     def opponent_hand(self, obs: Observation, memory: Remembered, seat: int) -> tuple[list[Card], int]:
         """The cards ``seat`` is known to hold now, and how many of its cards are unknown."""
@@ -255,6 +295,7 @@ class MemoryBot(Bot):
             decision = self._draw(obs, memory, base)
         if decision != base:
             MemoryBot.used[0] += 1
+            self.changed += 1
         return decision
 
     def _discard(self, obs: Observation, memory: Remembered, base: Action) -> Action:
@@ -273,6 +314,7 @@ class MemoryBot(Bot):
         if not safe:
             return base
         MemoryBot.used[0] += 1
+        self.changed += 1
         return max(safe, key=lambda d: (d.card.value, d.card.index))  # the highest safe card
 
     def _draw(self, obs: Observation, memory: Remembered, base: Action | None = None) -> Action:
@@ -291,6 +333,21 @@ class MemoryBot(Bot):
         if base is not None:
             return base
         return DRAW_STOCK if can_stock else DRAW_DISCARD
+
+
+class EvaderBot(MemoryBot):
+    """The memory cheater that hides its profitable deals from a check that leaves faulted
+    deals out (issue #29): in a match where its memory changes a decision, it answers that
+    decision once with an index no action has (one illegal reply; the referee plays for it)."""
+
+    name = "evader"
+
+    def act(self, obs: Observation) -> Action | int:
+        before = self.changed
+        choice = super().act(obs)
+        if self.changed > before == 0:
+            return len(obs.legal_actions) + 7  # the first time memory paid in this match
+        return choice
 
 
 def memory_bot(base: type[Bot], *, sight_only: bool = False) -> type[MemoryBot]:

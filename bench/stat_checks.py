@@ -31,8 +31,9 @@ bots' own records changing).
 ``fairplay`` simulates honest bots' paired differences (arena/ratings/fairplay.py), looked at
 after every deal from the 20th to the 2,000th, and prints how many were ever flagged (target
 <= 0.2%) by the sequential rule and by the old one (a t-test at p < 0.001 at each look), for
-normal differences and for skewed chip results (a 3-seat deal: one first rotation against
-the mean of two later ones, chips exponential or lognormal).
+normal differences, for skewed chip results (a 3-seat deal: one first rotation against
+the mean of two later ones, chips exponential or lognormal), and for sparse ones (net of the
+reference bot, arena/play/reference.py, a bot that mostly plays as it does: 90% exact zeros).
 """
 
 from __future__ import annotations
@@ -251,6 +252,9 @@ def worst(moves: list[tuple[float, float]]) -> tuple[float, float]:
 def honest(rng: np.random.Generator, kind: str, shape: tuple[int, int]) -> np.ndarray:
     if kind == "normal":
         return rng.normal(size=shape)
+    if kind == "sparse":  # net of a reference that plays as the bot does: mostly exact zeros
+        sparse: np.ndarray = rng.normal(size=shape) * (rng.random(size=shape) < 0.1)
+        return sparse
     sign = -1.0 if kind.endswith("-") else 1.0  # rare big wins (+) or rare big losses (-)
 
     def draw() -> np.ndarray:
@@ -275,7 +279,7 @@ def fairplay(runs: int, seed: int, looks: int = 2000) -> None:
         crit[i] = hi
     print(f"fair-play false alarms: honest bots looked at after every deal, {fp.MIN_DEALS} to {looks}, "
           f"{runs} runs each (target <= 0.2% by {looks})")
-    for kind in ("normal", "exponential+", "exponential-", "lognormal+", "lognormal-"):
+    for kind in ("normal", "exponential+", "exponential-", "lognormal+", "lognormal-", "sparse"):
         ever_new = {100: 0, looks: 0}
         ever_old = {100: 0, looks: 0}
         single = 0

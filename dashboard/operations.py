@@ -103,7 +103,7 @@ def _unalias(body: dict[str, Any]) -> dict[str, Any]:
 def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """``{name, bots: [names], table_sizes: [n...], deals_per_table, hands_per_match,
     seed?, rules?, config?, deal_mode?, kind?, sprt?}`` -> the new tournament (created, not
-    started). ``deal_mode``: ``duplicate`` (default) or ``independent``. ``kind``:
+    started). ``deal_mode``: ``auto`` (default), ``duplicate`` or ``independent``. ``kind``:
     ``round-robin`` (default), ``gauntlet`` (``bots[0]`` at every table) or ``sprt`` (``bots``
     = [V2, V1], ``table_sizes`` [2], ``sprt`` = {elo0, elo1, alpha?, beta?, batch?, max_pairs?})."""
     body = _unalias(body)
@@ -145,7 +145,7 @@ def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[s
         rules=rules,
         settings=settings,
         config=config,
-        deal_mode=_field(body, "deal_mode", str, required=False) or "duplicate",
+        deal_mode=_field(body, "deal_mode", str, required=False) or "auto",
         kind=kind,
         sprt=sprt,
     )

@@ -63,10 +63,12 @@ def register(subparsers: Any) -> None:
     create.add_argument(
         "--deal-mode",
         # arena.tournaments.settings.DEAL_MODES, not imported: --help stays fast
-        choices=("duplicate", "independent"),
-        default="duplicate",
-        help="duplicate: every seat order of a deal is played from the same cards (default; card luck "
-        "cancels); independent: every match gets its own cards (no deal is replayed, more variance)",
+        choices=("auto", "duplicate", "independent"),
+        default="auto",
+        help="duplicate: every seat order of a deal is played from the same cards (card luck cancels); "
+        "independent: every match gets its own cards (no deal is replayed, more variance); auto (default): "
+        "duplicate at tables whose bots all run fresh per match on the arena (uploaded, or house bots), "
+        "independent at tables with a bot that could remember a deal (dialled or connected)",
     )
     create.add_argument(
         "--offline-grace-s", type=int, default=None,

@@ -39,6 +39,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from arena.bots.memory import controlled_versions
 from arena.ladder.lease import LEASE_S, lease_name, take
 from arena.ladder.settings import LadderSettings
 from arena.ladder.setup import ladder_settings
@@ -47,7 +48,7 @@ from arena.ratings.matchmaking import Candidate, Pick, choose_tables
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
 from arena.store.statuses import BotStatus, MatchStatus, TournamentKind, TournamentStatus
 from arena.text import clean_text
-from arena.tournaments.layout import deal_seed, locked_tournament, match_key, public_match_id
+from arena.tournaments.layout import locked_tournament, match_key, match_seed, public_match_id, table_mode
 from arena.tournaments.seating import arrangements
 from sdk.dealing import derive_seed
 
@@ -260,14 +261,19 @@ def add_tables(
         return
     rows: list[dict[str, Any]] = []
     seats: list[tuple[str, list[int]]] = []
+    # ``auto`` (the default): a table is dealt duplicate only if the arena controls the memory
+    # of every bot at it (arena/bots/memory.py); a ladder created before it is ``duplicate``.
+    auto = ladder.deal_mode == "auto"
+    controlled = controlled_versions(session, set(versions.values())) if auto else set()
     for table, pick, reason in tables:
         bots: Sequence[int] = pick.bot_ids
-        seed = deal_seed(ladder.seed, table, 0)
+        mode = table_mode(ladder.deal_mode, (versions[b] for b in bots), controlled)
         for rotation, order in enumerate(arrangements(len(bots))):
             key = match_key(table, 0, rotation)
             rows.append({
                 "tournament_id": ladder.id, "key": key, "table_index": table, "deal_index": 0,
-                "rotation": rotation, "seed": seed, "hands": ladder.hands_per_match,
+                "rotation": rotation, "seed": match_seed(ladder.seed, mode, table, 0, key),
+                "hands": ladder.hands_per_match,
                 "status": MatchStatus.PENDING, "public_id": public_match_id(ladder.seed, key),
                 "reason": reason,
             })  # fmt: skip

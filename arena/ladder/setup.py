@@ -82,7 +82,7 @@ def create_ladder(
         hands_per_match=ladder.hands_per_match,
         rules=rules_to_column(STANDARD),
         config=referee.to_column(),
-        deal_mode="duplicate",
+        deal_mode="auto",  # duplicate only among bots whose memory the arena controls
         kind=TournamentKind.LADDER,
         params=ladder.to_params(),
     )

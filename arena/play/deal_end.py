@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, aliased
 
 from arena.play.hosted import memory_scope
 from arena.play.plan import MatchPlan, SeatPlan, load_plan, make_seat_player
+from arena.play.reference import record_reference
 from arena.store.db import session_scope
 from arena.store.models import Bot, Match, MatchSeat, Replay, Tournament, utcnow
 from arena.store.replays import decode
@@ -190,6 +191,8 @@ def _reveal(
     except Exception:
         logger.exception("could not prepare the EndDeal notices of a deal of tournament %s", tournament_id)
         return 0
+    # The one claimant of the deal's end also plays its fair-play reference (never raises).
+    record_reference(database_url, tournament_id, seed)
     if not notices:
         return 0
     with ThreadPoolExecutor(max_workers=len(notices), thread_name_prefix="end-deal") as pool:

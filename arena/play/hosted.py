@@ -21,7 +21,6 @@ concurrent matches is charged together: the clock is exact only per match.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -30,7 +29,9 @@ from pathlib import Path
 from typing import Final
 
 from arena.sandbox.launch import Launch
+from arena.sandbox.limits import MEMORY_SCOPES as MEMORY_SCOPES  # re-exported
 from arena.sandbox.limits import Limits
+from arena.sandbox.limits import memory_scope as memory_scope  # re-exported
 from arena.sandbox.runner import Sandbox
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
@@ -42,17 +43,6 @@ WALL_FACTOR: Final = 5
 WALL_EXTRA_S: Final = 1.0
 #: How long a kept (deal or worker) sandbox outlives its last match.
 IDLE_S: Final = 60.0
-MEMORY_SCOPES: Final = ("match", "deal", "worker")
-
-
-def memory_scope(environ: dict[str, str] | None = None) -> str:
-    """``TONK_SANDBOX_MEMORY``: match (default), deal or worker."""
-    raw = (os.environ if environ is None else environ).get("TONK_SANDBOX_MEMORY", "").strip() or "match"
-    if raw not in MEMORY_SCOPES:
-        raise ValueError(f"TONK_SANDBOX_MEMORY must be one of {', '.join(MEMORY_SCOPES)}, got {raw!r}")
-    return raw
-
-
 def wall_ceiling_s(deadline_ms: int) -> float:
     return WALL_FACTOR * max(deadline_ms, 1) / 1000 + WALL_EXTRA_S
 

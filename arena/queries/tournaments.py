@@ -84,7 +84,7 @@ class TournamentView(TournamentRow):
     rules: dict[str, Any]
     config: dict[str, Any]
     seed: int | None  # only once finished
-    deal_mode: str = "duplicate"  # or "independent" (arena/tournaments/lifecycle.py)
+    deal_mode: str = "auto"  # or "duplicate", "independent" (arena/tournaments/lifecycle.py)
 
 
 def tournament_progress(session: Session, tournament_id: int) -> Progress:

@@ -10,24 +10,32 @@ the cards, so its results in the first-played and the later rotations have the s
 expectation when the match's hands give every seat the deal and the first turn equally often
 (``hands_per_match`` a multiple of the table size; see docs/arena.md).
 
-Per deal the bot played at least twice (its own matches of the deal, done, with no fault of
-its own: a bot that failed its first match while starting up would look like a cheater), the
+Per deal the bot played at least twice (its own matches of the deal, done, faults and all:
+leaving faulted deals out let a cheater hide each profitable deal with one illegal reply), the
 paired difference is ``mean(later) - first`` in chips per 100 hands, the first being the
 earliest started (ties by match id), the later ones those with the same order of bots round
-the table (:func:`bot_differences`). The check is recomputed as a bot's deals accumulate, so
-a fixed-sample test would be looked at again and again (a t-test at ``p < 0.001`` flagged an
-honest bot at some look 0.8% of the time by 100 deals, 2.3% by 2,000). It is sequential
+the table that began after the first ended (rotations played at once could each learn from
+the other), each score less the house reference bot's in the same seat on the same cards when
+the deal has it (arena/play/reference.py: the card luck of holding the other seat's cards, most
+of the difference's spread) (:func:`deal_differences`).
+
+The check is recomputed as a bot's deals accumulate, so a fixed-sample test would be looked
+at again and again (a t-test at ``p < 0.001`` flagged an honest bot at some look 0.8% of the
+time by 100 deals, 2.3% by 2,000). It is sequential
 instead: the statistic is Robbins' normal-mixture martingale of the standardised differences,
 ``M_n = sqrt(RHO / (n + RHO)) * exp(n z^2 / (2 (n + RHO)))`` (``z`` the paired t statistic
 brought to the normal scale by :func:`t_as_z`, for a later gain), and the p-value
 ``min(1, 1 / M_n)``; by Ville's inequality an honest bot's M
 ever reaches ``1 / ALPHA`` with probability at most ALPHA, over every look of its life. A bot
-is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS`` deals (bench/stat_checks.py
-fairplay measures the false alarms over 2,000 looks).
+is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS`` deals at *any* look of its
+life, the deals taken in the order they began (:func:`first_flag`): that is the event Ville's
+bound is about, so a flag once raised stays (bench/stat_checks.py fairplay measures the false
+alarms over 2,000 looks).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -62,6 +70,10 @@ class FairPlayCheck:
     p_value: float | None  # anytime-valid, one-sided (later better than first)
     flagged: bool
     p_single_look: float | None = None  # the t-test's, valid only if looked at once
+    faulted: int = 0  # paired deals in which the bot faulted (they count, faults and all)
+    overlapped: int = 0  # deals not paired: their rotations were played at once
+    referenced: int = 0  # paired deals net of the reference bot's scores on the same cards
+    flagged_at: int | None = None  # the deals at the first look that flagged it
 
     def to_json(self) -> dict[str, Any]:
         def rounded(value: float | None, digits: int) -> float | None:
@@ -80,6 +92,10 @@ class FairPlayCheck:
             "sequential": True,
             "min_deals": MIN_DEALS,
             "flagged": self.flagged,
+            "faulted_deals": self.faulted,
+            "overlapped_deals": self.overlapped,
+            "referenced_deals": self.referenced,
+            "flagged_at_deals": self.flagged_at,
         }
 
 
@@ -124,22 +140,45 @@ def t_as_z(t: float, df: int) -> float:
     return (8 * df + 1) / (8 * df + 3) * math.sqrt(df * math.log1p(t * t / df))
 
 
+@dataclass(frozen=True, slots=True)
+class Differences:
+    values: list[float]  # per paired deal, mean(later) - first, chips per 100 hands
+    faulted: int = 0  # of those, deals in which the bot faulted (counted as played)
+    overlapped: int = 0  # deals left unpaired: every later rotation began before the first ended
+    referenced: int = 0  # paired deals compared net of the reference bot's scores
+
+
 def bot_differences(session: Session, bot_id: int, tournament_id: int | None = None) -> list[float]:
     """Per duplicate deal the bot played twice or more, ``mean(later) - first`` (chips per 100
-    hands), over done matches without a fault of its own.
+    hands): :func:`deal_differences`' values."""
+    return deal_differences(session, bot_id, tournament_id).values
+
+
+def deal_differences(session: Session, bot_id: int, tournament_id: int | None = None) -> Differences:
+    """Per duplicate deal the bot played twice or more, ``mean(later) - first`` (chips per 100
+    hands), over its done matches.
 
     Only comparable matches are paired: the later ones that seat the bots in the same order
     round the table as the first (up to where the table starts: the same neighbours on each
     side), and only when the match's hands are a multiple of the table size (every seat deals
     and leads equally often). Otherwise a seat or neighbour advantage, not memory, could make
-    later rotations differ."""
+    later rotations differ. A later rotation is one that *started after the first ended*:
+    rotations played at once could each learn from the other hand by hand, and both would
+    gain (the driver plays a deal one rotation at a time when a seat's memory is not the
+    arena's: arena/runtime/scheduling.py).
+
+    A deal in which the bot faulted counts as played, with the chips the faults cost it where
+    they fell: leaving such deals out let a bot remove each deal its memory profited from with
+    one illegal reply (issue #29). A fault can only lower the rotation it falls in, so an
+    honest bot that faults in a first rotation (slow to start) gains one large difference,
+    which a paired t statistic over many deals barely moves."""
     mine = select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)
     query = (
-        select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.hands, MatchSeat.score,
-               MatchSeat.faults)
+        select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.finished_at, Match.hands,
+               MatchSeat.score, MatchSeat.faults, MatchSeat.reference_score)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .where(MatchSeat.bot_id == bot_id, Match.status == MatchStatus.DONE)
-    )
+    )  # fmt: skip
     seating_query = select(MatchSeat.match_id, MatchSeat.seat, MatchSeat.bot_id).where(
         MatchSeat.match_id.in_(mine)
     )
@@ -151,26 +190,50 @@ def bot_differences(session: Session, bot_id: int, tournament_id: int | None = N
     seatings: dict[int, list[tuple[int, int]]] = {}
     for match_id, seat, seated in session.execute(seating_query):
         seatings.setdefault(match_id, []).append((seat, seated))
-    deals: dict[tuple[int, int], list[tuple[Any, int, int, int]]] = {}
-    faulted: set[tuple[int, int]] = set()
-    for tid, seed, match_id, started, hands, score, faults in session.execute(query):
-        key = (tid, seed)
-        if faults:
-            faulted.add(key)
-        deals.setdefault(key, []).append((started, match_id, int(score or 0), int(hands or 0)))
-    out = []
-    for key, played in deals.items():
-        if key in faulted or len(played) < 2:
+    deals: dict[tuple[int, int], list[_Played]] = {}
+    for tid, seed, match_id, started, finished, hands, score, faults, reference in session.execute(query):
+        row = _Played(started, finished, match_id, int(score or 0), int(hands or 0), bool(faults), reference)
+        deals.setdefault((tid, seed), []).append(row)
+    out: list[tuple[Any, int, float]] = []  # in the order the deals began: the check's looks
+    faulted = overlapped = referenced = 0
+    for played in deals.values():
+        if len(played) < 2:
             continue
-        played.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1]))
-        _, first_id, first, hands = played[0]
-        order = _cycle(seatings.get(first_id, []))
-        if hands <= 0 or not order or hands % len(order):
+        played.sort(key=lambda row: (row.started is None, row.started or 0, row.match_id))
+        first = played[0]
+        order = _cycle(seatings.get(first.match_id, []))
+        if first.hands <= 0 or not order or first.hands % len(order):
             continue
-        later = [score for _, match_id, score, _ in played[1:] if _cycle(seatings.get(match_id, [])) == order]
-        if later:
-            out.append(100 * (statistics.fmean(later) - first) / hands)
-    return out
+        comparable = [row for row in played[1:] if _cycle(seatings.get(row.match_id, [])) == order]
+        later = [
+            row for row in comparable
+            if first.finished is not None and row.started is not None and row.started >= first.finished
+        ]  # fmt: skip
+        if not later:
+            overlapped += bool(comparable)
+            continue
+        # Less the reference bot's score in the same seats on the same cards (arena/play/reference.py)
+        # when the deal has one: the card luck of holding another seat's cards later.
+        pairs = [first, *later]
+        control = all(row.reference is not None for row in pairs)
+        gains = [row.score - ((row.reference or 0) if control else 0) for row in pairs]
+        difference = 100 * (statistics.fmean(gains[1:]) - gains[0]) / first.hands
+        referenced += control
+        out.append((first.started, first.match_id, difference))
+        faulted += first.faulted or any(row.faulted for row in later)
+    out.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1]))
+    return Differences([difference for _, _, difference in out], faulted, overlapped, referenced)
+
+
+@dataclass(frozen=True, slots=True)
+class _Played:
+    started: Any
+    finished: Any
+    match_id: int
+    score: int
+    hands: int
+    faulted: bool
+    reference: int | None  # the reference bot's score in this seat (match_seats.reference_score)
 
 
 def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
@@ -183,7 +246,33 @@ def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
 
 
 def fair_play_check(session: Session, bot_id: int, tournament_id: int | None = None) -> FairPlayCheck:
-    return paired_check(bot_differences(session, bot_id, tournament_id))
+    found = deal_differences(session, bot_id, tournament_id)
+    check = paired_check(found.values)
+    at = first_flag(found.values)
+    return dataclasses.replace(
+        check, flagged=at is not None, flagged_at=at, faulted=found.faulted, overlapped=found.overlapped,
+        referenced=found.referenced,
+    )  # fmt: skip
+
+
+def first_flag(differences: Sequence[float]) -> int | None:
+    """The first number of deals (``MIN_DEALS`` or more) at which the check of the first that
+    many ``differences`` flagged the bot, or None: every look of its life, in one pass."""
+    total = square = 0.0
+    for n, value in enumerate(differences, 1):
+        total += value
+        square += value * value
+        if n < MIN_DEALS:
+            continue
+        mean = total / n
+        variance = max(square - n * mean * mean, 0.0) / (n - 1)
+        if mean <= 0:
+            continue
+        if variance <= 1e-12 * max(1.0, mean * mean):
+            return n  # every deal the same gain: as paired_check, an infinite t
+        if anytime_p(mean / math.sqrt(variance / n), n) < ALPHA:
+            return n
+    return None
 
 
 # -- Student's t ------------------------------------------------------------------------------

@@ -8,6 +8,13 @@ before any table starts deal ``d + 1``), so standings grow evenly across tables 
 tournament runs rather than table by table. The job's own lease (arena.play.lifecycle, at claim) is
 what enforces the bound across every driver and worker; this only avoids work that would
 be refused.
+
+A duplicate deal seating a bot whose memory the arena does not control (a dialled or
+connected bot: arena/bots/memory.py) is played **one rotation at a time**: none of its
+matches starts while another is in flight. Played at once, the rotations could each learn
+from the other as they go, and the fair-play check (arena/ratings/fairplay.py), which compares
+a bot's first rotation of a deal with its later ones, would see no difference between them.
+Other deals fill the bots' free slots meanwhile.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from arena.bots.memory import controlled_versions
 from arena.play import capacity
 from arena.store.db import session_scope
 from arena.store.models import Match, MatchSeat
@@ -53,10 +61,15 @@ def matches_to_start(
     if not pending:
         return []
     seats: dict[int, list[int]] = defaultdict(list)
-    for match_id, bot_id in session.execute(
-        select(MatchSeat.match_id, MatchSeat.bot_id).where(MatchSeat.match_id.in_(list(pending)))
+    versions: dict[int, list[int]] = defaultdict(list)
+    for match_id, bot_id, version_id in session.execute(
+        select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.bot_version_id).where(
+            MatchSeat.match_id.in_(list(pending))
+        )
     ).all():
         seats[match_id].append(bot_id)
+        versions[match_id].append(version_id)
+    deal_of, busy = _serial_deals(session, pending, queued, versions)
     bots = {bot for ids in seats.values() for bot in ids}
     ask = capacity_of or capacity.capacity_of
     room = {bot: ask(session, bot) for bot in bots}
@@ -71,11 +84,43 @@ def matches_to_start(
     for match_id in pending:
         if match_id in on_queue or not seats[match_id]:
             continue
+        deal = deal_of.get(match_id)
+        if deal is not None and deal in busy:
+            continue  # another rotation of its deal is in flight
         if all(room[bot] > 0 for bot in seats[match_id]):
             for bot in seats[match_id]:
                 room[bot] -= 1
             chosen.append(match_id)
+            if deal is not None:
+                busy.add(deal)
     return chosen
+
+
+def _serial_deals(
+    session: Session, pending: Sequence[int], queued: Collection[int], versions: dict[int, list[int]]
+) -> tuple[dict[int, tuple[int, int]], set[tuple[int, int]]]:
+    """The deal (tournament, seed) of each pending match that must wait for the other
+    rotations of its deal (a seat whose memory the arena does not control), and those of
+    these deals with a match in flight now (running, or queued for a worker)."""
+    controlled = controlled_versions(session, {v for vs in versions.values() for v in vs})
+    guarded = [m for m in pending if any(v not in controlled for v in versions.get(m, ()))]
+    if not guarded:
+        return {}, set()
+    deal_of = {
+        match_id: (tournament_id, seed)
+        for match_id, tournament_id, seed in session.execute(
+            select(Match.id, Match.tournament_id, Match.seed).where(Match.id.in_(guarded))
+        ).all()
+    }
+    tournaments = {tournament for tournament, _ in deal_of.values()}
+    running = session.execute(
+        select(Match.tournament_id, Match.seed).where(
+            Match.tournament_id.in_(tournaments), Match.status == MatchStatus.RUNNING
+        )
+    ).all()
+    busy = {(tournament, seed) for tournament, seed in running}
+    busy.update(deal_of[m] for m in queued if m in deal_of)
+    return deal_of, busy
 
 
 def unfinished_matches(database_url: str, tournament_id: int) -> list[int]:

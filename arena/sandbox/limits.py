@@ -12,6 +12,19 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Final
+
+#: What a hosted bot's process may outlive (``TONK_SANDBOX_MEMORY``, arena/play/hosted.py):
+#: only ``match`` leaves it nothing to remember of a deal's other seat rotations.
+MEMORY_SCOPES: Final = ("match", "deal", "worker")
+
+
+def memory_scope(environ: Mapping[str, str] | None = None) -> str:
+    """``TONK_SANDBOX_MEMORY``: match (default), deal or worker."""
+    raw = (os.environ if environ is None else environ).get("TONK_SANDBOX_MEMORY", "").strip() or "match"
+    if raw not in MEMORY_SCOPES:
+        raise ValueError(f"TONK_SANDBOX_MEMORY must be one of {', '.join(MEMORY_SCOPES)}, got {raw!r}")
+    return raw
 
 
 @dataclass(frozen=True, slots=True)

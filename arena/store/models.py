@@ -299,6 +299,10 @@ class MatchSeat(Base):
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
     bot_version_id: Mapped[int] = mapped_column(ForeignKey("bot_versions.id"))
     score: Mapped[int | None] = mapped_column(Integer, nullable=True)  # chips (stake units)
+    #: What the house reference bot scores in this seat on the same cards, every seat played
+    #: by it (arena/play/reference.py): the fair-play check's control for card luck. Set at
+    #: the end of a duplicate deal seating a bot whose memory the arena does not control.
+    reference_score: Mapped[int | None] = mapped_column(Integer, nullable=True)
     hands_won: Mapped[int] = mapped_column(Integer, default=0)
     decisions: Mapped[int] = mapped_column(Integer, default=0)
     faults: Mapped[int] = mapped_column(Integer, default=0)

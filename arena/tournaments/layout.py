@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
+from arena.bots.memory import controlled_versions
 from arena.errors import TournamentNotFoundError
 from arena.store.models import Match, MatchSeat, Tournament, TournamentEntry
 from arena.store.statuses import MatchStatus, TournamentKind, TournamentStatus
@@ -51,10 +52,20 @@ def deal_seed(tournament_seed: int, table: int, deal: int) -> int:
 
 
 def match_seed(tournament_seed: int, deal_mode: str, table: int, deal: int, key: str) -> int:
-    """The seed a match is dealt from: its deal's (duplicate) or its own (independent)."""
+    """The seed a match is dealt from: its deal's (duplicate) or its own (independent); for
+    ``auto``, pass the table's mode (:func:`table_mode`)."""
     if deal_mode == "independent":
         return derive_seed(tournament_seed, f"match/{key}")
     return deal_seed(tournament_seed, table, deal)
+
+
+def table_mode(deal_mode: str, versions: Iterable[int], controlled: Collection[int]) -> str:
+    """How a table of these bot versions is dealt: ``auto`` is duplicate only when the arena
+    controls the memory of every seat (``controlled``: arena.bots.memory.controlled_versions),
+    since a bot that can remember a deal gains in its later rotations; independent otherwise."""
+    if deal_mode != "auto":
+        return deal_mode
+    return "duplicate" if all(version in controlled for version in versions) else "independent"
 
 
 def tables_of(bot_ids: Sequence[int], sizes: Iterable[int], challenger: int | None = None) -> list[Table]:
@@ -105,11 +116,14 @@ def add_deals(
     gauntlet = tournament.kind != TournamentKind.ROUND_ROBIN
     challenger = (tournament.params or {}).get("challenger") if gauntlet else None
     tables = tables_of(ids, tournament.table_sizes, challenger)
+    auto = tournament.deal_mode == "auto"
+    controlled = controlled_versions(session, set(versions.values())) if auto else set()
     rows: list[dict[str, Any]] = []
     seats: list[tuple[str, list[int]]] = []
     # Deal-major order: a tournament stopped half-way has played every table about equally.
     for deal in range(first, first + deals):
         for table in tables:
+            mode = table_mode(tournament.deal_mode, (versions[b] for b in table.bot_ids), controlled)
             for rotation, order in enumerate(arrangements(len(table.bot_ids))):
                 key = match_key(table.index, deal, rotation)
                 rows.append(
@@ -119,7 +133,7 @@ def add_deals(
                         "table_index": table.index,
                         "deal_index": deal,
                         "rotation": rotation,
-                        "seed": match_seed(tournament.seed, tournament.deal_mode, table.index, deal, key),
+                        "seed": match_seed(tournament.seed, mode, table.index, deal, key),
                         "hands": tournament.hands_per_match,
                         "status": MatchStatus.PENDING,
                         "public_id": public_match_id(tournament.seed, key),

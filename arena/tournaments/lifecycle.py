@@ -18,6 +18,9 @@ Seeds
     unique within the tournament, so creating or extending adds each match exactly once.
     With ``deal_mode="independent"`` every match gets its own seed instead
     (``derive_seed(seed, f"match/{key}")``): no card luck cancels, nothing is dealt twice.
+    ``auto`` (the default) deals a table duplicate only when the arena controls every one of
+    its bots' memory (hosted fresh per match, or a house bot: arena/bots/memory.py), and
+    independent otherwise: a bot on its author's machine could remember a deal's cards.
     The bots see neither: a match's id for them is an HMAC of the key (``public_match_id``).
 
 Life cycle
@@ -117,7 +120,7 @@ def create_tournament(
     rules: Rules = STANDARD,
     settings: Settings | None = None,
     config: dict[str, int] | None = None,
-    deal_mode: str = "duplicate",
+    deal_mode: str = "auto",
     kind: TournamentKind | str = TournamentKind.ROUND_ROBIN,
     sprt: dict[str, Any] | None = None,
 ) -> Tournament:

@@ -21,8 +21,10 @@ from sdk.rules import Rules
 
 MAX_DEALS: Final = 100_000
 MAX_HANDS: Final = 10_000
-#: How a tournament deals: every seat order of a deal from one seed, or a seed per match.
-DEAL_MODES: Final = ("duplicate", "independent")
+#: How a tournament deals: every seat order of a deal from one seed (duplicate), a seed per
+#: match (independent), or duplicate only at tables of bots whose memory the arena controls
+#: and independent elsewhere (auto, the default: arena/bots/memory.py).
+DEAL_MODES: Final = ("auto", "duplicate", "independent")
 
 #: Bounds of the referee settings a tournament may set (they travel in int32 protocol fields).
 REFEREE_LIMITS: Final[dict[str, tuple[int, int]]] = {

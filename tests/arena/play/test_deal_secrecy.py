@@ -169,7 +169,8 @@ def _play(url: str, match_ids: list[int]) -> None:
 
 def _started(url: str, address: str, **options: Any) -> tuple[int, list[Match]]:
     ids = grpc_bots(url, {"recorder": address}) + hosted_bots(url, ["greedy", "random"])
-    tid = new_tournament(url, ids, **options)
+    # Duplicate, explicitly: under ``auto`` a dialled bot's tables are dealt independently.
+    tid = new_tournament(url, ids, **{"deal_mode": "duplicate", **options})
     with session_scope(url) as session:
         start_tournament(session, tid)
         matches = list(session.scalars(select(Match).where(Match.tournament_id == tid).order_by(Match.id)))
@@ -274,7 +275,7 @@ def test_independent_deals_give_every_match_its_own_cards(
 
 def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: Any) -> None:
     ids = hosted_bots(db_url, ["greedy", "random"])
-    with pytest.raises(InvalidTournamentError, match="'shuffled' is not one of duplicate, independent"):
+    with pytest.raises(InvalidTournamentError, match="'shuffled' is not one of auto, duplicate, independent"):
         new_tournament(db_url, ids, deal_mode="shuffled")
     client = app_factory(db_url).test_client()
     spec = {"name": "Cup", "bots": ["greedy", "random"], "table_sizes": [2], "deals_per_table": 1,
