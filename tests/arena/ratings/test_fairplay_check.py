@@ -4,16 +4,15 @@ are not, and the check shows on the bot page and in the bot API."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import statistics
-import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
 from helpers.arena import hosted_bots, new_tournament
+from helpers.bench_modules import bench_module
 from helpers.paths import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,15 +30,8 @@ BENCH = ROOT / "bench" / "fairplay.py"
 @pytest.fixture(scope="module")
 def cheater() -> Iterator[ModuleType]:
     """bench/fairplay.py as the module ``fairplay``, so ``fairplay:MemoryBot`` can be hosted."""
-    saved = list(sys.path)
-    spec = importlib.util.spec_from_file_location("fairplay", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fairplay"] = module
-    spec.loader.exec_module(module)
-    sys.path[:] = saved  # the bench fixes its own path when run as a script
-    yield module
-    del sys.modules["fairplay"]
+    with bench_module(BENCH, "fairplay") as module:
+        yield module
 
 
 def test_student_t_tail_matches_tables() -> None:

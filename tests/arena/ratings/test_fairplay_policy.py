@@ -5,14 +5,13 @@ cheater at the default concurrency and one that faults to hide its profitable de
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
 from helpers.arena import SETTINGS, fix_deal_secret, grpc_bots, hosted_bots, new_tournament
+from helpers.bench_modules import bench_module
 from helpers.paths import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,15 +39,8 @@ BENCH = ROOT / "bench" / "fairplay.py"
 @pytest.fixture(scope="module")
 def cheats() -> Iterator[ModuleType]:
     """bench/fairplay.py (its MemoryBot and EvaderBot)."""
-    saved = list(sys.path)
-    spec = importlib.util.spec_from_file_location("fairplay_cheats", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fairplay_cheats"] = module
-    spec.loader.exec_module(module)
-    sys.path[:] = saved  # the bench fixes its own path when run as a script
-    yield module
-    del sys.modules["fairplay_cheats"]
+    with bench_module(BENCH, "fairplay_cheats") as module:
+        yield module
 
 
 @pytest.fixture
