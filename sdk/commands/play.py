@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
         "whether A or B is better (chips/100 hands and Elo, with 95%% intervals)",
     )  # fmt: skip
     play.add_argument(
-        "--deals", type=int, default=100, help="with --duplicate: deals (pairs) to play (default 100)"
+        "--deals", type=int, default=None, help="with --duplicate: deals (pairs) to play (default 100)"
     )
     play.add_argument("--seed", type=int, default=None, help="match seed (default: random, printed)")
     play.add_argument(
@@ -50,6 +50,9 @@ def run_play(args: argparse.Namespace) -> int:
         args.hands = 20 if args.duplicate else 100
     if args.duplicate:
         return run_duplicate(args)
+    if args.deals is not None:  # silently playing one match would look like an answer
+        print("tonk play: --deals counts duplicate pairs: add --duplicate (and give 2 bots)", file=sys.stderr)
+        return 2
     if not 2 <= len(args.bots) <= 6:
         print(f"tonk play: a match needs 2 to 6 bots, got {len(args.bots)}", file=sys.stderr)
         return 2
@@ -120,6 +123,8 @@ def run_duplicate(args: argparse.Namespace) -> int:
     """``tonk play A B --duplicate``: each deal played as A-B and B-A from one seed, then the
     paired comparison (sdk.compare). Neither match reveals the seed or the other seat's cards
     (``reveal=False``), as the arena plays a duplicate deal's rotations."""
+    if args.deals is None:
+        args.deals = 100
     if len(args.bots) != 2:
         print(f"tonk play: --duplicate compares 2 bots (A B), got {len(args.bots)}", file=sys.stderr)
         return 2

@@ -134,10 +134,41 @@ def test_greedy_against_itself_is_not_distinguishable(capsys: pytest.CaptureFixt
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["greedy", "random", "random"], "--duplicate compares 2 bots (A B), got 3"),
-        (["greedy", "random", "--deals", "0"], "--hands and --deals must be at least 1, got 20 and 0"),
+        (["greedy", "random", "random", "--duplicate"], "--duplicate compares 2 bots (A B), got 3"),
+        (["greedy", "random", "--duplicate", "--deals", "0"],
+         "--hands and --deals must be at least 1, got 20 and 0"),
+        (["greedy", "random", "--deals", "5"], "--deals counts duplicate pairs: add --duplicate"),
+        (["greedy", "nosuchbot", "--duplicate"], "'nosuchbot' is not a house bot"),
     ],
 )
 def test_duplicate_bad_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["play", *argv, "--duplicate", "--quiet"]) == 2
-    assert message in capsys.readouterr().err
+    assert cli.main(["play", *argv, "--quiet"]) == 2
+    out, err = capsys.readouterr()
+    assert message in err and out == ""
+
+
+_CRASHY = '''
+from sdk.bot import Bot
+
+
+class CrashyBot(Bot):
+    name = "crashy"
+
+    def act(self, obs):
+        if self.match.seat == 1:  # only in the second seat: the first rotation of deal 0 is clean
+            raise RuntimeError("no idea")
+        return 0
+'''
+
+
+def test_a_fault_stops_the_comparison_without_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "crashy.py").write_text(_CRASHY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "crashy", raising=False)
+    assert cli.main(["play", "crashy:CrashyBot", "greedy", "--duplicate", "--deals", "3", "--quiet"]) == 1
+    out, err = capsys.readouterr()
+    assert "Elo" not in out and "chips/100" not in out, out
+    assert "deal 0: A:crashy crash in hand 0: RuntimeError: no idea" in err, err
+    assert "no comparison from 0 complete deals" in err and "Traceback" in err
