@@ -1,6 +1,7 @@
 """Simulation bench for the arena's statistics (issue #26): does each one keep its promise?
 
-    .venv/bin/python bench/stat_checks.py [sprt] [intervals] [anchor] [fairplay] [--runs 1000] [--seed 1]
+    .venv/bin/python bench/stat_checks.py [sprt] [estimate] [intervals] [anchor] [fairplay]
+                                         [--runs 1000] [--seed 1]
 
 ``sprt`` plays simulated sequential tests (arena/tournaments/sprt.py, elo0 0, elo1 20, alpha =
 beta = 0.05, batches of 8 pairs; no cap that matters: at most 20,000 pairs, and the share
@@ -10,6 +11,12 @@ pair score exactly at elo1 (power: how often H1 is accepted; target >= 0.93) and
 (false positives: how often H1 is accepted; target <= alpha + 0.01), and the mean and 95th
 percentile of pairs to a decision. The same runs are decided by the old rule (the logistic
 approximation against Wald's bounds) as the baseline.
+
+``estimate`` checks the effect size that ``tonk play A B --duplicate`` and the SPRT state print
+(sdk/compare.py ``elo_estimate``): on the same pair shapes at a true difference of 0, 20 and
+200 Elo, after 20 to 800 pairs, the coverage of its 95% interval (target >= 0.93) and how
+often the interval leaves 0 out, i.e. a verdict "A is better" or "B is better": at a true 0 a
+false verdict (the complement of coverage), elsewhere the power to tell the two apart.
 
 ``intervals`` simulates seasons of duplicate play (6 bots, every 3-seat table, each deal played
 in its 3 seat rotations) under three dependence structures: independent matches; shared card
@@ -51,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from arena.ratings import fairplay as fp
 from arena.ratings.model import ELO_SCALE, RatedMatch, fit
 from arena.tournaments.sprt import OUTCOMES, bounds, expected_score, llr_logistic, look
+from sdk.compare import elo_estimate
 
 ELO0, ELO1, ALPHA, BETA, BATCH, MAX_PAIRS = 0.0, 20.0, 0.05, 0.05, 8, 20_000
 
@@ -126,6 +134,22 @@ def sprt(runs: int, seed: int) -> None:
                     f"{name:<20} {elo:>5g}  {label:<22} {h1:>6.3f} {target:>9} {n.mean():>7.0f} "
                     f"{np.percentile(n, 95):>6.0f} {np.mean(n > 2000):>6.3f}  (±{1.96 * se:.3f})"
                 )
+
+
+def estimate(runs: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    print(f"Elo estimate (sdk/compare.py): 95% interval coverage, {runs} runs each")
+    print(f"{'pairs':<20} {'true':>5} {'n':>5} {'coverage':>9} {'says better':>12}")
+    for elo in (0.0, 20.0, 200.0):
+        for name, p in shapes(elo).items():
+            for n in (20, 50, 200, 800):
+                covered = decided = 0
+                for _ in range(runs):
+                    est = elo_estimate([int(k) for k in rng.multinomial(n, p)])
+                    assert est is not None
+                    covered += est.low <= elo <= est.high
+                    decided += est.low > 0 or est.high < 0
+                print(f"{name:<20} {elo:>5g} {n:>5} {covered / runs:>9.3f} {decided / runs:>12.3f}")
 
 
 STRUCTURES = ("independent", "card luck", "bot x deal")
@@ -316,7 +340,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    kinds = ["sprt", "intervals", "anchor", "fairplay"]
+    kinds = ["sprt", "estimate", "intervals", "anchor", "fairplay"]
     parser.add_argument("what", nargs="*", help=f"any of {', '.join(kinds)} (default: all)")
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
@@ -327,6 +351,8 @@ def main() -> None:
     args.what = args.what or kinds
     if "sprt" in args.what:
         sprt(args.runs, args.seed)
+    if "estimate" in args.what:
+        estimate(args.runs, args.seed)
     if "intervals" in args.what:
         intervals(max(100, args.runs // 4), args.seed)
     if "anchor" in args.what:

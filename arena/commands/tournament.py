@@ -239,7 +239,8 @@ def cmd_sprt(args: argparse.Namespace) -> int:
 
 
 def sprt_line(session: Session, tournament: Tournament) -> str:
-    """The test's state in one line: pairs, LLR against its bounds, the verdict."""
+    """The test's state in one line: pairs, LLR against its bounds, the verdict, and the
+    estimate of V2 - V1 with its interval (the verdict alone does not say by how much)."""
     from arena.tournaments.sprt import sprt_state
 
     state = sprt_state(session, tournament)
@@ -249,8 +250,11 @@ def sprt_line(session: Session, tournament: Tournament) -> str:
         "inconclusive": "inconclusive: max pairs reached",
         None: "undecided",
     }[state.verdict]
-    return (f"  {state.pairs} pairs, LLR {state.llr:.2f} in [{state.lower:.2f}, {state.upper:.2f}]: "
-            f"{verdict}")
+    line = f"  {state.pairs} pairs, LLR {state.llr:.2f} in [{state.lower:.2f}, {state.upper:.2f}]: {verdict}"
+    if state.estimate is None:
+        return line
+    est = state.estimate
+    return f"{line}; V2 - V1 = {est.elo:+.0f} Elo [95%: {est.low:+.0f}, {est.high:+.0f}]"
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -25,6 +25,10 @@ Corollary 8.33) and fishtest do, each bound is moved inward by the expected over
 ``0.583`` times the standard deviation of one look's LLR step (estimated from the pairs so far),
 never by more than half the bound. The stop: LLR <= lower (accept H0), LLR >= upper (accept H1).
 
+Beside the verdict, the state carries the effect size: V2 - V1 in Elo with its 95% interval
+from the same pair scores (sdk.compare.elo_estimate, as ``tonk play A B --duplicate`` reports
+it), so "accepted H0" reads with how far from better V2 is.
+
 The arena plays it as a tournament of kind ``sprt`` between the two bots at one 2-seat table:
 ``batch`` deals (pairs) at a time; when a batch is done, :func:`advance` decides, or extends the
 tournament by another batch (arena.tournaments.lifecycle.extend_tournament), up to ``max_pairs``.
@@ -44,6 +48,7 @@ from arena.errors import ArenaError
 from arena.store.models import Match, MatchSeat, Tournament
 from arena.store.statuses import MatchStatus
 from arena.tournaments.layout import extend_tournament
+from sdk.compare import EloEstimate, elo_estimate
 
 __all__ = [
     "InvalidSprtError",
@@ -190,10 +195,14 @@ class SprtState:
     llr_logistic: float  # the alt2 approximation, for display beside fishtest's figures
     verdict: str | None  # "H1" (better by elo1), "H0" (not better than elo0), "inconclusive"
     params: dict[str, Any]
+    #: V2 - V1 in Elo with its 95% interval, from the pairs so far (None before the first):
+    #: the verdict only says which bound was crossed, this says by how much.
+    estimate: EloEstimate | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pairs": self.pairs, "counts": self.counts, "llr": round(self.llr, 4),
+            "estimate": None if self.estimate is None else self.estimate.to_json(),
             "lower": round(self.lower, 4), "upper": round(self.upper, 4), "verdict": self.verdict,
             "llr_logistic": round(self.llr_logistic, 4),
             **{k: self.params[k] for k in ("elo0", "elo1", "alpha", "beta", "batch", "max_pairs")},
@@ -227,7 +236,7 @@ def sprt_state(session: Session, tournament: Tournament) -> SprtState:
     value, lower, upper = look(counts, elo0, elo1, params["alpha"], params["beta"], params["batch"])
     return SprtState(
         sum(counts), counts, value, lower, upper, llr_logistic(counts, elo0, elo1),
-        params.get("verdict"), params,
+        params.get("verdict"), params, elo_estimate(counts, OUTCOMES),
     )
 
 

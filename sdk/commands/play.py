@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from sdk.dealing import new_seed
+from sdk.compare import compare_pairs
+from sdk.dealing import derive_seed, new_seed
 from sdk.players import PlayerSpecError, make_player
 from sdk.progress import ProgressBar
 from sdk.referee import FaultKind, HandLog, LocalPlayer, Player, RefereeConfig, play_match
@@ -23,7 +24,18 @@ def register(subparsers: Any) -> None:
         "bots", nargs="+", metavar="BOT",
         help="2 to 6 seats, in seat order: a house bot (random), MODULE:CLASS, or HOST:PORT of a running bot",
     )  # fmt: skip
-    play.add_argument("--hands", type=int, default=100, help="hands in the match (default 100)")
+    play.add_argument(
+        "--hands", type=int, default=None,
+        help="hands in the match (default 100; with --duplicate, hands per match, default 20)",
+    )  # fmt: skip
+    play.add_argument(
+        "--duplicate", action="store_true",
+        help="two bots A B: play each deal twice with the seats swapped on the same cards and say "
+        "whether A or B is better (chips/100 hands and Elo, with 95%% intervals)",
+    )  # fmt: skip
+    play.add_argument(
+        "--deals", type=int, default=None, help="with --duplicate: deals (pairs) to play (default 100)"
+    )
     play.add_argument("--seed", type=int, default=None, help="match seed (default: random, printed)")
     play.add_argument(
         "--deadline-ms", type=int, default=1000, help="time a bot has for each decision (default 1000)"
@@ -34,6 +46,13 @@ def register(subparsers: Any) -> None:
 
 
 def run_play(args: argparse.Namespace) -> int:
+    if args.hands is None:
+        args.hands = 20 if args.duplicate else 100
+    if args.duplicate:
+        return run_duplicate(args)
+    if args.deals is not None:  # silently playing one match would look like an answer
+        print("tonk play: --deals counts duplicate pairs: add --duplicate (and give 2 bots)", file=sys.stderr)
+        return 2
     if not 2 <= len(args.bots) <= 6:
         print(f"tonk play: a match needs 2 to 6 bots, got {len(args.bots)}", file=sys.stderr)
         return 2
@@ -98,6 +117,71 @@ def run_play(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         failed = True
     return 1 if failed else 0
+
+
+def run_duplicate(args: argparse.Namespace) -> int:
+    """``tonk play A B --duplicate``: each deal played as A-B and B-A from one seed, then the
+    paired comparison (sdk.compare). Neither match reveals the seed or the other seat's cards
+    (``reveal=False``), as the arena plays a duplicate deal's rotations."""
+    if args.deals is None:
+        args.deals = 100
+    if len(args.bots) != 2:
+        print(f"tonk play: --duplicate compares 2 bots (A B), got {len(args.bots)}", file=sys.stderr)
+        return 2
+    if args.hands < 1 or args.deals < 1:
+        print(f"tonk play: --hands and --deals must be at least 1, got {args.hands} and {args.deals}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        players = [make_player(spec) for spec in args.bots]
+    except PlayerSpecError as exc:
+        print(f"tonk play: {exc}", file=sys.stderr)
+        return 2
+    unreachable = _unreachable(args.bots)
+    if unreachable:
+        for p in players:
+            p.close()
+        print(f"tonk play: {unreachable}", file=sys.stderr)
+        return 1
+    seed = new_seed() if args.seed is None else args.seed
+    labels = [f"{side}:{p.describe()['name']}" for side, p in zip("AB", players, strict=True)]
+    config = RefereeConfig(decision_deadline_ms=args.deadline_ms)
+    bar = ProgressBar(2 * args.deals, "matches ", enabled=None if not args.quiet else False)
+    a_chips: list[tuple[int, int]] = []
+    b_chips: list[tuple[int, int]] = []
+    failure = None
+    try:
+        for deal in range(args.deals):
+            deal_seed = derive_seed(seed, f"deal{deal}")
+            scores = []
+            for order in ((0, 1), (1, 0)):  # the same cards, each bot in each seat once
+                result = play_match(
+                    [players[i] for i in order], deal_seed, args.hands, match_id=f"deal{deal}",
+                    names=[labels[i] for i in order], rules=Rules(), config=config, reveal=False,
+                )  # fmt: skip
+                bar.advance()
+                if result.faults:
+                    fault = result.faults[0]
+                    failure = (f"deal {deal}: {labels[order[fault.seat]]} {fault.kind.value} in hand "
+                               f"{fault.hand_index}: {fault.reason}")  # fmt: skip
+                    break
+                scores.append({order[seat]: chips for seat, chips in enumerate(result.scores)})
+            if failure:
+                break
+            a_chips.append((scores[0][0], scores[1][0]))
+            b_chips.append((scores[0][1], scores[1][1]))
+    finally:
+        for p in players:
+            p.close()
+        bar.close()
+    print(f"seed {seed}; A = {args.bots[0]}, B = {args.bots[1]}")
+    if failure:  # a faulted match's chips measure the fault, not the bots
+        _print_tracebacks(labels, players)
+        print(f"tonk play: {failure}; no comparison from {len(a_chips)} complete deals", file=sys.stderr)
+        return 1
+    for line in compare_pairs(a_chips, b_chips, args.hands).lines("A", "B"):
+        print(line)
+    return 0
 
 
 def _print_tracebacks(names: list[str], players: list[Player]) -> None:

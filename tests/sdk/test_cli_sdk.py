@@ -150,6 +150,20 @@ def test_tonk_play_over_grpc_matches_in_process(
     assert re.search(r"\d+ decisions", remote).group(0) == re.search(r"\d+ decisions", local).group(0)  # type: ignore[union-attr]
 
 
+def test_tonk_play_duplicate_over_grpc_matches_in_process(
+    served_random: tuple[subprocess.Popen[str], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The served bot plays both seats of each deal, as the in-process one does.
+    _, address = served_random
+    args = ["--duplicate", "--deals", "6", "--hands", "5", "--seed", "3", "--quiet"]
+    assert cli.main(["play", address, "random", *args]) == 0
+    remote = capsys.readouterr().out.splitlines()
+    assert cli.main(["play", "random", "random", *args]) == 0
+    local = capsys.readouterr().out.splitlines()
+    assert remote[0] == f"seed 3; A = {address}, B = random"
+    assert remote[1:] == local[1:] and len(local) == 5, local
+
+
 def test_tonk_play_against_nothing_stops_at_once_and_says_what_to_check(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -86,7 +86,7 @@ def test_every_sh_block_is_run_or_says_why_not() -> None:
     for block in author:
         assert block.directive in (None, *DIRECTIVES), f"{AUTHOR_GUIDE.name}:{block.line}: {block.directive}"
     runnable = "\n".join(b.code for b in author if b.directive is None)
-    for step in ("tonk new", "tonk play", "tonk check", "tonk serve", "tonk submit"):
+    for step in ("tonk new", "tonk play", "--duplicate", "tonk check", "tonk serve", "tonk submit"):
         assert step in runnable, step
     assert [b.directive for b in author].count("node") == 1
 
@@ -118,6 +118,8 @@ def test_the_bot_author_guide_runs_as_written(tmp_path: Path) -> None:
     out = result.stdout
     assert (tmp_path / "work" / "my-bot" / "my_bot.py").exists()
     assert play_faults(out) == [0, 0, 0], out
+    # "Is my new version better?": an unchanged copy cannot be told apart from the original.
+    assert "A - B = +0 +/- 0 Elo [+0, +0]: not distinguishable at 50 deals: play more" in out, out
     assert "RESULT: PASS" in out
     assert re.search(r"\d+ passed", out), out  # the project's own tests
     assert "registered bot 'my-bot' (version 1)" in out

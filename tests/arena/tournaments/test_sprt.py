@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import pytest
 from helpers.arena import SETTINGS, InlineBackend, fix_deal_secret, hosted_bots
@@ -30,6 +31,7 @@ from arena.tournaments.sprt import (
 )
 from bots.greedy import GreedyBot
 from sdk.cli import main as tonk
+from sdk.compare import elo_estimate
 
 
 class Twin(GreedyBot):
@@ -129,6 +131,12 @@ def test_a_stronger_bot_is_accepted_after_a_few_batches(sqlite_url: str) -> None
     # (the test weighs 20 Elo against 0, not "how much better"), so 54 pairs reach 2.94.
     assert state["pairs"] == 54 and state["counts"][4] >= 50 and matches == 108, state
     assert state["llr"] >= state["upper"]  # type: ignore[operator]
+    # The verdict says only "at least 20"; the estimate says by how much, from the same pairs.
+    estimate = state["estimate"]
+    counts = state["counts"]
+    assert isinstance(estimate, dict) and isinstance(counts, list)
+    assert estimate == getattr(elo_estimate(counts), "to_json", dict)()
+    assert 20 < estimate["low"] < estimate["elo"] < estimate["high"], estimate
     dispose_engines()
 
 
@@ -144,6 +152,7 @@ def test_a_copy_is_rejected_pair_by_pair(sqlite_url: str) -> None:
     assert state["counts"] == [0, 0, state["pairs"], 0, 0]
     assert state["pairs"] == 50 and matches == 100  # LLR -0.55 per 10 pairs, -2.95 against -2.92
     assert state["llr"] <= state["lower"]  # type: ignore[operator]
+    assert state["estimate"] == {"pairs": 50, "elo": 0.0, "low": 0.0, "high": 0.0}  # every pair even
     dispose_engines()
 
 
@@ -189,6 +198,7 @@ def test_the_cli_creates_a_gauntlet_and_runs_a_sequential_test(
                  "--batch", "6", "--seed", "777", "--quiet"]) == 0  # the seed of the test above
     out = capsys.readouterr().out
     assert "accepted H1: better by at least 300 Elo" in out and "6 pairs" in out, out
+    assert re.search(r"; V2 - V1 = \+\d+ Elo \[95%: \+\d+, \+\d+\]$", out, re.MULTILINE), out
     assert tonk(["tournament", "status", "2"]) == 0
     status = capsys.readouterr().out
     assert "6 pairs, LLR" in status and "Elo [95% interval]" in status
