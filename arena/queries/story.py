@@ -32,55 +32,67 @@ def by_rate(standings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
-def _seats(session: Session, tournament_id: int) -> dict[int, list[tuple[str, int, int]]]:
-    """Done matches: (bot, chips, hands of the match) per seat."""
-    out: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
-    for match_id, name, score, hands in session.execute(
-        select(Match.id, Bot.name, MatchSeat.score, Match.hands)
+Seats = dict[int, list[tuple[str, int, int]]]
+
+
+def _seats(session: Session, tournament_id: int) -> tuple[Seats, dict[int, Any]]:
+    """Done matches: (bot, chips, hands of the match) per seat; and each match's deal, as
+    (table, deal): the rotations of a deal play the same cards, so their results go together."""
+    out: Seats = defaultdict(list)
+    deal: dict[int, Any] = {}
+    for match_id, table, deal_index, name, score, hands in session.execute(
+        select(Match.id, Match.table_index, Match.deal_index, Bot.name, MatchSeat.score, Match.hands)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .join(Bot, Bot.id == MatchSeat.bot_id)
         .where(Match.tournament_id == tournament_id, Match.status == MatchStatus.DONE)
         .order_by(Match.id, MatchSeat.seat)
     ):
         out[match_id].append((name, int(score or 0), int(hands)))
-    return out
+        deal[match_id] = (table, deal_index)
+    return out, deal
 
 
-def _rate_and_se(samples: list[tuple[int, int]]) -> tuple[float, float]:
-    """Chips per 100 hands over (chips, hands) per match, and its standard error (the ratio
-    estimator's: matches of different lengths weigh by their hands)."""
-    hands = sum(h for _, h in samples)
-    rate = sum(c for c, _ in samples) / hands
-    n = len(samples)
-    if n < 2:
-        return 100 * rate, math.inf
-    resid = sum((c - rate * h) ** 2 for c, h in samples) * n / (n - 1)
-    return 100 * rate, 100 * math.sqrt(resid) / hands
+def margin_and_se(
+    matches: Mapping[int, list[tuple[str, int, int]]], deal: Mapping[int, Any], first: str, second: str
+) -> tuple[float, float]:
+    """``first``'s chips per 100 hands less ``second``'s, and the difference's standard
+    error: each rate is a ratio (chips over hands), linearised per match as its chips less
+    the rate times its hands; the two bots' terms are summed per deal (a match where they
+    meet moves both, and a deal's rotations share their cards), and deals are taken as
+    independent. Infinite with fewer than two deals."""
+    hands = {b: sum(h for seats in matches.values() for n, _, h in seats if n == b) for b in (first, second)}
+    rate = {b: sum(c for seats in matches.values() for n, c, _ in seats if n == b) / hands[b]
+            for b in (first, second)}
+    terms: dict[Any, float] = defaultdict(float)
+    for match_id, seats in matches.items():
+        for name, chips, played in seats:
+            if name in rate:
+                sign = 1 if name == first else -1
+                terms[deal[match_id]] += sign * 100 * (chips - rate[name] * played) / hands[name]
+    k = len(terms)
+    margin = 100 * (rate[first] - rate[second])
+    if k < 2:
+        return margin, math.inf
+    return margin, math.sqrt(sum(t * t for t in terms.values()) * k / (k - 1))
 
 
 def headline(session: Session, tournament_id: int, standings: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A finished tournament's headline, None before: the winner (first of ``standings``),
-    its margin over the runner-up in chips per 100 hands with a 95% interval, how sure
-    (the normal probability that the winner's true rate is ahead), and the matches with the
-    biggest swing (most chips won by one seat) and the closest (least between first and
-    second). The interval treats the two bots' rates as independent: an approximation, as
-    they also meet each other."""
+    its margin over the runner-up in chips per 100 hands with a 95% interval
+    (:func:`margin_and_se`), how sure (the normal probability that the winner's true rate is
+    ahead), and the matches with the biggest swing (most chips won by one seat) and the
+    closest (least between first and second)."""
     status = session.scalar(select(Tournament.status).where(Tournament.id == tournament_id))
     if status != TournamentStatus.FINISHED or not standings or standings[0]["chips_per_100"] is None:
         return None
-    matches = _seats(session, tournament_id)
-    samples: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for seats in matches.values():
-        for name, chips, hands in seats:
-            samples[name].append((chips, hands))
+    matches, deal = _seats(session, tournament_id)
     winner = standings[0]["bot"]
     out: dict[str, Any] = {"winner": winner, "chips_per_100": standings[0]["chips_per_100"],
-                           "runner_up": None, "margin": None, "low": None, "high": None, "sure": None}
+                           "runner_up": None, "margin": None, "low": None, "high": None, "sure": None,
+                           "verdict": None}
     if len(standings) > 1 and standings[1]["chips_per_100"] is not None:
         second = standings[1]["bot"]
-        rate_w, se_w = _rate_and_se(samples[winner])
-        rate_r, se_r = _rate_and_se(samples[second])
-        margin, se = rate_w - rate_r, math.hypot(se_w, se_r)
+        margin, se = margin_and_se(matches, deal, winner, second)
         finite = math.isfinite(se)
         sure = (NormalDist().cdf(margin / se) if se > 0 else 1.0) if finite else None
         out.update(

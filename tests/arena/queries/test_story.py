@@ -74,8 +74,10 @@ def test_a_finished_tournament_has_a_headline(db_url: str) -> None:
     ids = hosted_bots(db_url, ["random", "greedy"])
     tid = new_tournament(db_url, ids, hands_per_match=5, deals_per_table=2)
     (matches,) = tables(db_url, tid).values()
-    assert len(matches) == 4
-    for match_id, won in zip(matches, (10, 40, 20, 30), strict=True):
+    with session_scope(db_url) as session:
+        deals = [session.get(Match, m).deal_index for m in matches]  # type: ignore[union-attr]
+    assert len(matches) == 4 and deals == [0, 0, 1, 1], deals  # two deals, two rotations each
+    for match_id, won in zip(matches, (10, 20, 30, 40), strict=True):
         finish(db_url, match_id, {"greedy": won, "random": -won})
     assert detail(db_url, tid)["headline"] is None  # every match done, not yet finished
     with session_scope(db_url) as session:
@@ -83,15 +85,17 @@ def test_a_finished_tournament_has_a_headline(db_url: str) -> None:
                         .values(status=TournamentStatus.FINISHED, finished_at=utcnow()))
     head = detail(db_url, tid)["headline"]
     # greedy: 100 chips over 20 hands, +500/100; random -500/100. Per match 10..40 chips over
-    # 5 hands against the rate's 25: residuals -15, -5, 5, 15 (500 squared, x 4/3), so each
-    # rate's standard error is 100 * sqrt(666.7) / 20 = 129.1, the margin's 182.57 (x 1.96: 357.84).
+    # 5 hands against the rate's 25: greedy's residuals -15, -5, 5, 15, random's the opposite,
+    # so each match moves the margin by 2 x 100 x residual / 20. Summed per deal: -200 and
+    # +200; squared, x k/(k-1) = 2: a standard error of 400, so 1000 -/+ 1.96 x 400 and
+    # "how sure" is Phi(2.5) = 0.9938.
     assert head["winner"] == "greedy" and head["runner_up"] == "random"  # type: ignore[index]
     assert head["margin"] == 1000.0 and head["chips_per_100"] == 500.0  # type: ignore[index]
-    assert (head["low"], head["high"]) == (642.16, 1357.84)  # type: ignore[index]
-    assert head["sure"] == 1.0 and head["verdict"] == "clear"  # type: ignore[index]
-    assert [m["id"] for m in head["swings"]] == [matches[1], matches[3], matches[2]]  # type: ignore[index]
+    assert (head["low"], head["high"]) == (216.01, 1783.99)  # type: ignore[index]
+    assert head["sure"] == 0.9938 and head["verdict"] == "clear"  # type: ignore[index]
+    assert [m["id"] for m in head["swings"]] == [matches[3], matches[2], matches[1]]  # type: ignore[index]
     # Closest: the smallest gaps between first and second, 20, 40 and 60 chips.
-    assert [m["id"] for m in head["closest"]] == [matches[0], matches[2], matches[3]]  # type: ignore[index]
+    assert [m["id"] for m in head["closest"]] == [matches[0], matches[1], matches[2]]  # type: ignore[index]
 
 
 def test_time_left_comes_from_the_bottleneck_bot(db_url: str) -> None:
