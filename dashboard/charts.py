@@ -212,3 +212,64 @@ def _history_svg(history: Sequence[dict[str, Any]], width: int) -> str:
             parts.append(label)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def sprt_chart(test: dict[str, Any]) -> Markup:
+    """A sequential test's LLR after each look against the pairs played, between its bounds
+    (accept H0 below the lower, H1 above the upper), as fishtest draws it; the bounds move
+    inward as the overshoot estimate settles, so each is drawn as a line of its own."""
+    points = test.get("history", {}).get("points", [])
+    if len(points) < 2:
+        return Markup('<p class="empty">No pair of this test is scored yet.</p>')
+    return responsive(lambda width: _sprt_svg(points, test, width))
+
+
+def _sprt_svg(points: Sequence[dict[str, Any]], test: dict[str, Any], width: int) -> str:
+    height, left, right, top, bottom = 260, 50, 20, 16, 40
+    plot_w, plot_h = width - left - right, height - top - bottom
+    values = [float(v) for p in points for v in (p["llr"], p["lower"], p["upper"])]
+    lo, hi = math.floor(min(values) - 0.25), math.ceil(max(values) + 0.25)
+    most: int = max(int(p["pairs"]) for p in points) or 1
+
+    def x(pairs: float) -> float:
+        return left + plot_w * pairs / most
+
+    def y(value: float) -> float:
+        return top + plot_h * (hi - value) / (hi - lo)
+
+    label = (f"LLR {test['llr']:.2f} after {test['pairs']} pairs, "
+             f"bounds {test['lower']:.2f} and {test['upper']:.2f}")
+    parts = [
+        f'<svg class="chart sprt-chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'aria-label="{escape(label)}">',
+        f"<title>{escape(label)}</title>",
+    ]
+    step = max(1, math.ceil((hi - lo) / 6))
+    for tick in range(int(lo), int(hi) + 1, step):
+        parts.append(_line("grid zero" if tick == 0 else "grid", left, y(tick), width - right, y(tick)))
+        parts.append(_text("tick", left - 6, y(tick) + 4, "end", f"{tick:d}"))
+    xs = _pair_ticks(most, plot_w)
+    for tick in xs:
+        parts.append(_text("tick", x(tick), height - bottom + 18, "middle", str(tick)))
+    parts.append(_text("tick", width - right, height - 4, "end", "pairs"))
+    for key, name in (("upper", "H1"), ("lower", "H0")):
+        line = " ".join(f"{x(p['pairs']):.1f},{y(p[key]):.1f}" for p in points)
+        parts.append(f'<polyline class="bound bound-{key}" points="{line}"/>')
+        end = points[-1][key]
+        parts.append(_text("tick", left + 4, y(end) + (-6 if key == "upper" else 16), "start",
+                           f"accept {name} ({end:.2f})"))
+    line = " ".join(f"{x(p['pairs']):.1f},{y(p['llr']):.1f}" for p in points)
+    parts.append(f'<polyline class="line" points="{line}"/>')
+    for p in points[1:]:
+        tip = escape(f"after {p['pairs']} pairs: LLR {p['llr']:.2f} ({p['lower']:.2f} to {p['upper']:.2f})")
+        parts.append(f'<g><title>{tip}</title><circle class="point" cx="{x(p["pairs"]):.1f}" '
+                     f'cy="{y(p["llr"]):.1f}" r="3.5"/></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _pair_ticks(most: int, plot_w: float) -> list[int]:
+    """Round pair counts along x, no closer than about 60 units."""
+    room = max(1, int(plot_w // 60))
+    step = next((s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000) if most / s <= room), 5000)
+    return list(range(0, most + 1, step))

@@ -4,6 +4,7 @@ finish), for the live tournament page and its poll."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import func, select
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from arena.queries import iso
 from arena.queries.matches import unfinished_in_deal
+from arena.queries.story import bottleneck
 from arena.store.models import Bot, Match, MatchSeat, Tournament, utcnow
 from arena.store.statuses import MatchStatus, TournamentStatus
 
@@ -18,9 +20,14 @@ from arena.store.statuses import MatchStatus, TournamentStatus
 RUNNING_SHOWN = 30
 
 
-def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> dict[str, Any]:
+def timing(
+    session: Session, tournament_id: int, progress: dict[str, Any], capacity: Mapping[int, int] | None = None
+) -> dict[str, Any]:
     """Elapsed time since the first match started, the pace in hands and matches per minute
-    over that time, and the time left at that pace (None until a hand is played)."""
+    over that time, and the time left (None until a hand is played): the longer of "the
+    hands left at that pace" and, given each bot's ``capacity`` (matches it plays at once),
+    the time its bottleneck bot needs for its unfinished matches (story.bottleneck), named
+    when it is the longer: near the end a few bots play at capacity while the rest idle."""
     t = session.get(Tournament, tournament_id)
     first = select(func.min(Match.started_at)).where(Match.tournament_id == tournament_id)
     started = session.scalar(first)
@@ -28,7 +35,7 @@ def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> di
     end = t.finished_at if t is not None and finished else None
     if started is None:
         return {"started_at": None, "elapsed_s": 0, "hands_per_min": None, "matches_per_min": None,
-                "eta_s": None, "finished": finished}
+                "eta_s": None, "bottleneck": None, "finished": finished}
     elapsed = max(0.0, ((end or utcnow()) - started).total_seconds())
     played, planned = progress["hands_played"], progress["hands_planned"]
     done = progress["matches"]["done"] + progress["matches"]["failed"]
@@ -36,12 +43,20 @@ def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> di
     eta = None
     if not finished and hands_rate:
         eta = round(max(0, planned - played) / hands_rate)
+    neck = None
+    if not finished and capacity is not None:
+        neck = bottleneck(session, tournament_id, capacity)
+        if neck is not None and eta is not None and neck["seconds"] <= eta:
+            neck = None  # the pace is the longer: no one bot holds the rest up
+        if neck is not None:
+            eta = neck["seconds"]
     return {
         "started_at": iso(started),
         "elapsed_s": round(elapsed),
         "hands_per_min": round(60 * hands_rate, 1) if hands_rate else None,
         "matches_per_min": round(60 * done / elapsed, 2) if elapsed > 0 and done else None,
         "eta_s": 0 if finished else eta,
+        "bottleneck": neck,
         "finished": finished,
     }
 

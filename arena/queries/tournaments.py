@@ -18,6 +18,7 @@ from arena.errors import TournamentNotFoundError
 from arena.queries import Page, Paging, check_paging, iso, vars_of
 from arena.queries.cache import cached
 from arena.queries.stats import bot_stats, record
+from arena.queries.story import by_rate, headline, sprt_history
 from arena.ratings.terms import PAIRWISE
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
 from arena.store.statuses import (
@@ -238,10 +239,14 @@ def progress(session: Session, tournament_id: int) -> dict[str, Any]:
 
 def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[str, Any]:
     t = get_tournament(session, tournament_id)
-    results = cached(
-        ("tournament", url, tournament_id), done_token(session, tournament_id),
-        lambda: _results(session, tournament_id),
-    )
+    token = done_token(session, tournament_id)
+    results = cached(("tournament", url, tournament_id), token, lambda: _results(session, tournament_id))
+    kind = _kind(session, tournament_id)
+    if "sprt" in kind:  # its LLR after each look, for the chart
+        row = session.get(Tournament, tournament_id)
+        assert row is not None
+        kind["sprt"]["history"] = cached(("sprt-history", url, tournament_id), token,
+                                         lambda: sprt_history(session, row))
     return {
         **_header(t, _hands(session, [t.id]).get(t.id, (0, 0))),
         "rules": t.rules,
@@ -249,8 +254,11 @@ def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[st
         "deal_mode": t.deal_mode,
         "seed": t.seed,  # None until the tournament is finished (the store sees to it)
         "entries": [{"bot": e.bot_name, "version": e.version} for e in t.entries],
-        **_kind(session, tournament_id),
+        **kind,
         **results,
+        # Once finished: who won, by how much and how surely (not cached: the status flips
+        # after the last match is done, without a new done match).
+        "headline": headline(session, tournament_id, results["standings"]),
     }
 
 
@@ -287,8 +295,7 @@ def _results(session: Session, tournament_id: int) -> dict[str, Any]:
         tab["matches"].add(match_id)
         tab["chips"][name] += score or 0
     stats = bot_stats(session, tournament_id=tournament_id)
-    standings = [{"bot": st.name, **record(st)} for st in stats]
-    standings.sort(key=lambda r: (-r["chips"], r["bot"]))
+    standings = by_rate([{"bot": st.name, **record(st)} for st in stats])
     return {
         "standings": standings,
         "matrix": _matrix(matches),

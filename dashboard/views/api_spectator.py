@@ -13,14 +13,14 @@ from flask import Blueprint, Response, get_template_attribute, jsonify, request
 
 from arena.queries import export, replays
 from arena.queries.cache import cached
-from arena.queries.live import running_matches, timing
+from arena.queries.live import running_matches
 from arena.queries.replay_steps import match_steps
 from arena.queries.tournaments import tournament_detail
 from arena.store.db import session_scope
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
 from dashboard.params import choice_arg
-from dashboard.views.common import db_url
+from dashboard.views.common import db_url, tournament_timing
 from sdk.bot import BOT_NAME_RE
 
 bp = Blueprint("api_spectator", __name__, url_prefix="/api/v1")
@@ -57,7 +57,8 @@ def get_live(tournament_id: int) -> Response:
     tournament page's poll swaps them in, so page and poll never differ)."""
     db = session()
     t = tournament_detail(db, db_url(), tournament_id)
-    t.update(timing=timing(db, tournament_id, t["progress"]), running=running_matches(db, tournament_id))
+    t.update(timing=tournament_timing(db, tournament_id, t["progress"]),
+             running=running_matches(db, tournament_id))
     keys = ("id", "status", "progress", "timing", "running", "standings", "matrix", "tables")
     data: dict[str, Any] = {k: t[k] for k in keys}
     if choice_arg(request.args, "html", ("0", "1")) == "1":

@@ -11,8 +11,10 @@ from sqlalchemy.orm import Session
 
 from arena.bots.owners import authenticate, parse_bearer
 from arena.config import Settings
+from arena.play.capacity import capacities
+from arena.queries.live import timing
 from arena.queries.matches import STATUSES, MatchFilter
-from arena.store.models import Bot, Owner, Tournament
+from arena.store.models import Bot, Owner, Tournament, TournamentEntry
 from dashboard.errors import InvalidParameterError
 from dashboard.params import MAX_ID, choice_arg, int_arg, name_arg
 
@@ -20,6 +22,14 @@ from dashboard.params import MAX_ID, choice_arg, int_arg, name_arg
 def db_url() -> str:
     url: str = current_app.config["DATABASE_URL"]
     return url
+
+
+def tournament_timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> dict[str, Any]:
+    """arena.queries.live.timing with its entrants' capacities, so time left sees bottlenecks."""
+    bots = session.scalars(
+        select(TournamentEntry.bot_id).where(TournamentEntry.tournament_id == tournament_id)
+    )
+    return timing(session, tournament_id, progress, capacities(session, list(bots)))
 
 
 def settings() -> Settings:

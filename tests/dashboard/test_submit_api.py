@@ -357,10 +357,13 @@ def test_operator_creates_a_sequential_test_and_its_page_shows_the_llr(
     test = detail["sprt"]
     assert test["pairs"] >= 2 and test["lower"] < 0 < test["upper"] and test["elo1"] == 20
     html = client.get(f"/tournaments/{tid}").get_data(as_text=True)
-    assert "Sequential test" in html and "<meter" in html and f"LLR <strong>{test['llr']:.2f}" in html
+    assert "Sequential test" in html and "sprt-chart" in html and f"LLR <strong>{test['llr']:.2f}" in html
     estimate = test["estimate"]
     assert estimate["pairs"] == test["pairs"] and estimate["low"] <= estimate["elo"] <= estimate["high"], test
     assert f"<strong>{estimate['elo']:+.0f} Elo</strong> against the other (95% interval" in html
+    # The live poll carries the state without the history (the page draws it on load).
+    history = test.pop("history")
+    assert history["points"][-1]["llr"] == test["llr"] and history["points"][-1]["pairs"] == test["pairs"]
     assert client.get(f"/api/v1/tournaments/{tid}/progress").get_json()["progress"]["sprt"] == test
     gauntlet = {"name": "g", "bots": ["lowball", "random"], "table_sizes": [2], "deals_per_table": 1,
                 "hands_per_match": 2, "kind": "gauntlet"}

@@ -955,3 +955,45 @@ def test_the_ladder_page_follows_a_ladder_live_on_a_laptop_and_a_phone(browser: 
             player.join(timeout=60)
         server.shutdown()
         thread.join(timeout=10)
+
+
+def test_a_sequential_test_page_fits_both_widths(browser: Any, tmp_path: Path) -> None:
+    """The SPRT page's LLR chart and a finished tournament's headline: no sideways scroll at
+    390 px, chart text 11 px or more, at a phone's width and a laptop's."""
+    from helpers.arena import SETTINGS, InlineBackend, fix_deal_secret, hosted_bots
+    from helpers.dashboard_fixtures import OPERATOR_TOKEN
+
+    from arena.runtime.driver import run_tournament
+    from arena.store.db import session_scope
+    from arena.tournaments.lifecycle import create_tournament
+    from arena.tournaments.sprt import sprt_params
+    from dashboard.server import serve_in_thread
+
+    url = f"sqlite:///{tmp_path / 'sprt.sqlite'}"
+    heuristic, random = hosted_bots(url, ["heuristic", "random"])
+    with session_scope(url) as session:
+        fix_deal_secret(session)
+        tid = create_tournament(
+            session, name="Heuristic vs random", bot_ids=[heuristic, random], table_sizes=[2],
+            deals_per_table=6, hands_per_match=6, seed=777, settings=SETTINGS, kind="sprt",
+            sprt=sprt_params(0, 20, batch=6),
+        ).id
+    run_tournament(url, tid, InlineBackend(url))
+    server, thread = serve_in_thread("127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN,
+                                     TESTING=True, CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False)
+    try:
+        for width, height in ((390, 844), (1360, 900)):
+            context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+            try:
+                tab = context.new_page()
+                path = f"/tournaments/{tid}"
+                tab.goto(f"http://127.0.0.1:{server.server_port}{path}")
+                assert tab.locator("#sprt svg.sprt-chart:visible").count() == 1
+                assert tab.locator("#headline").count() == 1
+                check_layout(tab, path, width)
+                tab.screenshot(path=str(SCREENSHOTS / f"sprt-{width}.png"), full_page=True)
+            finally:
+                context.close()
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
