@@ -1,6 +1,7 @@
 """A tournament as it plays: timing (elapsed, rate, time left), the matches being played
 with their hands so far and running score (once no other rotation of its deal is still to
-finish), for the live tournament page and its poll."""
+finish), and "now showing": the latest finished deals, whose replays are public, for the live
+tournament page, the home page and their poll."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.queries import iso
-from arena.queries.matches import unfinished_in_deal
+from arena.queries.matches import deal_finished, unfinished_in_deal
 from arena.store.models import Bot, Match, MatchSeat, Tournament, utcnow
 from arena.store.statuses import MatchStatus, TournamentStatus
 
 #: Running matches listed on the page at most (a big tournament may play hundreds at once).
 RUNNING_SHOWN = 30
+#: Finished deals "now showing" at most, newest first.
+DEALS_SHOWN = 3
+#: Done matches read to find those deals (a deal has at most a few rotations).
+_RECENT_READ = 60
 
 
 def timing(session: Session, tournament_id: int, progress: dict[str, Any]) -> dict[str, Any]:
@@ -93,5 +98,55 @@ def _running(session: Session, where: Any) -> list[dict[str, Any]]:
                 {"bot": s["bot"], "score": s["score"] if played and not m.shared else None}
                 for s in seats[m.id]
             ],
+        })
+    return out
+
+
+def now_showing(
+    session: Session, tournament_id: int | None = None, deals: int = DEALS_SHOWN
+) -> list[dict[str, Any]]:
+    """The latest finished deals (of one tournament, or of the arena), newest first, each with
+    its matches, seats and scores. Only deals whose every match is done: those records are
+    already public (the replay, the seed, exports), so showing them leaks nothing to a bot,
+    while a deal with a rotation still to play (or running) never appears."""
+    where = [deal_finished()]
+    if tournament_id is not None:
+        where.append(Match.tournament_id == tournament_id)
+    recent = session.execute(
+        select(Match.tournament_id, Match.seed, Match.finished_at)
+        .where(*where)
+        .order_by(Match.finished_at.desc(), Match.id.desc())
+        .limit(_RECENT_READ)
+    ).all()
+    picked: dict[tuple[int, int], Any] = {}  # deal -> when its last match finished
+    for r in recent:
+        if len(picked) >= deals:
+            break
+        picked.setdefault((r.tournament_id, r.seed), r.finished_at)
+    out = []
+    for (t_id, seed), finished in picked.items():
+        rows = session.execute(
+            select(Match.id, Match.table_index, Match.deal_index, Match.hands, Tournament.name)
+            .join(Tournament, Tournament.id == Match.tournament_id)
+            .where(Match.tournament_id == t_id, Match.seed == seed, Match.status == MatchStatus.DONE)
+            .order_by(Match.id)
+        ).all()
+        if not rows:
+            continue
+        seats: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
+        for match_id, name, score in session.execute(
+            select(MatchSeat.match_id, Bot.name, MatchSeat.score)
+            .join(Bot, Bot.id == MatchSeat.bot_id)
+            .where(MatchSeat.match_id.in_(list(seats)))
+            .order_by(MatchSeat.match_id, MatchSeat.seat)
+        ):
+            seats[match_id].append({"bot": name, "score": score})
+        out.append({
+            "tournament": t_id,
+            "tournament_name": rows[0].name,
+            "table": rows[0].table_index,
+            "deal": rows[0].deal_index,
+            "finished_at": iso(finished),
+            "matches": [{"id": r.id, "hands": r.hands, "seats": seats[r.id]} for r in rows],
         })
     return out

@@ -6,7 +6,7 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from sqlalchemy import select
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from arena.queries.live import running_matches, timing
+from arena.queries.live import now_showing, running_matches, timing
 from arena.queries.tournaments import STATUSES, tournament_detail, tournament_list
 from arena.store.models import Tournament
 from arena.store.statuses import TournamentKind
@@ -31,4 +31,5 @@ def detail(tournament_id: int) -> str | WerkzeugResponse:
         return redirect(url_for("ladders.detail", ladder_id=tournament_id))  # a ladder has its own page
     t = tournament_detail(db, db_url(), tournament_id)
     t.update(timing=timing(db, tournament_id, t["progress"]), running=running_matches(db, tournament_id))
+    t.update(now_showing=now_showing(db, tournament_id))
     return render_template("tournament.html", t=t)
