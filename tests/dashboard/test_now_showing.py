@@ -61,7 +61,8 @@ def test_now_showing_lists_finished_deals_only_and_leaks_nothing_of_a_running_on
     for match_id in (a1, a2, c1):
         assert play_match_job(match_id, db_url) == "done"
     with session_scope(db_url) as session:
-        session.execute(update(Match).where(Match.id == b1).values(status=MatchStatus.RUNNING, hands_played=2))
+        running_now = update(Match).where(Match.id == b1).values(status=MatchStatus.RUNNING, hands_played=2)
+        session.execute(running_now)
         for seat, score in enumerate((-5, 5)):
             session.execute(
                 update(MatchSeat).where(MatchSeat.match_id == b1, MatchSeat.seat == seat).values(score=score)
