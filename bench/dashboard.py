@@ -211,6 +211,8 @@ def main() -> int:
              f"&page={rng.randint(1, 200)}", False),
             ("match list page", lambda: f"/matches/?page={rng.randint(1, pages)}", False),
             ("replay JSON (random match)", lambda: f"/api/v1/matches/{rng.randint(1, total)}/replay", False),
+            # What a tournament page's poll asks every few seconds (now showing included).
+            ("tournament live JSON, html", "/api/v1/tournaments/1/live?html=1", False),
         ]
         results: list[tuple[str, float, float, float, float | None]] = []
         for name, route, warm in routes:

@@ -1,6 +1,7 @@
 """A tournament as it plays: timing (elapsed, rate, time left), the matches being played
 with their hands so far and running score (once no other rotation of its deal is still to
-finish), for the live tournament page and its poll."""
+finish), and "now showing": the latest finished deals, whose replays are public, for the live
+tournament page, the home page and their poll."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ from arena.store.statuses import MatchStatus, TournamentStatus
 
 #: Running matches listed on the page at most (a big tournament may play hundreds at once).
 RUNNING_SHOWN = 30
+#: Finished deals "now showing" at most, newest first.
+DEALS_SHOWN = 3
+#: Finished matches read at a time, newest first, to find those deals (most recent matches
+#: belong to a deal still being played in a big tournament), and how many such reads at most.
+_BATCH = 200
+_BATCHES = 10
 
 
 def timing(
@@ -110,3 +117,79 @@ def _running(session: Session, where: Any) -> list[dict[str, Any]]:
             ],
         })
     return out
+
+
+def now_showing(
+    session: Session, tournament_id: int | None = None, deals: int = DEALS_SHOWN
+) -> list[dict[str, Any]]:
+    """The latest finished deals (of one tournament, or of the arena), newest first, each with
+    its matches, seats and scores. Only deals whose every match is done: those records are
+    already public (the replay, the seed, exports), so showing them leaks nothing to a bot,
+    while a deal with a rotation still to play (or running) never appears."""
+    picked = _latest_finished_deals(session, tournament_id, deals)
+    out = []
+    for (t_id, seed), finished in picked.items():
+        rows = session.execute(
+            select(Match.id, Match.table_index, Match.deal_index, Match.hands, Tournament.name)
+            .join(Tournament, Tournament.id == Match.tournament_id)
+            .where(Match.tournament_id == t_id, Match.seed == seed, Match.status == MatchStatus.DONE)
+            .order_by(Match.id)
+        ).all()
+        if not rows:
+            continue
+        seats: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
+        for match_id, name, score in session.execute(
+            select(MatchSeat.match_id, Bot.name, MatchSeat.score)
+            .join(Bot, Bot.id == MatchSeat.bot_id)
+            .where(MatchSeat.match_id.in_(list(seats)))
+            .order_by(MatchSeat.match_id, MatchSeat.seat)
+        ):
+            seats[match_id].append({"bot": name, "score": score})
+        out.append({
+            "tournament": t_id,
+            "tournament_name": rows[0].name,
+            "table": rows[0].table_index,
+            "deal": rows[0].deal_index,
+            "finished_at": iso(finished),
+            "matches": [{"id": r.id, "hands": r.hands, "seats": seats[r.id]} for r in rows],
+        })
+    return out
+
+
+def _latest_finished_deals(
+    session: Session, tournament_id: int | None, deals: int
+) -> dict[tuple[int, int], Any]:
+    """The latest ``deals`` finished deals, (tournament, seed) -> when their last match ended.
+    Reads recent matches by ``finished_at`` (ix_matches_finished: a correlated "is the deal
+    done" test on every done match took a second on 100,000), then tests each deal once."""
+    query = select(Match.tournament_id, Match.seed, Match.status, Match.finished_at).where(
+        Match.finished_at.is_not(None)
+    )
+    if tournament_id is not None:
+        query = query.where(Match.tournament_id == tournament_id)
+    query = query.order_by(Match.finished_at.desc())
+    picked: dict[tuple[int, int], Any] = {}
+    seen: set[tuple[int, int]] = set()
+    for batch in range(_BATCHES):
+        rows = session.execute(query.limit(_BATCH).offset(batch * _BATCH)).all()
+        for r in rows:
+            deal = (r.tournament_id, r.seed)
+            if deal in seen:
+                continue
+            seen.add(deal)
+            if r.status == MatchStatus.DONE and not _unfinished(session, *deal):
+                picked[deal] = r.finished_at
+                if len(picked) >= deals:
+                    return picked
+        if len(rows) < _BATCH:
+            break
+    return picked
+
+
+def _unfinished(session: Session, tournament_id: int, seed: int) -> bool:
+    """Whether a match of this deal is not done (ix_matches_deal)."""
+    return session.execute(
+        select(Match.id)
+        .where(Match.tournament_id == tournament_id, Match.seed == seed, Match.status != MatchStatus.DONE)
+        .limit(1)
+    ).first() is not None

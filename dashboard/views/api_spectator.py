@@ -13,7 +13,7 @@ from flask import Blueprint, Response, get_template_attribute, jsonify, request
 
 from arena.queries import export, replays
 from arena.queries.cache import cached
-from arena.queries.live import running_matches
+from arena.queries.live import now_showing, running_matches
 from arena.queries.replay_steps import match_steps
 from arena.queries.tournaments import tournament_detail
 from arena.store.db import session_scope
@@ -52,27 +52,31 @@ def get_steps(match_id: int) -> Response:
 
 @bp.get("/tournaments/<id:tournament_id>/live")
 def get_live(tournament_id: int) -> Response:
-    """What changes while a tournament plays: progress, timing, running matches, standings,
-    matrix and tables; with ``html=1`` also those parts as the page renders them (the
-    tournament page's poll swaps them in, so page and poll never differ)."""
+    """What changes while a tournament plays: progress, timing, running matches, the latest
+    finished deals ("now showing"), standings, matrix and tables; with ``html=1`` also those
+    parts as the page renders them (the tournament page's poll swaps them in, so page and
+    poll never differ)."""
     db = session()
     t = tournament_detail(db, db_url(), tournament_id)
     t.update(timing=tournament_timing(db, tournament_id, t["progress"]),
              running=running_matches(db, tournament_id))
-    keys = ("id", "status", "progress", "timing", "running", "standings", "matrix", "tables")
+    t.update(now_showing=now_showing(db, tournament_id))
+    keys = ("id", "status", "progress", "timing", "running", "now_showing", "standings", "matrix", "tables")
     data: dict[str, Any] = {k: t[k] for k in keys}
     if choice_arg(request.args, "html", ("0", "1")) == "1":
         data["html"] = {
             "timing": str(macro("timing")(t["timing"])),
-            "running": str(macro("running")(t["running"])),
+            "running": str(macro("running")(t["running"], t["now_showing"])),
+            "now_showing": str(macro("now_showing", "_now_showing.html")(t["now_showing"])),
             **{part: str(macro(part)(t)) for part in ("standings", "matrix", "tables")},
         }
     return jsonify({"live": data})
 
 
-def macro(name: str) -> Callable[..., Any]:
-    """A macro of templates/_live.html, the page's parts that change as matches finish."""
-    found: Callable[..., Any] = get_template_attribute("_live.html", name)
+def macro(name: str, template: str = "_live.html") -> Callable[..., Any]:
+    """A macro of templates/_live.html (or ``template``), the page's parts that change as
+    matches finish."""
+    found: Callable[..., Any] = get_template_attribute(template, name)
     return found
 
 

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, get_template_attribute, jsonify, render_t
 from arena.bots.owners import authenticate, parse_bearer, require_operator
 from arena.ladder.setup import create_ladder, pause_ladder, resume_ladder
 from arena.ladder.status import ladder_detail, list_ladders
+from arena.queries.live import now_showing
 from arena.tournaments.lifecycle import resolve_bots
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
@@ -38,7 +39,8 @@ def index() -> str:
 
 @bp.get("/ladders/<id:ladder_id>")
 def detail(ladder_id: int) -> str:
-    return render_template("ladder.html", d=ladder_detail(session(), ladder_id))
+    d = ladder_detail(session(), ladder_id)
+    return render_template("ladder.html", d=d, now_showing=now_showing(session(), ladder_id))
 
 
 @bp.get("/api/v1/ladders")
@@ -53,11 +55,15 @@ def api_detail(ladder_id: int) -> Response:
 
 @bp.get("/api/v1/ladders/<id:ladder_id>/live")
 def api_live(ladder_id: int) -> Response:
-    """The ladder as the page shows it; with ``html=1`` also its changing parts rendered."""
+    """The ladder as the page shows it, with its latest finished deals ("now showing"); with
+    ``html=1`` also its changing parts rendered."""
     d = ladder_detail(session(), ladder_id)
     data: dict[str, Any] = {k: d[k] for k in ("id", "status", "scheduler", "matches", "tables")}
+    data["now_showing"] = now_showing(session(), ladder_id)
     if choice_arg(request.args, "html", ("0", "1")) == "1":
         data["html"] = {part: str(_macro(part)(d)) for part in LIVE_PARTS}
+        showing: Callable[..., Any] = get_template_attribute("_now_showing.html", "now_showing")
+        data["html"]["now_showing"] = str(showing(data["now_showing"]))
     return jsonify({"live": data})
 
 

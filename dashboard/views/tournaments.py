@@ -6,7 +6,7 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from sqlalchemy import select
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from arena.queries.live import running_matches
+from arena.queries.live import now_showing, running_matches
 from arena.queries.tournaments import STATUSES, tournament_detail, tournament_list
 from arena.store.models import Tournament
 from arena.store.statuses import TournamentKind
@@ -33,5 +33,6 @@ def detail(tournament_id: int) -> str | WerkzeugResponse:
     t = tournament_detail(db, db_url(), tournament_id)
     t.update(timing=tournament_timing(db, tournament_id, t["progress"]),
              running=running_matches(db, tournament_id))
+    t.update(now_showing=now_showing(db, tournament_id))
     chart = charts.sprt_chart(t["sprt"]) if "sprt" in t else None
     return render_template("tournament.html", t=t, sprt_chart=chart)

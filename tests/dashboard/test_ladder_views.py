@@ -4,6 +4,7 @@ reason each match was scheduled on the match, match list and bot pages."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -38,10 +39,30 @@ def test_the_ladder_api_and_pages(writable_url: str, app_factory: Callable[..., 
     assert detail["scheduler"] == "running"  # the test's ticks hold the lease for a while
 
     live = client.get(f"/api/v1/ladders/{ladder}/live?html=1").get_json()["live"]
-    assert set(live["html"]) == {"counts", "board", "recent"} and "b0" in live["html"]["board"]
+    assert set(live["html"]) == {"counts", "board", "recent", "now_showing"} and "b0" in live["html"]["board"]
+    # Now showing: only deals whose every match is done, each listed whole; a deal with one
+    # seat order played and the other still to play is not shown.
+    assert run_tick(url, ladder)[1] and play_pending(url, ladder, limit=1) == 1
+    live = client.get(f"/api/v1/ladders/{ladder}/live?html=1").get_json()["live"]
+    with session_scope(url) as session:
+        query = select(Match.id, Match.seed, Match.status).where(Match.tournament_id == ladder)
+        rows = session.execute(query).all()
+    open_seeds = {r.seed for r in rows if r.status != "done"}
+    done_deals = {r.seed for r in rows} - open_seeds
+    assert open_seeds and done_deals  # the arena has both: the test means something
+    seed_of = {r.id: r.seed for r in rows}
+    shown = [[m["id"] for m in d["matches"]] for d in live["now_showing"]]
+    assert shown and all(seed_of[m] in done_deals for deal in shown for m in deal)
+    assert all(sorted(deal) == sorted(r.id for r in rows if r.seed == seed_of[deal[0]]) for deal in shown)
+    assert {f"/matches/{m}#hand=0&amp;step=0&amp;play=1" for deal in shown for m in deal} <= set(
+        re.findall(r'/matches/\d+#hand=0&amp;step=0&amp;play=1', live["html"]["now_showing"])
+    )
+    opened = {r.id for r in rows if r.seed in open_seeds}
+    assert not opened & {int(m) for m in re.findall(r"/matches/(\d+)", live["html"]["now_showing"])}
 
     page = client.get(f"/ladders/{ladder}").get_data(as_text=True)
     assert "ladder-live" in page and "placement" in page and "js/ladder.js" in page
+    assert 'id="now-showing-section"' in page and f"/matches/{shown[0][0]}#hand=0" in page
     assert "Ladders" in client.get("/ladders/").get_data(as_text=True)
     assert client.get(f"/tournaments/{ladder}").status_code == 302  # a ladder has its own page
     assert client.get(f"/api/v1/tournaments/{ladder}").get_json()["tournament"]["kind"] == "ladder"

@@ -505,6 +505,8 @@ def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: P
         page.evaluate("window.tonkMarker = 42")  # gone if the page were reloaded
         running = page.locator("#running li")
         assert "2 of 6 hands" in running.inner_text() and "+3" in running.inner_text()
+        # No deal is finished yet: nothing is showing (its first deal has a rotation running).
+        assert page.locator("#now_showing a.watch").count() == 0
 
         def play() -> None:
             for match_id in matches:
@@ -526,6 +528,15 @@ def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: P
                             "table.matrix td.sig-strong").count() == 6
         assert not page.locator("#running li").count()
         assert page.evaluate("window.tonkMarker") == 42 and not errors
+        # The finished deals landed in "now showing" without a reload, newest first; a link
+        # opens its replay playing.
+        watch = page.locator("#now_showing a.watch")
+        assert watch.count() == 6
+        watch.first.click()
+        page.wait_for_selector("#viewer.ready")
+        page.wait_for_selector('#viewer [data-cmd="play"].playing')
+        page.wait_for_function("() => !/step=0(&|$)/.test(location.hash)", polling=100, timeout=30_000)
+        assert not errors
     finally:
         if player is not None:
             player.join(timeout=60)

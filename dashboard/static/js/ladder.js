@@ -1,5 +1,5 @@
 /* The live ladder page: polls /api/v1/ladders/<id>/live?html=1 and swaps in the counts, the
- * board and the recent matches as the server renders them (no reload), for as long as the
+ * board, the recent matches and "now showing" as the server renders them (no reload), for as long as the
  * page is open: a ladder never finishes. */
 (function () {
   "use strict";
@@ -9,7 +9,7 @@
   var dot = box.querySelector(".live-dot");
   var badge = document.getElementById("l-status");
   var PERIOD_MS = +box.getAttribute("data-poll-ms") || 3000;
-  var PARTS = ["counts", "board", "recent"];
+  var PARTS = ["counts", "board", "recent", "now_showing"];
 
   function show(live) {
     PARTS.forEach(function (part) {

@@ -1,5 +1,6 @@
 /* The live tournament page: polls /api/v1/tournaments/<id>/live?html=1 while the tournament
- * is not finished and swaps in the progress, timing, running matches, standings, matrix and
+ * is not finished and swaps in the progress, timing, running matches, the
+ * latest finished deals ("now showing"), standings, matrix and
  * tables as the server renders them (no reload). Says "finished" at the end. */
 (function () {
   "use strict";
@@ -9,7 +10,7 @@
   var dot = box.querySelector(".live-dot"), bar = box.querySelector(".bar");
   var badge = document.getElementById("t-status");
   var PERIOD_MS = +box.getAttribute("data-poll-ms") || 3000;
-  var PARTS = ["timing", "running", "standings", "matrix", "tables"];
+  var PARTS = ["timing", "running", "now_showing", "standings", "matrix", "tables"];
 
   function show(live) {
     var p = live.progress;

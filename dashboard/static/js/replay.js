@@ -1,7 +1,8 @@
 /* The replay viewer of the match page. It only draws: every step of every hand (the cards,
  * totals, caption, payments) comes from the server, computed by the engine
  * (/api/v1/matches/<id>/steps, dashboard/queries/replay_steps.py). The URL's hash carries
- * the hand and the step (#hand=2&step=14, or step=end), so a link opens that moment. */
+ * the hand and the step (#hand=2&step=14, or step=end), so a link opens that moment
+ * (&play=1: and plays from there). */
 (function () {
   "use strict";
   var root = document.getElementById("viewer");
@@ -47,9 +48,11 @@
     if (at.view !== null && at.view < first.players.length) { viewer = at.view; perspective.value = String(at.view); }
     loadHand(at.hand, at.step < 0, at.step);
     root.classList.add("ready");
+    // play=1: opened from "now showing" (or a link to it), so it plays as a broadcast would.
+    if (at.play) play();
   }
 
-  /* --- the URL: #hand=H&step=S[&view=V][&results=1] ------------------------------------ */
+  /* --- the URL: #hand=H&step=S[&view=V][&results=1][&play=1: start playing] ------------ */
   function readHash() {
     var q = {};
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
@@ -58,7 +61,7 @@
     });
     var num = function (k) { return /^\d+$/.test(q[k] || "") ? +q[k] : null; };
     // step=end: the hand's last step (where a fault shows; links from a bot's faults use it).
-    return { hand: num("hand") || 0, step: q.step === "end" ? -1 : num("step") || 0, view: num("view"), results: q.results === "1" };
+    return { hand: num("hand") || 0, step: q.step === "end" ? -1 : num("step") || 0, view: num("view"), results: q.results === "1", play: q.play === "1" };
   }
   function writeHash() {
     var hash = "#hand=" + h + "&step=" + i + (viewer !== null ? "&view=" + viewer : "") + (showing() ? "&results=1" : "");
