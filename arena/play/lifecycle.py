@@ -10,8 +10,8 @@ draws the same diagram::
                           ▲  ▲                 │  │ │
                           │  └── hand back ────┘  │ └── fail ──▶ failed
                           │       (bot offline at │                 │
-                          │        start, gateway │                 │
-                          │        lost)          │                 │
+                          │        start, a blip, │                 │
+                          │        gateway lost)  │                 │
                           └────── recover ────────┘◀── recover ─────┘
                                (worker gone,          (retry_failed,
                                 lease expired)         on resume)
@@ -67,7 +67,7 @@ from arena.play import capacity
 from arena.play.deal_end import reveal_if_complete
 from arena.play.heartbeat import MATCH_LEASE_S, Heartbeat, MatchTakenError
 from arena.play.hosted import SeatOutput
-from arena.play.offline import start_grace, wait_for_bots
+from arena.play.offline import relink_wait, start_grace, wait_for_bots
 from arena.play.plan import MatchPlan, load_plan, run_match, seat_stats
 from arena.processes import alive
 from arena.store.db import dispose_engines, session_scope
@@ -144,7 +144,13 @@ class MatchLife:
             refused = self.claim(session)
             if refused is not None:
                 return refused
-            plan = load_plan(session, self.match_id, hosted_addresses, offline_waits=may_wait)
+            plan = load_plan(
+                session,
+                self.match_id,
+                hosted_addresses,
+                offline_waits=may_wait,
+                relink_wait_s=relink_wait(session, self.match_id, grace_s),
+            )
             if any(seat.connected for seat in plan.seats):
                 self.seat_connected_versions(session)
             bots = [seat.bot_id for seat in plan.seats]
@@ -156,8 +162,10 @@ class MatchLife:
         except MatchTakenError:
             self.free_slots()
             return Outcome.LOST
-        # The arena's failure, or a bot gone just before its match began (the store had not yet
-        # caught up, arena/play/offline.py): not a bot's fault; play it again from its start.
+        # The arena's failure, a bot gone just before its match began (the store had not yet
+        # caught up, arena/play/offline.py), or a bot whose link dropped mid-match and came
+        # back (BotLinkLostError, a BotOfflineError): not a bot's fault; play it again from
+        # its start.
         except (GatewayLostError, BotOfflineError) as exc:
             self.hand_back(since if isinstance(exc, BotOfflineError) else None)
             return Outcome.WAITING
