@@ -16,9 +16,10 @@ bot's fault: the gateway itself unreachable (killed, restarting) or silent past 
 verdict's time. That raises :class:`GatewayLostError`, which the
 match job turns into "play this match again later" (arena/play/lifecycle.py), never into a fault.
 
-A link that blips is not charged either: when a call mid-match finds the bot's connection
-closed or the bot not connected, the player waits up to ``relink_wait_s`` for the bot to be
-connected again (a connection this match has not used). If it is, the call raises
+A link that blips is not charged either: when a call mid-match (after one answered) finds
+the bot's connection closed or the bot not connected, the player waits up to
+``relink_wait_s`` for the bot to be connected again (a connection this match has not used).
+If it is, the call raises
 :class:`BotLinkLostError` and the match is handed back and replayed from its start; if not,
 the call faults as UNREACHABLE as before, and so does every later one at once (one wait
 per match, never one per call).
@@ -153,6 +154,9 @@ class LinkPlayer:
         #: and how long a dropped link is waited for (0: not at all, the call faults at once).
         self.relinked = relinked
         self.relink_wait_s = relink_wait_s
+        #: A call of this player has been answered: a later "not connected" is a dropped link,
+        #: not a bot absent from the start (that is the offline grace's, arena/play/offline.py).
+        self._reached = False
         self._starting = False
         self.address = f"link:{name}"  # what fault reasons and logs call it
         self.transport = transport
@@ -244,11 +248,11 @@ class LinkPlayer:
         self, call: bytes, timeout_s: float, rpc: str, deadline_ms: int, *, last: bool = False
     ) -> bytes:
         try:
-            return self.transport.call(self.session, call, timeout_s, last=last)
+            data = self.transport.call(self.session, call, timeout_s, last=last)
         except LinkTransportError as exc:
             if self._starting and self.offline_waits and exc.kind is FaultKind.UNREACHABLE:
                 raise BotOfflineError(f"{self.name} is not connected: {exc.reason}"[:_MAX_REASON]) from None
-            if exc.kind is FaultKind.UNREACHABLE and self._relinked_in_time():
+            if exc.kind is FaultKind.UNREACHABLE and self._reached and self._relinked_in_time():
                 raise BotLinkLostError(
                     f"{self.name}'s link dropped ({rpc}: {exc.reason}) and it connected again"[:_MAX_REASON]
                 ) from None
@@ -257,6 +261,8 @@ class LinkPlayer:
                     FaultKind.TIMEOUT, f"{rpc}: no reply within {deadline_ms} ms"
                 ) from None
             raise PlayerFaultError(exc.kind, f"{rpc}: {exc.reason}"[:_MAX_REASON]) from None
+        self._reached = True
+        return data
 
     def _relinked_in_time(self) -> bool:
         """Wait (once per match) up to ``relink_wait_s`` for the bot to be connected again."""

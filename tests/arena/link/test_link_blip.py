@@ -77,6 +77,18 @@ def test_a_bot_not_back_in_time_is_charged_and_waited_for_once(arena: Arena, cli
     assert second.value.kind is FaultKind.UNREACHABLE and not watched.looked.is_set()
 
 
+def test_a_bot_absent_from_the_start_is_not_waited_for_here(arena: Arena, clients: list[Client]) -> None:
+    """A bot that never answered this match is the offline grace's business (offline.py),
+    which already waited for it: its calls fault at once, not after a relink wait each."""
+    gone = Client(arena, "bob", "absent").wait()
+    gone.stop()
+    wait_until(lambda: capacity(arena, bot_id(arena, "absent")) == 0)
+    player, watched = a_player(arena, "absent", wait_s=120)
+    with pytest.raises(PlayerFaultError) as fault:
+        player.act(decision())
+    assert fault.value.kind is FaultKind.UNREACHABLE and not watched.looked.is_set()
+
+
 def test_the_dropped_connection_itself_does_not_count_as_back(arena: Arena, clients: list[Client]) -> None:
     clients.append(Client(arena, "bob", "stayer").wait())
     transport = RelayTransport(bot_id(arena, "stayer"), Routes(arena.url))
