@@ -26,7 +26,11 @@ raises :class:`~arena.link.player.BotOfflineError` and ``MatchLife.hand_back``
 A link that drops mid-match (a bot restarted, a network blip) is waited for too, briefly:
 the seat's player looks for the bot for up to :func:`relink_wait` seconds (``RELINK_WAIT_S``,
 at most the tournament's grace); back, the match is handed back the same way and replayed
-from its start, uncharged. A match is replayed so at most until its ``RELINK_MAX_CLAIMS``-th
+from its start, uncharged, and dealt afresh (``MatchLife.hand_back(reseed=True)``: the bot must
+not play again cards it has seen). A match of a duplicate deal cannot be dealt afresh without
+losing its pairing, so there a drop is charged at once (:func:`in_duplicate_deal`); under the
+default deal mode ``auto`` a connected bot's tables are dealt independently anyway. A match is
+replayed so at most until its ``RELINK_MAX_CLAIMS``-th
 claim: a bot whose link drops in every try is then charged, as one that does not come back is.
 """
 
@@ -192,9 +196,25 @@ def relink_wait(session: Session, match_id: int, default_grace_s: int) -> float:
         .join(Tournament, Tournament.id == Match.tournament_id)
         .where(Match.id == match_id)
     ).first()
-    if row is None or row.attempts >= RELINK_MAX_CLAIMS:
+    if row is None or row.attempts >= RELINK_MAX_CLAIMS or in_duplicate_deal(session, match_id):
         return 0.0
     return float(min(RELINK_WAIT_S, TournamentSettings.from_column(row.config).grace_s(default_grace_s)))
+
+
+def in_duplicate_deal(session: Session, match_id: int) -> bool:
+    """Whether another match of the tournament is dealt from this one's seed. A replay after a
+    drop is dealt afresh (a bot must not play again cards it has seen: it could cut its own
+    link to redo a bad start), which a duplicate deal's rotations cannot be without losing
+    their pairing: there a drop is charged, as before."""
+    match = session.get(Match, match_id)
+    if match is None:
+        return False
+    others = session.scalar(
+        select(func.count(Match.id)).where(
+            Match.tournament_id == match.tournament_id, Match.seed == match.seed, Match.id != match_id
+        )
+    )
+    return bool(others)
 
 
 def wait_for_bots(database_url: str, match_id: int, default_grace_s: int) -> bool:

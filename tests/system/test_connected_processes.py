@@ -461,6 +461,8 @@ def test_a_bot_process_restarted_mid_match_keeps_its_matches(
 
     wait_for("a match in flight", lambda: bool(in_flight()), 120, poll=0.02)
     caught = in_flight()
+    with session_scope(sqlite_url) as session:
+        dealt = dict(session.execute(select(Match.id, Match.seed).where(Match.id.in_(caught))).all())
     procs.kill("blip")
     start_bots(procs, bot_env, {"blip": SLEEPY})  # back at once: the link blipped
 
@@ -477,3 +479,6 @@ def test_a_bot_process_restarted_mid_match_keeps_its_matches(
     # The matches the cut interrupted were played again from their start.
     replayed = [m.id for m in matches if m.id in caught and m.attempts > caught[m.id]]
     assert replayed, (caught, [(m.id, m.attempts) for m in matches])
+    # ... and dealt afresh: the bot had seen part of the old deal (its tables are dealt
+    # independently under the default deal mode, so no other match shares the seed).
+    assert all(m.seed != dealt[m.id] for m in matches if m.id in replayed)

@@ -117,3 +117,19 @@ def test_the_wait_is_bounded_by_the_grace_and_the_replays_by_the_claims(
         session.execute(update(Match).where(Match.id == match_id).values(attempts=attempts))
     with session_scope(arena.url) as session:
         assert relink_wait(session, match_id, default_grace_s=60) == expected
+
+
+def test_a_drop_in_a_duplicate_deal_is_charged_not_replayed(arena: Arena, clients: list[Client]) -> None:
+    # A replay after a drop is dealt afresh (the bot has seen part of the deal); a duplicate
+    # deal's rotation cannot be, so there the drop is charged at once (no wait, no replay).
+    clients.append(Client(arena, "alice", "one").wait())
+    clients.append(Client(arena, "bob", "two").wait())
+    with session_scope(arena.url) as session:
+        tournament = create_tournament(
+            session, name="t", bot_ids=[bot_id(arena, "one"), bot_id(arena, "two")], table_sizes=[2],
+            deals_per_table=1, hands_per_match=2, deal_mode="duplicate",
+        )  # fmt: skip
+        ids = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).all()
+    assert len(ids) == 2
+    with session_scope(arena.url) as session:
+        assert [relink_wait(session, m, default_grace_s=60) for m in ids] == [0.0, 0.0]
