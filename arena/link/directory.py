@@ -167,6 +167,17 @@ def connected_capacity(session: Session, bot_id: int) -> int:
     return int(total or 0)
 
 
+def connection_ids(session: Session, bot_id: int) -> set[str]:
+    """The ids of the bot's live connections."""
+    return set(
+        session.scalars(
+            select(LinkConnection.id)
+            .join(LinkGateway, LinkGateway.id == LinkConnection.gateway_id)
+            .where(LinkConnection.bot_id == bot_id, LinkGateway.heartbeat_at >= _live_since())
+        )
+    )
+
+
 def routes(session: Session, bot_id: int) -> list[GatewayRoute]:
     """The live gateways holding the bot, most capacity first."""
     rows = session.execute(

@@ -15,6 +15,14 @@ answer is CRASH, a reply of the wrong kind or unreadable is MALFORMED. One thing
 bot's fault: the gateway itself unreachable (killed, restarting) or silent past its own
 verdict's time. That raises :class:`GatewayLostError`, which the
 match job turns into "play this match again later" (arena/play/lifecycle.py), never into a fault.
+
+A link that blips is not charged either: when a call mid-match (after one answered) finds
+the bot's connection closed or the bot not connected, the player waits up to
+``relink_wait_s`` for the bot to be connected again (a connection this match has not used).
+If it is, the call raises
+:class:`BotLinkLostError` and the match is handed back and replayed from its start; if not,
+the call faults as UNREACHABLE as before, and so does every later one at once (one wait
+per match, never one per call).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import grpc
@@ -58,6 +67,8 @@ SECRET_HEADER: Final = "x-tonk-gateway-secret"
 BOT_ERROR_HEADER: Final = "x-tonk-link"
 #: Seconds a worker trusts what the store said about where a bot is connected.
 ROUTE_TTL_S: Final = 1.0
+#: Seconds between looks at the store for a bot whose link dropped mid-match.
+RELINK_POLL_S: Final = 0.25
 
 # A Decide's LinkCall is built by concatenation: deadline_ms (field 2, varint) and decide
 # (field 12, length-delimited) around the referee's already-encoded DecideRequest.
@@ -72,6 +83,11 @@ class GatewayLostError(RuntimeError):
 class BotOfflineError(RuntimeError):
     """A connected bot was not connected when its match started, while the match may still
     wait for it (arena/play/offline.py): the match is handed back, not charged."""
+
+
+class BotLinkLostError(BotOfflineError):
+    """A connected bot's link dropped mid-match and the bot was connected again within the
+    wait: the match is handed back and replayed from its start, not charged."""
 
 
 class GatewayRelayError(RuntimeError):
@@ -128,10 +144,19 @@ class LinkPlayer:
         lifecycle_timeout_s: float = DEFAULT_LIFECYCLE_TIMEOUT_S,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         offline_waits: bool = False,
+        relinked: Callable[[], bool] | None = None,
+        relink_wait_s: float = 0.0,
     ):
         self.name = name
         #: A StartMatch that finds the bot not connected raises BotOfflineError, not a fault.
         self.offline_waits = offline_waits
+        #: Whether the bot is connected again since its link dropped (RelayTransport.relinked),
+        #: and how long a dropped link is waited for (0: not at all, the call faults at once).
+        self.relinked = relinked
+        self.relink_wait_s = relink_wait_s
+        #: A call of this player has been answered: a later "not connected" is a dropped link,
+        #: not a bot absent from the start (that is the offline grace's, arena/play/offline.py).
+        self._reached = False
         self._starting = False
         self.address = f"link:{name}"  # what fault reasons and logs call it
         self.transport = transport
@@ -223,15 +248,34 @@ class LinkPlayer:
         self, call: bytes, timeout_s: float, rpc: str, deadline_ms: int, *, last: bool = False
     ) -> bytes:
         try:
-            return self.transport.call(self.session, call, timeout_s, last=last)
+            data = self.transport.call(self.session, call, timeout_s, last=last)
         except LinkTransportError as exc:
             if self._starting and self.offline_waits and exc.kind is FaultKind.UNREACHABLE:
                 raise BotOfflineError(f"{self.name} is not connected: {exc.reason}"[:_MAX_REASON]) from None
+            if exc.kind is FaultKind.UNREACHABLE and self._reached and self._relinked_in_time():
+                raise BotLinkLostError(
+                    f"{self.name}'s link dropped ({rpc}: {exc.reason}) and it connected again"[:_MAX_REASON]
+                ) from None
             if exc.kind is FaultKind.TIMEOUT:
                 raise PlayerFaultError(
                     FaultKind.TIMEOUT, f"{rpc}: no reply within {deadline_ms} ms"
                 ) from None
             raise PlayerFaultError(exc.kind, f"{rpc}: {exc.reason}"[:_MAX_REASON]) from None
+        self._reached = True
+        return data
+
+    def _relinked_in_time(self) -> bool:
+        """Wait (once per match) up to ``relink_wait_s`` for the bot to be connected again."""
+        wait_s, self.relink_wait_s = self.relink_wait_s, 0.0  # a later drop faults at once
+        if self.relinked is None or wait_s <= 0:
+            return False
+        give_up = time.monotonic() + wait_s
+        while True:
+            if self.relinked():
+                return True
+            if time.monotonic() >= give_up:
+                return False
+            time.sleep(RELINK_POLL_S)
 
     def _parse(self, data: bytes, rpc: str) -> lpb.LinkReply:
         if len(data) > self.max_reply_bytes:
@@ -488,6 +532,8 @@ class RelayTransport:
         self.routes = routes
         self._route: Any | None = None
         self.last_bot_us: int | None = None
+        #: The bot's connections that answered this transport (the gateway pins a match to one).
+        self.used: set[str] = set()
 
     def call(self, session: str, call: bytes, timeout_s: float, *, last: bool = False) -> bytes:
         self.last_bot_us = None
@@ -539,8 +585,24 @@ class RelayTransport:
 
     def _reply(self, response: lpb.RelayResponse | lpb.RelayStreamResponse) -> bytes:
         self.last_bot_us = response.bot_us if response.HasField("bot_us") else None
+        if response.connection_id:
+            self.used.add(response.connection_id)
         data: bytes = response.reply
         return data
+
+    def relinked(self) -> bool:
+        """Whether a live connection of the bot that this transport has not used is in the
+        store: the bot is back after its link dropped (the dropped connection's row may
+        linger a moment after the call that found it closed; it does not count)."""
+        from arena.link.directory import connection_ids
+        from arena.store.db import session_scope
+
+        with session_scope(self.routes.database_url) as session:
+            live = connection_ids(session, self.bot_id)
+        if live - self.used:
+            self.routes.forget(self.bot_id)  # the next match looks afresh
+            return True
+        return False
 
     def _failure(self, code: grpc.StatusCode | None, details: str, bot_error: bool) -> Exception:
         where = self._route.address if self._route is not None else "?"

@@ -10,8 +10,8 @@ draws the same diagram::
                           ▲  ▲                 │  │ │
                           │  └── hand back ────┘  │ └── fail ──▶ failed
                           │       (bot offline at │                 │
-                          │        start, gateway │                 │
-                          │        lost)          │                 │
+                          │        start, a blip, │                 │
+                          │        gateway lost)  │                 │
                           └────── recover ────────┘◀── recover ─────┘
                                (worker gone,          (retry_failed,
                                 lease expired)         on resume)
@@ -62,12 +62,12 @@ from sqlalchemy.orm import Session
 from arena.bots.addresses import redact_addresses
 from arena.bots.builds import clean_log
 from arena.config import load_settings
-from arena.link.player import BotOfflineError, GatewayLostError
+from arena.link.player import BotLinkLostError, BotOfflineError, GatewayLostError
 from arena.play import capacity
 from arena.play.deal_end import reveal_if_complete
 from arena.play.heartbeat import MATCH_LEASE_S, Heartbeat, MatchTakenError
 from arena.play.hosted import SeatOutput
-from arena.play.offline import start_grace, wait_for_bots
+from arena.play.offline import relink_wait, start_grace, wait_for_bots
 from arena.play.plan import MatchPlan, load_plan, run_match, seat_stats
 from arena.processes import alive
 from arena.store.db import dispose_engines, session_scope
@@ -86,6 +86,7 @@ from arena.store.replays import FORMAT, encode_logs
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.text import REASON_LIMIT, clean_text
 from arena.tournaments.lifecycle import finish_if_complete
+from sdk.dealing import derive_seed
 from sdk.referee import Fault, MatchResult
 
 log = logging.getLogger("tonk.play")
@@ -144,7 +145,13 @@ class MatchLife:
             refused = self.claim(session)
             if refused is not None:
                 return refused
-            plan = load_plan(session, self.match_id, hosted_addresses, offline_waits=may_wait)
+            plan = load_plan(
+                session,
+                self.match_id,
+                hosted_addresses,
+                offline_waits=may_wait,
+                relink_wait_s=relink_wait(session, self.match_id, grace_s),
+            )
             if any(seat.connected for seat in plan.seats):
                 self.seat_connected_versions(session)
             bots = [seat.bot_id for seat in plan.seats]
@@ -156,10 +163,14 @@ class MatchLife:
         except MatchTakenError:
             self.free_slots()
             return Outcome.LOST
-        # The arena's failure, or a bot gone just before its match began (the store had not yet
-        # caught up, arena/play/offline.py): not a bot's fault; play it again from its start.
+        # The arena's failure, a bot gone just before its match began (the store had not yet
+        # caught up, arena/play/offline.py), or a bot whose link dropped mid-match and came
+        # back (BotLinkLostError, a BotOfflineError): not a bot's fault; play it again from
+        # its start.
         except (GatewayLostError, BotOfflineError) as exc:
-            self.hand_back(since if isinstance(exc, BotOfflineError) else None)
+            # After a drop mid-match the bot has seen part of this deal: it is dealt afresh.
+            self.hand_back(since if isinstance(exc, BotOfflineError) else None,
+                           reseed=isinstance(exc, BotLinkLostError))  # fmt: skip
             return Outcome.WAITING
         except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it
             self.fail(exc)
@@ -358,17 +369,29 @@ class MatchLife:
         except Exception as store_exc:  # the match stays running: recovery replays it at lease end
             log.warning("match %s: could not be marked failed (%s) after: %s", self.match_id, store_exc, text)
 
-    def hand_back(self, waiting_since: dt.datetime | None = None) -> bool:
+    def hand_back(self, waiting_since: dt.datetime | None = None, *, reseed: bool = False) -> bool:
         """running -> pending, nothing recorded, to be played from its start (its gateway went
         away mid-match, or its bot was gone at the start), its offline grace counted from
-        ``waiting_since`` (default now); and its slots freed."""
+        ``waiting_since`` (default now); and its slots freed. ``reseed``: dealt afresh, from a
+        seed derived from the old one and the claim (a bot whose link dropped mid-match has
+        seen part of the old deal; the old seed was never shown, so the new one cannot be
+        guessed)."""
         with session_scope(self.url) as session:
+            values: dict[str, object] = {
+                "status": MatchStatus.PENDING, "heartbeat_at": None, "worker": None,
+                "waiting_since": waiting_since or utcnow(),
+            }  # fmt: skip
+            if reseed:
+                row = session.execute(
+                    select(Match.seed, Match.attempts).where(Match.id == self.match_id)
+                ).first()
+                if row is not None:
+                    values["seed"] = derive_seed(row.seed, f"relink/{row.attempts}")
             done = session.execute(
                 update(Match)
                 .where(Match.id == self.match_id, Match.status == MatchStatus.RUNNING,
                        Match.worker == self.worker)
-                .values(status=MatchStatus.PENDING, heartbeat_at=None, worker=None,
-                        waiting_since=waiting_since or utcnow())
+                .values(**values)
                 .execution_options(synchronize_session=False)
             )  # fmt: skip
             capacity.release(session, self.match_id, self.worker)

@@ -22,6 +22,16 @@ a match may be claimed for a bot that has just gone. Its StartMatch then finds t
 connected; within the grace period that is the same wait, not a fault: the seat's player
 raises :class:`~arena.link.player.BotOfflineError` and ``MatchLife.hand_back``
 (arena/play/lifecycle.py) makes it pending again.
+
+A link that drops mid-match (a bot restarted, a network blip) is waited for too, briefly:
+the seat's player looks for the bot for up to :func:`relink_wait` seconds (``RELINK_WAIT_S``,
+at most the tournament's grace); back, the match is handed back the same way and replayed
+from its start, uncharged, and dealt afresh (``MatchLife.hand_back(reseed=True)``: the bot must
+not play again cards it has seen). A match of a duplicate deal cannot be dealt afresh without
+losing its pairing, so there a drop is charged at once (:func:`in_duplicate_deal`); under the
+default deal mode ``auto`` a connected bot's tables are dealt independently anyway. A match is
+replayed so at most until its ``RELINK_MAX_CLAIMS``-th
+claim: a bot whose link drops in every try is then charged, as one that does not come back is.
 """
 
 from __future__ import annotations
@@ -43,6 +53,11 @@ from arena.tournaments.settings import TournamentSettings
 #: Seconds a worker keeps looking for an offline bot before handing the match back.
 WAIT_IN_JOB_S: Final = 10.0
 POLL_S: Final = 0.5
+#: Seconds a match waits for a connected bot whose link dropped mid-match (a restart, a blip).
+RELINK_WAIT_S: Final = 10.0
+#: From this claim of a match on (``matches.attempts``), a dropped link is charged, not replayed:
+#: the first play and two replays, whatever interrupted the earlier ones.
+RELINK_MAX_CLAIMS: Final = 3
 
 
 def _connected_seats(session: Session, match_ids: Collection[int]) -> list[tuple[int, int]]:
@@ -171,6 +186,35 @@ def start_grace(session: Session, match_id: int, default_grace_s: int) -> tuple[
     if row is None:
         return False, now
     return grace_left(row.waiting_since, row.config, default_grace_s, now), row.waiting_since or now
+
+
+def relink_wait(session: Session, match_id: int, default_grace_s: int) -> float:
+    """After the claim: how long the match's connected seats wait for a link that drops
+    mid-match, in seconds (0: a drop is charged at once)."""
+    row = session.execute(
+        select(Match.attempts, Tournament.config)
+        .join(Tournament, Tournament.id == Match.tournament_id)
+        .where(Match.id == match_id)
+    ).first()
+    if row is None or row.attempts >= RELINK_MAX_CLAIMS or in_duplicate_deal(session, match_id):
+        return 0.0
+    return float(min(RELINK_WAIT_S, TournamentSettings.from_column(row.config).grace_s(default_grace_s)))
+
+
+def in_duplicate_deal(session: Session, match_id: int) -> bool:
+    """Whether another match of the tournament is dealt from this one's seed. A replay after a
+    drop is dealt afresh (a bot must not play again cards it has seen: it could cut its own
+    link to redo a bad start), which a duplicate deal's rotations cannot be without losing
+    their pairing: there a drop is charged, as before."""
+    match = session.get(Match, match_id)
+    if match is None:
+        return False
+    others = session.scalar(
+        select(func.count(Match.id)).where(
+            Match.tournament_id == match.tournament_id, Match.seed == match.seed, Match.id != match_id
+        )
+    )
+    return bool(others)
 
 
 def wait_for_bots(database_url: str, match_id: int, default_grace_s: int) -> bool:

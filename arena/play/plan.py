@@ -73,6 +73,8 @@ class SeatPlan:
     launch: dict[str, Any] | None = None
     #: The matches that may share one sandbox under the deal memory scope: this deal's.
     deal: tuple[int, int] | None = None  # (tournament id, seed)
+    #: Seconds a connected seat waits for its bot when its link drops mid-match (offline.py).
+    relink_wait_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +109,13 @@ def load_plan(
     hosted_addresses: Mapping[str, str] | None = None,
     *,
     offline_waits: bool = False,
+    relink_wait_s: float = 0.0,
 ) -> MatchPlan:
     """Everything needed to play match ``match_id``, from the store. ``hosted_addresses``
     (bot name -> HOST:PORT) plays hosted bots over gRPC where they are being served (as
     ``tonk demo`` does with arena.bots.hosting.HostedBots) instead of in-process.
-    ``offline_waits``: the match may still wait for its connected bots (SeatPlan)."""
+    ``offline_waits``: the match may still wait for its connected bots (SeatPlan);
+    ``relink_wait_s``: how long a connected seat waits for a link that drops mid-match."""
     served = hosted_addresses or {}
     bind = session.get_bind()
     store = (bind.engine if isinstance(bind, Connection) else bind).url.render_as_string(hide_password=False)
@@ -141,6 +145,7 @@ def load_plan(
             version.build_id,
             version.launch,
             (match.tournament_id, match.seed),
+            relink_wait_s if version.connected else 0.0,
         )
         for _seat, bot_id, version_id, name, version in rows
     )
@@ -180,7 +185,13 @@ def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None)
 
             routes = routes_for(seat.store or load_settings().database_url)
             transport = RelayTransport(seat.bot_id, routes)
-            return LinkPlayer(seat.name, transport, offline_waits=seat.offline_waits)
+            return LinkPlayer(
+                seat.name,
+                transport,
+                offline_waits=seat.offline_waits,
+                relinked=transport.relinked,
+                relink_wait_s=seat.relink_wait_s,
+            )
         if seat.address and seat.served_here:
             return make_player(seat.address)
         if seat.address:

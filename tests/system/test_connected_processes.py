@@ -429,3 +429,56 @@ def test_a_connected_bot_is_not_charged_the_workers_own_lag(
     # Charged: the bot's time and the network, not the worker's wait for the GIL.
     assert max(latencies) < 60_000, sorted(latencies)[-5:]
     assert player.transport.last_bot_us is not None  # the gateway's measure, not a fallback
+
+
+def test_a_bot_process_restarted_mid_match_keeps_its_matches(
+    tmp_path: Path, sqlite_url: str, procs: Procs
+) -> None:
+    """Issue #27, point 7: a link blip costs nothing. A connected bot's process killed in the
+    middle of its matches and started again at once (a real cut: its connection closes, its
+    calls in flight fail) keeps its matches: each interrupted one is handed back and replayed
+    from its start, never charged, and every match is counted once. Before, each match in
+    flight took UNREACHABLE faults until forfeited."""
+    arena, _gateway, token = start_dashboard(procs, tmp_path, sqlite_url, "blip")
+    bot_env = base_env(tmp_path, TONK_ARENA=arena, TONK_TOKEN=token)
+    bot_env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT)])
+    # blip thinks 50 ms a decision: a match of 8 hands lasts seconds, so the kill lands mid-match.
+    start_bots(procs, bot_env, {"blip": SLEEPY, "steady": "greedy"})
+    wait_for("both bots connected", lambda: connected(sqlite_url, "blip", "steady"), 120)
+    created = post(arena + "/api/v1/tournaments", {
+        "name": "blips", "bots": ["blip", "steady"], "table_sizes": [2],
+        "deals_per_table": 3, "hands_per_match": 8,
+    })["tournament"]
+    post(f"{arena}/api/v1/tournaments/{created['id']}/run")
+
+    def in_flight() -> dict[int, int]:
+        """Matches well inside their play (begun 0.5 s ago, under half their hands): attempts."""
+        begun = utcnow() - dt.timedelta(seconds=0.5)
+        with session_scope(sqlite_url) as session:
+            return dict(session.execute(select(Match.id, Match.attempts).where(
+                Match.status == "running", Match.started_at < begun, Match.hands_played < 4,
+            )).all())  # fmt: skip
+
+    wait_for("a match in flight", lambda: bool(in_flight()), 120, poll=0.02)
+    caught = in_flight()
+    with session_scope(sqlite_url) as session:
+        dealt = dict(session.execute(select(Match.id, Match.seed).where(Match.id.in_(caught))).all())
+    procs.kill("blip")
+    start_bots(procs, bot_env, {"blip": SLEEPY})  # back at once: the link blipped
+
+    progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
+    wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 240)
+    with session_scope(sqlite_url) as session:
+        matches = session.scalars(select(Match).where(Match.tournament_id == created["id"])).all()
+        charged = session.execute(charged_faults(FaultRecord.kind, FaultRecord.reason)).all()
+        replays = session.scalar(select(func.count(Replay.match_id)))
+    assert charged == [], procs.log("dashboard")[-3000:]
+    assert len(matches) == 6 and {m.status for m in matches} == {"done"}
+    assert replays == 6  # each match counted once
+    assert all(m.faults == 0 and m.forfeited_seat is None for m in matches)
+    # The matches the cut interrupted were played again from their start.
+    replayed = [m.id for m in matches if m.id in caught and m.attempts > caught[m.id]]
+    assert replayed, (caught, [(m.id, m.attempts) for m in matches])
+    # ... and dealt afresh: the bot had seen part of the old deal (its tables are dealt
+    # independently under the default deal mode, so no other match shares the seed).
+    assert all(m.seed != dealt[m.id] for m in matches if m.id in replayed)

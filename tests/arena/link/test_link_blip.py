@@ -1,0 +1,135 @@
+"""A link blip costs nothing (issue #27, point 7): a call mid-match that finds the bot's
+connection gone waits a moment for the bot to connect again; back, the match is handed back
+to be replayed (BotLinkLostError), never charged; not back, it faults as before, and only the
+first call waits. Real bots connected through a real gateway. Fixtures: conftest.py here."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from helpers.link import Arena, Client, bot_id, capacity, decision, wait_until
+from sqlalchemy import select, update
+
+from arena.link.player import BotLinkLostError, LinkPlayer, RelayTransport, Routes
+from arena.play.offline import RELINK_MAX_CLAIMS, RELINK_WAIT_S, relink_wait
+from arena.store.db import session_scope
+from arena.store.models import Match
+from arena.tournaments.lifecycle import create_tournament
+from sdk.referee import FaultKind, PlayerFaultError
+
+
+class Watched:
+    """A transport's ``relinked``, with an event set once the player has looked."""
+
+    def __init__(self, transport: RelayTransport):
+        self.transport = transport
+        self.looked = threading.Event()
+
+    def __call__(self) -> bool:
+        self.looked.set()
+        return self.transport.relinked()
+
+
+def a_player(arena: Arena, name: str, wait_s: float) -> tuple[LinkPlayer, Watched]:
+    transport = RelayTransport(bot_id(arena, name), Routes(arena.url))
+    watched = Watched(transport)
+    return LinkPlayer(name, transport, relinked=watched, relink_wait_s=wait_s), watched
+
+
+def test_a_bot_back_after_its_link_dropped_hands_its_match_back(arena: Arena, clients: list[Client]) -> None:
+    first = Client(arena, "bob", "blipper").wait()
+    player, watched = a_player(arena, "blipper", wait_s=120)
+    player.act(decision())  # the match is under way on the first connection
+    assert player.transport.used  # type: ignore[attr-defined]
+    first.stop()
+    wait_until(lambda: capacity(arena, bot_id(arena, "blipper")) == 0)
+
+    raised: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            player.act(decision())
+        except BaseException as exc:
+            raised.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    assert watched.looked.wait(30), "the player did not wait for the bot"
+    clients.append(Client(arena, "bob", "blipper").wait())  # back: a new connection
+    caller.join(60)
+    assert not caller.is_alive()
+    assert len(raised) == 1 and isinstance(raised[0], BotLinkLostError), raised
+
+
+def test_a_bot_not_back_in_time_is_charged_and_waited_for_once(arena: Arena, clients: list[Client]) -> None:
+    client = Client(arena, "bob", "leaver").wait()
+    player, watched = a_player(arena, "leaver", wait_s=0.5)
+    player.act(decision())
+    client.stop()
+    wait_until(lambda: capacity(arena, bot_id(arena, "leaver")) == 0)
+    with pytest.raises(PlayerFaultError) as first:
+        player.act(decision())
+    assert first.value.kind is FaultKind.UNREACHABLE and watched.looked.is_set()
+    watched.looked.clear()
+    with pytest.raises(PlayerFaultError) as second:  # the match's one wait is spent
+        player.act(decision())
+    assert second.value.kind is FaultKind.UNREACHABLE and not watched.looked.is_set()
+
+
+def test_a_bot_absent_from_the_start_is_not_waited_for_here(arena: Arena, clients: list[Client]) -> None:
+    """A bot that never answered this match is the offline grace's business (offline.py),
+    which already waited for it: its calls fault at once, not after a relink wait each."""
+    gone = Client(arena, "bob", "absent").wait()
+    gone.stop()
+    wait_until(lambda: capacity(arena, bot_id(arena, "absent")) == 0)
+    player, watched = a_player(arena, "absent", wait_s=120)
+    with pytest.raises(PlayerFaultError) as fault:
+        player.act(decision())
+    assert fault.value.kind is FaultKind.UNREACHABLE and not watched.looked.is_set()
+
+
+def test_the_dropped_connection_itself_does_not_count_as_back(arena: Arena, clients: list[Client]) -> None:
+    clients.append(Client(arena, "bob", "stayer").wait())
+    transport = RelayTransport(bot_id(arena, "stayer"), Routes(arena.url))
+    assert transport.relinked()  # a connection this match has not used
+    LinkPlayer("stayer", transport).act(decision())
+    assert not transport.relinked()  # only the one it played on: its row may linger after a drop
+
+
+@pytest.mark.parametrize(
+    ("grace_s", "attempts", "expected"),
+    [(600, 1, RELINK_WAIT_S), (4, 1, 4.0), (0, 1, 0.0),
+     (600, RELINK_MAX_CLAIMS - 1, RELINK_WAIT_S), (600, RELINK_MAX_CLAIMS, 0.0)],
+)  # fmt: skip
+def test_the_wait_is_bounded_by_the_grace_and_the_replays_by_the_claims(
+    arena: Arena, clients: list[Client], grace_s: int, attempts: int, expected: float
+) -> None:
+    clients.append(Client(arena, "alice", "one").wait())
+    clients.append(Client(arena, "bob", "two").wait())
+    with session_scope(arena.url) as session:
+        tournament = create_tournament(
+            session, name="t", bot_ids=[bot_id(arena, "one"), bot_id(arena, "two")], table_sizes=[2],
+            deals_per_table=1, hands_per_match=1, config={"offline_grace_s": grace_s},
+        )  # fmt: skip
+        match_id = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).first()
+        assert match_id is not None
+        session.execute(update(Match).where(Match.id == match_id).values(attempts=attempts))
+    with session_scope(arena.url) as session:
+        assert relink_wait(session, match_id, default_grace_s=60) == expected
+
+
+def test_a_drop_in_a_duplicate_deal_is_charged_not_replayed(arena: Arena, clients: list[Client]) -> None:
+    # A replay after a drop is dealt afresh (the bot has seen part of the deal); a duplicate
+    # deal's rotation cannot be, so there the drop is charged at once (no wait, no replay).
+    clients.append(Client(arena, "alice", "one").wait())
+    clients.append(Client(arena, "bob", "two").wait())
+    with session_scope(arena.url) as session:
+        tournament = create_tournament(
+            session, name="t", bot_ids=[bot_id(arena, "one"), bot_id(arena, "two")], table_sizes=[2],
+            deals_per_table=1, hands_per_match=2, deal_mode="duplicate",
+        )  # fmt: skip
+        ids = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).all()
+    assert len(ids) == 2
+    with session_scope(arena.url) as session:
+        assert [relink_wait(session, m, default_grace_s=60) for m in ids] == [0.0, 0.0]
