@@ -93,14 +93,7 @@ def _running(session: Session, where: Any) -> list[dict[str, Any]]:
     ).all()
     if not matches:
         return []
-    seats: dict[int, list[dict[str, Any]]] = {m.id: [] for m in matches}
-    for match_id, name, score in session.execute(
-        select(MatchSeat.match_id, Bot.name, MatchSeat.score)
-        .join(Bot, Bot.id == MatchSeat.bot_id)
-        .where(MatchSeat.match_id.in_(list(seats)))
-        .order_by(MatchSeat.match_id, MatchSeat.seat)
-    ):
-        seats[match_id].append({"bot": name, "score": score})
+    seats = _seats(session, [m.id for m in matches])
     out = []
     for m in matches:
         played = int(m.hands_played or 0)
@@ -137,14 +130,7 @@ def now_showing(
         ).all()
         if not rows:
             continue
-        seats: dict[int, list[dict[str, Any]]] = {r.id: [] for r in rows}
-        for match_id, name, score in session.execute(
-            select(MatchSeat.match_id, Bot.name, MatchSeat.score)
-            .join(Bot, Bot.id == MatchSeat.bot_id)
-            .where(MatchSeat.match_id.in_(list(seats)))
-            .order_by(MatchSeat.match_id, MatchSeat.seat)
-        ):
-            seats[match_id].append({"bot": name, "score": score})
+        seats = _seats(session, [r.id for r in rows])
         out.append({
             "tournament": t_id,
             "tournament_name": rows[0].name,
@@ -193,3 +179,16 @@ def _unfinished(session: Session, tournament_id: int, seed: int) -> bool:
         .where(Match.tournament_id == tournament_id, Match.seed == seed, Match.status != MatchStatus.DONE)
         .limit(1)
     ).first() is not None
+
+
+def _seats(session: Session, match_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Each match's seats in order, ``{"bot", "score"}`` (a score the caller may yet hide)."""
+    seats: dict[int, list[dict[str, Any]]] = {m: [] for m in match_ids}
+    for match_id, name, score in session.execute(
+        select(MatchSeat.match_id, Bot.name, MatchSeat.score)
+        .join(Bot, Bot.id == MatchSeat.bot_id)
+        .where(MatchSeat.match_id.in_(match_ids))
+        .order_by(MatchSeat.match_id, MatchSeat.seat)
+    ):
+        seats[match_id].append({"bot": name, "score": score})
+    return seats

@@ -59,17 +59,10 @@ def run_play(args: argparse.Namespace) -> int:
     if args.hands < 1:
         print(f"tonk play: --hands must be at least 1, got {args.hands}", file=sys.stderr)
         return 2
-    try:
-        players = [make_player(spec) for spec in args.bots]
-    except PlayerSpecError as exc:
-        print(f"tonk play: {exc}", file=sys.stderr)
-        return 2
-    unreachable = _unreachable(args.bots)
-    if unreachable:
-        for p in players:
-            p.close()
-        print(f"tonk play: {unreachable}", file=sys.stderr)
-        return 1
+    players_or_code = _players(args.bots)
+    if isinstance(players_or_code, int):
+        return players_or_code
+    players = players_or_code
     seed = new_seed() if args.seed is None else args.seed
     names = [f"{i}:{p.describe()['name']}" for i, p in enumerate(players)]
 
@@ -132,17 +125,10 @@ def run_duplicate(args: argparse.Namespace) -> int:
         print(f"tonk play: --hands and --deals must be at least 1, got {args.hands} and {args.deals}",
               file=sys.stderr)  # fmt: skip
         return 2
-    try:
-        players = [make_player(spec) for spec in args.bots]
-    except PlayerSpecError as exc:
-        print(f"tonk play: {exc}", file=sys.stderr)
-        return 2
-    unreachable = _unreachable(args.bots)
-    if unreachable:
-        for p in players:
-            p.close()
-        print(f"tonk play: {unreachable}", file=sys.stderr)
-        return 1
+    players_or_code = _players(args.bots)
+    if isinstance(players_or_code, int):
+        return players_or_code
+    players = players_or_code
     seed = new_seed() if args.seed is None else args.seed
     labels = [f"{side}:{p.describe()['name']}" for side, p in zip("AB", players, strict=True)]
     config = RefereeConfig(decision_deadline_ms=args.deadline_ms)
@@ -210,3 +196,20 @@ def _unreachable(specs: list[str]) -> str | None:
                 return (f"nothing answers at {spec}: is `tonk serve` (or your bot's server) running, "
                         "listening on that host and port?")  # fmt: skip
     return None
+
+
+def _players(specs: list[str]) -> list[Player] | int:
+    """The players ``specs`` name, or the exit code after saying why not (2: a bad spec,
+    1: a bot that cannot be reached)."""
+    try:
+        players = [make_player(spec) for spec in specs]
+    except PlayerSpecError as exc:
+        print(f"tonk play: {exc}", file=sys.stderr)
+        return 2
+    unreachable = _unreachable(specs)
+    if unreachable:
+        for p in players:
+            p.close()
+        print(f"tonk play: {unreachable}", file=sys.stderr)
+        return 1
+    return players
