@@ -59,11 +59,10 @@ def run_play(args: argparse.Namespace) -> int:
     if args.hands < 1:
         print(f"tonk play: --hands must be at least 1, got {args.hands}", file=sys.stderr)
         return 2
-    players_or_code = _players(args.bots)
-    if isinstance(players_or_code, int):
-        return players_or_code
-    players = players_or_code
-    seed = new_seed() if args.seed is None else args.seed
+    started = _start(args)
+    if isinstance(started, int):
+        return started
+    players, seed = started
     names = [f"{i}:{p.describe()['name']}" for i, p in enumerate(players)]
 
     bar = ProgressBar(args.hands, "hands ", enabled=None if not args.quiet else False)
@@ -125,11 +124,10 @@ def run_duplicate(args: argparse.Namespace) -> int:
         print(f"tonk play: --hands and --deals must be at least 1, got {args.hands} and {args.deals}",
               file=sys.stderr)  # fmt: skip
         return 2
-    players_or_code = _players(args.bots)
-    if isinstance(players_or_code, int):
-        return players_or_code
-    players = players_or_code
-    seed = new_seed() if args.seed is None else args.seed
+    started = _start(args)
+    if isinstance(started, int):
+        return started
+    players, seed = started
     labels = [f"{side}:{p.describe()['name']}" for side, p in zip("AB", players, strict=True)]
     config = RefereeConfig(decision_deadline_ms=args.deadline_ms)
     bar = ProgressBar(2 * args.deals, "matches ", enabled=None if not args.quiet else False)
@@ -196,6 +194,14 @@ def _unreachable(specs: list[str]) -> str | None:
                 return (f"nothing answers at {spec}: is `tonk serve` (or your bot's server) running, "
                         "listening on that host and port?")  # fmt: skip
     return None
+
+
+def _start(args: argparse.Namespace) -> tuple[list[Player], int] | int:
+    """The players ``args.bots`` name and the seed to deal from, or the exit code."""
+    players = _players(args.bots)
+    if isinstance(players, int):
+        return players
+    return players, new_seed() if args.seed is None else args.seed
 
 
 def _players(specs: list[str]) -> list[Player] | int:

@@ -83,6 +83,13 @@ class SeatLogBot(Bot):
 '''
 
 
+def _module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> None:
+    """Make ``source`` importable as ``name`` for this test only."""
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
 def _verdict(out: str) -> str:
     match = re.search(r"^A - B = .* Elo \[.*\]: (.*)$", out, re.MULTILINE)
     assert match, out
@@ -92,9 +99,7 @@ def _verdict(out: str) -> str:
 def test_duplicate_swaps_the_seats_on_the_same_cards(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "seatlog.py").write_text(_SEATLOG)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "seatlog", raising=False)
+    _module(tmp_path, monkeypatch, "seatlog", _SEATLOG)
     spec = "seatlog:SeatLogBot"
     argv = ["play", spec, spec, "--duplicate", "--deals", "3", "--hands", "4", "--seed", "7", "--quiet"]
     assert cli.main(argv) == 0
@@ -164,9 +169,7 @@ class CrashyBot(Bot):
 def test_a_fault_stops_the_comparison_without_a_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "crashy.py").write_text(_CRASHY)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "crashy", raising=False)
+    _module(tmp_path, monkeypatch, "crashy", _CRASHY)
     assert cli.main(["play", "crashy:CrashyBot", "greedy", "--duplicate", "--deals", "3", "--quiet"]) == 1
     out, err = capsys.readouterr()
     assert "Elo" not in out and "chips/100" not in out, out

@@ -620,6 +620,16 @@ def check_layout(tab: Any, path: str, width: int) -> None:
         assert bar and felt["y"] + felt["height"] <= bar["y"] <= height - bar["height"], (path, bar)
 
 
+def check_page(tab: Any, base_url: str, path: str, width: int) -> None:
+    """Open ``path`` (a replay: until its viewer is ready) and check its layout at ``width``."""
+    tab.goto(base_url + path)
+    if tab.locator("#viewer").count():
+        tab.wait_for_selector("#viewer.ready")
+    if width <= 390:
+        check_phone_page(tab, path)
+    check_layout(tab, path, width)
+
+
 def visit_every_page(browser: Any, base_url: str, seeded: Seeded, width: int, height: int) -> None:
     """Each page at this size: no page wider than the screen, no script error, no clipped
     column, readable charts, and (at phone width) targets a finger can hit; its first screen
@@ -630,12 +640,7 @@ def visit_every_page(browser: Any, base_url: str, seeded: Seeded, width: int, he
         errors: list[str] = []
         tab.on("pageerror", lambda exc: errors.append(str(exc)))
         for name, path in every_page(seeded).items():
-            tab.goto(base_url + path)
-            if tab.locator("#viewer").count():
-                tab.wait_for_selector("#viewer.ready")
-            if width <= 390:
-                check_phone_page(tab, path)
-            check_layout(tab, path, width)
+            check_page(tab, base_url, path, width)
             tab.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"))  # the first screen: small files
         assert not errors
     finally:
@@ -733,12 +738,7 @@ def test_a_crowded_arena_fits_both_widths(browser: Any, crowded: tuple[str, dict
         errors: list[str] = []
         tab.on("pageerror", lambda exc: errors.append(str(exc)))
         for name, path in pages.items():
-            tab.goto(base + path)
-            if tab.locator("#viewer").count():
-                tab.wait_for_selector("#viewer.ready")
-            if width <= 390:
-                check_phone_page(tab, path)
-            check_layout(tab, path, width)
+            check_page(tab, base, path, width)
             # Not among the committed screenshots: a scratch folder, to look at when it fails.
             tab.screenshot(path=str(SCRATCH / f"crowded-{name}-{width}.png"))
         # A tournament's tables fold away (21 cards were a wall of them on a phone).
