@@ -87,7 +87,11 @@ class BotOfflineError(RuntimeError):
 
 class BotLinkLostError(BotOfflineError):
     """A connected bot's link dropped mid-match and the bot was connected again within the
-    wait: the match is handed back and replayed from its start, not charged."""
+    wait: the match is handed back and replayed from its start, not charged. ``seat``: whose."""
+
+    def __init__(self, reason: str, seat: int):
+        super().__init__(reason)
+        self.seat = seat
 
 
 class GatewayRelayError(RuntimeError):
@@ -254,7 +258,8 @@ class LinkPlayer:
                 raise BotOfflineError(f"{self.name} is not connected: {exc.reason}"[:_MAX_REASON]) from None
             if exc.kind is FaultKind.UNREACHABLE and self._reached and self._relinked_in_time():
                 raise BotLinkLostError(
-                    f"{self.name}'s link dropped ({rpc}: {exc.reason}) and it connected again"[:_MAX_REASON]
+                    f"{self.name}'s link dropped ({rpc}: {exc.reason}) and it connected again"[:_MAX_REASON],
+                    self.seat,
                 ) from None
             if exc.kind is FaultKind.TIMEOUT:
                 raise PlayerFaultError(

@@ -72,6 +72,7 @@ from arena.play.plan import MatchPlan, load_plan, run_match, seat_stats
 from arena.processes import alive
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import (
+    RELINK_NOTICE_KIND,
     SLOW_NOTICE_KIND,
     BotVersion,
     FaultRecord,
@@ -94,6 +95,8 @@ log = logging.getLogger("tonk.play")
 #: FaultRecord.kind of a slow lifecycle notice (sdk.referee.SlowNotice): recorded, not charged.
 SLOW: Final = SLOW_NOTICE_KIND
 SLOW_DECISION: Final = {"StartMatch": -1, "EndHand": -2, "EndMatch": -3}
+#: FaultRecord.decision of a relink notice: the drop, wherever in the match it came.
+RELINK_DECISION: Final = -4
 
 
 class Outcome(enum.StrEnum):
@@ -169,8 +172,9 @@ class MatchLife:
         # its start.
         except (GatewayLostError, BotOfflineError) as exc:
             # After a drop mid-match the bot has seen part of this deal: it is dealt afresh.
-            self.hand_back(since if isinstance(exc, BotOfflineError) else None,
-                           reseed=isinstance(exc, BotLinkLostError))  # fmt: skip
+            lost = exc if isinstance(exc, BotLinkLostError) else None
+            self.hand_back(since if isinstance(exc, BotOfflineError) else None, reseed=lost is not None,
+                           notice=(plan.seats[lost.seat].bot_id, lost) if lost else None)  # fmt: skip
             return Outcome.WAITING
         except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it
             self.fail(exc)
@@ -369,13 +373,20 @@ class MatchLife:
         except Exception as store_exc:  # the match stays running: recovery replays it at lease end
             log.warning("match %s: could not be marked failed (%s) after: %s", self.match_id, store_exc, text)
 
-    def hand_back(self, waiting_since: dt.datetime | None = None, *, reseed: bool = False) -> bool:
+    def hand_back(
+        self,
+        waiting_since: dt.datetime | None = None,
+        *,
+        reseed: bool = False,
+        notice: tuple[int, BotLinkLostError] | None = None,
+    ) -> bool:
         """running -> pending, nothing recorded, to be played from its start (its gateway went
         away mid-match, or its bot was gone at the start), its offline grace counted from
         ``waiting_since`` (default now); and its slots freed. ``reseed``: dealt afresh, from a
         seed derived from the old one and the claim (a bot whose link dropped mid-match has
         seen part of the old deal; the old seed was never shown, so the new one cannot be
-        guessed)."""
+        guessed). ``notice``: the bot (id) whose link dropped, and how: kept as its uncharged
+        relink notice (arena/play/offline.py counts them)."""
         with session_scope(self.url) as session:
             values: dict[str, object] = {
                 "status": MatchStatus.PENDING, "heartbeat_at": None, "worker": None,
@@ -394,6 +405,15 @@ class MatchLife:
                 .values(**values)
                 .execution_options(synchronize_session=False)
             )  # fmt: skip
+            if done.rowcount and notice is not None:  # type: ignore[attr-defined]
+                bot_id, lost = notice
+                hands = session.scalar(select(Match.hands_played).where(Match.id == self.match_id))
+                session.add(FaultRecord(
+                    match_id=self.match_id, seat=lost.seat, bot_id=bot_id, hand_index=hands or 0,
+                    decision=RELINK_DECISION, kind=RELINK_NOTICE_KIND,
+                    reason=clean_text(f"{lost}; the match is replayed from its start, dealt afresh",
+                                      REASON_LIMIT),
+                ))  # fmt: skip
             capacity.release(session, self.match_id, self.worker)
         return bool(done.rowcount)  # type: ignore[attr-defined]
 

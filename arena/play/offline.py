@@ -29,9 +29,15 @@ at most the tournament's grace); back, the match is handed back the same way and
 from its start, uncharged, and dealt afresh (``MatchLife.hand_back(reseed=True)``: the bot must
 not play again cards it has seen). A match of a duplicate deal cannot be dealt afresh without
 losing its pairing, so there a drop is charged at once (:func:`in_duplicate_deal`); under the
-default deal mode ``auto`` a connected bot's tables are dealt independently anyway. A match is
-replayed so at most until its ``RELINK_MAX_CLAIMS``-th
-claim: a bot whose link drops in every try is then charged, as one that does not come back is.
+default deal mode ``auto`` a connected bot's tables are dealt independently anyway.
+
+Each such replay leaves an uncharged notice (``RELINK_NOTICE_KIND``) on the match for the bot
+whose link dropped, and the replays are bounded: ``RELINK_MAX_PER_MATCH`` per match (a bot
+whose link drops in every try is then charged, as one that does not come back is) and
+``RELINK_FREE_PER_BOT`` per bot and tournament. A free replay is dealt afresh, so a bot behind
+in a match could cut its own link to start it again; the budget, two blips at a capacity of 8,
+keeps that from being a strategy. Other hand-backs (a gateway lost, a bot offline at the
+start) count against neither.
 """
 
 from __future__ import annotations
@@ -46,7 +52,16 @@ from sqlalchemy.orm import Session
 
 from arena.link.directory import connected_capacity
 from arena.store.db import session_scope
-from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament, utcnow
+from arena.store.models import (
+    RELINK_NOTICE_KIND,
+    Bot,
+    BotVersion,
+    FaultRecord,
+    Match,
+    MatchSeat,
+    Tournament,
+    utcnow,
+)
 from arena.store.statuses import MatchStatus
 from arena.tournaments.settings import TournamentSettings
 
@@ -55,9 +70,10 @@ WAIT_IN_JOB_S: Final = 10.0
 POLL_S: Final = 0.5
 #: Seconds a match waits for a connected bot whose link dropped mid-match (a restart, a blip).
 RELINK_WAIT_S: Final = 10.0
-#: From this claim of a match on (``matches.attempts``), a dropped link is charged, not replayed:
-#: the first play and two replays, whatever interrupted the earlier ones.
-RELINK_MAX_CLAIMS: Final = 3
+#: Replays of one match after a dropped link; the next drop is charged.
+RELINK_MAX_PER_MATCH: Final = 2
+#: Replays after a dropped link a bot gets free in one tournament; the next drop is charged.
+RELINK_FREE_PER_BOT: Final = 16
 
 
 def _connected_seats(session: Session, match_ids: Collection[int]) -> list[tuple[int, int]]:
@@ -188,17 +204,38 @@ def start_grace(session: Session, match_id: int, default_grace_s: int) -> tuple[
     return grace_left(row.waiting_since, row.config, default_grace_s, now), row.waiting_since or now
 
 
-def relink_wait(session: Session, match_id: int, default_grace_s: int) -> float:
-    """After the claim: how long the match's connected seats wait for a link that drops
-    mid-match, in seconds (0: a drop is charged at once)."""
+def relink_wait(session: Session, match_id: int, default_grace_s: int) -> dict[int, float]:
+    """After the claim: how long each connected bot of the match (by id) is waited for when
+    its link drops mid-match, in seconds (0 or absent: a drop is charged at once)."""
     row = session.execute(
-        select(Match.attempts, Tournament.config)
+        select(Match.tournament_id, Tournament.config)
         .join(Tournament, Tournament.id == Match.tournament_id)
         .where(Match.id == match_id)
     ).first()
-    if row is None or row.attempts >= RELINK_MAX_CLAIMS or in_duplicate_deal(session, match_id):
-        return 0.0
-    return float(min(RELINK_WAIT_S, TournamentSettings.from_column(row.config).grace_s(default_grace_s)))
+    if row is None or in_duplicate_deal(session, match_id):
+        return {}
+    replays = session.scalar(
+        select(func.count(FaultRecord.id)).where(
+            FaultRecord.match_id == match_id, FaultRecord.kind == RELINK_NOTICE_KIND
+        )
+    )
+    if (replays or 0) >= RELINK_MAX_PER_MATCH:
+        return {}
+    bots = {bot for _match, bot in _connected_seats(session, [match_id])}
+    used = dict(
+        session.execute(
+            select(FaultRecord.bot_id, func.count(FaultRecord.id))
+            .join(Match, Match.id == FaultRecord.match_id)
+            .where(
+                Match.tournament_id == row.tournament_id,
+                FaultRecord.kind == RELINK_NOTICE_KIND,
+                FaultRecord.bot_id.in_(bots),
+            )
+            .group_by(FaultRecord.bot_id)
+        ).all()
+    )
+    wait = float(min(RELINK_WAIT_S, TournamentSettings.from_column(row.config).grace_s(default_grace_s)))
+    return {bot: wait for bot in bots if used.get(bot, 0) < RELINK_FREE_PER_BOT}
 
 
 def in_duplicate_deal(session: Session, match_id: int) -> bool:

@@ -103,19 +103,26 @@ class SeatStats:
     latency_us_max: int
 
 
+def _wait(relink_wait_s: float | Mapping[int, float], bot_id: int) -> float:
+    if isinstance(relink_wait_s, Mapping):
+        return float(relink_wait_s.get(bot_id, 0.0))
+    return float(relink_wait_s)
+
+
 def load_plan(
     session: Session,
     match_id: int,
     hosted_addresses: Mapping[str, str] | None = None,
     *,
     offline_waits: bool = False,
-    relink_wait_s: float = 0.0,
+    relink_wait_s: float | Mapping[int, float] = 0.0,
 ) -> MatchPlan:
     """Everything needed to play match ``match_id``, from the store. ``hosted_addresses``
     (bot name -> HOST:PORT) plays hosted bots over gRPC where they are being served (as
     ``tonk demo`` does with arena.bots.hosting.HostedBots) instead of in-process.
     ``offline_waits``: the match may still wait for its connected bots (SeatPlan);
-    ``relink_wait_s``: how long a connected seat waits for a link that drops mid-match."""
+    ``relink_wait_s``: how long a connected seat waits for a link that drops mid-match (one
+    figure for all, or by bot id: arena.play.offline.relink_wait)."""
     served = hosted_addresses or {}
     bind = session.get_bind()
     store = (bind.engine if isinstance(bind, Connection) else bind).url.render_as_string(hide_password=False)
@@ -145,7 +152,7 @@ def load_plan(
             version.build_id,
             version.launch,
             (match.tournament_id, match.seed),
-            relink_wait_s if version.connected else 0.0,
+            _wait(relink_wait_s, bot_id) if version.connected else 0.0,
         )
         for _seat, bot_id, version_id, name, version in rows
     )

@@ -14,7 +14,7 @@ from arena.queries.leaderboard import rating_fields, rating_json, ratings_by_bot
 from arena.queries.stats import bot_stats, record
 from arena.ratings.fairplay import fair_play_check
 from arena.ratings.leaderboard import rating_history
-from arena.store.models import SLOW_NOTICE_KIND, Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
+from arena.store.models import NOTICE_KINDS, Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
 from arena.store.statuses import MatchStatus
 
 
@@ -150,8 +150,8 @@ def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:
 
 def _faults(session: Session, bot_id: int) -> dict[str, Any]:
     """The bot's charged faults: the same count as its record's (MatchSeat.faults) and the
-    leaderboard's. Slow lifecycle notices are not faults: :func:`_notices`."""
-    charged = (FaultRecord.bot_id == bot_id) & (FaultRecord.kind != SLOW_NOTICE_KIND)
+    leaderboard's. Notices are not faults: :func:`_notices`."""
+    charged = (FaultRecord.bot_id == bot_id) & FaultRecord.kind.not_in(NOTICE_KINDS)
     kinds = dict(
         session.execute(
             select(FaultRecord.kind, func.count(FaultRecord.id)).where(charged).group_by(FaultRecord.kind)
@@ -162,9 +162,10 @@ def _faults(session: Session, bot_id: int) -> dict[str, Any]:
 
 
 def _notices(session: Session, bot_id: int) -> dict[str, Any]:
-    """The bot's slow lifecycle notices (StartMatch, EndHand, EndMatch over half their
-    deadline): recorded so slowness shows, never charged; a busy host can cause them."""
-    slow = (FaultRecord.bot_id == bot_id) & (FaultRecord.kind == SLOW_NOTICE_KIND)
+    """The bot's notices, never charged: slow lifecycle calls (StartMatch, EndHand, EndMatch
+    over half their deadline; a busy host can cause them) and matches replayed after its link
+    dropped (kind ``relink``)."""
+    slow = (FaultRecord.bot_id == bot_id) & FaultRecord.kind.in_(NOTICE_KINDS)
     total = session.execute(select(func.count(FaultRecord.id)).where(slow)).scalar_one()
     return {"total": int(total), "charged": False, "recent": _recent(session, slow)}
 

@@ -16,7 +16,7 @@ from arena.queries import Paging, iso, vars_of
 from arena.queries.cache import throttled
 from arena.store import replays
 from arena.store.models import (
-    SLOW_NOTICE_KIND,
+    NOTICE_KINDS,
     Bot,
     BotVersion,
     FaultRecord,
@@ -151,9 +151,9 @@ def get_match(session: Session, match_id: int) -> MatchView:
         forfeited_seat=match.forfeited_seat,
         attempts=match.attempts,
         error=match.error if match.status == MatchStatus.FAILED else None,
-        fault_records=[f for f in records if f.kind != SLOW_NOTICE_KIND],
+        fault_records=[f for f in records if f.kind not in NOTICE_KINDS],
         has_replay=has_replay,
-        notice_records=[f for f in records if f.kind == SLOW_NOTICE_KIND],
+        notice_records=[f for f in records if f.kind in NOTICE_KINDS],
     )
 
 

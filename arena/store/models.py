@@ -325,10 +325,16 @@ class Replay(Base):
 #: FaultRecord.kind of a slow lifecycle notice (sdk.referee.SlowNotice): kept with the faults
 #: so slowness shows, but never charged, so never counted as a fault (MatchSeat.faults).
 SLOW_NOTICE_KIND = "slow"
+#: FaultRecord.kind of a match replayed because its bot's link dropped and came back
+#: (arena/play/offline.py): never charged, counted against the bot's free replays.
+RELINK_NOTICE_KIND = "relink"
+#: The kinds of FaultRecord that are notices, not charged faults.
+NOTICE_KINDS: tuple[str, ...] = (SLOW_NOTICE_KIND, RELINK_NOTICE_KIND)
 
 
 class FaultRecord(Base):
-    """A charged fault, or (kind SLOW_NOTICE_KIND) an uncharged slow lifecycle notice."""
+    """A charged fault, or (a kind in NOTICE_KINDS) an uncharged notice: a slow lifecycle
+    call, or a match replayed after its bot's link dropped."""
 
     __tablename__ = "faults"
     __table_args__ = (Index("ix_faults_bot", "bot_id"),)

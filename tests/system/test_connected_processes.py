@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 from arena.bots.owners import create_owner
 from arena.link import directory
 from arena.store.db import session_scope
-from arena.store.models import Bot, FaultRecord, Match, MatchSeat, Replay, utcnow
+from arena.store.models import RELINK_NOTICE_KIND, Bot, FaultRecord, Match, MatchSeat, Replay, utcnow
 
 OPERATOR = "operator-token-for-link-tests"
 #: A bot that plays randomly, 50 ms a decision (tests/helpers/faultbots.py).
@@ -482,3 +482,14 @@ def test_a_bot_process_restarted_mid_match_keeps_its_matches(
     # ... and dealt afresh: the bot had seen part of the old deal (its tables are dealt
     # independently under the default deal mode, so no other match shares the seed).
     assert all(m.seed != dealt[m.id] for m in matches if m.id in replayed)
+    # Each replay left the blipping bot an uncharged relink notice on the match (what its
+    # free replays are counted by), and the API counts it apart from the faults.
+    with session_scope(sqlite_url) as session:
+        notes = session.execute(
+            select(FaultRecord.match_id, Bot.name).join(Bot, Bot.id == FaultRecord.bot_id)
+            .where(FaultRecord.kind == RELINK_NOTICE_KIND)
+        ).all()  # fmt: skip
+    assert notes and {name for _, name in notes} == {"blip"}, notes
+    assert {match for match, _ in notes} <= {m.id for m in matches}
+    page = get_json(f"{arena}/api/v1/bots/blip")["bot"]
+    assert page["faults"]["total"] == 0 and page["notices"]["total"] >= len(notes)

@@ -12,9 +12,9 @@ from helpers.link import Arena, Client, bot_id, capacity, decision, wait_until
 from sqlalchemy import select, update
 
 from arena.link.player import BotLinkLostError, LinkPlayer, RelayTransport, Routes
-from arena.play.offline import RELINK_MAX_CLAIMS, RELINK_WAIT_S, relink_wait
+from arena.play.offline import RELINK_FREE_PER_BOT, RELINK_MAX_PER_MATCH, RELINK_WAIT_S, relink_wait
 from arena.store.db import session_scope
-from arena.store.models import Match
+from arena.store.models import RELINK_NOTICE_KIND, FaultRecord, Match
 from arena.tournaments.lifecycle import create_tournament
 from sdk.referee import FaultKind, PlayerFaultError
 
@@ -97,26 +97,50 @@ def test_the_dropped_connection_itself_does_not_count_as_back(arena: Arena, clie
     assert not transport.relinked()  # only the one it played on: its row may linger after a drop
 
 
+def _notes(match_id: int, bot: int, count: int) -> list[FaultRecord]:
+    return [
+        FaultRecord(match_id=match_id, seat=0, bot_id=bot, hand_index=0, decision=-4,
+                    kind=RELINK_NOTICE_KIND, reason="link dropped")
+        for _ in range(count)
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    ("grace_s", "attempts", "expected"),
-    [(600, 1, RELINK_WAIT_S), (4, 1, 4.0), (0, 1, 0.0),
-     (600, RELINK_MAX_CLAIMS - 1, RELINK_WAIT_S), (600, RELINK_MAX_CLAIMS, 0.0)],
-)  # fmt: skip
-def test_the_wait_is_bounded_by_the_grace_and_the_replays_by_the_claims(
-    arena: Arena, clients: list[Client], grace_s: int, attempts: int, expected: float
-) -> None:
+    ("grace_s", "claims", "match_relinks", "one_relinks", "expected"),
+    [
+        (600, 1, 0, 0, {"one": RELINK_WAIT_S, "two": RELINK_WAIT_S}),
+        (4, 1, 0, 0, {"one": 4.0, "two": 4.0}),
+        (0, 1, 0, 0, {"one": 0.0, "two": 0.0}),
+        # Claims for other reasons (a gateway lost, a bot offline at the start) cost nothing.
+        (600, 7, 0, 0, {"one": RELINK_WAIT_S, "two": RELINK_WAIT_S}),
+        (600, 2, RELINK_MAX_PER_MATCH - 1, 0, {"one": RELINK_WAIT_S, "two": RELINK_WAIT_S}),
+        (600, 3, RELINK_MAX_PER_MATCH, 0, {}),
+        # A bot that used up its free replays elsewhere in the tournament: its drops are
+        # charged, its opponent's still replayed.
+        (600, 1, 0, RELINK_FREE_PER_BOT - 1, {"one": RELINK_WAIT_S, "two": RELINK_WAIT_S}),
+        (600, 1, 0, RELINK_FREE_PER_BOT, {"two": RELINK_WAIT_S}),
+    ],
+)
+def test_the_wait_is_bounded_by_the_grace_and_the_replays_per_match_and_per_bot(
+    arena: Arena, clients: list[Client], grace_s: int, claims: int, match_relinks: int,
+    one_relinks: int, expected: dict[str, float],
+) -> None:  # fmt: skip
     clients.append(Client(arena, "alice", "one").wait())
     clients.append(Client(arena, "bob", "two").wait())
+    one, two = bot_id(arena, "one"), bot_id(arena, "two")
     with session_scope(arena.url) as session:
         tournament = create_tournament(
-            session, name="t", bot_ids=[bot_id(arena, "one"), bot_id(arena, "two")], table_sizes=[2],
-            deals_per_table=1, hands_per_match=1, config={"offline_grace_s": grace_s},
+            session, name="t", bot_ids=[one, two], table_sizes=[2], deals_per_table=2, hands_per_match=1,
+            deal_mode="independent", config={"offline_grace_s": grace_s},
         )  # fmt: skip
-        match_id = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).first()
-        assert match_id is not None
-        session.execute(update(Match).where(Match.id == match_id).values(attempts=attempts))
+        ids = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).all()
+        match_id, other = ids[:2]
+        session.execute(update(Match).where(Match.id == match_id).values(attempts=claims))
+        session.add_all(_notes(match_id, two, match_relinks) + _notes(other, one, one_relinks))
+    names = {one: "one", two: "two"}
     with session_scope(arena.url) as session:
-        assert relink_wait(session, match_id, default_grace_s=60) == expected
+        waits = relink_wait(session, match_id, default_grace_s=60)
+    assert {names[bot]: wait for bot, wait in waits.items()} == expected
 
 
 def test_a_drop_in_a_duplicate_deal_is_charged_not_replayed(arena: Arena, clients: list[Client]) -> None:
@@ -132,4 +156,4 @@ def test_a_drop_in_a_duplicate_deal_is_charged_not_replayed(arena: Arena, client
         ids = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).all()
     assert len(ids) == 2
     with session_scope(arena.url) as session:
-        assert [relink_wait(session, m, default_grace_s=60) for m in ids] == [0.0, 0.0]
+        assert [relink_wait(session, m, default_grace_s=60) for m in ids] == [{}, {}]
