@@ -34,10 +34,10 @@ default deal mode ``auto`` a connected bot's tables are dealt independently anyw
 Each such replay leaves an uncharged notice (``RELINK_NOTICE_KIND``) on the match for the bot
 whose link dropped, and the replays are bounded: ``RELINK_MAX_PER_MATCH`` per match (a bot
 whose link drops in every try is then charged, as one that does not come back is) and
-``RELINK_FREE_PER_BOT`` per bot and tournament. A free replay is dealt afresh, so a bot behind
-in a match could cut its own link to start it again; the budget, two blips at a capacity of 8,
-keeps that from being a strategy. Other hand-backs (a gateway lost, a bot offline at the
-start) count against neither.
+``RELINK_FREE_PER_BOT`` per bot and tournament (or ladder) a day. A free replay is dealt
+afresh, so a bot behind in a match could cut its own link to start it again; the budget, two
+blips at a capacity of 8, keeps that from being a strategy. Other hand-backs (a gateway
+lost, a bot offline at the start) count against neither.
 """
 
 from __future__ import annotations
@@ -72,8 +72,10 @@ POLL_S: Final = 0.5
 RELINK_WAIT_S: Final = 10.0
 #: Replays of one match after a dropped link; the next drop is charged.
 RELINK_MAX_PER_MATCH: Final = 2
-#: Replays after a dropped link a bot gets free in one tournament; the next drop is charged.
+#: Replays after a dropped link a bot gets free in one tournament (or ladder) within
+#: ``RELINK_WINDOW`` (by the replayed matches' latest start); the next drop is charged.
 RELINK_FREE_PER_BOT: Final = 16
+RELINK_WINDOW: Final = dt.timedelta(days=1)
 
 
 def _connected_seats(session: Session, match_ids: Collection[int]) -> list[tuple[int, int]]:
@@ -228,6 +230,7 @@ def relink_wait(session: Session, match_id: int, default_grace_s: int) -> dict[i
             .join(Match, Match.id == FaultRecord.match_id)
             .where(
                 Match.tournament_id == row.tournament_id,
+                Match.started_at >= utcnow() - RELINK_WINDOW,
                 FaultRecord.kind == RELINK_NOTICE_KIND,
                 FaultRecord.bot_id.in_(bots),
             )

@@ -5,6 +5,7 @@ first call waits. Real bots connected through a real gateway. Fixtures: conftest
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 
 import pytest
@@ -12,9 +13,15 @@ from helpers.link import Arena, Client, bot_id, capacity, decision, wait_until
 from sqlalchemy import select, update
 
 from arena.link.player import BotLinkLostError, LinkPlayer, RelayTransport, Routes
-from arena.play.offline import RELINK_FREE_PER_BOT, RELINK_MAX_PER_MATCH, RELINK_WAIT_S, relink_wait
+from arena.play.offline import (
+    RELINK_FREE_PER_BOT,
+    RELINK_MAX_PER_MATCH,
+    RELINK_WAIT_S,
+    RELINK_WINDOW,
+    relink_wait,
+)
 from arena.store.db import session_scope
-from arena.store.models import RELINK_NOTICE_KIND, FaultRecord, Match
+from arena.store.models import RELINK_NOTICE_KIND, FaultRecord, Match, utcnow
 from arena.tournaments.lifecycle import create_tournament
 from sdk.referee import FaultKind, PlayerFaultError
 
@@ -119,6 +126,8 @@ def _notes(match_id: int, bot: int, count: int) -> list[FaultRecord]:
         # charged, its opponent's still replayed.
         (600, 1, 0, RELINK_FREE_PER_BOT - 1, {"one": RELINK_WAIT_S, "two": RELINK_WAIT_S}),
         (600, 1, 0, RELINK_FREE_PER_BOT, {"two": RELINK_WAIT_S}),
+        # ... in the last day: a ladder runs for ever, and a blip a week is no strategy.
+        (600, 1, 0, -RELINK_FREE_PER_BOT, {"one": RELINK_WAIT_S, "two": RELINK_WAIT_S}),
     ],
 )
 def test_the_wait_is_bounded_by_the_grace_and_the_replays_per_match_and_per_bot(
@@ -136,7 +145,10 @@ def test_the_wait_is_bounded_by_the_grace_and_the_replays_per_match_and_per_bot(
         ids = session.scalars(select(Match.id).where(Match.tournament_id == tournament.id)).all()
         match_id, other = ids[:2]
         session.execute(update(Match).where(Match.id == match_id).values(attempts=claims))
-        session.add_all(_notes(match_id, two, match_relinks) + _notes(other, one, one_relinks))
+        # one_relinks < 0: that many, on a match last started over a day ago.
+        started = utcnow() - (RELINK_WINDOW + dt.timedelta(hours=1) if one_relinks < 0 else dt.timedelta(0))
+        session.execute(update(Match).where(Match.id == other).values(started_at=started))
+        session.add_all(_notes(match_id, two, match_relinks) + _notes(other, one, abs(one_relinks)))
     names = {one: "one", two: "two"}
     with session_scope(arena.url) as session:
         waits = relink_wait(session, match_id, default_grace_s=60)
