@@ -63,12 +63,13 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
     from arena.queries import cache
-    from dashboard import checks, db, errors, ratelimit, security, templating
+    from dashboard import checks, compression, db, errors, ratelimit, security, templating
     from dashboard.views import register_blueprints
 
     cache.configure(cache_settings)
 
     checks.init_app(app)
+    compression.init_app(app)
     db.init_app(app)
     errors.init_app(app)
     ratelimit.init_app(app)
