@@ -121,7 +121,9 @@ def closest_hands(session: Session, tournament_id: int, matches: Seats) -> list[
     # Testing each match's deal costs 0.2 s at 10,000 matches; a finished tournament has every
     # match done (ix_matches_tournament_status says so at once), so its deals need no test.
     unfinished = session.execute(
-        select(Match.id).where(Match.tournament_id == tournament_id, Match.status != MatchStatus.DONE).limit(1)
+        select(Match.id)
+        .where(Match.tournament_id == tournament_id, Match.status != MatchStatus.DONE)
+        .limit(1)
     ).first()
     if unfinished is not None:
         where.append(deal_finished())

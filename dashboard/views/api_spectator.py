@@ -1,6 +1,6 @@
 """The spectator's part of the JSON API (/api/v1): a replay's steps as the engine computed
-them, a tournament's live state, the arena's latest finished deals, and exports of hands as ``tonk-hand/1`` JSON lines
-(arena/queries/export.py; finished deals only)."""
+them, a tournament's live state, the arena's latest finished deals, and exports of hands as
+``tonk-hand/1`` JSON lines (arena/queries/export.py; finished deals only)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,8 @@ def get_now_showing() -> Response:
     deals = now_showing(session())
     data: dict[str, Any] = {"now_showing": deals}
     if choice_arg(request.args, "html", ("0", "1")) == "1":
-        data["html"] = {"now_showing": str(macro("now_showing", "_now_showing.html")(deals, with_tournament=True))}
+        showing = macro("now_showing", "_now_showing.html")
+        data["html"] = {"now_showing": str(showing(deals, with_tournament=True))}
     return jsonify(data)
 
 

@@ -564,7 +564,7 @@ def test_the_home_pages_now_showing_follows_the_arena_live(browser: Any, tmp_pat
     from dashboard.server import serve_in_thread
 
     url = f"sqlite:///{tmp_path / 'home.sqlite'}"
-    tournament_id, matches = live_arena(url)
+    _, matches = live_arena(url)
     server, thread = serve_in_thread(
         "127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
         CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False, PROGRESS_POLL_MS=250,

@@ -14,9 +14,9 @@ from sqlalchemy import select, update
 from arena.queries.live import timing
 from arena.queries.matches import get_replay
 from arena.queries.tournaments import tournament_detail
+from arena.runtime.driver import run_tournament
 from arena.store.db import session_scope
 from arena.store.models import Bot, Match, MatchSeat, Tournament, utcnow
-from arena.runtime.driver import run_tournament
 from arena.store.replays import closest_hand
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.tournaments.lifecycle import start_tournament
@@ -128,7 +128,8 @@ def test_the_headline_names_the_closest_hands_of_deals_all_played(db_url: str) -
     with session_scope(db_url) as session:
         first = session.get(Match, expected[0])
         assert first is not None
-        deal = set(session.scalars(select(Match.id).where(Match.tournament_id == tid, Match.seed == first.seed)))
+        same_deal = select(Match.id).where(Match.tournament_id == tid, Match.seed == first.seed)
+        deal = set(session.scalars(same_deal))
         session.execute(update(Match).where(Match.id == max(deal - {first.id}))
                         .values(status=MatchStatus.RUNNING))
     named = [c["match"] for c in detail(db_url, tid)["headline"]["closest_hands"]]  # type: ignore[index]
