@@ -83,7 +83,7 @@ from arena.store.models import (
     Tournament,
     utcnow,
 )
-from arena.store.replays import FORMAT, encode_logs
+from arena.store.replays import FORMAT, closest_hand, encode_logs
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.text import REASON_LIMIT, clean_text
 from arena.tournaments.lifecycle import finish_if_complete
@@ -272,6 +272,7 @@ class MatchLife:
         False (and nothing written) if the match was already done."""
         result = clean_result(result, [seat.address for seat in plan.seats])
         blob = encode_logs(result.hands, seed=result.seed, players=result.players, rules=result.rules)
+        close = closest_hand([log.record.outcome for log in result.hands]) or (None, None)
         bots = [seat.bot_id for seat in plan.seats]
         with session_scope(self.url) as session:
             # First statement of the transaction: on SQLite it takes the write lock at once, on
@@ -290,6 +291,8 @@ class MatchLife:
                     forfeited_seat=result.forfeited,
                     duration_ms=duration_ms,
                     error=None,
+                    close_hand=close[0],
+                    close_points=close[1],
                 )
                 .execution_options(synchronize_session=False)
             )

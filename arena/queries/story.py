@@ -1,5 +1,5 @@
 """A tournament's story: the headline of a finished one (winner, margin with its interval, how
-sure, the biggest swings and closest matches), the time left from the bots that hold the
+sure, the biggest swings, the closest matches and hands), the time left from the bots that hold the
 rest up, and a sequential test's LLR after each look."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.queries.matches import deal_finished
 from arena.store.models import Bot, Match, MatchSeat, Tournament
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.tournaments.sprt import OUTCOMES, look
@@ -80,8 +81,8 @@ def headline(session: Session, tournament_id: int, standings: list[dict[str, Any
     """A finished tournament's headline, None before: the winner (first of ``standings``),
     its margin over the runner-up in chips per 100 hands with a 95% interval
     (:func:`margin_and_se`), how sure (the normal probability that the winner's true rate is
-    ahead), and the matches with the biggest swing (most chips won by one seat) and the
-    closest (least between first and second)."""
+    ahead), the matches with the biggest swing (most chips won by one seat) and the
+    closest (least between first and second), and the closest hands (:func:`closest_hands`)."""
     status = session.scalar(select(Tournament.status).where(Tournament.id == tournament_id))
     if status != TournamentStatus.FINISHED or not standings or standings[0]["chips_per_100"] is None:
         return None
@@ -107,7 +108,33 @@ def headline(session: Session, tournament_id: int, standings: list[dict[str, Any
     out["swings"] = [_linked(m, matches[m]) for m in swing[:SHOWN]]
     close = sorted((m for m in matches if len(matches[m]) > 1), key=lambda m: (_gap(matches[m]), m))
     out["closest"] = [_linked(m, matches[m]) for m in close[:SHOWN]]
+    out["closest_hands"] = closest_hands(session, tournament_id, matches)
     return out
+
+
+def closest_hands(session: Session, tournament_id: int, matches: Seats) -> list[dict[str, Any]]:
+    """The tournament's closest hands: each match's closest hand as kept when it was
+    recorded (arena.store.replays.closest_hand), fewest points first, one per match, from
+    deals whose every match is done (their replays are public). Reads two columns of each
+    match, never a replay: decoding a big tournament's replays takes seconds."""
+    where = [Match.tournament_id == tournament_id, Match.close_points.is_not(None)]
+    # Testing each match's deal costs 0.2 s at 10,000 matches; a finished tournament has every
+    # match done (ix_matches_tournament_status says so at once), so its deals need no test.
+    unfinished = session.execute(
+        select(Match.id)
+        .where(Match.tournament_id == tournament_id, Match.status != MatchStatus.DONE)
+        .limit(1)
+    ).first()
+    if unfinished is not None:
+        where.append(deal_finished())
+    rows = session.execute(
+        select(Match.id, Match.close_hand, Match.close_points)
+        .where(*where)
+        .order_by(Match.close_points, Match.id)
+        .limit(SHOWN)
+    ).all()
+    return [{"match": m, "hand": int(hand or 0), "points": int(points or 0),
+             "bots": [name for name, _, _ in matches.get(m, [])]} for m, hand, points in rows]
 
 
 def _gap(seats: list[tuple[str, int, int]]) -> int:

@@ -256,9 +256,10 @@ def tournament_detail(session: Session, url: str, tournament_id: int) -> dict[st
         "entries": [{"bot": e.bot_name, "version": e.version} for e in t.entries],
         **kind,
         **results,
-        # Once finished: who won, by how much and how surely (not cached: the status flips
-        # after the last match is done, without a new done match).
-        "headline": headline(session, tournament_id, results["standings"]),
+        # Once finished: who won, by how much and how surely. Kept against the status too: it
+        # flips after the last match is done, without a new done match.
+        "headline": cached(("headline", url, tournament_id), (token, t.status),
+                           lambda: headline(session, tournament_id, results["standings"])),
     }
 
 

@@ -279,6 +279,11 @@ class Match(Base):
     #: Why the ladder scheduled it ("placement", "uncertain pair #4 and #5": arena/ladder);
     #: None for a tournament's matches, which are all of its tables.
     reason: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    #: Its closest hand, kept when it is recorded (arena.store.replays.closest_hand): the
+    #: hand's index and the points between the lowest total and the next. None when no hand
+    #: was decided on points, and for matches recorded before revision 0015.
+    close_hand: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    close_points: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     tournament: Mapped[Tournament] = relationship(back_populates="matches")
     seats: Mapped[list[MatchSeat]] = relationship(back_populates="match", order_by="MatchSeat.seat")

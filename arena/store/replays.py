@@ -226,6 +226,34 @@ def _players_of(hand: Mapping[str, Any]) -> list[str]:
     return [str(p) for p in players] if isinstance(players, list) else []
 
 
+# -- a match's closest hand --------------------------------------------------------------------
+
+#: How a hand ends on points (docs/rules.md): a drop, or the showdown when the stock runs out
+#: or the turn cap is reached. A TONK or a player going out is won outright, by no margin.
+_ON_POINTS: Final = frozenset({"drop", "stock", "cap"})
+
+
+def closest_hand(outcomes: Sequence[Mapping[str, Any] | None]) -> tuple[int, int] | None:
+    """``(hand index, points)`` of the match's closest hand: of the hands decided on points,
+    the one with the fewest points between the lowest total and the next (0: a tie for
+    lowest), the earliest of equals; None when no hand was decided on points. ``outcomes``:
+    each hand's ``outcome`` as its record stores it (``{"end", "totals", ...}``).
+
+    Kept with the match when it is recorded (arena/play/lifecycle.py), so a finished
+    tournament's headline names its closest hands without decoding every replay."""
+    best: tuple[int, int] | None = None
+    for index, outcome in enumerate(outcomes):
+        if not outcome or outcome.get("end") not in _ON_POINTS:
+            continue
+        totals = sorted(int(t) for t in outcome.get("totals") or ())
+        if len(totals) < 2:
+            continue
+        gap = totals[1] - totals[0]
+        if best is None or gap < best[1]:
+            best = (index, gap)
+    return best
+
+
 # -- decoding ---------------------------------------------------------------------------------
 
 

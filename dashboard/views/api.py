@@ -43,6 +43,7 @@ def index() -> Response:
             "GET /api/v1/tournaments/<id>/progress",
             "GET /api/v1/tournaments/<id>/live?html=",
             "GET /api/v1/tournaments/<id>/hands",
+            "GET /api/v1/now-showing?html=",
             "GET /api/v1/matches?bot=&tournament=&status=&page=&per_page=",
             "GET /api/v1/matches/<id>",
             "GET /api/v1/matches/<id>/replay",

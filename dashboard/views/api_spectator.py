@@ -1,6 +1,6 @@
 """The spectator's part of the JSON API (/api/v1): a replay's steps as the engine computed
-them, a tournament's live state, and exports of hands as ``tonk-hand/1`` JSON lines
-(arena/queries/export.py; finished deals only)."""
+them, a tournament's live state, the arena's latest finished deals, and exports of hands as
+``tonk-hand/1`` JSON lines (arena/queries/export.py; finished deals only)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from arena.queries.live import now_showing, running_matches
 from arena.queries.replay_steps import match_steps
 from arena.queries.tournaments import tournament_detail
 from arena.store.db import session_scope
+from dashboard import charts
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
 from dashboard.params import choice_arg
@@ -53,7 +54,8 @@ def get_steps(match_id: int) -> Response:
 @bp.get("/tournaments/<id:tournament_id>/live")
 def get_live(tournament_id: int) -> Response:
     """What changes while a tournament plays: progress, timing, running matches, the latest
-    finished deals ("now showing"), standings, matrix and tables; with ``html=1`` also those
+    finished deals ("now showing"), standings, matrix and tables, a sequential test's state
+    (``sprt``, with its LLR history) and, once finished, the headline; with ``html=1`` also those
     parts as the page renders them (the tournament page's poll swaps them in, so page and
     poll never differ)."""
     db = session()
@@ -61,16 +63,36 @@ def get_live(tournament_id: int) -> Response:
     t.update(timing=tournament_timing(db, tournament_id, t["progress"]),
              running=running_matches(db, tournament_id))
     t.update(now_showing=now_showing(db, tournament_id))
-    keys = ("id", "status", "progress", "timing", "running", "now_showing", "standings", "matrix", "tables")
+    keys = ("id", "status", "progress", "timing", "running", "now_showing", "standings", "matrix", "tables",
+            "headline")
     data: dict[str, Any] = {k: t[k] for k in keys}
+    if "sprt" in t:
+        data["sprt"] = t["sprt"]
     if choice_arg(request.args, "html", ("0", "1")) == "1":
+        chart = charts.sprt_chart(t["sprt"]) if "sprt" in t else None
         data["html"] = {
+            # The headline once finished and a sequential test's state and chart: a page left
+            # open needs no reload to see either.
+            "result": str(macro("result")(t)),
+            "sequential": str(macro("sequential")(t, chart)),
             "timing": str(macro("timing")(t["timing"])),
             "running": str(macro("running")(t["running"], t["now_showing"])),
             "now_showing": str(macro("now_showing", "_now_showing.html")(t["now_showing"])),
             **{part: str(macro(part)(t)) for part in ("standings", "matrix", "tables")},
         }
     return jsonify({"live": data})
+
+
+@bp.get("/now-showing")
+def get_now_showing() -> Response:
+    """The arena's latest finished deals (the home page's "now showing"); with ``html=1``
+    also as the page renders them, for its poll (static/js/showing.js)."""
+    deals = now_showing(session())
+    data: dict[str, Any] = {"now_showing": deals}
+    if choice_arg(request.args, "html", ("0", "1")) == "1":
+        showing = macro("now_showing", "_now_showing.html")
+        data["html"] = {"now_showing": str(showing(deals, with_tournament=True))}
+    return jsonify(data)
 
 
 def macro(name: str, template: str = "_live.html") -> Callable[..., Any]:

@@ -90,6 +90,11 @@ def test_now_showing_lists_finished_deals_only_and_leaks_nothing_of_a_running_on
     assert _linked(_section(page)) == {a1, a2}
     home = client.get("/").get_data(as_text=True)
     assert _linked(_section(home)) == {a1, a2}
+    # ...and so does the home page's poll; no headline yet, it names no hand of any deal.
+    arena = client.get("/api/v1/now-showing?html=1").get_json()
+    assert [m["id"] for d in arena["now_showing"] for m in d["matches"]] == [a1, a2]
+    assert _linked(arena["html"]["now_showing"]) == {a1, a2}
+    assert live["headline"] is None and not live["html"]["result"].strip()
 
     # The running match's page shows no score either.
     page = client.get(f"/matches/{b1}").get_data(as_text=True)

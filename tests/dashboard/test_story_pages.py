@@ -58,6 +58,10 @@ def test_a_sequential_test_draws_its_llr_line_to_the_verdict(
 def test_the_finished_page_has_its_headline(client: Any, seeded: Any) -> None:
     page = client.get(f"/tournaments/{seeded.tournaments['spring']}").get_data(as_text=True)
     assert 'id="headline"' in page and "How sure" in page and "Biggest swings" in page
+    # The closest hands link to their replay at that hand (the viewer restores it from the URL).
+    links = re.findall(r'<a href="/matches/(\d+)#hand=(\d+)&amp;step=0">match (\d+), hand (\d+)</a>',
+                       page.split("Closest hands:")[1].split("</p>")[0])
+    assert links and all(m == shown and int(h) + 1 == int(n) for m, h, shown, n in links), links
     running = client.get(f"/tournaments/{seeded.tournaments['summer']}").get_data(as_text=True)
     assert 'id="headline"' not in running
 

@@ -528,6 +528,12 @@ def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: P
                             "table.matrix td.sig-strong").count() == 6
         assert not page.locator("#running li").count()
         assert page.evaluate("window.tonkMarker") == 42 and not errors
+        # The headline came in with the last poll, its closest hands linked to their moment.
+        assert page.locator("#result #headline").count() == 1
+        assert "How sure" in page.locator("#headline").inner_text()
+        closest = page.locator("#headline a[href*='#hand=']")
+        assert closest.count() >= 1
+        hand_link = closest.first.get_attribute("href")
         # The finished deals landed in "now showing" without a reload, newest first; a link
         # opens its replay playing.
         watch = page.locator("#now_showing a.watch")
@@ -536,10 +542,50 @@ def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: P
         page.wait_for_selector("#viewer.ready")
         page.wait_for_selector('#viewer [data-cmd="play"].playing')
         page.wait_for_function("() => !/step=0(&|$)/.test(location.hash)", polling=100, timeout=30_000)
+        # A closest hand opens its replay at that hand's first step.
+        page.goto(f"http://127.0.0.1:{server.server_port}{hand_link}")
+        page.wait_for_selector("#viewer.ready")
+        hand = int(hand_link.split("#hand=")[1].split("&")[0])
+        assert step_of(page) == (hand, 0)
         assert not errors
     finally:
         if player is not None:
             player.join(timeout=60)
+        context.close()
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def test_the_home_pages_now_showing_follows_the_arena_live(browser: Any, tmp_path: Path) -> None:
+    """The home page's "now showing" brings in each deal as it is finished (no reload)."""
+    from helpers.dashboard_fixtures import OPERATOR_TOKEN
+
+    from arena.runtime.jobs import play_match_job
+    from dashboard.server import serve_in_thread
+
+    url = f"sqlite:///{tmp_path / 'home.sqlite'}"
+    _, matches = live_arena(url)
+    server, thread = serve_in_thread(
+        "127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
+        CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False, PROGRESS_POLL_MS=250,
+    )
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"http://127.0.0.1:{server.server_port}/")
+        assert page.locator("#now_showing a.watch").count() == 0  # nothing played yet
+        page.evaluate("window.tonkMarker = 9")  # gone if the page were reloaded
+        for match_id in matches:
+            assert play_match_job(match_id, url) == "done"
+        page.wait_for_function("() => document.querySelectorAll('#now_showing a.watch').length === 6",
+                               timeout=10_000)
+        assert page.locator("#now-showing-section .live-dot").is_visible()
+        assert page.locator("#now_showing").inner_text().startswith("Live Cup")  # its tournament named
+        assert page.evaluate("window.tonkMarker") == 9 and not errors
+        check_layout(page, "/", 1360)
+    finally:
         context.close()
         server.shutdown()
         thread.join(timeout=10)
@@ -964,6 +1010,77 @@ def test_the_ladder_page_follows_a_ladder_live_on_a_laptop_and_a_phone(browser: 
     finally:
         if player is not None:
             player.join(timeout=60)
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def test_a_sequential_tests_chart_follows_its_pairs_live(browser: Any, tmp_path: Path) -> None:
+    """An SPRT page left open while the test plays: its LLR chart gains a point at each look
+    and the verdict and headline come in at the end, all without a reload."""
+    import threading
+    import time
+    from collections.abc import Collection, Sequence
+
+    from helpers.arena import SETTINGS, InlineBackend, fix_deal_secret, hosted_bots
+    from helpers.dashboard_fixtures import OPERATOR_TOKEN
+
+    from arena.runtime.driver import run_tournament
+    from arena.store.db import session_scope
+    from arena.tournaments.lifecycle import create_tournament
+    from arena.tournaments.sprt import sprt_params
+    from dashboard.server import serve_in_thread
+
+    class PacedBackend(InlineBackend):
+        """Plays each batch of pairs, then waits: the page polls every 0.25 s, so it sees each look."""
+
+        def submit(self, match_ids: Sequence[int], *, replace: Collection[int] = ()) -> int:
+            played = super().submit(match_ids, replace=replace)
+            time.sleep(0.8)
+            return played
+
+    url = f"sqlite:///{tmp_path / 'sprt-live.sqlite'}"
+    heuristic, random = hosted_bots(url, ["heuristic", "random"])
+    with session_scope(url) as session:
+        fix_deal_secret(session)
+        tid = create_tournament(
+            session, name="Heuristic vs random", bot_ids=[heuristic, random], table_sizes=[2],
+            deals_per_table=6, hands_per_match=6, seed=777, settings=SETTINGS, kind="sprt",
+            sprt=sprt_params(0, 20, batch=6),
+        ).id
+    server, thread = serve_in_thread(
+        "127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
+        CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False, PROGRESS_POLL_MS=250,
+    )
+    context = browser.new_context(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
+    player: threading.Thread | None = None
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"http://127.0.0.1:{server.server_port}/tournaments/{tid}")
+        assert page.locator("#sprt svg.sprt-chart").count() == 0  # no pair played yet
+        assert "No pair of this test is scored yet" in page.locator("#sprt").inner_text()
+        assert page.locator("#headline").count() == 0
+        page.evaluate("window.tonkMarker = 5")  # gone if the page were reloaded
+        player = threading.Thread(target=run_tournament, args=(url, tid, PacedBackend(url)), daemon=True)
+        player.start()
+        seen = set()
+        deadline = time.monotonic() + 60
+        while not page.locator("#t-status .status-finished").count() and time.monotonic() < deadline:
+            seen.add(page.locator("#sprt svg.sprt-chart:visible .point").count())
+            page.wait_for_timeout(100)
+        assert page.locator("#t-status .status-finished").count() == 1
+        # Heuristic against random: H1 after nine looks of 6 pairs (test_story_pages.py).
+        assert page.locator("#sprt svg.sprt-chart:visible .point").count() == 9
+        assert len(seen - {0, 9}) >= 2, seen  # the line grew look by look, as the pairs came in
+        assert "better" in page.locator("#sprt .verdict").inner_text()
+        assert page.locator("#result #headline").count() == 1
+        assert page.evaluate("window.tonkMarker") == 5 and not errors
+        check_layout(page, f"/tournaments/{tid}", 1360)
+    finally:
+        if player is not None:
+            player.join(timeout=60)
+        context.close()
         server.shutdown()
         thread.join(timeout=10)
 

@@ -1,7 +1,8 @@
 /* The live tournament page: polls /api/v1/tournaments/<id>/live?html=1 while the tournament
  * is not finished and swaps in the progress, timing, running matches, the
- * latest finished deals ("now showing"), standings, matrix and
- * tables as the server renders them (no reload). Says "finished" at the end. */
+ * latest finished deals ("now showing"), standings, matrix, tables and a
+ * sequential test's state and LLR chart as the server renders them (no reload).
+ * At the end it says "finished" and brings in the headline. */
 (function () {
   "use strict";
   var box = document.getElementById("progress");
@@ -10,7 +11,10 @@
   var dot = box.querySelector(".live-dot"), bar = box.querySelector(".bar");
   var badge = document.getElementById("t-status");
   var PERIOD_MS = +box.getAttribute("data-poll-ms") || 3000;
-  var PARTS = ["timing", "running", "now_showing", "standings", "matrix", "tables"];
+  var PARTS = ["result", "sequential", "timing", "running", "now_showing", "standings", "matrix", "tables"];
+  // What the server last sent for each part: a part is swapped only when that changes (the
+  // browser's own serialization of a chart's SVG differs from the server's text).
+  var last = {};
 
   function show(live) {
     var p = live.progress;
@@ -26,7 +30,11 @@
     PARTS.forEach(function (part) {
       var el = document.getElementById(part);
       // Server-rendered from the same templates as the page (no script in them; the CSP forbids inline).
-      if (el && live.html && live.html[part] !== undefined && el.innerHTML !== live.html[part]) el.innerHTML = live.html[part];
+      var html = live.html && live.html[part];
+      if (el && html !== undefined && html !== last[part]) {
+        last[part] = html;
+        if (el.innerHTML !== html) el.innerHTML = html;
+      }
     });
     if (badge) {
       var span = badge.querySelector(".status");

@@ -8,13 +8,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 
-from helpers.arena import hosted_bots, new_tournament
+from helpers.arena import InlineBackend, hosted_bots, new_tournament
 from sqlalchemy import select, update
 
 from arena.queries.live import timing
+from arena.queries.matches import get_replay
 from arena.queries.tournaments import tournament_detail
+from arena.runtime.driver import run_tournament
 from arena.store.db import session_scope
 from arena.store.models import Bot, Match, MatchSeat, Tournament, utcnow
+from arena.store.replays import closest_hand
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.tournaments.lifecycle import start_tournament
 
@@ -96,6 +99,43 @@ def test_a_finished_tournament_has_a_headline(db_url: str) -> None:
     assert [m["id"] for m in head["swings"]] == [matches[3], matches[2], matches[1]]  # type: ignore[index]
     # Closest: the smallest gaps between first and second, 20, 40 and 60 chips.
     assert [m["id"] for m in head["closest"]] == [matches[0], matches[1], matches[2]]  # type: ignore[index]
+
+
+def test_the_headline_names_the_closest_hands_of_deals_all_played(db_url: str) -> None:
+    """Played by the worker's own code: the hands named are the narrowest wins on points over
+    every replay of the tournament (decoded here, which the headline never does), linked to
+    their match and hand; and a deal with a match not done is left out, even once finished."""
+    ids = hosted_bots(db_url, ["random", "greedy", "heuristic"])
+    tid = new_tournament(db_url, ids, hands_per_match=8, deals_per_table=2)
+    run_tournament(db_url, tid, InlineBackend(db_url))
+    with session_scope(db_url) as session:
+        match_ids = list(session.scalars(select(Match.id).where(Match.tournament_id == tid)))
+        truth = {}
+        for match_id in match_ids:
+            replay = get_replay(session, match_id)
+            assert replay is not None
+            found = closest_hand([hand.get("outcome") for hand in replay])
+            if found is not None:
+                truth[match_id] = found
+    expected = sorted(truth, key=lambda m: (truth[m][1], m))[:3]
+    assert len(expected) == 3, truth
+    head = detail(db_url, tid)["headline"]
+    closest = head["closest_hands"]  # type: ignore[index]
+    assert [(c["match"], c["hand"], c["points"]) for c in closest] == [(m, *truth[m]) for m in expected]
+    assert all(len(c["bots"]) == 2 for c in closest)
+    # The first one's deal gets a match that is not done (as if it were being played again):
+    # none of that deal's hands may be named while it is.
+    with session_scope(db_url) as session:
+        first = session.get(Match, expected[0])
+        assert first is not None
+        same_deal = select(Match.id).where(Match.tournament_id == tid, Match.seed == first.seed)
+        deal = set(session.scalars(same_deal))
+        session.execute(update(Match).where(Match.id == max(deal - {first.id}))
+                        .values(status=MatchStatus.RUNNING))
+    named = [c["match"] for c in detail(db_url, tid)["headline"]["closest_hands"]]  # type: ignore[index]
+    assert named and not set(named) & deal, (named, deal)
+    rest = [m for m in sorted(truth, key=lambda m: (truth[m][1], m)) if m not in deal]
+    assert named == rest[:3]
 
 
 def test_time_left_comes_from_the_bottleneck_bot(db_url: str) -> None:

@@ -159,3 +159,18 @@ def test_logs_with_the_wrong_seed_store_their_decks() -> None:
     wrong = replays.encode_logs(result.hands, seed=result.seed ^ 1, **options)  # type: ignore[arg-type]
     assert replays.decode_replay(right) == replays.decode_replay(wrong) == logs_json(result)
     assert len(wrong) > len(right)
+
+
+def test_a_matchs_closest_hand_is_its_narrowest_win_on_points() -> None:
+    outcomes: list[dict[str, object] | None] = [
+        {"end": "out", "totals": [0, 30], "payoffs": [1, -1]},  # won outright: no margin
+        {"end": "drop", "totals": [4, 13, 9], "payoffs": [2, -1, -1]},  # 5 points
+        None,  # no outcome recorded
+        {"end": "stock", "totals": [22, 19], "payoffs": [-1, 1]},  # 3 points
+        {"end": "tonk", "totals": [50, 21], "payoffs": [2, -2]},  # a TONK: no margin
+        {"end": "cap", "totals": [17, 20, 17], "payoffs": [1, -2, 1]},  # a tie for lowest: 0
+        {"end": "drop", "totals": [8, 8], "payoffs": [-2, 2]},  # a later tie: the first stays
+    ]
+    assert replays.closest_hand(outcomes) == (5, 0)
+    assert replays.closest_hand(outcomes[:5]) == (3, 3)
+    assert replays.closest_hand(outcomes[:1]) is None and replays.closest_hand([]) is None
