@@ -1,5 +1,7 @@
-"""Operator actions on tournaments, and an owner's own sequential test: the dashboard authenticates, checks the request body and
-reports; arena/tournaments/lifecycle.py builds and steps tournaments, arena/runtime/driver.py runs them.
+"""Operator actions on tournaments, and an owner's own sequential test: the dashboard
+authenticates, checks the request body and reports; arena/tournaments/lifecycle.py builds and
+steps tournaments (arena/tournaments/owner_sprt.py an owner's test), arena/runtime/driver.py
+runs them.
 
 Matches go to the app's backend (``TOURNAMENT_BACKEND`` in the config, else RQ when
 ``TONK_REDIS_URL`` is set, else a local process pool), made once per process. Nobody stays

@@ -132,7 +132,8 @@ def start_sprt(session: Session, owner: Owner, body: dict[str, Any], settings: S
     Flushes, does not commit."""
     unknown = sorted(set(body) - FIELDS)
     if unknown:
-        raise InvalidTournamentError(f"unknown field {unknown[0]!r:.40}; known fields: {', '.join(sorted(FIELDS))}")
+        known = ", ".join(sorted(FIELDS))
+        raise InvalidTournamentError(f"unknown field {unknown[0]!r:.40}; known fields: {known}")
     new, old = _bot(session, owner, body, "new"), _bot(session, owner, body, "old")
     if new.id == old.id:
         raise InvalidTournamentError(f"'new' and 'old' are the same bot ({new.name!r}): test two versions")
