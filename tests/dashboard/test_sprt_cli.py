@@ -251,3 +251,26 @@ def test_refusals_change_nothing_and_only_the_owner_stops_a_test(
         owners = dict(session.execute(select(Owner.id, Owner.name)).all())
         started = session.scalars(select(Tournament.owner_id).order_by(Tournament.id)).all()
     assert [owners.get(t) for t in started] == ["alice", "alice", "alice", "operator"]
+
+
+def test_ctrl_c_stops_watching_not_the_test(serve: Callable[..., dict[str, str]], sqlite_url: str) -> None:
+    """Interrupted, the CLI says how to watch again or stop; the test is still running."""
+    import os
+    import signal
+
+    arena = serve(sqlite_url, sweep_s=0)  # nobody plays the second batch: the test stays running
+    environ = {k: v for k, v in os.environ.items() if k not in ("TONK_ARENA", "TONK_TOKEN")}
+    argv = ["sprt", "alice-v2", "alice-v1", "--elo1", "5", "--hands", "2", "--batch", "2",
+            "--max-pairs", "20", "--poll", "0.1", "--arena", arena["url"], "--token", arena["alice"]]
+    with subprocess.Popen([sys.executable, "-c", SDK_ONLY, *argv], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=environ) as child:  # fmt: skip
+        assert child.stderr is not None
+        line = child.stderr.readline()  # the first progress line: it is watching
+        assert "2 pairs, LLR" in line, line
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, out + err
+    assert "stopped watching; test 1 plays on" in err, err
+    for action in ("--watch", "--stop"):
+        assert f"tonk sprt {action} 1 --arena {arena['url']}" in err, err
+    assert api(arena, "GET", "/tournaments/1", arena["bob"])[1]["tournament"]["status"] == "running"
