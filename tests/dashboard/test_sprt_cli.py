@@ -230,6 +230,9 @@ def test_refusals_change_nothing_and_only_the_owner_stops_a_test(
                      r"after 2 pairs", out), out  # fmt: skip
     detail = api(arena, "GET", f"/tournaments/{first}", bob)[1]["tournament"]
     assert detail["status"] == "paused" and detail["sprt"]["stopped"] is True, detail
+    with urllib.request.urlopen(f"{arena['url']}/tournaments/{first}", timeout=60) as response:
+        page = response.read().decode()
+    assert "Started by its owner, alice," in page and "Stopped before a verdict, after 2 pairs." in page
     # Watching a stopped test ends at once: undecided, exit 3.
     assert main(["sprt", "--watch", str(first), "--arena", arena["url"], "--token", alice]) == 3
     assert "stopped undecided after 2 pairs" in capsys.readouterr().out
