@@ -180,7 +180,7 @@ def _follow(
             ended = status == "finished" or (status == "paused" and state.get("stopped"))
             shown = (state.get("pairs"), state.get("llr"), status)
             if not args.quiet and shown != seen and not ended:
-                line = progress_line(new, old, state)
+                line = progress_line(new, old, state) + ("" if status == "running" else f" ({status})")
                 print(f"\r{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
                 seen = shown
             if ended:
