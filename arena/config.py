@@ -111,6 +111,13 @@ class Settings:
     build_allowed_packages: tuple[str, ...] = field(default_factory=tuple)
     #: Seconds a build may take; one that takes longer is killed and refused.
     build_time_limit_s: int = 300
+    #: Bounds on an owner's own sequential tests (``POST /api/v1/sprt``; operators are not
+    #: bound): pairs one test may play, hands per match, tests running at once per owner, and
+    #: tests one owner may start in 24 hours (0: no daily bound).
+    sprt_max_pairs: int = 400
+    sprt_max_hands: int = 50
+    sprt_max_running: int = 1
+    sprt_max_per_day: int = 20
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -168,6 +175,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             p.strip().lower() for p in get("TONK_BUILD_ALLOWED_PACKAGES", "").split(",") if p.strip()
         ),
         build_time_limit_s=_int(env, "TONK_BUILD_TIME_LIMIT_S", 300),
+        sprt_max_pairs=max(1, _int(env, "TONK_SPRT_MAX_PAIRS", 400)),
+        sprt_max_hands=max(1, _int(env, "TONK_SPRT_MAX_HANDS", 50)),
+        sprt_max_running=max(0, _int(env, "TONK_SPRT_MAX_RUNNING", 1)),
+        sprt_max_per_day=max(0, _int(env, "TONK_SPRT_MAX_PER_DAY", 20)),
     )
 
 

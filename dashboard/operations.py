@@ -1,5 +1,7 @@
-"""Operator actions on tournaments: the dashboard authenticates, checks the request body and
-reports; arena/tournaments/lifecycle.py builds and steps tournaments, arena/runtime/driver.py runs them.
+"""Operator actions on tournaments, and an owner's own sequential test: the dashboard
+authenticates, checks the request body and reports; arena/tournaments/lifecycle.py builds and
+steps tournaments (arena/tournaments/owner_sprt.py an owner's test), arena/runtime/driver.py
+runs them.
 
 Matches go to the app's backend (``TOURNAMENT_BACKEND`` in the config, else RQ when
 ``TONK_REDIS_URL`` is set, else a local process pool), made once per process. Nobody stays
@@ -21,9 +23,11 @@ from arena.config import Settings
 from arena.queries.tournaments import get_tournament
 from arena.runtime.backends import Backend, make_backend
 from arena.runtime.driver import RECOVER_S, Sweeper, run_tournament
+from arena.store.models import Owner
 from arena.store.statuses import TournamentKind, TournamentStatus
 from arena.tournaments import lifecycle as tournaments
-from arena.tournaments.sprt import sprt_params
+from arena.tournaments import owner_sprt
+from arena.tournaments.sprt import sprt_params, sprt_state
 from dashboard.errors import InvalidParameterError
 from sdk.errors import RulesError
 from sdk.rules import Rules
@@ -150,6 +154,20 @@ def create(session: Session, body: dict[str, Any], settings: Settings) -> dict[s
         sprt=sprt,
     )
     return summary(session, tournament.id)
+
+
+def start_sprt(app: Flask, session: Session, owner: Owner, body: dict[str, Any], settings: Settings) -> int:
+    """An owner's own sequential test (arena/tournaments/owner_sprt.py), created and started at
+    once, as the operator's ``run`` does; its tournament id."""
+    tournament = owner_sprt.start_sprt(session, owner, body, settings)
+    run(app, session, tournament.id, settings, resume=False)
+    return tournament.id
+
+
+def sprt_summary(session: Session, tournament_id: int) -> dict[str, Any]:
+    """A test's summary with its state (LLR, bounds, estimate, verdict)."""
+    row = tournaments.get_tournament_row(session, tournament_id)
+    return {**summary(session, tournament_id), "sprt": sprt_state(session, row).to_json()}
 
 
 def summary(session: Session, tournament_id: int) -> dict[str, Any]:

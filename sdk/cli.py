@@ -5,6 +5,7 @@ never imports them."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
@@ -20,10 +21,14 @@ COMMAND_MODULES = (
     "sdk.commands.check",
     "sdk.commands.replay_decision",
     "sdk.commands.owner",
+    "sdk.commands.sprt",
 )
 #: Commands the SDK shares with plug-ins, and the actions of each that are the SDK's own
 #: (sdk.commands.owner.ACTIONS: not imported, the command modules are this one's neighbours).
 SHARED = {"owner": ("join", "rotate-token")}
+#: Commands the SDK runs over an arena's API when one is named (``--arena`` or ``TONK_ARENA``),
+#: and a plug-in runs on the arena's store otherwise (the operator's form: sdk.commands.sprt).
+REMOTE = ("sprt",)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -35,7 +40,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         import_module(name).register(subparsers)
     words = [a for a in argv or () if not a.startswith("-")]
     command = words[0] if words else None
-    sdk_only = command not in SHARED or (len(words) > 1 and words[1] in SHARED[command])
+    if command in REMOTE:
+        named = any(a == "--arena" or a.startswith("--arena=") for a in argv or ())
+        sdk_only = named or bool(os.environ.get("TONK_ARENA", "").strip())
+    else:
+        sdk_only = command not in SHARED or (len(words) > 1 and words[1] in SHARED[command])
     if command is not None and command in subparsers.choices and sdk_only:
         return parser
     for entry in entry_points(group="tonk.commands"):

@@ -3,6 +3,7 @@
     tonk tournament create --name N --bots a,b,c --tables 2,3 --deals K --hands H [--seed S]
     tonk tournament create --name N --gauntlet BOT --vs a,b,c --tables 2,3 --deals K --hands H
     tonk sprt V2 V1 --elo0 0 --elo1 20 [--alpha 0.05 --beta 0.05] --hands H [--batch 8]
+                                          # no --arena: on the store (sdk/commands/sprt.py: with one)
     tonk tournament list | status ID | run ID | pause ID | resume ID | extend ID --deals K
     tonk worker [--burst] [--fork]
     tonk leaderboard [--history]
@@ -29,6 +30,7 @@ from arena.commands.bot import register as register_bot
 from arena.config import Settings, describe_store, load_settings
 from arena.errors import ArenaError
 from arena.store.statuses import TournamentKind, TournamentStatus
+from sdk.commands.sprt import sprt_parser
 from sdk.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -102,23 +104,13 @@ def register(subparsers: Any) -> None:
     extend.add_argument("--deals", required=True, type=int, help="deals to add at every table")
     extend.set_defaults(func=cmd_extend)
 
-    sprt = subparsers.add_parser(
-        "sprt", help="is V2 better than V1? play duplicate pairs until a sequential test decides"
-    )
-    sprt.add_argument("new", metavar="V2", help="the bot under test")
-    sprt.add_argument("old", metavar="V1", help="the bot it must beat")
-    sprt.add_argument("--elo0", type=float, default=0.0, help="H0: V2 is no more than this better")
-    sprt.add_argument("--elo1", type=float, default=20.0, help="H1: V2 is at least this better")
-    sprt.add_argument("--alpha", type=float, default=0.05, help="chance of accepting H1 wrongly")
-    sprt.add_argument("--beta", type=float, default=0.05, help="chance of accepting H0 wrongly")
-    sprt.add_argument("--hands", type=int, default=20, help="hands per match")
-    sprt.add_argument("--batch", type=int, default=8, help="pairs added at a time")
-    sprt.add_argument("--max-pairs", type=int, default=2000, help="stop undecided after this many pairs")
-    sprt.add_argument("--name", default=None, help="tournament name (default: 'V2 vs V1')")
-    sprt.add_argument("--seed", type=int, default=None, help="tournament seed (default: random, secret)")
-    sprt.add_argument("--no-wait", action="store_true", help="with RQ: create, enqueue and return")
-    sprt.add_argument("--quiet", action="store_true", help="no progress bar")
-    sprt.set_defaults(func=cmd_sprt)
+    # One `tonk sprt`: the SDK's (over an arena's API, with --arena) gets the operator's form,
+    # on the store, used when no arena is named (sdk/commands/sprt.py).
+    sprt = sprt_parser(subparsers)
+    sprt.add_argument("--name", default=None, help="on the store: tournament name (default: 'V2 vs V1')")
+    sprt.add_argument("--seed", type=int, default=None, help="on the store: the seed (default: random)")
+    sprt.add_argument("--no-wait", action="store_true", help="on the store, with RQ: enqueue, return")
+    sprt.set_defaults(operator_sprt=cmd_sprt)
 
     worker = subparsers.add_parser("worker", help="run an RQ worker for match jobs (needs TONK_REDIS_URL)")
     worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
@@ -211,7 +203,8 @@ def cmd_sprt(args: argparse.Namespace) -> int:
 
     settings = _settings()
     try:
-        params = sprt_params(args.elo0, args.elo1, args.alpha, args.beta, args.batch, args.max_pairs)
+        max_pairs = 2000 if args.max_pairs is None else args.max_pairs
+        params = sprt_params(args.elo0, args.elo1, args.alpha, args.beta, args.batch, max_pairs)
         with session_scope(settings.database_url) as session:
             tournament = create_tournament(
                 session,

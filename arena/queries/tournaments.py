@@ -20,7 +20,7 @@ from arena.queries.cache import cached
 from arena.queries.stats import bot_stats, record
 from arena.queries.story import by_rate, headline, sprt_history
 from arena.ratings.terms import PAIRWISE
-from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament, TournamentEntry
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, Owner, Tournament, TournamentEntry
 from arena.store.statuses import (
     MATCH_STATUSES,
     TOURNAMENT_STATUSES,
@@ -276,6 +276,9 @@ def _kind(session: Session, tournament_id: int) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": row.kind, "challenger": challenger.name if challenger else None}
     if row.kind == TournamentKind.SPRT:
         out["sprt"] = sprt_state(session, row).to_json()
+        # The owner who started it through the API (None: an operator, from the store).
+        starter = session.get(Owner, row.owner_id) if row.owner_id is not None else None
+        out["started_by"] = starter.name if starter else None
     return out
 
 

@@ -20,6 +20,7 @@ running ``tonk db upgrade`` at once take turns, and a failed revision leaves not
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,7 +54,9 @@ def alembic_config(database_url: str | None = None) -> Config:
     """Alembic's configuration for the arena's migrations, without any ini file."""
     from alembic.config import Config
 
-    config = Config()
+    # Today's stdout: Alembic's default is the one of when alembic.config was first imported,
+    # which may since have been swapped and closed (a test's capture, a redirected CLI).
+    config = Config(stdout=sys.stdout)
     config.set_main_option("script_location", SCRIPT_LOCATION)
     config.set_main_option("path_separator", "os")
     if database_url:

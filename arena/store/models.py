@@ -210,6 +210,9 @@ class Tournament(Base):
         String(16), default=TournamentKind.ROUND_ROBIN, server_default=TournamentKind.ROUND_ROBIN.value
     )
     params: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: The owner who started it through the API (an owner's own sequential test,
+    #: arena/tournaments/owner_sprt.py); None for an operator's tournament made from the store.
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("owners.id"), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 

@@ -205,6 +205,7 @@ class SprtState:
             "estimate": None if self.estimate is None else self.estimate.to_json(),
             "lower": round(self.lower, 4), "upper": round(self.upper, 4), "verdict": self.verdict,
             "llr_logistic": round(self.llr_logistic, 4),
+            "stopped": bool(self.params.get("stopped")),  # by its owner (arena/tournaments/owner_sprt.py)
             **{k: self.params[k] for k in ("elo0", "elo1", "alpha", "beta", "batch", "max_pairs")},
         }
 

@@ -64,6 +64,8 @@ def index() -> Response:
             "GET /api/v1/bots/<name>/logs?match=",
             "POST /api/v1/tournaments",
             "POST /api/v1/tournaments/<id>/pause|resume|run",
+            "POST /api/v1/sprt",
+            "POST /api/v1/sprt/<id>/stop",
             "POST /api/v1/owners",
             "POST /api/v1/owners/me/token",
             "GET /api/v1/invites",
@@ -306,6 +308,38 @@ def tournament_action(tournament_id: int, action: str) -> Response:
         result = operations.run(app, db, tournament_id, settings(), resume=action == "resume")
     db.commit()
     return jsonify({"tournament": result})
+
+
+@bp.post("/sprt")
+def post_sprt() -> tuple[Response, int, dict[str, str]]:
+    """An owner's sequential test of two of their own bots, started at once: ``{"new": V2,
+    "old": V1, "elo0"?, "elo1"?, "alpha"?, "beta"?, "batch"?, "hands_per_match"?,
+    "max_pairs"?}`` within the operator's bounds (arena/tournaments/owner_sprt.py)."""
+    owner = _owner()
+    body = _body()
+    db = session()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    tid = operations.start_sprt(app, db, owner, body, settings())
+    db.commit()
+    return _sprt_answer(tid), 201, {"Location": url_for("api.get_tournament", tournament_id=tid)}
+
+
+@bp.post("/sprt/<id:tournament_id>/stop")
+def stop_sprt(tournament_id: int) -> Response:
+    """Stop a test (its owner's, or an operator's): no more pairs start; it stays paused."""
+    from arena.tournaments.owner_sprt import stop_sprt as stop
+
+    owner = _owner()
+    db = session()
+    stop(db, owner, tournament_id)
+    db.commit()
+    return _sprt_answer(tournament_id)
+
+
+def _sprt_answer(tournament_id: int) -> Response:
+    test = operations.sprt_summary(session(), tournament_id)
+    test["url"] = url_for("tournaments.detail", tournament_id=tournament_id, _external=True)
+    return jsonify({"tournament": test})
 
 
 # --- owners and invites ------------------------------------------------------------------

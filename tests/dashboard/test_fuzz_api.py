@@ -298,9 +298,28 @@ def tournament_body(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
+def sprt_body(draw: st.DrawFn) -> dict[str, Any]:
+    """An owner's sequential test (POST /api/v1/sprt): mostly well-formed names and numbers."""
+    number = st.sampled_from([0, 5, 20, 300, -5, 1001, 0.05, 0.5, 1e308, "20", True, None, 2**64])
+    fields: dict[str, st.SearchStrategy[Any]] = {
+        "new": st.sampled_from([*BOT_NAMES[:4], "ghost", "", "a\x00", 7]),
+        "old": st.sampled_from([*BOT_NAMES[:4], "ghost", "", "a\x00", 7]),
+        "elo0": number, "elo1": number, "alpha": number, "beta": number,
+        "batch": st.sampled_from([1, 2, 8, 0, -1, 1001, 2.5, "8"]),
+        "hands_per_match": st.sampled_from([1, 2, 20, 0, 51, 10_001, 2**40, "2"]),
+        "max_pairs": st.sampled_from([1, 8, 20, 401, 2000, 100_001, 0, "8"]),
+    }  # fmt: skip
+    body = {k: draw(v) for k, v in fields.items() if draw(st.integers(0, 4)) > 0}
+    if draw(st.integers(0, 5)) == 0:
+        body[draw(st.text(max_size=8))] = draw(json_junk)
+    return body
+
+
 @st.composite
 def write_request(draw: st.DrawFn, store: Store) -> tuple[str, str, dict[str, str], bytes]:
-    route = draw(st.sampled_from(["post bot", "put bot", "delete bot", "post tournament", "action"]))
+    route = draw(st.sampled_from(
+        ["post bot", "put bot", "delete bot", "post tournament", "action", "post sprt", "stop sprt"]
+    ))
     bot = segment(draw(st.sampled_from(BOT_NAMES) | st.text(max_size=20)))
     tid = segment(draw(id_texts(store, "tournament")))
     method, path = {
@@ -312,9 +331,13 @@ def write_request(draw: st.DrawFn, store: Store) -> tuple[str, str, dict[str, st
             "POST",
             f"/api/v1/tournaments/{tid}/{draw(st.sampled_from(['pause', 'resume', 'run', 'x']))}",
         ),
+        "post sprt": ("POST", "/api/v1/sprt"),
+        "stop sprt": ("POST", f"/api/v1/sprt/{tid}/stop"),
     }[route]
     # Mostly the caller the route wants, so that most bodies get past authentication.
     wanted = ["operator"] * 4 if route in ("post tournament", "action") else ["alice"] * 3 + ["bob"]
+    if "sprt" in route:  # an owner's own test: alice has one bot, an operator may test any two
+        wanted = ["operator"] * 3 + ["alice"] * 2
     who = draw(st.sampled_from([*wanted, "operator", "alice", "bob", "none", "junk", "basic", "empty"]))
     headers = {}
     if who in store.tokens:
@@ -337,7 +360,8 @@ def write_request(draw: st.DrawFn, store: Store) -> tuple[str, str, dict[str, st
     elif shape == 3:
         body = json.dumps(draw(json_junk)).encode()
     else:
-        payload = draw(st.composite(tournament_body)() if "tournament" in route else st.composite(bot_body)())
+        maker = tournament_body if "tournament" in route else sprt_body if "sprt" in route else bot_body
+        payload = draw(st.composite(maker)())
         body = json.dumps(payload).encode()
     headers["Content-Type"] = draw(
         st.sampled_from(["application/json", "text/plain", "application/x-www-form-urlencoded"])
