@@ -128,6 +128,12 @@ def submit_upload(
         return bot
     bot.address = None  # an upload now, whatever it was before
     bot.status = BotStatus.ACTIVE
+    latest = uploaded_version(bot)
+    if latest is not None and (latest.upload_sha, latest.launch, dict(latest.info or {})) == (
+        version.upload_sha, version.launch, info
+    ):  # the same archive, started alike, saying the same: that version still (its rating too)
+        session.flush()
+        return bot
     version.number = _next_number(bot)
     bot.versions.append(version)
     session.flush()
