@@ -113,7 +113,8 @@ def version_line(version: dict[str, Any]) -> str:
     info = version["info"]
     said = f"{info.get('name', '')} {info.get('version', '')}".strip() or "-"
     current = " (current)" if version.get("current") else ""
-    return f"{'v' + str(version['number']):<4} {text + mark:<22} {rec['matches']:>7} {per_100:>8}  {said}{current}"
+    number = f"v{version['number']}"
+    return f"{number:<4} {text + mark:<22} {rec['matches']:>7} {per_100:>8}  {said}{current}"
 
 
 def page_url(path: str) -> str:

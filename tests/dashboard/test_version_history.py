@@ -71,7 +71,8 @@ def test_the_page_api_and_cli_show_every_version_with_its_own_rating(
     bot = get("/api/v1/bots/mine")["bot"]
     assert [v["number"] for v in bot["versions"]] == [3, 2, 1] and bot["versions"][0]["current"]
     assert bot["rating"] is None and bot["rank"] is None and bot["versions"][0]["rating"] is None
-    assert bot["current_version"] == {"number": 3, "new": True, "previous": {"number": 2, "rating": v2["rating"]}}
+    previous = {"number": 2, "rating": v2["rating"]}
+    assert bot["current_version"] == {"number": 3, "new": True, "previous": previous}
     row = next(r for r in get("/api/v1/leaderboard")["leaderboard"] if r["bot"] == "mine")
     assert row["rating"] is None and row["version"]["new"] and row["version"]["number"] == 3
     assert row["matches"] == v1["record"]["matches"] * 2  # the bot's record: every version's

@@ -43,7 +43,9 @@ def version_ids(url: str, bot_id: int) -> list[int]:
 def test_two_versions_of_a_bot_are_rated_apart_and_the_bot_is_its_current_one(db_url: str) -> None:
     rivals = [host(db_url, "random", "random"), host(db_url, "greedy", "greedy")]
     mine = host(db_url, "mine", "helpers.arena:CrashBot")  # v1: faults every 7th decision
-    options = {"table_sizes": [2, 3], "deals_per_table": 4, "hands_per_match": 6, "config": {"max_faults": 100}}
+    options = {
+        "table_sizes": [2, 3], "deals_per_table": 4, "hands_per_match": 6, "config": {"max_faults": 100},
+    }
     play_all(db_url, new_tournament(db_url, [*rivals, mine], name="v1 cup", seed=11, **options))
     with session_scope(db_url) as session:
         before = leaderboard.current_leaderboard(session)
