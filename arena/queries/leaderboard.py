@@ -101,8 +101,7 @@ def current_version_json(ratings: Leaderboard, bot_id: int) -> dict[str, Any] | 
     if current is None:
         return None
     version_id, number = current
-    older = [v for v in ratings.versions.values() if v.bot_id == bot_id and v.number < number]
-    previous = max(older, key=lambda v: v.number, default=None)
+    previous = next((v for v in ratings.by_bot.get(bot_id, ()) if v.number < number), None)
     return {
         "number": number,
         "new": version_id not in ratings.versions,

@@ -80,6 +80,8 @@ class Leaderboard:
     computed_at: dt.datetime | None = None
     versions: dict[int, VersionRating] = field(default_factory=dict)
     current: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: Every rated version of each bot, newest first (bot id -> ratings).
+    by_bot: dict[int, list[VersionRating]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,10 @@ def _leaderboard(
                 version=v.number,
             )
         )
-    return Leaderboard(rows, done, utcnow(), versions, dict(current))
+    by_bot: dict[int, list[VersionRating]] = {}
+    for v in sorted(versions.values(), key=lambda v: -v.number):
+        by_bot.setdefault(v.bot_id, []).append(v)
+    return Leaderboard(rows, done, utcnow(), versions, dict(current), by_bot)
 
 
 def version_ratings(session: Session, table: RatingTable) -> dict[int, VersionRating]:
