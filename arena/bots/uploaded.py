@@ -74,9 +74,9 @@ def submit_upload(
     """Enter (or, with ``update``, make a new version of) ``owner``'s bot ``name`` from the
     project ``archive``; the same archive, started alike and reporting the same GetInfo as
     the latest version, is that version still (its rating goes on). Raises the registry's
-    name errors, the upload refusals of arena/bots/uploads.py, DependencyNotAllowedError, BuildFailedError, and the admission
-    check's BotCheckFailedError subclasses. ``check=False`` skips running the bot (trusted
-    callers and tests only)."""
+    name errors, the upload refusals of arena/bots/uploads.py, DependencyNotAllowedError,
+    BuildFailedError, and the admission check's BotCheckFailedError subclasses.
+    ``check=False`` skips running the bot (trusted callers and tests only)."""
     validate_bot_name(name)
     bot = None
     if update:
