@@ -174,6 +174,9 @@ def current_leaderboard(session: Session) -> Leaderboard:
     with _models_lock:
         live = _models.get(key)
     if live is not None and live.token == token:
+        board = live.board
+        if board.current == current:  # the common case: nothing new, no lock to wait for
+            return board
         with live.lock:
             return _rows_for(session, live, current)
     if live is None or token[0] < live.model.total:  # first call, or matches went away
