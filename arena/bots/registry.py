@@ -130,6 +130,9 @@ def update_bot(
 ) -> Bot:
     """Point ``name`` at a new ``address`` (or re-check it at the same one) as a new version.
 
+    A version is what plays: the same address and the same GetInfo as the latest version is
+    that version still (its rating and record go on), so re-submitting an unchanged bot starts
+    nothing new; a new build behind the same address says so by its GetInfo ``version``.
     Only the bot's owner (or an operator) may; a retired bot is brought back by updating it.
     Raises BotNotFoundError (404), NotOwnerError (403), InvalidHostedBotError (422) for a
     hosted bot, and the address and check errors of :func:`register_bot`.
@@ -149,9 +152,23 @@ def update_bot(
     ensure_address_free(session, bot.owner, address, bot.id, target=target, resolver=resolver)
     bot.address = address
     bot.status = BotStatus.ACTIVE
-    bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))
+    if not same_dialled_version(latest_version(bot), address, info):
+        bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))
     session.flush()
     return bot
+
+
+def same_dialled_version(version: BotVersion | None, address: str, info: dict[str, Any]) -> bool:
+    """Whether ``version`` is a dialled bot at ``address`` that reported ``info``: nothing that
+    plays changed, so a re-registration keeps that version (and its rating)."""
+    return (
+        version is not None
+        and version.address == address
+        and version.hosted is None
+        and version.upload_sha is None
+        and not version.connected
+        and dict(version.info or {}) == info
+    )
 
 
 def retire_bot(session: Session, owner: Owner, name: str) -> Bot:
@@ -182,7 +199,8 @@ def restore_bot(
     active and may connect again: its next connection is asked its GetInfo as always, so the
     same build plays on as its latest version and another build is checked as a new one. A
     bot the arena hosts becomes active. A dialled bot is checked again at its address first
-    and recorded as a new version, as :func:`update_bot` does, with its errors."""
+    and, if anything about it changed, recorded as a new version, as :func:`update_bot` does,
+    with its errors."""
     bot = get_bot(session, name)
     _ensure_may_change(owner, bot)
     if restore_checks(bot) and bot.address is not None:

@@ -72,10 +72,11 @@ def submit_upload(
     admit: Admitter | None = None,
 ) -> Bot:
     """Enter (or, with ``update``, make a new version of) ``owner``'s bot ``name`` from the
-    project ``archive``. Raises the registry's name errors, the upload refusals of
-    arena/bots/uploads.py, DependencyNotAllowedError, BuildFailedError, and the admission
-    check's BotCheckFailedError subclasses. ``check=False`` skips running the bot (trusted
-    callers and tests only)."""
+    project ``archive``; the same archive, started alike and reporting the same GetInfo as
+    the latest version, is that version still (its rating goes on). Raises the registry's
+    name errors, the upload refusals of arena/bots/uploads.py, DependencyNotAllowedError,
+    BuildFailedError, and the admission check's BotCheckFailedError subclasses.
+    ``check=False`` skips running the bot (trusted callers and tests only)."""
     validate_bot_name(name)
     bot = None
     if update:
@@ -128,6 +129,12 @@ def submit_upload(
         return bot
     bot.address = None  # an upload now, whatever it was before
     bot.status = BotStatus.ACTIVE
+    latest = uploaded_version(bot)
+    if latest is not None and (latest.upload_sha, latest.launch, dict(latest.info or {})) == (
+        version.upload_sha, version.launch, info
+    ):  # the same archive, started alike, saying the same: that version still (its rating too)
+        session.flush()
+        return bot
     version.number = _next_number(bot)
     bot.versions.append(version)
     session.flush()

@@ -1,5 +1,6 @@
-"""``tonk bot NAME``: one bot as its page shows it, in the terminal: rating and rank, playing
-record, charged faults and (apart) slow notices, rating history, head to head, versions.
+"""``tonk bot NAME``: one bot as its page shows it, in the terminal: rating and rank (its
+current version's), playing record, charged faults and (apart) slow notices, rating history,
+head to head, and its versions, each with its own rating and record.
 
 Like ``tonk leaderboard`` it reads the store (``TONK_DATABASE_URL``) directly.
 Exit status: 0 shown; 1 no such bot; 2 a malformed name.
@@ -52,12 +53,16 @@ def describe(bot: dict[str, Any]) -> list[str]:
     from arena.ratings.terms import legend
 
     rating, record = bot["rating"], bot["record"]
+    current = bot.get("current_version")
     lines = [f"{bot['name']} ({bot['plays']}), owner {bot['owner']}, {bot['status']}"]
-    if rating is None:
+    if rating is None and current is not None and current["new"] and len(bot["versions"]) > 1:
+        lines.append(f"rating: none yet: v{current['number']} is new (each version is rated apart)")
+    elif rating is None:
         lines.append("rating: none yet (no finished match)")
     else:
         mark = f" (provisional: {rating['why_provisional']})" if rating["provisional"] else ""
-        lines.append(f"rating: rank {bot['rank']}, Elo {rating['text']}{mark}")
+        of = f" (v{current['number']})" if current is not None else ""
+        lines.append(f"rating: rank {bot['rank']}, Elo {rating['text']}{mark}{of}")
     if record["matches"]:
         lines.append(
             f"record: {record['matches']} matches, {record['hands']} hands, won {_pct(record['win_rate'])}"
@@ -75,7 +80,8 @@ def describe(bot: dict[str, Any]) -> list[str]:
         for h in bot["history"][-ROWS_SHOWN:]:
             mark = "?" if h["provisional"] else ""
             name = h["tournament"]["name"][:24]
-            lines.append(f"  {name:<24} {h['text'] + mark:<22} {h['matches']:>5} matches")
+            version = "" if h.get("version") is None else f"  v{h['version']}"
+            lines.append(f"  {name:<24} {h['text'] + mark:<22} {h['matches']:>5} matches{version}")
     if bot["head_to_head"]:
         head = f"  {'head to head':<22} {'matches':>7} {'ahead':>6} {'tied':>5} {'behind':>6} {'chips':>7}"
         lines.append(head)
@@ -89,9 +95,26 @@ def describe(bot: dict[str, Any]) -> list[str]:
         info = latest["info"]
         said = f"{info.get('name', '')} {info.get('version', '')}".strip() or "no GetInfo"
         lines.append(f"version {latest['number']} of {len(bot['versions'])}: {said}")
+        lines.append("versions, each rated apart (newest first):")
+        lines.append(f"  {'':<4} {'Elo [95% interval]':<22} {'matches':>7} {'per 100':>8}  reported as")
+        for v in bot["versions"][:ROWS_SHOWN]:
+            lines.append("  " + version_line(v))
     if rating is not None:
         lines += legend()
     return lines
+
+
+def version_line(version: dict[str, Any]) -> str:
+    """One version's row of ``tonk bot``: its own rating, record, and what it reported."""
+    rated, rec = version.get("rating"), version["record"]
+    text = "new" if rated is None and not rec["matches"] else "unrated" if rated is None else rated["text"]
+    mark = "?" if rated is not None and rated["provisional"] else ""
+    per_100 = "-" if rec["chips_per_100"] is None else f"{rec['chips_per_100']:+.1f}"
+    info = version["info"]
+    said = f"{info.get('name', '')} {info.get('version', '')}".strip() or "-"
+    current = " (current)" if version.get("current") else ""
+    number = f"v{version['number']}"
+    return f"{number:<4} {text + mark:<22} {rec['matches']:>7} {per_100:>8}  {said}{current}"
 
 
 def page_url(path: str) -> str:

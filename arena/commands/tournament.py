@@ -442,8 +442,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         if args.history:
             for row in rating_history(session):
                 mark = "?" if row.provisional else ""
+                version = "" if row.version is None else f"v{row.version}"
                 print(f"{row.tournament_id:>4} {row.tournament_name[:20]:<20} {row.name[:24]:<24} "
-                      f"{rating_text(row.elo, row.low, row.high) + mark:<22} {row.matches:>6}")
+                      f"{rating_text(row.elo, row.low, row.high) + mark:<22} {row.matches:>6} {version}")
             return 0
         ratings = board(session, settings.database_url)
     print_ratings(ratings.rows)
@@ -475,11 +476,11 @@ def print_ratings(rows: Sequence[LeaderboardRow]) -> None:
     that prints ratings shows them."""
     from arena.ratings.terms import legend, los_text, rating_text
 
-    print(f"{'#':>3}  {'bot':<24} {'Elo [95% interval]':<22} {'matches':>7}  {'LOS':>6}")
-    for r in rows:
+    print(f"{'#':>3}  {'bot':<24} {'ver':>4} {'Elo [95% interval]':<22} {'matches':>7}  {'LOS':>6}")
+    for r in rows:  # a bot's rating is its current version's (``ver``): each is rated apart
         mark = "?" if r.provisional else ""
-        print(f"{r.rank:>3}  {r.name[:24]:<24} {rating_text(r.elo, r.low, r.high) + mark:<22} "
-              f"{r.matches:>7}  {los_text(r.los_next):>6}")
+        print(f"{r.rank:>3}  {r.name[:24]:<24} {'v' + str(r.version):>4} "
+              f"{rating_text(r.elo, r.low, r.high) + mark:<22} {r.matches:>7}  {los_text(r.los_next):>6}")
     if rows:
         for line in legend():
             print(line)

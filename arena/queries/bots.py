@@ -10,8 +10,16 @@ from sqlalchemy.orm import Session, aliased
 
 from arena.bots.registry import BotNotFoundError
 from arena.queries import iso
-from arena.queries.leaderboard import rating_fields, rating_json, ratings_by_bot, stats_by_bot
-from arena.queries.stats import bot_stats, record
+from arena.queries.leaderboard import (
+    board,
+    current_version_json,
+    rating_fields,
+    rating_json,
+    ratings_by_bot,
+    stats_by_bot,
+    version_rating_json,
+)
+from arena.queries.stats import bot_stats, record, version_stats
 from arena.ratings.fairplay import fair_play_check
 from arena.ratings.leaderboard import rating_history
 from arena.store.models import NOTICE_KINDS, Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
@@ -52,7 +60,10 @@ def get_bot(session: Session, name: str) -> Bot:
 def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
     bot = get_bot(session, name)
     owner = session.get(Owner, bot.owner_id)
-    rated = ratings_by_bot(session, url).get(bot.id)
+    ratings = board(session, url)
+    rated = next((r for r in ratings.rows if r.bot_id == bot.id), None)
+    by_version = version_stats(session, bot.id)
+    current = ratings.current.get(bot.id)
     versions = [
         {
             "number": v.number,
@@ -62,6 +73,10 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
             "uploaded": v.upload_sha is not None,  # the arena runs it from its owner's upload
             "info": dict(v.info or {}),
             "created_at": iso(v.created_at),
+            # Each version is rated apart; the bot's rating is its current version's.
+            "current": current is not None and current[0] == v.id,
+            "rating": version_rating_json(ratings.versions.get(v.id)),
+            "record": record(by_version.get(v.id)),
         }
         for v in session.scalars(
             select(BotVersion).where(BotVersion.bot_id == bot.id).order_by(BotVersion.number.desc())
@@ -84,14 +99,16 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         "link": _link(session, bot),
         "created_at": iso(bot.created_at),
         "rank": rated.rank if rated else None,
-        "rating": rating_json(rated),
-        "record": record(stats[0] if stats else None),
+        "rating": rating_json(rated),  # its current version's
+        "current_version": current_version_json(ratings, bot.id),
+        "record": record(stats[0] if stats else None),  # every version's matches
         "history": [
             {
                 "tournament": {"id": h.tournament_id, "name": h.tournament_name},
                 **rating_fields(h.elo, h.low, h.high, h.provisional, h.basis, h.reason),
                 "matches": h.matches,
                 "at": iso(h.finished_at),
+                "version": h.version,  # the version rated (None: before ratings were per version)
             }
             for h in rating_history(session, bot_id=bot.id)
         ],

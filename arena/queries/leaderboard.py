@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from arena.queries.cache import revalidated, throttled
 from arena.queries.stats import BotStats, bot_stats, record
-from arena.ratings.leaderboard import Leaderboard, LeaderboardRow, current_leaderboard
+from arena.ratings.leaderboard import Leaderboard, LeaderboardRow, VersionRating, current_leaderboard
 from arena.ratings.terms import rating_text, reason_text
 from arena.store import tokens
 from arena.store.db import session_scope
@@ -36,10 +36,17 @@ def _fresh_stats(url: str) -> dict[int, BotStats]:
         return {s.bot_id: s for s in bot_stats(session)}
 
 
+def versions_token(session: Session, url: str) -> Hashable:
+    """:func:`arena.store.tokens.versions_token`, throttled as :func:`done_token`."""
+    return throttled(("versions", url), lambda: tokens.versions_token(session))
+
+
 def board(session: Session, url: str) -> Leaderboard:
     """arena.ratings.leaderboard's ratings, refitted (in the background, once there is a previous
-    fit to show meanwhile) when the done matches changed."""
-    return revalidated(("board", url), done_token(session, url), lambda: _fresh_board(url))
+    fit to show meanwhile) when the done matches changed, and its rows read again when a bot
+    got a new version (its rating is its current version's)."""
+    token = (done_token(session, url), versions_token(session, url))
+    return revalidated(("board", url), token, lambda: _fresh_board(url))
 
 
 def stats_by_bot(session: Session, url: str) -> dict[int, BotStats]:
@@ -77,8 +84,37 @@ def ratings_by_bot(session: Session, url: str) -> dict[int, LeaderboardRow]:
     return {row.bot_id: row for row in board(session, url).rows}
 
 
+def version_rating_json(rated: VersionRating | None) -> dict[str, Any] | None:
+    """One version's own rating, as :func:`rating_json` gives a bot's."""
+    if rated is None:
+        return None
+    return rating_fields(rated.elo, rated.low, rated.high, rated.provisional, rated.basis, rated.reason) | {
+        "matches": rated.matches,
+    }
+
+
+def current_version_json(ratings: Leaderboard, bot_id: int) -> dict[str, Any] | None:
+    """The bot's current version as a leaderboard row names it: its number, ``new`` while
+    it has no rating of its own (it has not played, or not against rated bots), and the
+    rating of its newest rated earlier version (``previous``, None if none) for reference."""
+    current = ratings.current.get(bot_id)
+    if current is None:
+        return None
+    version_id, number = current
+    previous = next((v for v in ratings.by_bot.get(bot_id, ()) if v.number < number), None)
+    return {
+        "number": number,
+        "new": version_id not in ratings.versions,
+        "previous": None
+        if previous is None
+        else {"number": previous.number, "rating": version_rating_json(previous)},
+    }
+
+
 def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
-    """Rated bots best first, then active bots with no finished match yet (unranked)."""
+    """Bots whose current version is rated, best first (its rating: each version is rated
+    apart), then active bots whose current version has no rating yet (unranked: a new bot,
+    or a new version that has not played)."""
     ratings = board(session, url)
     stats = stats_by_bot(session, url)
     bots = session.execute(
@@ -100,6 +136,7 @@ def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
             "los_next": None if rated.los_next is None else round(rated.los_next, 3),
             **links.get(rated.bot_id, NOT_CONNECTED),
             **record(stats.get(rated.bot_id)),
+            "version": current_version_json(ratings, rated.bot_id),
         })
     rated_ids = {r.bot_id for r in ratings.rows}
     for bot_id, name, status, owner in sorted(bots, key=lambda r: r[1]):
@@ -107,6 +144,7 @@ def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
             rows.append({
                 "rank": None, "bot": name, "owner": owner, "status": status, "rating": None,
                 "los_next": None, **links.get(bot_id, NOT_CONNECTED), **record(stats.get(bot_id)),
+                "version": current_version_json(ratings, bot_id),
             })
     return rows
 

@@ -72,6 +72,30 @@ def bot_stats(
     return [BotStats(int(r[0]), r[1], *(int(v or 0) for v in r[2:])) for r in session.execute(query)]
 
 
+def version_stats(session: Session, bot_id: int) -> dict[int, BotStats]:
+    """One bot's playing record per version (version id -> its record) over done matches."""
+    query = (
+        select(
+            MatchSeat.bot_version_id,
+            func.count(MatchSeat.id),
+            func.coalesce(func.sum(Match.hands), 0),
+            func.coalesce(func.sum(MatchSeat.hands_won), 0),
+            func.coalesce(func.sum(MatchSeat.score), 0),
+            func.coalesce(func.sum(MatchSeat.faults), 0),
+            func.coalesce(func.sum(MatchSeat.decisions), 0),
+            func.coalesce(func.sum(MatchSeat.latency_us_total), 0),
+            func.coalesce(func.max(MatchSeat.latency_us_max), 0),
+        )
+        .join(Match, Match.id == MatchSeat.match_id)
+        .where(Match.status == MatchStatus.DONE, MatchSeat.bot_id == bot_id)
+        .group_by(MatchSeat.bot_version_id)
+    )
+    name = session.scalar(select(Bot.name).where(Bot.id == bot_id)) or ""
+    return {
+        int(r[0]): BotStats(bot_id, name, *(int(v or 0) for v in r[1:])) for r in session.execute(query)
+    }
+
+
 def record(stats: BotStats | None) -> dict[str, Any]:
     """A bot's playing record in the units the pages show."""
     if stats is None:

@@ -1,8 +1,12 @@
 """Ratings from the store: the live leaderboard and the history written as tournaments end.
 
-A done match becomes one :class:`arena.ratings.model.RatedMatch`: the bot ids by seat (as
-strings, the rating system's ids) and each seat's final score in chips. Duplicate
-rotations are separate matches; the rating model weighs each seat of each one equally.
+A done match becomes one :class:`arena.ratings.model.RatedMatch`: the bot *version* ids by
+seat (as strings, the rating system's ids) and each seat's final score in chips. Each
+version of a bot is rated as a player of its own (``tonk submit --update`` with other code
+starts afresh, and an old version's results never lift or sink a new one); a bot's rating
+is its current (latest) version's, and a bot whose current version has no rating yet is
+unranked. Duplicate rotations are separate matches; the rating model weighs each seat of
+each one equally.
 
 - :func:`current_leaderboard` rates every done match, kept per process and brought up to
   date when matches finish: the new ones are added to the process's RatingModel and the
@@ -12,7 +16,9 @@ rotations are separate matches; the rating model weighs each seat of each one eq
   membership is revisited at full fits only.
 - :func:`write_snapshot` runs when a tournament finishes (in the same transaction that marks
   it finished): a fit over the matches of every finished tournament, stored per bot in
-  ``rating_snapshots``. The rows of all tournaments in finishing order are the history.
+  ``rating_snapshots`` (its current version's rating, with the version). The rows of all
+  tournaments in finishing order are the history. Rows written before ratings were per
+  version (revision 0014) have no version: they pooled every version of the bot.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from arena.ratings.model import RatedMatch, RatingModel, RatingTable, fit
-from arena.store.models import Bot, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.store.tokens import done_token
 
@@ -44,13 +50,38 @@ class LeaderboardRow:
     los_next: float | None  # likelihood of superiority over the next row
     basis: str = "pool"  # pool | fitted | one-sided (arena.ratings.model.Basis)
     reason: str | None = None  # why provisional (arena.ratings.model.Reason)
+    version_id: int = 0  # the version rated: the bot's current one
+    version: int = 0  # its number
+
+
+@dataclass(frozen=True)
+class VersionRating:
+    """One version's own rating (every version is rated as a player of its own)."""
+
+    version_id: int
+    bot_id: int
+    number: int
+    elo: float
+    low: float | None
+    high: float | None
+    matches: int
+    provisional: bool
+    basis: str = "pool"
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
 class Leaderboard:
+    """One row per bot whose current version is rated, best first; ``versions`` has every
+    rated version by id, ``current`` every bot's current version (id, number) by bot id."""
+
     rows: list[LeaderboardRow] = field(default_factory=list)
     done_matches: int = 0
     computed_at: dt.datetime | None = None
+    versions: dict[int, VersionRating] = field(default_factory=dict)
+    current: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: Every rated version of each bot, newest first (bot id -> ratings).
+    by_bot: dict[int, list[VersionRating]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,6 +98,7 @@ class SnapshotRow:
     provisional: bool
     basis: str = "pool"
     reason: str | None = None
+    version: int | None = None  # the version rated then (None: a snapshot from before 0014)
 
 
 #: A full refit once the matches added since the last one reach this share of all of them.
@@ -81,6 +113,7 @@ class _Live:
 
     model: RatingModel
     token: Hashable
+    table: RatingTable  # every version's rating, from the model's last fit or update
     board: Leaderboard
     since: dt.datetime | None  # the latest finished_at among the matches added
     added: int = 0  # matches added since the last full fit
@@ -96,11 +129,12 @@ _models: dict[str, _Live] = {}
 def match_results(
     session: Session, *, finished_only: bool = False, finished_since: dt.datetime | None = None
 ) -> list[RatedMatch]:
-    """Every done match as a rating input, in match id order (so fits are reproducible).
-    ``finished_only`` keeps the matches of finished tournaments (the official ratings);
-    ``finished_since`` those that finished at or after that time."""
+    """Every done match as a rating input, in match id order (so fits are reproducible), its
+    players the versions that played (their ids as strings). ``finished_only`` keeps the
+    matches of finished tournaments (the official ratings); ``finished_since`` those that
+    finished at or after that time."""
     query = (
-        select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.score, Match.tournament_id, Match.seed)
+        select(MatchSeat.match_id, MatchSeat.bot_version_id, MatchSeat.score, Match.tournament_id, Match.seed)
         .join(Match, Match.id == MatchSeat.match_id)
         .where(Match.status == MatchStatus.DONE, MatchSeat.score.is_not(None))
         .order_by(MatchSeat.match_id, MatchSeat.seat)
@@ -118,12 +152,12 @@ def match_results(
     # The deal, the intervals' independent unit: a tournament's matches dealt from one seed
     # (every rotation of a duplicate deal; one match in independent mode).
     deal: tuple[int, int] = (0, 0)
-    for match_id, bot_id, score, tournament_id, seed in session.execute(query):
+    for match_id, version_id, score, tournament_id, seed in session.execute(query):
         if match_id != current:
             if current is not None:
                 results.append(RatedMatch(current, tuple(bots), tuple(scores), deal))
             current, bots, scores, deal = match_id, [], [], (tournament_id, seed)
-        bots.append(str(bot_id))
+        bots.append(str(version_id))
         scores.append(int(score or 0))
     if current is not None:
         results.append(RatedMatch(current, tuple(bots), tuple(scores), deal))
@@ -132,42 +166,71 @@ def match_results(
 
 def current_leaderboard(session: Session) -> Leaderboard:
     """Ratings over every done match, best first; brought up to date only when a match has
-    finished since the last call in this process (incrementally: see the module's notes)."""
+    finished since the last call in this process (incrementally: see the module's notes),
+    and its rows read again when a bot's current version changed."""
     key = str(session.get_bind().engine.url)
     token = done_token(session)
+    current = current_versions(session)
     with _models_lock:
         live = _models.get(key)
     if live is not None and live.token == token:
-        return live.board
+        board = live.board
+        if board.current == current:  # the common case: nothing new, no lock to wait for
+            return board
+        with live.lock:
+            return _rows_for(session, live, current)
     if live is None or token[0] < live.model.total:  # first call, or matches went away
-        return _full(session, key, token)
+        return _full(session, key, token, current)
     with live.lock:
         if live.token == token:  # another thread did it meanwhile
-            return live.board
+            return _rows_for(session, live, current)
         since = _latest_finish(session)
         start = None if live.since is None else live.since - _SLACK
         new = [r for r in match_results(session, finished_since=start) if r.match_id not in live.model]
         if live.model.total + len(new) < token[0]:  # an odd case (a finish time far out of order)
-            return _full(session, key, token)
+            return _full(session, key, token, current)
         live.model.add(new)
         live.added += len(new)
         if live.added >= REFIT_SHARE * live.model.total:
-            table, live.added = live.model.fit(pairwise=False), 0
+            live.table, live.added = live.model.fit(pairwise=False), 0
         else:
-            table = live.model.update(pairwise=False)
-        live.board = _leaderboard(session, table, live.model.total)
+            live.table = live.model.update(pairwise=False)
+        live.board = _leaderboard(session, live.model, live.table, live.model.total, current)
         live.token, live.since = token, since
         return live.board
 
 
-def _full(session: Session, key: str, token: tuple[int, int | None]) -> Leaderboard:
+def _rows_for(session: Session, live: _Live, current: dict[int, tuple[int, int]]) -> Leaderboard:
+    """The live board, its rows read again if a bot's current version changed since (a new
+    version: the bot's row is its rating, none until it has played). Under ``live.lock``."""
+    if live.board.current != current:
+        live.board = _leaderboard(session, live.model, live.table, live.board.done_matches, current)
+    return live.board
+
+
+def _full(
+    session: Session, key: str, token: tuple[int, int | None], current: dict[int, tuple[int, int]]
+) -> Leaderboard:
     since = _latest_finish(session)
     model = RatingModel()
     model.add(match_results(session))
-    board = _leaderboard(session, model.fit(pairwise=False), token[0])
+    table = model.fit(pairwise=False)
+    board = _leaderboard(session, model, table, token[0], current)
     with _models_lock:
-        _models[key] = _Live(model, token, board, since)
+        _models[key] = _Live(model, token, table, board, since)
     return board
+
+
+def current_versions(session: Session) -> dict[int, tuple[int, int]]:
+    """Every bot's current version, its latest: bot id -> (version id, number)."""
+    number = func.max(BotVersion.number).label("number")
+    sub = select(BotVersion.bot_id, number).group_by(BotVersion.bot_id).subquery()
+    rows = session.execute(
+        select(BotVersion.bot_id, BotVersion.id, BotVersion.number).join(
+            sub, (sub.c.bot_id == BotVersion.bot_id) & (sub.c.number == BotVersion.number)
+        )
+    ).all()
+    return {int(bot): (int(vid), int(number)) for bot, vid, number in rows}
 
 
 def _latest_finish(session: Session) -> dt.datetime | None:
@@ -177,36 +240,74 @@ def _latest_finish(session: Session) -> dt.datetime | None:
     return latest
 
 
-def _leaderboard(session: Session, table: RatingTable, done: int) -> Leaderboard:
-    names = _names(session, [int(r.bot) for r in table.ratings])
-    rows = [
-        LeaderboardRow(
-            rank=i + 1,
-            bot_id=int(r.bot),
-            name=names.get(int(r.bot), f"#{r.bot}"),
-            elo=r.elo,
-            low=r.low,
-            high=r.high,
-            matches=r.matches,
-            provisional=r.provisional,
-            los_next=table.los[i] if i < len(table.los) else None,
-            basis=r.basis,
-            reason=r.reason,
+def _leaderboard(
+    session: Session, model: RatingModel, table: RatingTable, done: int, current: dict[int, tuple[int, int]]
+) -> Leaderboard:
+    versions = version_ratings(session, table)
+    now = {vid: bot for bot, (vid, _number) in current.items()}
+    ranked = [r for r in table.ratings if int(r.bot) in now]  # best first, as the fit sorts
+    los = model.los([r.bot for r in ranked])
+    names = _names(session, [now[int(r.bot)] for r in ranked])
+    rows = []
+    for i, r in enumerate(ranked):
+        v = versions[int(r.bot)]
+        rows.append(
+            LeaderboardRow(
+                rank=i + 1,
+                bot_id=v.bot_id,
+                name=names.get(v.bot_id, f"#{v.bot_id}"),
+                elo=r.elo,
+                low=r.low,
+                high=r.high,
+                matches=r.matches,
+                provisional=r.provisional,
+                los_next=los[i] if i < len(los) else None,
+                basis=r.basis,
+                reason=r.reason,
+                version_id=v.version_id,
+                version=v.number,
+            )
         )
-        for i, r in enumerate(table.ratings)
-    ]
-    return Leaderboard(rows, done, utcnow())
+    by_bot: dict[int, list[VersionRating]] = {}
+    for v in sorted(versions.values(), key=lambda v: -v.number):
+        by_bot.setdefault(v.bot_id, []).append(v)
+    return Leaderboard(rows, done, utcnow(), versions, dict(current), by_bot)
+
+
+def version_ratings(session: Session, table: RatingTable) -> dict[int, VersionRating]:
+    """The fit's ratings (of versions) by version id, with the bot and number of each."""
+    ids = [int(r.bot) for r in table.ratings]
+    known: dict[int, tuple[int, int]] = {}
+    for chunk in range(0, len(ids), 5000):  # bounded IN lists
+        rows = session.execute(
+            select(BotVersion.id, BotVersion.bot_id, BotVersion.number).where(
+                BotVersion.id.in_(ids[chunk : chunk + 5000])
+            )
+        ).all()
+        known.update({int(vid): (int(bot), int(number)) for vid, bot, number in rows})
+    out: dict[int, VersionRating] = {}
+    for r in table.ratings:
+        vid = int(r.bot)
+        if vid in known:
+            bot, number = known[vid]
+            out[vid] = VersionRating(
+                vid, bot, number, r.elo, r.low, r.high, r.matches, r.provisional, r.basis, r.reason
+            )
+    return out
 
 
 def write_snapshot(session: Session, tournament_id: int) -> int:
     """(Re)write the rating snapshot taken when ``tournament_id`` finished: a fit over every
-    finished tournament's matches. Idempotent; returns the number of bots rated."""
+    finished tournament's matches, one row per bot whose current version is rated (that
+    version's rating). Idempotent; returns the number of bots rated."""
     table = fit(match_results(session, finished_only=True))
     session.execute(delete(RatingSnapshot).where(RatingSnapshot.tournament_id == tournament_id))
+    now = {vid: bot for bot, (vid, _number) in current_versions(session).items()}
     rows = [
         {
             "tournament_id": tournament_id,
-            "bot_id": int(r.bot),
+            "bot_id": now[int(r.bot)],
+            "bot_version_id": int(r.bot),
             "elo": r.elo,
             "low": r.low,
             "high": r.high,
@@ -216,6 +317,7 @@ def write_snapshot(session: Session, tournament_id: int) -> int:
             "reason": r.reason,
         }
         for r in table.ratings
+        if int(r.bot) in now
     ]
     if rows:
         session.execute(insert(RatingSnapshot), rows)
@@ -225,17 +327,18 @@ def write_snapshot(session: Session, tournament_id: int) -> int:
 def rating_history(session: Session, *, bot_id: int | None = None) -> list[SnapshotRow]:
     """The snapshots in the order the tournaments finished (one row per bot and tournament)."""
     query = (
-        select(RatingSnapshot, Tournament.name, Tournament.finished_at, Bot.name)
+        select(RatingSnapshot, Tournament.name, Tournament.finished_at, Bot.name, BotVersion.number)
         .join(Tournament, Tournament.id == RatingSnapshot.tournament_id)
         .join(Bot, Bot.id == RatingSnapshot.bot_id)
+        .outerjoin(BotVersion, BotVersion.id == RatingSnapshot.bot_version_id)
         .order_by(Tournament.finished_at, Tournament.id, RatingSnapshot.elo.desc())
     )
     if bot_id is not None:
         query = query.where(RatingSnapshot.bot_id == bot_id)
     return [
         SnapshotRow(s.tournament_id, t_name, finished, s.bot_id, name, s.elo, s.low, s.high, s.matches,
-                    s.provisional, s.basis, s.reason)
-        for s, t_name, finished, name in session.execute(query)
+                    s.provisional, s.basis, s.reason, number)
+        for s, t_name, finished, name, number in session.execute(query)
     ]
 
 

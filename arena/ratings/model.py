@@ -395,6 +395,10 @@ class RatingModel:
         self.data = RatingData()
         self._ids: set[str | int] = set()
         self._last: _Fit | None = None
+        # The last report's Elo and covariance rows (B M, natural units), kept so that LOS
+        # over any order of bots (:meth:`los`) costs no more products.
+        self._elo: FloatArray = np.zeros(0)
+        self._bm: FloatArray = np.zeros((0, 0))
 
     @property
     def total(self) -> int:
@@ -544,8 +548,7 @@ class RatingModel:
         scale = units / (units - 1) if units > 1 else 1.0  # small-sample correction
         bm = last.bread @ (last.meat * (scale / ELO_SCALE**2))
 
-        def cov(a: int, b: int) -> float:
-            return float(bm[a] @ last.bread[b])
+        self._bm = bm
 
         z = NormalDist().inv_cdf(0.5 + opts.level / 2)
         members = np.flatnonzero(pool)
@@ -586,16 +589,8 @@ class RatingModel:
                 Rating(data.names[i], float(elo[i]), lo, hi, int(data.matches[i]), reason is not None,
                        basis[i], reason)
             )
-        row = np.cumsum(finite) - 1
-        los: list[float | None] = []
-        for i, j in itertools.pairwise(order):
-            if not (finite[i] and finite[j]):
-                los.append(None)
-                continue
-            a, b = row[i], row[j]
-            spread = math.sqrt(max(cov(a, a) + cov(b, b) - cov(a, b) - cov(b, a), 0.0))
-            diff = float(elo[i] - elo[j])
-            los.append(NormalDist().cdf(diff / spread) if spread > 0 else 0.5 if diff == 0 else 1.0)
+        self._elo = elo
+        los = self._los(order)
         pairs: dict[tuple[str, str], tuple[float, float]] = {}
         if pairwise:
             a_idx, b_idx = np.nonzero(weights)
@@ -605,6 +600,34 @@ class RatingModel:
             }
         pool_names = sorted(data.names[i] for i in members.tolist())
         return RatingTable(ratings, los, pairs, pool_names, sorted(unrated))
+
+    def los(self, bots: Sequence[str]) -> list[float | None]:
+        """The likelihood of superiority of each of ``bots`` over the next one in the order
+        given (one fewer than ``bots``), by the last fit or update: as ``RatingTable.los``
+        but down any order, such as a table of some of the bots only. None next to a bot
+        without a finite estimate (a one-sided bound, or unknown)."""
+        return self._los([self.data.codes.get(b, -1) for b in bots])
+
+    def _los(self, order: list[int]) -> list[float | None]:
+        last, elo, bm = self._last, self._elo, self._bm
+        los: list[float | None] = []
+        if last is None:
+            return [None] * max(0, len(order) - 1)
+        finite = last.finite
+        row = np.cumsum(finite) - 1
+
+        def cov(a: int, b: int) -> float:
+            return float(bm[a] @ last.bread[b])
+
+        for i, j in itertools.pairwise(order):
+            if min(i, j) < 0 or max(i, j) >= len(finite) or not (finite[i] and finite[j]):
+                los.append(None)
+                continue
+            a, b = row[i], row[j]
+            spread = math.sqrt(max(cov(a, a) + cov(b, b) - cov(a, b) - cov(b, a), 0.0))
+            diff = float(elo[i] - elo[j])
+            los.append(NormalDist().cdf(diff / spread) if spread > 0 else 0.5 if diff == 0 else 1.0)
+        return los
 
 
 def _newton_step(points: FloatArray, weights: FloatArray, x: FloatArray, pool_inv: FloatArray) -> FloatArray:

@@ -358,7 +358,8 @@ class FaultRecord(Base):
 
 
 class RatingSnapshot(Base):
-    """The official ratings after each finished tournament (the rating history)."""
+    """The official ratings after each finished tournament (the rating history): per bot, its
+    current version's rating."""
 
     __tablename__ = "rating_snapshots"
     __table_args__ = (UniqueConstraint("tournament_id", "bot_id"),)
@@ -366,6 +367,9 @@ class RatingSnapshot(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    #: The version rated (the bot's current one then: each version is rated apart); None in
+    #: rows from before revision 0014, which pooled every version of the bot.
+    bot_version_id: Mapped[int | None] = mapped_column(ForeignKey("bot_versions.id"), nullable=True)
     elo: Mapped[float] = mapped_column(Float)  # a one-sided record: the bound
     low: Mapped[float | None] = mapped_column(Float, nullable=True)  # None: no lower bound
     high: Mapped[float | None] = mapped_column(Float, nullable=True)  # None: no upper bound

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.store.models import Match
+from arena.store.models import BotVersion, Match
 from arena.store.statuses import MatchStatus
 
 
@@ -20,3 +20,10 @@ def done_token(session: Session, tournament_id: int | None = None) -> tuple[int,
     count = session.scalar(select(func.count()).select_from(Match).where(done))
     largest = session.scalar(select(func.max(Match.id)).where(done))
     return (int(count or 0), None if largest is None else int(largest))
+
+
+def versions_token(session: Session) -> tuple[int, int | None]:
+    """Changes whenever a bot gets a new version (which becomes its current one, and so its
+    rating: arena/ratings/leaderboard.py): how many versions there are, and the largest id."""
+    row = session.execute(select(func.count(BotVersion.id), func.max(BotVersion.id))).one()
+    return (int(row[0] or 0), None if row[1] is None else int(row[1]))

@@ -98,11 +98,12 @@ def test_register_update_and_retire_a_bot(api: Flask, store: dict[str, Any]) -> 
     # A retired bot keeps its name.
     status, body = call(client, "POST", "/api/v1/bots", store["bob"], {"name": "goblin", "address": PUBLIC})
     assert status == 409 and body["error"]["code"] == "name_taken"
-    # Only its owner brings it back, checked again at its address as a new version.
+    # Only its owner brings it back, checked again at its address: unchanged (the same address
+    # and GetInfo), so the same version, whose rating goes on.
     status, body = call(client, "POST", "/api/v1/bots/goblin/restore", store["bob"])
     assert status == 403 and body["error"]["code"] == "not_owner"
     status, body = call(client, "POST", "/api/v1/bots/goblin/restore", store["alice"])
-    assert status == 200 and body["bot"]["status"] == "active" and body["bot"]["version"]["number"] == 3
+    assert status == 200 and body["bot"]["status"] == "active" and body["bot"]["version"]["number"] == 2
     assert body["bot"]["address"] == "8.8.4.4:50052" and body["bot"]["connected"] is False
     assert call(client, "POST", "/api/v1/bots/nobody/restore", store["alice"])[0] == 404
 

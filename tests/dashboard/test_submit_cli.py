@@ -149,12 +149,13 @@ def test_submit_update_and_retire(
     assert bot_row(arena["db"], "cli-bot") == (bots["other"], "retired", 2)
     code, _, err = tonk(capsys, "retire", "no-such-bot")
     assert code == 1 and "refused (404 bot_not_found)" in err
-    # Brought back: checked again where it is served, as a new version.
+    # Brought back: checked again where it is served; unchanged, so the same version (its
+    # rating goes on: each version is rated apart).
     code, out, err = tonk(capsys, "restore", "cli-bot")
-    assert code == 0 and "bot 'cli-bot' is active (version 3)" in out, err
-    assert bot_row(arena["db"], "cli-bot") == (bots["other"], "active", 3)
+    assert code == 0 and "bot 'cli-bot' is active (version 2)" in out, err
+    assert bot_row(arena["db"], "cli-bot") == (bots["other"], "active", 2)
     code, out, err = tonk(capsys, "restore", "cli-bot")  # already active: nothing changes
-    assert code == 0 and bot_row(arena["db"], "cli-bot") == (bots["other"], "active", 3)
+    assert code == 0 and bot_row(arena["db"], "cli-bot") == (bots["other"], "active", 2)
     code, _, err = tonk(capsys, "restore", "cli-bot", "--token", arena["bob"])
     assert code == 1 and "refused (403 not_owner)" in err
 

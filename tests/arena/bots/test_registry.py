@@ -293,6 +293,12 @@ def test_update_and_retire(db_url: str, owners: dict[str, int], servers: dict[st
     assert exc.status == 404 and exc.to_json()["error"]["code"] == "bot_not_found"
     refused(db_url, BotNotFoundError, get_bot, "nobody")
 
+    before = snapshot(db_url)
+    with session_scope(db_url) as session:  # re-submitted unchanged: the same version (and rating)
+        bot = update(session, "alice", servers["random"])
+        assert [(v.number, v.info["name"]) for v in bot.versions] == [(1, "random")]
+    assert snapshot(db_url) == before
+
     with session_scope(db_url) as session:
         bot = update(session, "alice", servers["greedy"])
         assert bot.address == servers["greedy"]

@@ -79,11 +79,17 @@ def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(
         assert bot.address is None and not bot.hosted and not bot.connected
         assert bot_to_json(bot)["uploaded"] is True
         first_build = version.build_id
-    with session_scope(db_url) as session:
+    with session_scope(db_url) as session:  # the same archive again: the same version still
         bot = submit_upload(session, owner(session, "alice"), "tiny", archive, settings=settings, update=True)
-        assert [v.number for v in bot.versions] == [1, 2]
-        assert bot.versions[1].build_id == first_build  # built once
+        assert [v.number for v in bot.versions] == [1]  # its rating goes on (issue #27)
+        assert bot.versions[0].build_id == first_build  # built once
     assert counts(db_url) == (1, 1, 1)
+    changed = tar_gz(project({"README.md": "v2"}))
+    with session_scope(db_url) as session:  # another archive: a new version, rated apart
+        bot = submit_upload(session, owner(session, "alice"), "tiny", changed, settings=settings, update=True)
+        assert [v.number for v in bot.versions] == [1, 2]
+        assert bot.versions[1].build_id != first_build
+    assert counts(db_url) == (1, 2, 2)
 
 
 def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(

@@ -47,7 +47,7 @@ def test_matches_that_finish_are_rated_by_an_update(sqlite_url: str, monkeypatch
         full = {r.bot: r for r in leaderboard.fit(leaderboard.match_results(session)).ratings}
     assert updates == [15] and live.done_matches == 15
     for row in live.rows:
-        r = full[str(row.bot_id)]
+        r = full[str(row.version_id)]
         assert (row.basis, row.matches) == (r.basis, r.matches)
         assert row.elo == pytest.approx(r.elo, abs=1.0)
     dispose_engines()

@@ -3,7 +3,7 @@ next), kept when the match is recorded, so a finished tournament's headline can 
 closest hands without decoding every replay. Matches recorded before have none.
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-03
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0015"
-down_revision: str | Sequence[str] | None = "0013"
+down_revision: str | Sequence[str] | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
