@@ -55,6 +55,7 @@ def register(subparsers: Any) -> None:
     create.add_argument("--deals", required=True, type=int, help="deals per table (each played in duplicate)")
     create.add_argument("--hands", required=True, type=int, help="hands per match")
     create.add_argument("--seed", type=int, default=None, help="tournament seed (default: random, secret)")
+    create.add_argument("--run", action="store_true", help="then run it, as 'tonk tournament run ID' does")
     create.add_argument("--deadline-ms", type=int, default=None, help="decision deadline (default: settings)")
     create.add_argument(
         "--time-bank-ms", type=int, default=None, help="extra time per bot per match (default: settings)"
@@ -192,8 +193,14 @@ def cmd_create(args: argparse.Namespace) -> int:
             total = get_tournament(session, tid).progress.total
     except ArenaError as exc:
         return _fail("tournament create", exc)
-    print(f"tournament {tid} created: {total} matches; play it with: tonk tournament run {tid}")
-    return 0
+    if not args.run:
+        print(f"tournament {tid} created: {total} matches; play it with: tonk tournament run {tid}")
+        return 0
+    print(f"tournament {tid} created: {total} matches; running it")
+    try:
+        return drive(settings, tid)
+    except ArenaError as exc:
+        return _fail("tournament create", exc)
 
 
 def cmd_sprt(args: argparse.Namespace) -> int:

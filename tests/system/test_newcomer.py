@@ -2,8 +2,11 @@
 in the background, then the README's "Your bot in the demo arena" block from the clone's
 parent folder: `tonk new my-bot`, the project's own install and tests, `tonk owner create`,
 `tonk submit --upload .` to the running demo (which builds the bot and checks it in its
-sandbox), `tonk tournament create` and `run` (the arena runs the uploaded bot in its sandbox
-for each match), and the bot's rating from `/api/v1/bots/my-bot`.
+sandbox), `tonk tournament create --run` (the arena runs the uploaded bot in its sandbox for
+each match), and the bot's rating from `/api/v1/bots/my-bot`; then the README's next block,
+issue #27's loop: a v2 compared with v1 on the same cards locally (`tonk play --duplicate`),
+submitted beside it, tested by the owner's own `tonk sprt --arena`, made the bot's current
+version with `--update`, and rated apart from v1.
 
 To save ten minutes of installing, the clone's `.venv` is a copy of this one with the clone
 installed in it (no download) and `make`'s install marker set, so `make demo` starts at once;
@@ -32,8 +35,11 @@ pytestmark = pytest.mark.slow
 
 
 def readme_walk() -> str:
-    (block,) = [b.code for b in sh_blocks(README) if "tonk new my-bot" in b.code]
-    return block
+    """The README's walk: a new bot to a rated one, then its v2 compared (locally, then by a
+    sequential test in the arena) and made current."""
+    (first,) = [b.code for b in sh_blocks(README) if "tonk new my-bot" in b.code]
+    (second,) = [b.code for b in sh_blocks(README) if "tonk sprt my-bot-v2 my-bot" in b.code]
+    return first + second
 
 
 def clone_with_venv(tmp_path: Path) -> Path:
@@ -105,7 +111,25 @@ def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> N
     assert "registered bot 'my-bot' (version 1), built and run by the arena" in out, out
     assert f"its page: http://127.0.0.1:{port}/bots/my-bot" in out
     assert re.search(r"tournament 2: finished; (\d+)/\1 done, 0 failed", out), out
-    answer = json.loads(out.strip().splitlines()[-1])
-    rating = answer["bot"]["rating"]
-    assert answer["bot"]["name"] == "my-bot" and rating and rating["matches"] > 0, answer
+    answers = [json.loads(line) for line in out.splitlines() if line.startswith('{"bot"')]
+    assert len(answers) == 2, out
+    rating = answers[0]["bot"]["rating"]
+    assert answers[0]["bot"]["name"] == "my-bot" and rating and rating["matches"] > 0, answers[0]
+
+    # v2: compared on the same cards locally (the paired estimate and a verdict) ...
+    assert re.search(r"^A - B = [+-]\d+ \+/- \d+ Elo \[[+-]\d+, [+-]\d+\]: ", out, re.MULTILINE), out
+    # ... by the owner's own sequential test in the arena, whose verdict carries the estimate ...
+    assert "registered bot 'my-bot-v2' (version 1), built and run by the arena" in out, out
+    verdict = r"^my-bot-v2 - my-bot = [+-]\d+ \+/- \d+ Elo \[[+-]\d+, [+-]\d+\]: accepted H[01] "
+    assert re.search(verdict, out, re.MULTILINE), out
+    # ... then made the bot's current version, and rated apart from v1.
+    assert "updated bot 'my-bot' (version 2), built and run by the arena" in out, out
+    assert re.search(r"tournament 4: finished; (\d+)/\1 done, 0 failed", out), out
+    bot = answers[1]["bot"]
+    versions = {v["number"]: v for v in bot["versions"]}
+    assert sorted(versions) == [1, 2] and versions[2]["current"] and not versions[1]["current"], bot
+    assert versions[1]["rating"] and versions[2]["rating"], bot  # each its own
+    assert bot["rating"] == versions[2]["rating"], bot  # the bot's is its current version's
+    assert versions[2]["record"]["matches"] + versions[1]["record"]["matches"] == bot["record"]["matches"]
+    assert re.search(r"^\s*v?2\b.*current", out, re.MULTILINE), out  # tonk bot lists it so
     assert not left, left  # Ctrl-C stopped the demo and all it started

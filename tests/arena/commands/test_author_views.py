@@ -57,3 +57,18 @@ def test_tonk_bot_shows_one_bots_rating_record_and_faults(
     assert "page: the dashboard's /bots/greedy" in out
     assert cli.main(["bot", "nobody"]) == 1
     assert "there is no bot named 'nobody'" in capsys.readouterr().err
+
+
+def test_create_with_run_plays_the_tournament_it_made(
+    arena_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A README walk cannot know the id create will print: --run plays the one it made.
+    assert cli.main(["tournament", "create", "--name", "first", "--bots", "random,greedy",
+                     "--tables", "2", "--deals", "1", "--hands", "4", "--seed", "3"]) == 0  # fmt: skip
+    assert cli.main(["tournament", "create", "--name", "second", "--bots", "random,greedy", "--tables", "2",
+                     "--deals", "1", "--hands", "4", "--seed", "8", "--run"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "tournament 2 created: 2 matches; running it" in out
+    assert "tournament 2: finished; 2/2 done" in out and "tournament 1: finished" not in out
+    assert cli.main(["tournament", "status", "1"]) == 0
+    assert "pending" in capsys.readouterr().out  # the first, not asked to run, has not
