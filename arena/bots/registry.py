@@ -293,9 +293,19 @@ def latest_version(bot: Bot) -> BotVersion | None:
     return max(bot.versions, key=lambda v: v.number, default=None)
 
 
-def bot_to_json(bot: Bot) -> dict[str, Any]:
-    """The API's view of a bot (``{"bot": bot_to_json(bot)}`` is what the routes answer)."""
+def version_number(session: Session, name: str) -> int | None:
+    """The number of the bot ``name``'s latest version (None: no such bot, or no version)."""
+    bot = find_bot(session, name)
+    version = None if bot is None else latest_version(bot)
+    return None if version is None else version.number
+
+
+def bot_to_json(bot: Bot, *, before: int | None = None) -> dict[str, Any]:
+    """The API's view of a bot (``{"bot": bot_to_json(bot)}`` is what the routes answer).
+    ``before``: an update's version number before it, to say whether it ``kept`` that version
+    (nothing that plays changed) or made a new one."""
     version = latest_version(bot)
+    kept = {} if before is None or version is None else {"kept": version.number == before}
     return {
         "name": bot.name,
         "owner": bot.owner.name,
@@ -314,6 +324,7 @@ def bot_to_json(bot: Bot) -> dict[str, Any]:
             "hosted": version.hosted,
             "info": dict(version.info or {}),
             "created_at": version.created_at.isoformat() if version.created_at else None,
+            **kept,
         },
     }
 

@@ -255,10 +255,11 @@ def put_bot(name: str) -> Response:
     owner = _owner()
     address = _text_field(_body(), "address")
     db = session()
+    before = registry.version_number(db, _bot_name(name))
     with _check_slot(owner):
         bot = registry.update_bot(db, owner, _bot_name(name), address, settings=settings(), **_checks())
         db.commit()
-    return jsonify({"bot": registry.bot_to_json(bot)})
+    return jsonify({"bot": registry.bot_to_json(bot, before=before)})
 
 
 @bp.delete("/bots/<name>")

@@ -37,6 +37,7 @@ def _upload(name: str, *, update: bool) -> tuple[Response, int]:
     name = _bot_name(name)
     archive = _archive()
     db = session()
+    before = registry.version_number(db, name) if update else None
     with _check_slot(owner):  # committed before the slot is given back (SQLite: one writer)
         try:
             bot = submit_upload(
@@ -46,7 +47,7 @@ def _upload(name: str, *, update: bool) -> tuple[Response, int]:
             db.commit()  # the failed build's log stays readable at /api/v1/builds/ID
             raise
         db.commit()
-    return jsonify({"bot": registry.bot_to_json(bot)}), 200 if update else 201
+    return jsonify({"bot": registry.bot_to_json(bot, before=before)}), 200 if update else 201
 
 
 @bp.post("/bots/<name>/upload")

@@ -194,11 +194,13 @@ def run_submit(args: argparse.Namespace) -> int:
     bot = answer.get("bot") or {}
     version = bot.get("version") or {}
     info = version.get("info") or {}
-    verb = "updated" if args.update else "registered"
+    verb = _verb(args, version)
     name, number = bot.get("name", args.name), version.get("number", "?")
     # Everything below comes from the arena, and the bot's GetInfo through it: shown() keeps
     # a bot's right-to-left override or escape sequence from reaching the terminal raw.
     print(shown(f"{verb} bot {name!r} (version {number}) at {bot.get('address')}"))
+    if version.get("kept"):
+        print(KEPT)
     if info:
         by = f" by {info['author']}" if info.get("author") else ""
         protocol = info.get("protocol_version")
@@ -206,6 +208,19 @@ def run_submit(args: argparse.Namespace) -> int:
     arena = base.removesuffix(API_PREFIX)
     print(f"  its page: {arena}/bots/{_quote(str(name))}")
     return 0
+
+
+#: After an update that changed nothing that plays (the arena's ``version.kept``).
+KEPT = (
+    "  nothing that plays changed (the same address or archive, the same GetInfo): the version, "
+    "its rating and record go on; raise your bot's version to be rated apart"
+)
+
+
+def _verb(args: argparse.Namespace, version: dict[str, Any]) -> str:
+    if not args.update:
+        return "registered"
+    return "kept" if version.get("kept") else "updated"
 
 
 def _submit_upload(args: argparse.Namespace, base: str, token: str) -> int:
@@ -236,9 +251,11 @@ def _submit_upload(args: argparse.Namespace, base: str, token: str) -> int:
     bot = answer.get("bot") or {}
     version = bot.get("version") or {}
     info = version.get("info") or {}
-    verb = "updated" if args.update else "registered"
+    verb = _verb(args, version)
     name = bot.get("name", args.name)
-    print(f"{verb} bot {name!r} (version {version.get('number', '?')}), built and run by the arena")
+    print(shown(f"{verb} bot {name!r} (version {version.get('number', '?')}), built and run by the arena"))
+    if version.get("kept"):
+        print(KEPT)
     if info:
         print(
             f"  it says: {info.get('name')} {info.get('version', '')}, "

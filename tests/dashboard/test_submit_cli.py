@@ -144,6 +144,13 @@ def test_submit_update_and_retire(
     code, out, err = tonk(capsys, "submit", "--update", "--name", "cli-bot", "--address", bots["other"])
     assert code == 0, err
     assert f"updated bot 'cli-bot' (version 2) at {bots['other']}" in out
+    assert "nothing that plays changed" not in out
+    # The same again: nothing that plays changed, so the version (and its rating) is kept, and
+    # the author is told so rather than left to think a new version is being rated.
+    code, out, err = tonk(capsys, "submit", "--update", "--name", "cli-bot", "--address", bots["other"])
+    assert code == 0, err
+    assert f"kept bot 'cli-bot' (version 2) at {bots['other']}" in out
+    assert "nothing that plays changed" in out and "raise your bot's version" in out
     code, out, err = tonk(capsys, "retire", "cli-bot")
     assert code == 0 and "retired bot 'cli-bot'" in out
     assert bot_row(arena["db"], "cli-bot") == (bots["other"], "retired", 2)

@@ -115,7 +115,7 @@ def test_submit_upload_update_build_log_and_match_logs(
     code, out, err = tonk(capsys, "submit", "--name", "tiny", "--upload", str(folder), "--update", *base)
     # The same folder packs to the same bytes: stored once, and the same version still (its
     # rating goes on: each version is rated apart, issue #27).
-    assert code == 0 and "updated bot 'tiny' (version 1)" in out, err
+    assert code == 0 and "kept bot 'tiny' (version 1)" in out and "nothing that plays changed" in out, err
     assert uploads(arena) == 1
 
     code, out, err = tonk(capsys, "logs", "tiny", "--build", *base)
