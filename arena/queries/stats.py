@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from arena.store.models import Bot, Match, MatchSeat
@@ -40,6 +40,20 @@ class BotStats:
         return self.latency_us_total / self.decisions if self.decisions else None
 
 
+def _record_columns() -> tuple[ColumnElement[Any], ...]:
+    """A record's sums over done seats, in BotStats's field order after the bot's name."""
+    return (
+        func.count(MatchSeat.id),
+        func.coalesce(func.sum(Match.hands), 0),
+        func.coalesce(func.sum(MatchSeat.hands_won), 0),
+        func.coalesce(func.sum(MatchSeat.score), 0),
+        func.coalesce(func.sum(MatchSeat.faults), 0),
+        func.coalesce(func.sum(MatchSeat.decisions), 0),
+        func.coalesce(func.sum(MatchSeat.latency_us_total), 0),
+        func.coalesce(func.max(MatchSeat.latency_us_max), 0),
+    )
+
+
 def bot_stats(
     session: Session, *, bot_id: int | None = None, tournament_id: int | None = None
 ) -> list[BotStats]:
@@ -50,14 +64,7 @@ def bot_stats(
         select(
             MatchSeat.bot_id,
             Bot.name,
-            func.count(MatchSeat.id),
-            func.coalesce(func.sum(Match.hands), 0),
-            func.coalesce(func.sum(MatchSeat.hands_won), 0),
-            func.coalesce(func.sum(MatchSeat.score), 0),
-            func.coalesce(func.sum(MatchSeat.faults), 0),
-            func.coalesce(func.sum(MatchSeat.decisions), 0),
-            func.coalesce(func.sum(MatchSeat.latency_us_total), 0),
-            func.coalesce(func.max(MatchSeat.latency_us_max), 0),
+            *_record_columns(),
         )
         .join(Match, Match.id == MatchSeat.match_id)
         .join(Bot, Bot.id == MatchSeat.bot_id)
@@ -77,14 +84,7 @@ def version_stats(session: Session, bot_id: int) -> dict[int, BotStats]:
     query = (
         select(
             MatchSeat.bot_version_id,
-            func.count(MatchSeat.id),
-            func.coalesce(func.sum(Match.hands), 0),
-            func.coalesce(func.sum(MatchSeat.hands_won), 0),
-            func.coalesce(func.sum(MatchSeat.score), 0),
-            func.coalesce(func.sum(MatchSeat.faults), 0),
-            func.coalesce(func.sum(MatchSeat.decisions), 0),
-            func.coalesce(func.sum(MatchSeat.latency_us_total), 0),
-            func.coalesce(func.max(MatchSeat.latency_us_max), 0),
+            *_record_columns(),
         )
         .join(Match, Match.id == MatchSeat.match_id)
         .where(Match.status == MatchStatus.DONE, MatchSeat.bot_id == bot_id)
