@@ -1014,6 +1014,27 @@ def test_the_ladder_page_follows_a_ladder_live_on_a_laptop_and_a_phone(browser: 
         thread.join(timeout=10)
 
 
+def heuristic_vs_random_sprt(path: Path) -> tuple[str, int]:
+    """A store at ``path`` with a sequential test of heuristic against random, not yet played
+    (H1 after nine looks of 6 pairs: test_story_pages.py): its URL and the test's id."""
+    from helpers.arena import SETTINGS, fix_deal_secret, hosted_bots
+
+    from arena.store.db import session_scope
+    from arena.tournaments.lifecycle import create_tournament
+    from arena.tournaments.sprt import sprt_params
+
+    url = f"sqlite:///{path}"
+    heuristic, random = hosted_bots(url, ["heuristic", "random"])
+    with session_scope(url) as session:
+        fix_deal_secret(session)
+        tid = create_tournament(
+            session, name="Heuristic vs random", bot_ids=[heuristic, random], table_sizes=[2],
+            deals_per_table=6, hands_per_match=6, seed=777, settings=SETTINGS, kind="sprt",
+            sprt=sprt_params(0, 20, batch=6),
+        ).id
+    return url, tid
+
+
 def test_a_sequential_tests_chart_follows_its_pairs_live(browser: Any, tmp_path: Path) -> None:
     """An SPRT page left open while the test plays: its LLR chart gains a point at each look
     and the verdict and headline come in at the end, all without a reload."""
@@ -1021,13 +1042,10 @@ def test_a_sequential_tests_chart_follows_its_pairs_live(browser: Any, tmp_path:
     import time
     from collections.abc import Collection, Sequence
 
-    from helpers.arena import SETTINGS, InlineBackend, fix_deal_secret, hosted_bots
+    from helpers.arena import InlineBackend
     from helpers.dashboard_fixtures import OPERATOR_TOKEN
 
     from arena.runtime.driver import run_tournament
-    from arena.store.db import session_scope
-    from arena.tournaments.lifecycle import create_tournament
-    from arena.tournaments.sprt import sprt_params
     from dashboard.server import serve_in_thread
 
     class PacedBackend(InlineBackend):
@@ -1038,15 +1056,7 @@ def test_a_sequential_tests_chart_follows_its_pairs_live(browser: Any, tmp_path:
             time.sleep(0.8)
             return played
 
-    url = f"sqlite:///{tmp_path / 'sprt-live.sqlite'}"
-    heuristic, random = hosted_bots(url, ["heuristic", "random"])
-    with session_scope(url) as session:
-        fix_deal_secret(session)
-        tid = create_tournament(
-            session, name="Heuristic vs random", bot_ids=[heuristic, random], table_sizes=[2],
-            deals_per_table=6, hands_per_match=6, seed=777, settings=SETTINGS, kind="sprt",
-            sprt=sprt_params(0, 20, batch=6),
-        ).id
+    url, tid = heuristic_vs_random_sprt(tmp_path / 'sprt-live.sqlite')
     server, thread = serve_in_thread(
         "127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN, TESTING=True,
         CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False, PROGRESS_POLL_MS=250,
@@ -1088,24 +1098,13 @@ def test_a_sequential_tests_chart_follows_its_pairs_live(browser: Any, tmp_path:
 def test_a_sequential_test_page_fits_both_widths(browser: Any, tmp_path: Path) -> None:
     """The SPRT page's LLR chart and a finished tournament's headline: no sideways scroll at
     390 px, chart text 11 px or more, at a phone's width and a laptop's."""
-    from helpers.arena import SETTINGS, InlineBackend, fix_deal_secret, hosted_bots
+    from helpers.arena import InlineBackend
     from helpers.dashboard_fixtures import OPERATOR_TOKEN
 
     from arena.runtime.driver import run_tournament
-    from arena.store.db import session_scope
-    from arena.tournaments.lifecycle import create_tournament
-    from arena.tournaments.sprt import sprt_params
     from dashboard.server import serve_in_thread
 
-    url = f"sqlite:///{tmp_path / 'sprt.sqlite'}"
-    heuristic, random = hosted_bots(url, ["heuristic", "random"])
-    with session_scope(url) as session:
-        fix_deal_secret(session)
-        tid = create_tournament(
-            session, name="Heuristic vs random", bot_ids=[heuristic, random], table_sizes=[2],
-            deals_per_table=6, hands_per_match=6, seed=777, settings=SETTINGS, kind="sprt",
-            sprt=sprt_params(0, 20, batch=6),
-        ).id
+    url, tid = heuristic_vs_random_sprt(tmp_path / 'sprt.sqlite')
     run_tournament(url, tid, InlineBackend(url))
     server, thread = serve_in_thread("127.0.0.1", 0, None, DATABASE_URL=url, OPERATOR_TOKEN=OPERATOR_TOKEN,
                                      TESTING=True, CACHE_REFRESH_SECONDS=0, CACHE_STALE_OK=False)
