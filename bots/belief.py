@@ -90,7 +90,8 @@ def evidence(obs: Observation) -> list[SeatEvidence]:
     pile = list(obs.discard)
     for event in reversed(obs.history):  # undo the history to recover the dealt pile
         if isinstance(event.action, Discard):
-            pile.pop()
+            if pile:  # under stock_reshuffle the pile was turned over: evidence goes soft
+                pile.pop()
         elif isinstance(event.action, Draw) and event.action.source == "discard" and event.card is not None:
             pile.append(event.card)
     seats = [SeatEvidence() for _ in obs.hand_sizes]
