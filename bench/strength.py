@@ -28,6 +28,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 
 def _load(name: str, file: str) -> ModuleType:
@@ -72,7 +73,7 @@ class Search(SearchBot):
         _on_cpu_clock(self)
 
 
-class Oracle(oracle.OracleBot):  # type: ignore[misc,name-defined]
+class Oracle(oracle.OracleBot):  # type: ignore[misc,name-defined]  # loaded by file name
     def __init__(self) -> None:
         super().__init__()
         _on_cpu_clock(self)
@@ -82,7 +83,7 @@ def specs() -> dict[str, str]:
     return {"belief": f"{__name__}:Belief", "search": f"{__name__}:Search", "oracle": f"{__name__}:Oracle"}
 
 
-def run(hero: str, players: int, deals: int, seed: int, jobs: int, chunk: int = 25):  # type: ignore[no-untyped-def]
+def run(hero: str, players: int, deals: int, seed: int, jobs: int, chunk: int = 25) -> Any:
     """Like ``bench_bots.run_duplicate``, but the deals depend only on ``seed`` and the table
     size, so every hero meets the same cards."""
     sizes = [min(chunk, deals - start) for start in range(0, deals, chunk)]
@@ -107,7 +108,7 @@ def quantiles(values: list[int]) -> str:
     return f"median {med:.1f} ms, p95 {p95:.1f} ms"
 
 
-def paired(a, b) -> str:  # type: ignore[no-untyped-def]
+def paired(a: Any, b: Any) -> str:
     """``a`` minus ``b`` on the same deals: the per-deal difference of chips per hand, whose
     interval is much narrower than either bot's own (the deals' luck cancels twice)."""
     diffs = [(x - y) / a.players for x, y in zip(a.deal_chips, b.deal_chips, strict=True)]
