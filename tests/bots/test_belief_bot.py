@@ -19,7 +19,7 @@ from bots.greedy import GreedyBot
 from bots.heuristic import HeuristicBot
 from bots.random_bot import RandomBot
 from sdk.actions import Action, Discard, Draw
-from sdk.bot import Bot
+from sdk.bot import Bot, MatchInfo
 from sdk.cards import Card
 from sdk.dealing import deck_order
 from sdk.engine import HandState
@@ -158,3 +158,35 @@ def test_deterministic_with_an_iteration_budget() -> None:
         return [h.record.to_json() for h in result.hands]
 
     assert records() == records()
+
+
+def test_same_choices_on_a_slow_or_a_fast_machine() -> None:
+    # Its budget counts rollout turns, so under a time budget the same match plays the same
+    # whether the machine is idle or busy: here its clock runs 0.1 ms or 1 ms per reading. A
+    # budget counted on the clock would search fewer worlds on the "busy" one.
+    def records(tick: float) -> list[dict[str, object]]:
+        class Clocked(BeliefBot):
+            def __init__(self) -> None:
+                super().__init__(budget_ms=40)
+                self.now = 0.0
+                self.clock = self.reading
+
+            def reading(self) -> float:
+                self.now += tick
+                return self.now
+
+        bots: list[Callable[[], Bot]] = [Clocked, HeuristicBot, GreedyBot]
+        result = play_match([LocalPlayer(b) for b in bots], 31, 3, match_id="timed")
+        return [h.record.to_json() for h in result.hands]
+
+    assert records(0.0001) == records(0.001)
+
+
+def test_a_tighter_clock_shrinks_the_budget() -> None:
+    bot = BeliefBot(budget_ms=200)
+    bot.start_match(MatchInfo("m", 0, ("a", "b"), STANDARD, 1, decision_deadline_ms=100))
+    assert bot.budget == pytest.approx(0.05)  # half the deadline
+    assert bot.hard_stop == pytest.approx(0.08)  # the clock stops a search only past 80% of it
+    roomy = BeliefBot(budget_ms=200)
+    roomy.start_match(MatchInfo("m", 0, ("a", "b"), STANDARD, 1, decision_deadline_ms=10_000))
+    assert roomy.budget == pytest.approx(0.2)
