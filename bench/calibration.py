@@ -11,7 +11,9 @@ and the log loss:
 
 * ``heuristic``: the heuristic bot's own opponent model (bots/heuristic.py);
 * ``uniform``: the search bot's worlds with the unseen cards dealt uniformly;
-* ``modelled``: the search bot's worlds weighted by its card model (its default).
+* ``modelled``: the search bot's worlds weighted by its card model (its default);
+* ``belief``: the belief bot's worlds (bots/belief.py: card values by discards made, and the
+  cards each opponent passed, discarded and picked up).
 
 Also printed: at the search bot's bar (``p >= 0.75``), how many positions it would go down
 in and how many of those it is really lowest in.
@@ -28,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bots.belief import BeliefSampler
 from bots.heuristic import CardCounter, HeuristicBot
 from bots.search import Sampler
 from sdk.dealing import deck_order
@@ -66,9 +69,9 @@ def heuristic(obs: Observation, rng: random.Random, worlds: int) -> float:
     return sum(mine < known + sum(sorted(rng.sample(pool, draws))[:unknown]) for _ in range(worlds)) / worlds
 
 
-def sampled(modelled: bool) -> Estimate:
+def sampled(modelled: bool, kind: type[Sampler] = Sampler) -> Estimate:
     def estimate(obs: Observation, rng: random.Random, worlds: int) -> float:
-        sampler = Sampler(obs)
+        sampler = kind(obs)
         deal = sampler.sample_modelled if modelled else sampler.sample
         mine = obs.hand_value
         return sum(mine < sum(c.value for c in deal(rng).hands[1 - obs.seat]) for _ in range(worlds)) / worlds
@@ -87,7 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     lowest = sum(truth for _, truth in cases)
     print(f"{len(cases)} positions from {args.hands} heads-up heuristic hands; lowest in {lowest}")
     print(f"{'estimate':<10} {'Brier':>7} {'log loss':>9}   go down at p >= 0.75: positions, really lowest")
-    estimates = (("heuristic", heuristic), ("uniform", sampled(False)), ("modelled", sampled(True)))
+    estimates = (
+        ("heuristic", heuristic),
+        ("uniform", sampled(False)),
+        ("modelled", sampled(True)),
+        ("belief", sampled(True, BeliefSampler)),
+    )
     for name, estimate in estimates:
         rng = random.Random(3)
         brier = loss = 0.0

@@ -59,7 +59,7 @@ from typing import ClassVar
 
 from bots.heuristic import CardCounter, HeuristicBot
 from sdk.actions import DRAW_DISCARD, DRAW_STOCK, DROP, Action, Discard, Layoff, Meld
-from sdk.bot import Bot
+from sdk.bot import Bot, MatchInfo
 from sdk.cards import DECK, Card
 from sdk.engine import HandState, Phase
 from sdk.melds import completes_meld, fits_table, hand_melds
@@ -465,6 +465,15 @@ class SearchBot(Bot):
     #: Whether draws and discards are searched (going down always is).
     search_draws: ClassVar[bool] = True
     search_discards: ClassVar[bool] = True
+    #: Rollout turns one ms of the budget buys (None: stop on the clock). Counting work
+    #: instead of time makes the number of worlds, and so every choice, the same on a busy
+    #: machine as on an idle one; the clock then only stops a search that runs past
+    #: :attr:`safety` of the match's decision deadline (a badly overloaded machine).
+    work_per_ms: ClassVar[float | None] = None
+    #: Share of the decision deadline the budget may take, and after which the clock stops a
+    #: work-budgeted search.
+    deadline_share: ClassVar[float] = 0.5
+    safety: ClassVar[float] = 0.8
 
     def __init__(self, budget_ms: float | None = None, iterations: int | None = None) -> None:
         super().__init__()
@@ -475,12 +484,20 @@ class SearchBot(Bot):
         if budget_ms <= 0 and self.max_iterations is None:
             raise ValueError("a search without a time budget needs an iteration budget")
         self.budget = budget_ms / 1000.0 if budget_ms > 0 else None
+        self.hard_stop = self.budget  # seconds of wall time after which a work budget gives up
         self.last_iterations = 0  # worlds searched at the last decision (for tests and benches)
         self.guide = HeuristicBot()  # its draws and discards are the defaults the search tests
         self.clock = time.perf_counter  # the budget's clock (tests may swap in a CPU clock)
         # (wall, CPU) seconds of every decision of the match: on a loaded machine the wall
         # time also counts the waits for a CPU, which benches want to tell apart.
         self.timings: list[tuple[float, float]] = []
+
+    def on_match_start(self, info: MatchInfo) -> None:
+        # A tighter clock than the budget assumes: think for a share of it only.
+        deadline = info.decision_deadline_ms / 1000.0
+        if self.budget is not None and deadline > 0:
+            self.budget = min(self.budget, self.deadline_share * deadline)
+            self.hard_stop = max(self.budget, self.safety * deadline)
 
     def act(self, obs: Observation) -> Action | int:
         wall, cpu = time.perf_counter(), time.thread_time()
@@ -543,12 +560,16 @@ class SearchBot(Bot):
         totals = [0.0] * n
         diff_sq = [[0.0] * n for _ in range(n)]  # sums of squared paired differences
         deadline = None if self.budget is None else started + self.budget * self.budget_use
+        work_left = math.inf
+        if self.work_per_ms is not None and self.budget is not None and self.hard_stop is not None:
+            work_left = self.budget * 1000.0 * self.budget_use * self.work_per_ms
+            deadline = started + self.hard_stop
         slowest = 0.0  # longest rollout so far, to predict whether the next one fits
         sample = sampler.sample_modelled if self.opponent_model else sampler.sample
         clock = self.clock
         done = 0
         limit = self.max_iterations
-        while limit is None or done < limit:
+        while (limit is None or done < limit) and work_left > 0:
             if deadline is not None and clock() + 2 * slowest > deadline:
                 break
             world = sample(rng)
@@ -559,13 +580,16 @@ class SearchBot(Bot):
                     break
                 state = world.copy()
                 state.apply(action)
+                work_left -= 1  # a world and a candidate cost something even when settled at once
                 if state.outcome is not None:
                     results.append(float(state.outcome.payoffs[seat]))
                 else:
                     policy = RolloutPolicy(base.public.copy(), base.drop_margin, base.take_at)
                     if isinstance(action, Discard):
                         policy.public.discarded(seat, action.card)
+                    turns = state.turns
                     results.append(policy.finish(state, seat, self.max_rollout_turns))
+                    work_left -= state.turns - turns
                 slowest = max(slowest, clock() - t0)
             if len(results) < n:
                 break  # out of time mid-world: keep every comparison paired

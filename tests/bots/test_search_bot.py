@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 import pytest
+from helpers.worlds import assert_consistent, observations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -19,55 +20,9 @@ from bots.random_bot import RandomBot
 from bots.search import BUDGET_ENV, Sampler, SearchBot
 from sdk.actions import Action
 from sdk.bot import Bot
-from sdk.engine import HandState
-from sdk.observation import Observation, observe
+from sdk.observation import Observation
 from sdk.referee import LocalPlayer, play_match
-from sdk.rules import STANDARD, Rules
-
-PUBLIC_FIELDS = (
-    "hand",
-    "hand_sizes",
-    "stock_size",
-    "discard",
-    "table",
-    "dealer",
-    "to_act",
-    "phase",
-    "picked_up",
-    "turn",
-    "locked",
-    "legal_actions",
-)
-
-
-def observations(players: int, seed: int, hands: int = 2, rules: Rules = STANDARD) -> list[Observation]:
-    """Every observation the acting seats were given in a short match of greedy bots (they
-    take discards, so opponents come to hold known cards)."""
-    seen: list[Observation] = []
-
-    class Recorder(GreedyBot):
-        def act(self, obs: Observation) -> Action | int:
-            seen.append(obs)
-            return super().act(obs)
-
-    play_match([LocalPlayer(Recorder) for _ in range(players)], seed, hands, rules=rules)
-    return seen
-
-
-def assert_consistent(obs: Observation, world: HandState, uniform_rules: bool = True) -> None:
-    view = observe(world, obs.seat)
-    for name in PUBLIC_FIELDS:
-        assert getattr(view, name) == getattr(obs, name), name
-    seen = obs.cards_seen()
-    for seat, hand in enumerate(world.hands):
-        if seat == obs.seat:
-            continue
-        known = set(obs.opponent_known_cards(seat))
-        assert known <= set(hand), "a card the seat saw an opponent pick up is not in its hand"
-        if uniform_rules:
-            assert not (set(hand) - known) & seen, "a card seen face up was dealt as hidden"
-    if uniform_rules:
-        assert not set(world.stock) & seen
+from sdk.rules import Rules
 
 
 @settings(max_examples=30, deadline=None)
