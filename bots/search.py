@@ -467,9 +467,11 @@ class SearchBot(Bot):
     search_discards: ClassVar[bool] = True
     #: Rollout turns one ms of the budget buys (None: stop on the clock). Counting work
     #: instead of time makes the number of worlds, and so every choice, the same on a busy
-    #: machine as on an idle one; the clock then only stops a search that runs past
-    #: :attr:`safety` of the match's decision deadline (a badly overloaded machine).
-    work_per_ms: ClassVar[float | None] = None
+    #: machine as on an idle one (a duplicate deal's rotations, ``tonk check``'s determinism
+    #: test); the clock then only stops a search that runs past :attr:`safety` of the match's
+    #: decision deadline (a badly overloaded machine). About 57 turns a ms of CPU on the bench
+    #: machine.
+    work_per_ms: ClassVar[float | None] = 50.0
     #: Share of the decision deadline the budget may take, and after which the clock stops a
     #: work-budgeted search.
     deadline_share: ClassVar[float] = 0.5
