@@ -40,12 +40,14 @@ go-down decision turns on (uniform worlds overrate opponents' totals badly: a Br
 heuristic bot).
 
 **Budget.** ``budget_ms`` (default 200; the ``TONK_SEARCH_BUDGET_MS`` environment variable
-overrides the class default) bounds the wall time of one decision: the search stops before
-a rollout that is predicted to overrun :attr:`SearchBot.budget_use` of it. ``iterations``
-bounds the number of worlds. Randomness comes only from ``self.rng`` (one draw per decision
-seeds that decision's generator), so with ``budget_ms=0`` and a fixed ``iterations`` the bot
-is exactly deterministic; with a time budget the number of worlds, and so a close call, can
-depend on the machine's speed.
+overrides the class default) is spent as work, :attr:`SearchBot.work_per_ms` rollout turns a
+ms (``budget_use`` of it), so the number of worlds does not depend on the machine's load;
+the clock only stops a search past :attr:`SearchBot.safety` of the match's decision deadline
+(``work_per_ms = None``: the budget is wall time, the search stopping before a rollout
+predicted to overrun it). A decision deadline tighter than the budget shrinks it to
+:attr:`SearchBot.deadline_share` of the deadline. ``iterations`` bounds the number of worlds.
+Randomness comes only from ``self.rng`` (one draw per decision seeds that decision's
+generator), so the bot is deterministic unless the clock stops it.
 """
 
 from __future__ import annotations
