@@ -51,6 +51,10 @@ class EloEstimate:
         return {"pairs": self.pairs, "elo": round(self.elo, 1), "low": round(self.low, 1),
                 "high": round(self.high, 1)}  # fmt: skip
 
+    def text(self, a: str = "A", b: str = "B") -> str:
+        """``A - B = +31 +/- 22 Elo [+9, +53]``: how every command states an estimate."""
+        return f"{a} - {b} = {self.elo:+.0f} +/- {self.margin:.0f} Elo [{self.low:+.0f}, {self.high:+.0f}]"
+
 
 def elo_of_score(score: float) -> float:
     """The Elo difference at which the stronger side's expected score is ``score`` (0 < score < 1)."""
@@ -117,8 +121,7 @@ class Comparison:
             f"pair scores for {a}: won {won}, 3/4 {q3}, split {split}, 1/4 {q1}, lost {lost}",
             f"chips/100 hands: {a} - {b} = {self.chips_per_100:+.1f} +/- {self.chips_margin:.1f} "
             "(95%, paired by deal)",
-            f"{a} - {b} = {self.elo.elo:+.0f} +/- {self.elo.margin:.0f} Elo "
-            f"[{self.elo.low:+.0f}, {self.elo.high:+.0f}]: {verdict}",
+            f"{self.elo.text(a, b)}: {verdict}",
         ]
 
 

@@ -239,22 +239,13 @@ def cmd_sprt(args: argparse.Namespace) -> int:
 
 
 def sprt_line(session: Session, tournament: Tournament) -> str:
-    """The test's state in one line: pairs, LLR against its bounds, the verdict, and the
-    estimate of V2 - V1 with its interval (the verdict alone does not say by how much)."""
+    """The test's state in one line, as ``tonk sprt --arena`` prints it: pairs, LLR against
+    its bounds, the estimate of V2 - V1 with its interval, and the verdict."""
     from arena.tournaments.sprt import sprt_state
+    from sdk.commands.sprt import progress_line, verdict_text
 
-    state = sprt_state(session, tournament)
-    verdict = {
-        "H1": f"accepted H1: better by at least {state.params['elo1']:g} Elo",
-        "H0": f"accepted H0: no more than {state.params['elo0']:g} Elo better",
-        "inconclusive": "inconclusive: max pairs reached",
-        None: "undecided",
-    }[state.verdict]
-    line = f"  {state.pairs} pairs, LLR {state.llr:.2f} in [{state.lower:.2f}, {state.upper:.2f}]: {verdict}"
-    if state.estimate is None:
-        return line
-    est = state.estimate
-    return f"{line}; V2 - V1 = {est.elo:+.0f} Elo [95%: {est.low:+.0f}, {est.high:+.0f}]"
+    state = sprt_state(session, tournament).to_json()
+    return f"  {progress_line('V2', 'V1', state)}: {verdict_text(state)}"
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -37,7 +37,8 @@ import sys
 import time
 from typing import Any
 
-from sdk.commands.submit import _call, _common, _target
+from sdk.commands.submit import API_PREFIX, _call, _common, _target
+from sdk.compare import EloEstimate
 
 PROG = "tonk sprt"
 #: Seconds between two looks at the test's state.
@@ -135,7 +136,7 @@ def _names(base: str, token: str, tournament_id: int, timeout: float) -> tuple[s
         return None
     new = str(t.get("challenger"))
     old = next((str(e.get("bot")) for e in t.get("entries", []) if e.get("bot") != new), "?")
-    return new, old, f"{base.removesuffix('/api/v1')}/tournaments/{tournament_id}"
+    return new, old, f"{base.removesuffix(API_PREFIX)}/tournaments/{tournament_id}"
 
 
 def _watch(args: argparse.Namespace, base: str, token: str, tournament_id: int) -> int:
@@ -187,7 +188,7 @@ def _follow(
                 break
             time.sleep(max(0.05, args.poll))
     except KeyboardInterrupt:
-        arena = base.removesuffix("/api/v1")
+        arena = base.removesuffix(API_PREFIX)
         print(
             f"\nstopped watching; test {tournament_id} plays on. Watch it again: tonk sprt --watch "
             f"{tournament_id} --arena {arena}; stop it: tonk sprt --stop {tournament_id} --arena {arena}",
@@ -205,8 +206,7 @@ def _estimate(new: str, old: str, state: dict[str, Any]) -> str:
     est = state.get("estimate")
     if not est:
         return f"{new} - {old}: no pair played yet"
-    margin = (est["high"] - est["low"]) / 2.0
-    return f"{new} - {old} = {est['elo']:+.0f} +/- {margin:.0f} Elo [{est['low']:+.0f}, {est['high']:+.0f}]"
+    return EloEstimate(**est).text(new, old)
 
 
 def progress_line(new: str, old: str, state: dict[str, Any]) -> str:
@@ -217,15 +217,19 @@ def progress_line(new: str, old: str, state: dict[str, Any]) -> str:
     )
 
 
-def verdict_line(new: str, old: str, state: dict[str, Any]) -> str:
-    """The verdict, always with the estimate of V2 - V1 and its 95% interval: which bound was
-    crossed says only whether, the estimate says by how much."""
-    verdict = {
+def verdict_text(state: dict[str, Any]) -> str:
+    """What the test decided, in words (the state as the API gives it)."""
+    return {
         "H1": f"accepted H1 (better by >= {state.get('elo1', 0):g} Elo)",
         "H0": f"accepted H0 (no more than {state.get('elo0', 0):g} Elo better)",
         "inconclusive": "undecided: max pairs reached",
     }.get(state.get("verdict") or "", "stopped undecided" if state.get("stopped") else "undecided so far")
-    return f"{_estimate(new, old, state)}: {verdict} after {state.get('pairs', 0)} pairs"
 
 
-__all__ = ["progress_line", "register", "run_sprt", "sprt_parser", "verdict_line"]
+def verdict_line(new: str, old: str, state: dict[str, Any]) -> str:
+    """The verdict, always with the estimate of V2 - V1 and its 95% interval: which bound was
+    crossed says only whether, the estimate says by how much."""
+    return f"{_estimate(new, old, state)}: {verdict_text(state)} after {state.get('pairs', 0)} pairs"
+
+
+__all__ = ["progress_line", "register", "run_sprt", "sprt_parser", "verdict_line", "verdict_text"]

@@ -197,8 +197,10 @@ def test_the_cli_creates_a_gauntlet_and_runs_a_sequential_test(
     assert tonk(["sprt", "heuristic", "random", "--elo0", "0", "--elo1", "300", "--hands", "6",
                  "--batch", "6", "--seed", "777", "--quiet"]) == 0  # the seed of the test above
     out = capsys.readouterr().out
-    assert "accepted H1: better by at least 300 Elo" in out and "6 pairs" in out, out
-    assert re.search(r"; V2 - V1 = \+\d+ Elo \[95%: \+\d+, \+\d+\]$", out, re.MULTILINE), out
+    # The line tonk sprt --arena prints while it watches, and its verdict.
+    line = (r"^  6 pairs, LLR \d+\.\d\d in \[-\d+\.\d\d, \d+\.\d\d\]; "
+            r"V2 - V1 = \+\d+ \+/- \d+ Elo \[\+\d+, \+\d+\]: ")
+    assert re.search(line + r"accepted H1 \(better by >= 300 Elo\)$", out, re.MULTILINE), out
     assert tonk(["tournament", "status", "2"]) == 0
     status = capsys.readouterr().out
     assert "6 pairs, LLR" in status and "Elo [95% interval]" in status
