@@ -29,7 +29,7 @@ from arena.config import Settings
 from arena.errors import ArenaError, NotFoundError, PermissionDeniedError
 from arena.store.models import Bot, Owner, Tournament, utcnow
 from arena.store.statuses import BotStatus, TournamentKind, TournamentStatus
-from arena.tournaments.layout import locked_tournament
+from arena.tournaments.layout import check_count, locked_tournament
 from arena.tournaments.lifecycle import (
     InvalidTournamentError,
     TournamentStateError,
@@ -37,6 +37,7 @@ from arena.tournaments.lifecycle import (
     get_tournament_row,
     pause_tournament,
 )
+from arena.tournaments.settings import MAX_HANDS
 from arena.tournaments.sprt import sprt_params
 
 __all__ = ["FIELDS", "SprtLimitError", "SprtNotFoundError", "SprtRateError", "start_sprt", "stop_sprt"]
@@ -138,8 +139,7 @@ def start_sprt(session: Session, owner: Owner, body: dict[str, Any], settings: S
     if new.id == old.id:
         raise InvalidTournamentError(f"'new' and 'old' are the same bot ({new.name!r}): test two versions")
     hands = _number(body, "hands_per_match", whole=True)
-    if not 1 <= hands <= 10_000:
-        raise InvalidTournamentError(f"'hands_per_match' must be from 1 to 10000, got {hands}")
+    check_count("hands_per_match", hands, MAX_HANDS)  # before the owner's bound is weighed
     cap = DEFAULT_MAX_PAIRS if owner.is_operator else min(DEFAULT_MAX_PAIRS, settings.sprt_max_pairs)
     batch = _number(body, "batch", whole=True)
     max_pairs = body.get("max_pairs", max(cap, batch) if isinstance(batch, int) else cap)
