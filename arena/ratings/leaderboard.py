@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from arena.ratings.model import RatedMatch, RatingModel, RatingTable, fit
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
 from arena.store.statuses import MatchStatus, TournamentStatus
-from arena.store.tokens import done_token
+from arena.store.tokens import done_token, versions_token
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,7 @@ class _Live:
     table: RatingTable  # every version's rating, from the model's last fit or update
     board: Leaderboard
     since: dt.datetime | None  # the latest finished_at among the matches added
+    versions: Hashable = None  # arena.store.tokens.versions_token when the rows were read
     added: int = 0  # matches added since the last full fit
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -169,26 +170,25 @@ def current_leaderboard(session: Session) -> Leaderboard:
     finished since the last call in this process (incrementally: see the module's notes),
     and its rows read again when a bot's current version changed."""
     key = str(session.get_bind().engine.url)
-    token = done_token(session)
-    current = current_versions(session)
+    token, versions = done_token(session), versions_token(session)
     with _models_lock:
         live = _models.get(key)
+    if live is not None and live.token == token and live.versions == versions:
+        return live.board  # the common case: nothing new, no lock to wait for
+    current = current_versions(session)
     if live is not None and live.token == token:
-        board = live.board
-        if board.current == current:  # the common case: nothing new, no lock to wait for
-            return board
         with live.lock:
-            return _rows_for(session, live, current)
+            return _rows_for(session, live, current, versions)
     if live is None or token[0] < live.model.total:  # first call, or matches went away
-        return _full(session, key, token, current)
+        return _full(session, key, token, current, versions)
     with live.lock:
         if live.token == token:  # another thread did it meanwhile
-            return _rows_for(session, live, current)
+            return _rows_for(session, live, current, versions)
         since = _latest_finish(session)
         start = None if live.since is None else live.since - _SLACK
         new = [r for r in match_results(session, finished_since=start) if r.match_id not in live.model]
         if live.model.total + len(new) < token[0]:  # an odd case (a finish time far out of order)
-            return _full(session, key, token, current)
+            return _full(session, key, token, current, versions)
         live.model.add(new)
         live.added += len(new)
         if live.added >= REFIT_SHARE * live.model.total:
@@ -196,20 +196,27 @@ def current_leaderboard(session: Session) -> Leaderboard:
         else:
             live.table = live.model.update(pairwise=False)
         live.board = _leaderboard(session, live.model, live.table, live.model.total, current)
-        live.token, live.since = token, since
+        live.token, live.since, live.versions = token, since, versions
         return live.board
 
 
-def _rows_for(session: Session, live: _Live, current: dict[int, tuple[int, int]]) -> Leaderboard:
+def _rows_for(
+    session: Session, live: _Live, current: dict[int, tuple[int, int]], versions: Hashable
+) -> Leaderboard:
     """The live board, its rows read again if a bot's current version changed since (a new
     version: the bot's row is its rating, none until it has played). Under ``live.lock``."""
     if live.board.current != current:
         live.board = _leaderboard(session, live.model, live.table, live.board.done_matches, current)
+    live.versions = versions
     return live.board
 
 
 def _full(
-    session: Session, key: str, token: tuple[int, int | None], current: dict[int, tuple[int, int]]
+    session: Session,
+    key: str,
+    token: tuple[int, int | None],
+    current: dict[int, tuple[int, int]],
+    versions: Hashable,
 ) -> Leaderboard:
     since = _latest_finish(session)
     model = RatingModel()
@@ -217,7 +224,7 @@ def _full(
     table = model.fit(pairwise=False)
     board = _leaderboard(session, model, table, token[0], current)
     with _models_lock:
-        _models[key] = _Live(model, token, table, board, since)
+        _models[key] = _Live(model, token, table, board, since, versions)
     return board
 
 
