@@ -173,8 +173,8 @@ class MatchLife:
         except (GatewayLostError, BotOfflineError) as exc:
             # After a drop mid-match the bot has seen part of this deal: it is dealt afresh.
             lost = exc if isinstance(exc, BotLinkLostError) else None
-            self.hand_back(since if isinstance(exc, BotOfflineError) else None, reseed=lost is not None,
-                           notice=(plan.seats[lost.seat].bot_id, lost) if lost else None)  # fmt: skip
+            self.hand_back(since if isinstance(exc, BotOfflineError) else None,
+                           relinked=(plan.seats[lost.seat].bot_id, lost) if lost else None)  # fmt: skip
             return Outcome.WAITING
         except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it
             self.fail(exc)
@@ -380,24 +380,24 @@ class MatchLife:
         self,
         waiting_since: dt.datetime | None = None,
         *,
-        reseed: bool = False,
-        notice: tuple[int, BotLinkLostError] | None = None,
+        relinked: tuple[int, BotLinkLostError] | None = None,
     ) -> bool:
         """running -> pending, nothing recorded, to be played from its start (its gateway went
         away mid-match, or its bot was gone at the start), its offline grace counted from
-        ``waiting_since`` (default now); and its slots freed. ``reseed``: dealt afresh, from a
-        seed derived from the old one and the claim (a bot whose link dropped mid-match has
-        seen part of the old deal; the old seed was never shown, so the new one cannot be
-        guessed). ``notice``: the bot (id) whose link dropped, and how: kept as its uncharged
+        ``waiting_since`` (default now); and its slots freed. ``relinked``: the bot (id) whose
+        link dropped mid-match and came back, and how: the match is dealt afresh, from a seed
+        derived from the old one and the claim (the bot has seen part of the old deal; the old
+        seed was never shown, so the new one cannot be guessed), and the bot gets an uncharged
         relink notice (arena/play/offline.py counts them)."""
         with session_scope(self.url) as session:
             values: dict[str, object] = {
                 "status": MatchStatus.PENDING, "heartbeat_at": None, "worker": None,
                 "waiting_since": waiting_since or utcnow(),
             }  # fmt: skip
-            if reseed:
+            row = None
+            if relinked is not None:
                 row = session.execute(
-                    select(Match.seed, Match.attempts).where(Match.id == self.match_id)
+                    select(Match.seed, Match.attempts, Match.hands_played).where(Match.id == self.match_id)
                 ).first()
                 if row is not None:
                     values["seed"] = derive_seed(row.seed, f"relink/{row.attempts}")
@@ -408,11 +408,10 @@ class MatchLife:
                 .values(**values)
                 .execution_options(synchronize_session=False)
             )  # fmt: skip
-            if done.rowcount and notice is not None:  # type: ignore[attr-defined]
-                bot_id, lost = notice
-                hands = session.scalar(select(Match.hands_played).where(Match.id == self.match_id))
+            if done.rowcount and relinked is not None and row is not None:  # type: ignore[attr-defined]
+                bot_id, lost = relinked
                 session.add(FaultRecord(
-                    match_id=self.match_id, seat=lost.seat, bot_id=bot_id, hand_index=hands or 0,
+                    match_id=self.match_id, seat=lost.seat, bot_id=bot_id, hand_index=row.hands_played or 0,
                     decision=RELINK_DECISION, kind=RELINK_NOTICE_KIND,
                     reason=clean_text(f"{lost}; the match is replayed from its start, dealt afresh",
                                       REASON_LIMIT),

@@ -26,7 +26,7 @@ raises :class:`~arena.link.player.BotOfflineError` and ``MatchLife.hand_back``
 A link that drops mid-match (a bot restarted, a network blip) is waited for too, briefly:
 the seat's player looks for the bot for up to :func:`relink_wait` seconds (``RELINK_WAIT_S``,
 at most the tournament's grace); back, the match is handed back the same way and replayed
-from its start, uncharged, and dealt afresh (``MatchLife.hand_back(reseed=True)``: the bot must
+from its start, uncharged, and dealt afresh (``MatchLife.hand_back(relinked=...)``: the bot must
 not play again cards it has seen). A match of a duplicate deal cannot be dealt afresh without
 losing its pairing, so there a drop is charged at once (:func:`in_duplicate_deal`); under the
 default deal mode ``auto`` a connected bot's tables are dealt independently anyway.
