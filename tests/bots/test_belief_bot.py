@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 import pytest
-from helpers.worlds import assert_consistent, observations
+from helpers.worlds import assert_consistent, observations, searched_observations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +18,7 @@ from bots.belief import MODEL, BeliefBot, BeliefSampler, SeatEvidence, evidence
 from bots.greedy import GreedyBot
 from bots.heuristic import HeuristicBot
 from bots.random_bot import RandomBot
-from sdk.actions import Action, Discard, Draw
+from sdk.actions import Discard, Draw
 from sdk.bot import Bot, MatchInfo
 from sdk.cards import Card
 from sdk.dealing import deck_order
@@ -52,16 +52,7 @@ def test_never_deals_a_card_seen_elsewhere(seed: int, players: int, which: int) 
 
 @pytest.mark.parametrize("players", [2, 3, 4])
 def test_consistent_at_every_decision_of_its_own_play(players: int) -> None:
-    seen: list[Observation] = []
-
-    class Recorder(BeliefBot):
-        def act(self, obs: Observation) -> Action | int:
-            seen.append(obs)
-            return super().act(obs)
-
-    table: list[Callable[[], Bot]] = [partial(Recorder, budget_ms=0, iterations=2)]
-    table += [HeuristicBot, GreedyBot] * 2
-    play_match([LocalPlayer(f) for f in table[:players]], 60 + players, 4)
+    seen = searched_observations(BeliefBot, players, 60 + players)
     rng = random.Random(players)
     for obs in seen:
         assert_consistent(obs, BeliefSampler(obs).sample_modelled(rng))

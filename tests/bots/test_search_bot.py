@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 import pytest
-from helpers.worlds import assert_consistent, observations
+from helpers.worlds import assert_consistent, observations, searched_observations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -40,16 +40,7 @@ def test_every_sample_is_consistent(seed: int, players: int, which: int) -> None
 @pytest.mark.parametrize("players", [2, 3, 4, 5, 6])
 def test_consistent_at_every_decision_of_search_play(players: int) -> None:
     # Observations met by the search bot itself, mid-turn ones (after a pick-up) included.
-    seen: list[Observation] = []
-
-    class Recorder(SearchBot):
-        def act(self, obs: Observation) -> Action | int:
-            seen.append(obs)
-            return super().act(obs)
-
-    table: list[Callable[[], Bot]] = [partial(Recorder, budget_ms=0, iterations=2)]
-    table += [HeuristicBot, GreedyBot] * 3
-    play_match([LocalPlayer(f) for f in table[:players]], 40 + players, 4)
+    seen = searched_observations(SearchBot, players, 40 + players)
     assert any(obs.phase == "play" for obs in seen)
     rng = random.Random(players)
     for obs in seen:

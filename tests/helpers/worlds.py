@@ -3,8 +3,14 @@ check that a sampled world agrees with what the observing seat saw."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from bots.greedy import GreedyBot
+from bots.heuristic import HeuristicBot
+from bots.search import SearchBot
 from sdk.actions import Action
+from sdk.bot import Bot
 from sdk.engine import HandState
 from sdk.observation import Observation, observe
 from sdk.referee import LocalPlayer, play_match
@@ -54,3 +60,19 @@ def assert_consistent(obs: Observation, world: HandState, uniform_rules: bool = 
             assert not (set(hand) - known) & seen, "a card seen face up was dealt as hidden"
     if uniform_rules:
         assert not set(world.stock) & seen
+
+
+def searched_observations(bot: type[SearchBot], players: int, seed: int) -> list[Observation]:
+    """Every observation ``bot`` (a search bot, at 2 worlds a decision) met in seat 0 of a
+    4-hand match against heuristic and greedy bots: mid-turn ones (after a pick-up) too."""
+    seen: list[Observation] = []
+
+    class Recorder(bot):  # type: ignore[valid-type,misc]
+        def act(self, obs: Observation) -> Action | int:
+            seen.append(obs)
+            return super().act(obs)
+
+    table: list[Callable[[], Bot]] = [partial(Recorder, budget_ms=0, iterations=2)]
+    table += [HeuristicBot, GreedyBot] * 3
+    play_match([LocalPlayer(f) for f in table[:players]], seed, 4)
+    return seen
