@@ -206,11 +206,11 @@ def cmd_create(args: argparse.Namespace) -> int:
 def cmd_sprt(args: argparse.Namespace) -> int:
     from arena.store.db import session_scope
     from arena.tournaments.lifecycle import create_tournament, get_tournament_row, resolve_bots
-    from arena.tournaments.sprt import sprt_params
+    from arena.tournaments.sprt import DEFAULT_MAX_PAIRS, sprt_params
 
     settings = _settings()
     try:
-        max_pairs = 2000 if args.max_pairs is None else args.max_pairs
+        max_pairs = DEFAULT_MAX_PAIRS if args.max_pairs is None else args.max_pairs
         params = sprt_params(args.elo0, args.elo1, args.alpha, args.beta, args.batch, max_pairs)
         with session_scope(settings.database_url) as session:
             tournament = create_tournament(

@@ -38,7 +38,7 @@ from arena.tournaments.lifecycle import (
     pause_tournament,
 )
 from arena.tournaments.settings import MAX_HANDS
-from arena.tournaments.sprt import sprt_params
+from arena.tournaments.sprt import DEFAULT_MAX_PAIRS, sprt_params
 
 __all__ = ["FIELDS", "SprtLimitError", "SprtNotFoundError", "SprtRateError", "start_sprt", "stop_sprt"]
 
@@ -47,8 +47,6 @@ FIELDS = frozenset(("new", "old", "elo0", "elo1", "alpha", "beta", "batch", "han
 #: What a field left out means (the operator's ``tonk sprt`` has the same defaults).
 DEFAULTS: dict[str, Any] = {"elo0": 0.0, "elo1": 20.0, "alpha": 0.05, "beta": 0.05, "batch": 8,
                             "hands_per_match": 20}  # fmt: skip
-#: ``max_pairs`` left out: this, or the operator's bound if lower.
-DEFAULT_MAX_PAIRS = 2000
 #: Tests that count against an owner's running bound.
 _LIVE = (TournamentStatus.CREATED, TournamentStatus.RUNNING)
 
@@ -140,6 +138,7 @@ def start_sprt(session: Session, owner: Owner, body: dict[str, Any], settings: S
         raise InvalidTournamentError(f"'new' and 'old' are the same bot ({new.name!r}): test two versions")
     hands = _number(body, "hands_per_match", whole=True)
     check_count("hands_per_match", hands, MAX_HANDS)  # before the owner's bound is weighed
+    # ``max_pairs`` left out: the default, or the operator's bound if lower.
     cap = DEFAULT_MAX_PAIRS if owner.is_operator else min(DEFAULT_MAX_PAIRS, settings.sprt_max_pairs)
     batch = _number(body, "batch", whole=True)
     max_pairs = body.get("max_pairs", max(cap, batch) if isinstance(batch, int) else cap)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -161,8 +161,17 @@ def look(
     return n * mean, lower - max(lower / 2.0, -step), upper - min(upper / 2.0, step)
 
 
+#: Pairs after which a test stops undecided, unless told otherwise.
+DEFAULT_MAX_PAIRS: Final = 2000
+
+
 def sprt_params(
-    elo0: float, elo1: float, alpha: float = 0.05, beta: float = 0.05, batch: int = 8, max_pairs: int = 2000
+    elo0: float,
+    elo1: float,
+    alpha: float = 0.05,
+    beta: float = 0.05,
+    batch: int = 8,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
 ) -> dict[str, Any]:
     """Checked parameters, as stored in ``tournaments.params``."""
     for name, value in (("elo0", elo0), ("elo1", elo1)):
