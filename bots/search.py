@@ -490,6 +490,7 @@ class SearchBot(Bot):
         self.budget = budget_ms / 1000.0 if budget_ms > 0 else None
         self.hard_stop = self.budget  # seconds of wall time after which a work budget gives up
         self.last_iterations = 0  # worlds searched at the last decision (for tests and benches)
+        self.last_work = 0  # rollout turns (and world-candidate pairs) the last decision spent
         self.guide = HeuristicBot()  # its draws and discards are the defaults the search tests
         self.clock = time.perf_counter  # the budget's clock (tests may swap in a CPU clock)
         # (wall, CPU) seconds of every decision of the match: on a loaded machine the wall
@@ -513,6 +514,7 @@ class SearchBot(Bot):
         started = self.clock()
         legal = obs.legal_actions
         self.last_iterations = 0
+        self.last_work = 0
         if len(legal) == 1:
             return legal[0]
         rng = random.Random(self.rng.getrandbits(64))
@@ -564,16 +566,17 @@ class SearchBot(Bot):
         totals = [0.0] * n
         diff_sq = [[0.0] * n for _ in range(n)]  # sums of squared paired differences
         deadline = None if self.budget is None else started + self.budget * self.budget_use
-        work_left = math.inf
+        work_budget = math.inf
+        spent = 0
         if self.work_per_ms is not None and self.budget is not None and self.hard_stop is not None:
-            work_left = self.budget * 1000.0 * self.budget_use * self.work_per_ms
+            work_budget = self.budget * 1000.0 * self.budget_use * self.work_per_ms
             deadline = started + self.hard_stop
         slowest = 0.0  # longest rollout so far, to predict whether the next one fits
         sample = sampler.sample_modelled if self.opponent_model else sampler.sample
         clock = self.clock
         done = 0
         limit = self.max_iterations
-        while (limit is None or done < limit) and work_left > 0:
+        while (limit is None or done < limit) and spent < work_budget:
             if deadline is not None and clock() + 2 * slowest > deadline:
                 break
             world = sample(rng)
@@ -584,7 +587,7 @@ class SearchBot(Bot):
                     break
                 state = world.copy()
                 state.apply(action)
-                work_left -= 1  # a world and a candidate cost something even when settled at once
+                spent += 1  # a world and a candidate cost something even when settled at once
                 if state.outcome is not None:
                     results.append(float(state.outcome.payoffs[seat]))
                 else:
@@ -593,7 +596,7 @@ class SearchBot(Bot):
                         policy.public.discarded(seat, action.card)
                     turns = state.turns
                     results.append(policy.finish(state, seat, self.max_rollout_turns))
-                    work_left -= state.turns - turns
+                    spent += state.turns - turns
                 slowest = max(slowest, clock() - t0)
             if len(results) < n:
                 break  # out of time mid-world: keep every comparison paired
@@ -604,6 +607,7 @@ class SearchBot(Bot):
                     row[j] += (r - q) ** 2
             done += 1
         self.last_iterations = done
+        self.last_work = spent
         if done < 2:
             return candidates[0]
         means = [t / done for t in totals]

@@ -4,7 +4,6 @@ budget, it is deterministic with an iteration budget, and it only plays legal ac
 from __future__ import annotations
 
 import random
-import time
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 from bots.greedy import GreedyBot
 from bots.heuristic import HeuristicBot
 from bots.random_bot import RandomBot
-from bots.search import BUDGET_ENV, Sampler, SearchBot
+from bots.search import BUDGET_ENV, RolloutPolicy, Sampler, SearchBot
 from sdk.actions import Action
 from sdk.bot import Bot
 from sdk.observation import Observation
@@ -70,31 +69,90 @@ def test_uniform_sampling_is_uniform() -> None:
         assert abs(counts[card] - expected) < 5 * expected**0.5
 
 
-def test_budget_is_respected() -> None:
-    # The budget logic runs on this thread's CPU clock here: on the wall clock a loaded machine
-    # (CI, or several benches at once) preempts the process for tens of milliseconds at a
-    # time, which no bot can prevent, and a test of that would only measure the load.
+class _Ticks:
+    """A clock that moves ``step`` seconds each time it is read: the search's stopping logic,
+    tested without measuring a machine's speed or load (that is bench/strength.py's job)."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 0.0
+        self.step = step
+        self.readings: list[float] = []
+
+    def __call__(self) -> float:
+        self.now += self.step
+        self.readings.append(self.now)
+        return self.now
+
+
+class _Recording(SearchBot):
+    """Records each search: (worlds, work, candidates) and, on a :class:`_Ticks` clock, the
+    clock time it took."""
+
+    ticks: float | None = None  # a _Ticks step to swap in for the clock
+
+    def __init__(self, budget_ms: float) -> None:
+        super().__init__(budget_ms=budget_ms)
+        if self.ticks is not None:
+            self.clock = _Ticks(self.ticks)
+        self.spent: list[tuple[int, int, int]] = []
+        self.used: list[float] = []
+
+    def search(
+        self,
+        obs: Observation,
+        sampler: Sampler,
+        base: RolloutPolicy,
+        candidates: list[Action],
+        rng: random.Random,
+        started: float,
+    ) -> Action:
+        action = super().search(obs, sampler, base, candidates, rng, started)
+        self.spent.append((self.last_iterations, self.last_work, len(candidates)))
+        if isinstance(self.clock, _Ticks):
+            self.used.append(self.clock.now - started)
+        return action
+
+
+def test_work_budget_is_respected() -> None:
+    # The budget is counted in rollout turns, so this is exact on any machine: a search stops
+    # before the world that would start past its budget, overshooting by at most one world.
     budget_ms = 20.0
-
-    class Timed(SearchBot):
-        def __init__(self) -> None:
-            super().__init__(budget_ms=budget_ms)
-            self.clock = time.thread_time
-            self.searched: list[int] = []
-
-        def decide(self, obs: Observation) -> Action:
-            action = super().decide(obs)
-            self.searched.append(self.last_iterations)
-            return action
-
-    player = LocalPlayer(Timed)
+    player = LocalPlayer(partial(_Recording, budget_ms=budget_ms))
     result = play_match([player, LocalPlayer(HeuristicBot)], seed=99, hands=6)
     assert result.faults == []
     bot = player.bot
-    assert isinstance(bot, Timed)
-    assert max(bot.searched) > 1, "the budget allowed no search at all"
-    slowest = max(cpu for _, cpu in bot.timings) * 1000
-    assert slowest <= budget_ms * 1.1, f"a decision took {slowest:.1f} ms of CPU time"
+    assert isinstance(bot, _Recording)
+    assert SearchBot.work_per_ms is not None
+    budget = budget_ms * SearchBot.budget_use * SearchBot.work_per_ms
+    searched = bot.spent
+    assert max(w for w, _, _ in searched) > 1, "the budget allowed no search at all"
+    for _, work, candidates in searched:
+        assert work <= budget + candidates * (SearchBot.max_rollout_turns + 1)
+    # ...and it is the budget that stops a search, not a cap on worlds.
+    assert any(work >= budget for _, work, _ in searched)
+
+
+@pytest.mark.parametrize("work_per_ms", [None, 1e9])
+def test_clock_stops_the_search(work_per_ms: float | None) -> None:
+    # On the clock alone (work_per_ms None), a search stops within its budget; with a work
+    # budget it cannot reach (a badly overloaded machine), the clock stops it at the safety
+    # share of the match's decision deadline.
+    step = 0.0002
+
+    class Clocked(_Recording):
+        ticks = step
+
+    Clocked.work_per_ms = work_per_ms
+    player = LocalPlayer(partial(Clocked, budget_ms=20.0))
+    result = play_match([player, LocalPlayer(HeuristicBot)], seed=99, hands=3)
+    assert result.faults == []
+    bot = player.bot
+    assert isinstance(bot, Clocked)
+    assert bot.used and max(w for w, _, _ in bot.spent) > 1
+    limit = bot.budget * bot.budget_use if work_per_ms is None else bot.hard_stop
+    assert limit is not None
+    assert max(bot.used) <= limit + 2 * step
+    assert max(bot.used) >= limit - 4 * step * 20, "the clock never came near the limit"
 
 
 def test_budget_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
