@@ -13,7 +13,12 @@ and the log loss:
 * ``uniform``: the search bot's worlds with the unseen cards dealt uniformly;
 * ``modelled``: the search bot's worlds weighted by its card model (its default);
 * ``belief``: the belief bot's worlds (bots/belief.py: card values by discards made, and the
-  cards each opponent passed, discarded and picked up).
+  cards each opponent passed, discarded and picked up);
+* ``replayed``: the belief bot's worlds, kept only if the heuristic bot, put in the
+  opponent's seat with the world's cards, would have played its last turn as it did: not
+  gone down at its start, and discarded the card it discarded (:class:`ReplayedSampler`).
+  Here the opponent *is* the heuristic bot, so this is its exact policy read on the turn
+  that says most about its hand now: what no model of opponents can beat on that turn.
 
 Also printed: at the search bot's bar (``p >= 0.75``), how many positions it would go down
 in and how many of those it is really lowest in.
@@ -22,6 +27,7 @@ in and how many of those it is really lowest in.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import random
 import sys
@@ -33,9 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bots.belief import BeliefSampler
 from bots.heuristic import CardCounter, HeuristicBot
 from bots.search import Sampler
+from sdk.actions import Discard, Draw, Event, Layoff, Meld
+from sdk.cards import Card
 from sdk.dealing import deck_order
 from sdk.engine import HandState
 from sdk.observation import Observation, observe
+from sdk.outcome import Phase
 
 Estimate = Callable[[Observation, random.Random, int], float]
 
@@ -79,6 +88,108 @@ def sampled(modelled: bool, kind: type[Sampler] = Sampler) -> Estimate:
     return estimate
 
 
+class ReplayedSampler(BeliefSampler):
+    """Belief worlds in which the heuristic bot in the opponent's seat would have played its
+    last turn as it did (heads-up, at the start of the observer's turn). A world failing the
+    test is redrawn, up to :attr:`tries` times (then the last one is kept)."""
+
+    tries = 12
+
+    def __init__(self, obs: Observation, drop_margin: float = 0.5) -> None:
+        super().__init__(obs, drop_margin)
+        self.guide = HeuristicBot()
+        self.guide.rng = random.Random(1)
+        self.redrawn = self.worlds = 0
+        history = obs.history
+        self.ready = (
+            obs.phase == "start"
+            and len(obs.hand_sizes) == 2
+            and bool(history)
+            and isinstance(history[-1].action, Discard)
+        )
+        if not self.ready:
+            return
+        self.opp = history[-1].seat
+        last = history[-1].action
+        assert isinstance(last, Discard)
+        self.thrown = last.card
+        draw_at = len(history) - 2
+        while draw_at >= 0 and not (
+            history[draw_at].seat == self.opp and isinstance(history[draw_at].action, Draw)
+        ):
+            draw_at -= 1
+        self.ready = draw_at >= 0
+        self.draw = history[draw_at]
+        # The opponent's view of the history: the observer's stock draws hidden from it.
+        self.history = tuple(
+            Event(e.seat, e.action, None)
+            if e.seat != self.opp and isinstance(e.action, Draw) and e.action.source == "stock"
+            else e
+            for e in history
+        )
+        self.draw_at = draw_at
+        # Its own stock draw is hidden from the observer; the drop test needs its hand before
+        # it, so that test runs only on turns without melds or lay-offs (most turns).
+        self.plain = not any(isinstance(e.action, (Meld, Layoff)) for e in history[draw_at + 1 : -1])
+        picked = self.draw.card if self.draw.action.source == "discard" else None  # type: ignore[attr-defined]
+        self.picked: Card | None = picked
+
+    def _view(
+        self, hands: list[list[Card]], pile: list[Card], stock: list[Card], upto: int, phase: Phase
+    ) -> Observation:
+        obs = self.obs
+        state = HandState.from_position(
+            hands, pile, stock, obs.table, dealer=obs.dealer, to_act=self.opp, rules=obs.rules
+        )
+        state.phase = phase
+        state.turns = obs.turn - 1
+        if phase is Phase.PLAY:
+            state.picked = self.picked
+        return dataclasses.replace(observe(state, self.opp), history=self.history[:upto])
+
+    def played_so(self, world: HandState) -> bool:
+        """Whether the heuristic bot holding the world's cards would have played so."""
+        obs, opp = self.obs, self.opp
+        hands = [list(h) for h in world.hands]
+        hands[opp].append(self.thrown)
+        view = self._view(hands, list(obs.discard[:-1]), list(world.stock), len(self.history) - 1, Phase.PLAY)
+        reply = self.guide.act(view)
+        if (view.legal_actions[reply] if isinstance(reply, int) else reply) != Discard(self.thrown):
+            return False
+        if not self.plain:
+            return True
+        # Its turn's start: without the card it drew. A stock draw is one of its unknown
+        # cards: the lowest of them (the case least likely to have gone down).
+        if self.picked is not None:
+            drawn = self.picked
+        else:
+            known = set(obs.opponent_known_cards(opp))
+            drawn = min((c for c in hands[opp] if c not in known), key=lambda c: c.value)
+        hands[opp].remove(drawn)
+        pile = list(obs.discard[:-1])
+        stock = list(world.stock)
+        if self.picked is not None:
+            pile.append(drawn)
+        else:
+            stock.insert(0, drawn)
+        view = self._view(hands, pile, stock, self.draw_at, Phase.START)
+        if not view.can_drop():
+            return True
+        return self.guide.drop_value(view, CardCounter(view, self.guide.horizon)) < self.guide.drop_margin
+
+    def sample_modelled(self, rng: random.Random) -> HandState:
+        world = super().sample_modelled(rng)
+        if not self.ready:
+            return world
+        self.worlds += 1
+        for _ in range(self.tries):
+            if self.played_so(world):
+                break
+            self.redrawn += 1
+            world = super().sample_modelled(rng)
+        return world
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hands", type=int, default=600)
@@ -95,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         ("uniform", sampled(False)),
         ("modelled", sampled(True)),
         ("belief", sampled(True, BeliefSampler)),
+        ("replayed", sampled(True, ReplayedSampler)),
     )
     for name, estimate in estimates:
         rng = random.Random(3)

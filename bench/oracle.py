@@ -7,7 +7,8 @@ The search bot (``bots/search.py``, same budget, same rollouts, same go-down bar
 the truth instead of sampled worlds: every world it searches holds the opponents' real
 hands (``--see hands``; the stock is shuffled, as it does not know the order), or the real
 hands and the real stock order too (``--see all``, so its rollouts see the future), or the
-real hands only when a turn starts (``--see start``: go down, or where to draw from). It is
+real hands only when a turn starts (``--see start``: go down, or where to draw from), or for
+one of those two questions alone (``--see drop``, ``--see draw``). It is
 scored against the heuristic bot exactly as ``bench/search.py`` scores the honest search bot
 (duplicate deals, per-deal Elo-style score), so the two are directly comparable.
 
@@ -32,7 +33,8 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bots.search import Sampler, SearchBot
+from bots.search import RolloutPolicy, Sampler, SearchBot
+from sdk.actions import DROP, Action
 from sdk.bot import MatchInfo
 from sdk.cards import Card
 from sdk.dealing import deck_order
@@ -107,6 +109,51 @@ class StartOracleBot(OracleBot):
         return super().sampler(obs) if obs.phase == "start" else SearchBot.sampler(self, obs)
 
 
+class _SplitStartOracleBot(OracleBot):
+    """The oracle for one of the two questions at a turn's start (go down, or where to draw
+    from), the honest worlds for the other; everything else honest. Each start searches
+    twice, with the full budget each time (this is a measuring instrument)."""
+
+    oracle_drops = True
+
+    def search(
+        self,
+        obs: Observation,
+        sampler: Sampler,
+        base: RolloutPolicy,
+        candidates: list[Action],
+        rng: random.Random,
+        started: float,
+    ) -> Action:
+        honest = SearchBot.sampler(self, obs)
+        if obs.phase != "start":
+            return super().search(obs, honest, base, candidates, rng, started)
+        if DROP not in candidates:  # where to draw from is the only question
+            only = honest if self.oracle_drops else sampler
+            return super().search(obs, only, base, candidates, rng, started)
+        first, second = (sampler, honest) if self.oracle_drops else (honest, sampler)
+        choice = super().search(obs, first, base, candidates, rng, started)
+        if choice == DROP:
+            return DROP
+        playing = [a for a in candidates if a != DROP]
+        if len(playing) == 1:
+            return playing[0]
+        return super().search(obs, second, base, playing, rng, self.clock())
+
+
+class DropOracleBot(_SplitStartOracleBot):
+    """Goes down when the oracle would; draws as the honest search does."""
+
+    name = "oracle-drop"
+
+
+class DrawOracleBot(_SplitStartOracleBot):
+    """Goes down when the honest search would; draws as the oracle does."""
+
+    name = "oracle-draw"
+    oracle_drops = False
+
+
 class FullOracleBot(OracleBot):
     """The oracle that also knows the stock's order."""
 
@@ -129,9 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--see",
         nargs="+",
-        choices=("hands", "all", "start"),
+        choices=("hands", "all", "start", "drop", "draw"),
         default=["hands", "all"],
-        help="hands: the opponents' hands; all: and the stock order; start: hands, at turn starts only",
+        help="hands: the opponents' hands; all: and the stock order; start: hands, at turn starts "
+        "only; drop / draw: hands, for going down / for where to draw from only",
     )
     parser.add_argument("--budget-ms", type=float, default=200.0)
     parser.add_argument("--seed", type=int, default=1)
@@ -143,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         "hands": f"{__name__}:OracleBot",
         "all": f"{__name__}:FullOracleBot",
         "start": f"{__name__}:StartOracleBot",
+        "drop": f"{__name__}:DropOracleBot",
+        "draw": f"{__name__}:DrawOracleBot",
     }
     for see in args.see:
         started = time.perf_counter()

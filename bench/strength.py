@@ -79,8 +79,27 @@ class Oracle(oracle.OracleBot):  # type: ignore[misc,name-defined]  # loaded by 
         _on_cpu_clock(self)
 
 
+class OracleDrop(oracle.DropOracleBot):  # type: ignore[misc,name-defined]
+    def __init__(self) -> None:
+        super().__init__()
+        _on_cpu_clock(self)
+
+
+class OracleDraw(oracle.DrawOracleBot):  # type: ignore[misc,name-defined]
+    def __init__(self) -> None:
+        super().__init__()
+        _on_cpu_clock(self)
+
+
 def specs() -> dict[str, str]:
-    return {"belief": f"{__name__}:Belief", "search": f"{__name__}:Search", "oracle": f"{__name__}:Oracle"}
+    return {
+        "belief": f"{__name__}:Belief",
+        "search": f"{__name__}:Search",
+        "oracle": f"{__name__}:Oracle",
+        # The oracle's knowledge for one question at a turn's start only (bench/oracle.py).
+        "oracle-drop": f"{__name__}:OracleDrop",
+        "oracle-draw": f"{__name__}:OracleDraw",
+    }
 
 
 def run(hero: str, players: int, deals: int, seed: int, jobs: int, chunk: int = 25) -> Any:
