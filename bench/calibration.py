@@ -31,7 +31,7 @@ import dataclasses
 import math
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -49,24 +49,31 @@ from sdk.outcome import Phase
 Estimate = Callable[[Observation, random.Random, int], float]
 
 
+def heuristic_hand(seed: int, hand: int) -> Iterator[tuple[HandState, Observation]]:
+    """Every (true state, observation of the seat to act) of one heads-up hand of the
+    heuristic bot against itself, each seat's random numbers seeded from the hand."""
+    state = HandState.deal(deck_order(seed, hand), 2, hand % 2)
+    bots = [HeuristicBot(), HeuristicBot()]
+    for i, bot in enumerate(bots):
+        bot.rng = random.Random(f"{seed}:{hand}:{i}")
+    while state.outcome is None:
+        seat = state.to_act
+        obs = observe(state, seat, ("a", "b"), (0, 0), hand, 1)
+        yield state, obs
+        reply = bots[seat].act(obs)
+        state.apply(obs.legal_actions[reply] if isinstance(reply, int) else reply, seat)
+
+
 def positions(hands: int, seed: int) -> list[tuple[Observation, bool]]:
     """(observation, whether the seat is strictly lowest) at every start of a turn, from the
     second round on, where going down is allowed."""
     out: list[tuple[Observation, bool]] = []
     for h in range(hands):
-        state = HandState.deal(deck_order(seed, h), 2, h % 2)
-        bots = [HeuristicBot(), HeuristicBot()]
-        for i, bot in enumerate(bots):
-            bot.rng = random.Random(f"{seed}:{h}:{i}")
-        while state.outcome is None:
-            seat = state.to_act
-            obs = observe(state, seat, ("a", "b"), (0, 0), h, hands)
+        for state, obs in heuristic_hand(seed, h):
             if obs.phase == "start" and obs.turn >= 2 and obs.can_drop():
-                mine = sum(c.value for c in state.hands[seat])
-                theirs = sum(c.value for c in state.hands[1 - seat])
+                mine = sum(c.value for c in state.hands[obs.seat])
+                theirs = sum(c.value for c in state.hands[1 - obs.seat])
                 out.append((obs, mine < theirs))
-            reply = bots[seat].act(obs)
-            state.apply(obs.legal_actions[reply] if isinstance(reply, int) else reply, seat)
     return out
 
 

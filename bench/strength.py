@@ -2,13 +2,16 @@
 """How strong is the house bot to beat? It, the search bot and the perfect-information
 ceiling against the heuristic bot, on the same duplicate deals, heads-up and at 3 seats.
 
-    .venv/bin/python bench/strength.py [--hands 300] [--hands3 150] [--bots belief search oracle] [--jobs 2]
+    .venv/bin/python bench/strength.py [--hands 300] [--hands3 150] [--bots belief search oracle]
+        [--bots3 belief search] [--seed 1] [--jobs 2]
 
 Every bot named in ``--bots`` plays the same deals (the seeds do not depend on the bot), each
 deal once per seating of the hero with the heuristic bot everywhere else, so card luck
 cancels and the bots are compared on equal cards. ``oracle`` is the search bot searching
 the real hands (``bench/oracle.py``): the most that reading the opponents' cards can be worth
-to a search of this kind, measured in the same run. Printed per bot and table size: chips per
+to a search of this kind, measured in the same run. ``oracle-drop`` and ``oracle-draw`` know
+the real hands for one question at a turn's start only (go down; where to draw from), which
+shows where that worth lies. Printed per bot and table size: chips per
 hand and the Elo-style difference with their 95% intervals (``bench/bots.py``), and the bot's
 time per decision (median and p95; wall time as the referee measured it, and the bot's own
 CPU time), with the load average beside them: the machine is shared, and wall time counts

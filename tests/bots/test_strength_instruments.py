@@ -5,33 +5,15 @@ belief rebuilds the opponent's view so faithfully that the real deal passes its 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers.bench_modules import bench_module
 
-from bots.heuristic import HeuristicBot
+from bots.search import SearchBot
 from sdk.actions import DROP
-from sdk.dealing import deck_order
-from sdk.engine import HandState
-from sdk.observation import Observation, observe
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def _heuristic_hand(seed: int, hand: int) -> Iterator[tuple[HandState, Observation]]:
-    """Every (true state, observation) of one heads-up hand of heuristic play."""
-    state = HandState.deal(deck_order(seed, hand), 2, hand % 2)
-    bots = [HeuristicBot(), HeuristicBot()]
-    for i, bot in enumerate(bots):
-        bot.rng = random.Random(f"{seed}:{hand}:{i}")
-    while state.outcome is None:
-        seat = state.to_act
-        obs = observe(state, seat, hand_index=hand)
-        yield state, obs
-        reply = bots[seat].act(obs)
-        state.apply(obs.legal_actions[reply] if isinstance(reply, int) else reply, seat)
 
 
 def test_replayed_belief_accepts_the_real_deal() -> None:
@@ -41,7 +23,7 @@ def test_replayed_belief_accepts_the_real_deal() -> None:
     with bench_module(BENCH / "calibration.py", "bench_calibration_test") as calibration:
         checked = whole = 0
         for hand in range(40):
-            for state, obs in _heuristic_hand(11, hand):
+            for state, obs in calibration.heuristic_hand(11, hand):
                 sampler = calibration.ReplayedSampler(obs)
                 if not sampler.ready:
                     continue
@@ -59,7 +41,7 @@ def test_replayed_belief_redraws_worlds_the_opponent_would_not_play() -> None:
         rng = random.Random(4)
         worlds = redrawn = 0
         for hand in range(10):
-            for _, obs in _heuristic_hand(12, hand):
+            for _, obs in calibration.heuristic_hand(12, hand):
                 sampler = calibration.ReplayedSampler(obs)
                 for _ in range(10):
                     sampler.sample_modelled(rng)
@@ -73,14 +55,15 @@ def test_replayed_belief_redraws_worlds_the_opponent_would_not_play() -> None:
 def test_split_oracle_goes_down_as_its_half_says(which: str) -> None:
     # The drop oracle's go-down choice is the oracle's (same worlds, same random numbers);
     # the draw oracle's is the honest search's.
-    with bench_module(BENCH / "oracle.py", "bench_oracle_test") as oracle:
-        from bots.search import SearchBot
-
+    with (
+        bench_module(BENCH / "oracle.py", "bench_oracle_test") as oracle,
+        bench_module(BENCH / "calibration.py", "bench_calibration_test") as calibration,
+    ):
         seed = 21
         starts = [
             obs
             for hand in range(6)
-            for _, obs in _heuristic_hand(seed, hand)
+            for _, obs in calibration.heuristic_hand(seed, hand)
             if obs.phase == "start" and obs.can_drop()
         ]
         assert len(starts) > 20
