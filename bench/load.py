@@ -23,7 +23,9 @@ import argparse
 import faulthandler
 import http.client
 import json
+import multiprocessing.util
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -38,6 +40,9 @@ from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 ROOT = _HERE.parent
+#: Scratch folders of this run: the watchdog's os._exit skips their ``with`` blocks' clean-up,
+#: so it removes them itself.
+_scratch: list[str] = []
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(ROOT))
 
@@ -250,6 +255,10 @@ def arm_watchdog(seconds: float) -> None:
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
         sys.stderr.flush()
         kill_all([p.pid for p in descendants(os.getpid())])
+        # With them the folder multiprocessing keeps its fork server's socket in (its own
+        # clean-up is an exit handler, which os._exit skips too).
+        for folder in [*_scratch, multiprocessing.util.get_temp_dir()]:
+            shutil.rmtree(folder, ignore_errors=True)
         os._exit(1)
 
     timer = threading.Timer(seconds, fire)
@@ -281,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         arm_watchdog(args.watchdog)
 
     with tempfile.TemporaryDirectory(prefix="tonk-load-") as tmp:
+        _scratch.append(tmp)
         url = args.database_url or f"sqlite:///{Path(tmp) / 'arena.sqlite'}"
         t0 = time.monotonic()
         done_tid, live_tid = build_store(url)

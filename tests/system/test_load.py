@@ -5,8 +5,13 @@ being played, without a single error. The full 50-client, 30-second run is the b
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from helpers.paths import ROOT
@@ -14,19 +19,35 @@ from helpers.paths import ROOT
 from arena.processes import process_info
 
 
-def load_run(clients: int, seconds: int, watchdog: int) -> subprocess.CompletedProcess[str]:
+def load_run(
+    clients: int, seconds: int, watchdog: int, scratch: Path
+) -> subprocess.CompletedProcess[str]:
     """``bench/load.py --json`` in a child process; its own timeout is a minute past the
-    watchdog's and stays under pytest's 300 s, so a stall is reported by the watchdog."""
+    watchdog's and stays under pytest's 300 s, so a stall is reported by the watchdog. Its
+    temporary files go under ``scratch``, so a test can see that it left none."""
     command = [sys.executable, str(ROOT / "bench" / "load.py"), "--json"]
     command += ["--clients", str(clients), "--seconds", str(seconds), "--watchdog", str(watchdog)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=watchdog + 60, cwd=ROOT)
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    return subprocess.run(command, capture_output=True, text=True, timeout=watchdog + 60, cwd=ROOT, env=env)
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """The run's TMPDIR: a short path (its fork server's socket lives there, and a Unix
+    socket's path is limited to 107 bytes), empty again once the run is over."""
+    folder = Path(tempfile.mkdtemp(prefix="tl-"))
+    try:
+        yield folder
+        assert list(folder.iterdir()) == [], "the run left its scratch files behind"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.slow
-def test_dashboard_under_load_while_a_tournament_runs_has_no_errors() -> None:
+def test_dashboard_under_load_while_a_tournament_runs_has_no_errors(scratch: Path) -> None:
     # It takes about 10 s. Should it ever stall, its watchdog prints every thread's stack,
     # which this test then shows, well before pytest's own timeout kills it without a word.
-    run = load_run(clients=12, seconds=6, watchdog=180)
+    run = load_run(clients=12, seconds=6, watchdog=180, scratch=scratch)
     assert run.returncode == 0, run.stderr[-8000:]
     summary = json.loads(run.stdout)
     routes = summary["routes"]
@@ -37,10 +58,10 @@ def test_dashboard_under_load_while_a_tournament_runs_has_no_errors() -> None:
     assert summary["tournament"]["of"] > 0
 
 
-def test_a_stalled_load_run_prints_every_threads_stack_and_exits() -> None:
+def test_a_stalled_load_run_prints_every_threads_stack_and_exits(scratch: Path) -> None:
     # A watchdog shorter than the run stands in for a stall: the run must stop with the
     # stacks that say where it was, not hang until pytest's timeout kills it silently.
-    run = load_run(clients=2, seconds=30, watchdog=4)
+    run = load_run(clients=2, seconds=30, watchdog=4, scratch=scratch)
     assert run.returncode == 1, run.stderr[-2000:]
     assert "still running after 4 s; every thread's stack:" in run.stderr
     assert 'File "' in run.stderr.split("every thread's stack:", 1)[1]  # at least one frame
