@@ -126,7 +126,10 @@ class ReplayedSampler(BeliefSampler):
         ):
             draw_at -= 1
         self.ready = draw_at >= 0
-        self.draw = history[draw_at]
+        if not self.ready:
+            return
+        draw = history[draw_at]
+        assert isinstance(draw.action, Draw)
         # The opponent's view of the history: the observer's stock draws hidden from it.
         self.history = tuple(
             Event(e.seat, e.action, None)
@@ -138,8 +141,7 @@ class ReplayedSampler(BeliefSampler):
         # Its own stock draw is hidden from the observer; the drop test needs its hand before
         # it, so that test runs only on turns without melds or lay-offs (most turns).
         self.plain = not any(isinstance(e.action, (Meld, Layoff)) for e in history[draw_at + 1 : -1])
-        picked = self.draw.card if self.draw.action.source == "discard" else None  # type: ignore[attr-defined]
-        self.picked: Card | None = picked
+        self.picked: Card | None = draw.card if draw.action.source == "discard" else None
 
     def _view(
         self, hands: list[list[Card]], pile: list[Card], stock: list[Card], upto: int, phase: Phase
@@ -170,7 +172,7 @@ class ReplayedSampler(BeliefSampler):
         if self.picked is not None:
             drawn = self.picked
         else:
-            known = set(obs.opponent_known_cards(opp))
+            known = self.known[opp]  # the Sampler's: its pick-ups still in hand
             drawn = min((c for c in hands[opp] if c not in known), key=lambda c: c.value)
         hands[opp].remove(drawn)
         pile = list(obs.discard[:-1])

@@ -109,10 +109,11 @@ class StartOracleBot(OracleBot):
         return super().sampler(obs) if obs.phase == "start" else SearchBot.sampler(self, obs)
 
 
-class _SplitStartOracleBot(OracleBot):
+class _SplitStartOracleBot(StartOracleBot):
     """The oracle for one of the two questions at a turn's start (go down, or where to draw
-    from), the honest worlds for the other; everything else honest. Each start searches
-    twice, with the full budget each time (this is a measuring instrument)."""
+    from), the honest worlds for the other; everything else honest (its sampler is the start
+    oracle's). Each start searches twice, with the full budget each time (this is a measuring
+    instrument)."""
 
     oracle_drops = True
 
@@ -125,9 +126,9 @@ class _SplitStartOracleBot(OracleBot):
         rng: random.Random,
         started: float,
     ) -> Action:
+        if obs.phase != "start":  # a discard: the sampler is already the honest one
+            return super().search(obs, sampler, base, candidates, rng, started)
         honest = SearchBot.sampler(self, obs)
-        if obs.phase != "start":
-            return super().search(obs, honest, base, candidates, rng, started)
         if DROP not in candidates:  # where to draw from is the only question
             only = honest if self.oracle_drops else sampler
             return super().search(obs, only, base, candidates, rng, started)
