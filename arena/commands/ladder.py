@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from typing import Any
 
 from arena.commands.tournament import _fail, _names, _settings
 from arena.errors import ArenaError
+from arena.runtime.stopping import StopSignals
 
 
 def register(subparsers: Any) -> None:
@@ -181,11 +181,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         settings.database_url, backend, args.ids or None, lease_s=args.lease_s or LEASE_S
     )
     stop = threading.Event()
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
+    # SIGTERM and Ctrl-C end the loop: their handler only notes the signal and a watcher
+    # thread sets ``stop`` (a handler that raised KeyboardInterrupt was lost in a weakref
+    # callback, and one that set the event could deadlock on its lock; arena/runtime/stopping.py).
+    signals = StopSignals()
+    if signals.install():
+        signals.when_requested(stop.set, name="tonk-ladder-stop")
     where = "the RQ workers" if settings.redis_url else "this process's pool"
     print(f"ladder scheduler {runner.holder}: matches go to {where}; stop with Ctrl-C", file=sys.stderr)
 
@@ -201,9 +202,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         r.last.clear()
 
     try:
-        runner.run(stop, poll_s=args.poll_s, on_step=report)
-    except KeyboardInterrupt:
-        runner.release()
+        runner.run(stop, poll_s=args.poll_s, on_step=report)  # gives up its leases on the way out
     finally:
-        backend.close(cancel=True)  # matches in play are recovered by whoever schedules next
+        try:
+            backend.close(cancel=True)  # matches in play are recovered by whoever schedules next
+        finally:
+            signals.close()
     return 0

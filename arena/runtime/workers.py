@@ -12,6 +12,11 @@ threads each play one match through the same synchronous referee.
   (``TimerDeathPenalty``) since SIGALRM only reaches the main thread. A plain ``rq worker``
   still runs the same job, one at a time. The embedded pool's processes do the same without
   RQ (arena/runtime/pool.py).
+
+SIGTERM and SIGINT stop a ``ThreadedWorker`` warmly, each time (the matches in play are played
+out and recorded first; SIGKILL is the cold stop, whose matches are replayed): its
+handlers only note the signal (arena/runtime/stopping.py), and the main loop waits on the
+queue a second at a time to see it.
 """
 
 from __future__ import annotations
@@ -27,14 +32,20 @@ from rq import SimpleWorker
 from rq.job import Job
 from rq.queue import Queue
 from rq.timeouts import TimerDeathPenalty
+from rq.utils import now
 from rq.worker import WorkerStatus
 
 from arena.config import Settings
 from arena.runtime.rq_backend import QueueNotConfiguredError, safe_name
+from arena.runtime.stopping import StopSignals
 
 #: Seconds between the worker's heartbeats while all its threads are busy.
 _BUSY_BEAT_S: Final = 5.0
 _BURST_RECHECK_S: Final = 0.05
+#: Seconds the main loop waits on the queue at a time before it looks for a stop.
+_STOP_SLICE_S: Final = 1
+#: Seconds the worker's command channel is listened to at a time (see subscribe).
+_LISTEN_S: Final = 1.0
 
 
 class ThreadedWorker(SimpleWorker):
@@ -49,17 +60,54 @@ class ThreadedWorker(SimpleWorker):
         self._threads = ThreadPoolExecutor(self.slots, thread_name_prefix="tonk-match")
         self._running = 0
         self._count_lock = threading.Lock()
+        self._stop_signals = StopSignals()
+
+    def _install_signal_handlers(self) -> None:
+        # rq's handlers raise StopRequested in whatever the main thread runs: lost in a
+        # weakref callback (the worker ran on), or, the worker busy, not raised at all while
+        # the main thread waited up to dequeue_timeout (405 s) on an empty queue. Ours only
+        # note the signal; the main thread sees the stop within a dequeue slice.
+        if self._stop_signals.install():
+            self._stop_signals.when_requested(self._request_warm_stop, name="tonk-worker-stop")
+
+    def _request_warm_stop(self) -> None:
+        self.log.info("Worker %s: stopping after its %d matches in play", self.name, self._running)
+        self._stop_requested = True
+        self._shutdown_requested_date = now()
+        self.set_shutdown_requested_date()  # type: ignore[no-untyped-call]  # for `rq info`
+
+    def subscribe(self) -> None:
+        """rq's subscription to the worker's command channel, listened to a second at a time
+        (rq: 60 s). rq's teardown unsubscribes, which leaves the listening thread waiting a
+        whole listen for the subscription to come back, then waits for that thread: a
+        stopping worker hung up to a minute on it (longer than compose gives it)."""
+        self.log.info("Worker %s: subscribing to channel %s", self.name, self.pubsub_channel_name)
+        self.pubsub = self.connection.pubsub()
+        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
+        self.pubsub_thread = self.pubsub.run_in_thread(  # type: ignore[assignment]
+            sleep_time=_LISTEN_S, daemon=True, exception_handler=self._pubsub_exception_handler
+        )
 
     def dequeue_job_and_maintain_ttl(
         self, timeout: int | None, max_idle_time: int | None = None
     ) -> tuple[Job, Queue] | None:
-        while True:
-            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
-            if result is not None or timeout is not None or not self._running:
+        idle_since = time.monotonic()
+        while not self._stop_requested:
+            if timeout is None:  # burst mode: a look, no wait
+                result = super().dequeue_job_and_maintain_ttl(None, max_idle_time)
+                if result is not None or not self._running:
+                    return result
+                # The queue is empty while jobs run: one may still put its match back (its
+                # bots were busy, arena.play.lifecycle), so the burst ends only when all are done.
+                time.sleep(_BURST_RECHECK_S)
+                continue
+            # A wait for a job is cut in slices (rq's own ends after max_idle_time) to see a stop.
+            result = super().dequeue_job_and_maintain_ttl(min(timeout, _STOP_SLICE_S), _STOP_SLICE_S)
+            if result is not None:
                 return result
-            # Burst mode found the queue empty while jobs run: one may still put its match
-            # back (its bots were busy, arena.play.lifecycle), so the burst ends only when all are done.
-            time.sleep(_BURST_RECHECK_S)
+            if max_idle_time is not None and time.monotonic() - idle_since >= max_idle_time:
+                return None
+        return None
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         """Start ``job`` in a thread, then return once a thread is free for the next one
@@ -91,7 +139,10 @@ class ThreadedWorker(SimpleWorker):
         # A warm shutdown (SIGTERM, or burst mode with an empty queue) lets the matches in
         # play finish and be recorded first.
         self._threads.shutdown(wait=True)
-        super().teardown()  # type: ignore[no-untyped-call]
+        try:
+            super().teardown()  # type: ignore[no-untyped-call]
+        finally:
+            self._stop_signals.close()
 
 
 def worker_name(queue_name: str) -> str:
