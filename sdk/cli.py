@@ -9,20 +9,26 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
-from importlib.metadata import entry_points
 
-# Modules that define ``register(subparsers)``; each adds its commands.
-COMMAND_MODULES = (
-    "sdk.commands.record",
-    "sdk.commands.play",
-    "sdk.commands.submit",
-    "sdk.commands.new",
-    "sdk.commands.serve",
-    "sdk.commands.check",
-    "sdk.commands.replay_decision",
-    "sdk.commands.owner",
-    "sdk.commands.sprt",
-)
+#: Each SDK command and the module that defines ``register(subparsers)`` for it. A command
+#: named on the command line imports its own module only: `tonk record` must not pay for gRPC,
+#: the bot server or asyncio, which other commands import.
+COMMANDS = {
+    "record": "sdk.commands.record",
+    "play": "sdk.commands.play",
+    "submit": "sdk.commands.submit",
+    "retire": "sdk.commands.submit",
+    "logs": "sdk.commands.submit",
+    "restore": "sdk.commands.submit",
+    "new": "sdk.commands.new",
+    "serve": "sdk.commands.serve",
+    "check": "sdk.commands.check",
+    "replay-decision": "sdk.commands.replay_decision",
+    "owner": "sdk.commands.owner",
+    "sprt": "sdk.commands.sprt",
+}
+#: The modules, in the order ``tonk --help`` lists their commands.
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 #: Commands the SDK shares with plug-ins, and the actions of each that are the SDK's own
 #: (sdk.commands.owner.ACTIONS: not imported, the command modules are this one's neighbours).
 SHARED = {"owner": ("join", "rotate-token")}
@@ -32,12 +38,12 @@ REMOTE = ("sprt",)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser. Plug-in commands (which import the database and web stacks, over a second
-    of start-up) are loaded only when ``argv`` does not name an SDK command."""
+    """The parser. When ``argv`` starts with an SDK command, only that command's module is
+    loaded; when it names one after an option (``tonk -h record``), every SDK command;
+    otherwise every SDK command, then the plug-in commands (which import the database and web
+    stacks, over a second of start-up)."""
     parser = argparse.ArgumentParser(prog="tonk", description="Tonk Arena: the engine, bots and arena.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        import_module(name).register(subparsers)
     words = [a for a in argv or () if not a.startswith("-")]
     command = words[0] if words else None
     if command in REMOTE:
@@ -45,8 +51,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         sdk_only = named or bool(os.environ.get("TONK_ARENA", "").strip())
     else:
         sdk_only = command not in SHARED or (len(words) > 1 and words[1] in SHARED[command])
-    if command is not None and command in subparsers.choices and sdk_only:
+    own = command in COMMANDS and sdk_only
+    if own and argv and argv[0] == command:
+        import_module(COMMANDS[command]).register(subparsers)
         return parser
+    for name in COMMAND_MODULES:
+        import_module(name).register(subparsers)
+    if own:
+        return parser
+    from importlib.metadata import entry_points  # tens of milliseconds: only for the plug-ins
+
     for entry in entry_points(group="tonk.commands"):
         try:
             register = entry.load()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+import sdk.settling as settling
 from sdk.actions import (
     DISCARD_ACTIONS,
     DISCARD_EVENTS,
@@ -32,13 +33,13 @@ from sdk.actions import (
     Meld,
 )
 from sdk.cards import DECK, Card, is_whole_deck
-from sdk.dealing import deck_order
 from sdk.errors import DeckError, IllegalActionError, NotationError, RecordError
 from sdk.melds import TableMeld, hand_melds, make_meld
 from sdk.outcome import EndKind, Outcome, Phase
-from sdk.position_setup import assemble_position
 from sdk.rules import HAND_SIZE, STANDARD, Rules, check_players
-from sdk.table_text import draw
+
+# sdk.dealing (hashlib, secrets), sdk.position_setup and sdk.table_text are imported by the
+# methods that use them: replaying a record (``tonk record``) needs none of them.
 
 
 def deal_from_deck(
@@ -191,6 +192,8 @@ class HandState:
         hand from seat 0 unless ``dealer`` is given. TONK is checked at once."""
         if type(hand) is not int or hand < 0:
             raise NotationError(f"a hand index is an integer >= 0, got {hand!r}")
+        from sdk.dealing import deck_order
+
         if dealer is None:
             check_players(players, 0)
             dealer = hand % players
@@ -212,6 +215,8 @@ class HandState:
     ) -> HandState:
         """A position from the cards you care about, the rest of the deck filled in from
         ``seed``: see :func:`sdk.position_setup.assemble_position`."""
+        from sdk.position_setup import assemble_position
+
         p = assemble_position(
             hands, discard, stock, table,
             players=players, dealer=dealer, to_act=to_act, seed=seed, rules=rules,
@@ -342,6 +347,8 @@ class HandState:
     def __str__(self) -> str:
         """The table in a few lines, as python-chess draws a board: see
         :func:`sdk.table_text.draw`."""
+        from sdk.table_text import draw
+
         return draw(self)
 
     def __repr__(self) -> str:
@@ -627,10 +634,7 @@ class HandState:
         """End the hand with ``seat`` penalised for a fault: it pays every other seat 2x."""
         if self.outcome is not None:
             return self.outcome
-        payoffs = [2] * self.players
-        payoffs[seat] = -2 * (self.players - 1)
-        winners = tuple(s for s in range(self.players) if s != seat)
-        return self._finish(Outcome("fault", winners, tuple(payoffs), self.totals(), seat))
+        return self._finish(settling.fault(self.totals(), seat))
 
     def _end_turn(self, actor: int, went_out: bool) -> None:
         self.turns += 1
@@ -655,7 +659,7 @@ class HandState:
         self.to_act = actor + 1 if actor + 1 < self.players else 0
         self.phase = _START
 
-    # -- settling -------------------------------------------------------------------------
+    # -- settling (sdk.settling: who pays whom) -------------------------------------------
 
     def _finish(self, outcome: Outcome) -> Outcome:
         self.outcome = outcome
@@ -663,71 +667,18 @@ class HandState:
         return outcome
 
     def _check_tonk(self) -> None:
-        rules = self.rules
-        low, high = rules.tonk_low, rules.tonk_high
-        totals = self.totals()
-        tonk = []
-        for seat, total in enumerate(totals):
-            if total <= low or total >= high:
-                tonk.append(seat)
-        if not tonk:
-            return
-        # Every player without TONK pays every player with it 2x (nobody pays if all have it).
-        n, k = self.players, len(tonk)
-        payoffs = [-2 * k] * n
-        for w in tonk:
-            payoffs[w] = 2 * (n - k)
-        self._finish(Outcome("tonk", tuple(tonk), tuple(payoffs), totals))
+        outcome = settling.tonk(self.totals(), self.rules)
+        if outcome is not None:
+            self._finish(outcome)
 
     def _settle_out(self, actor: int, by_discard: bool) -> None:
-        stake = 2 if (self.rules.meld_out_double and not by_discard) else 1
-        payoffs = [-stake] * self.players
-        payoffs[actor] = stake * (self.players - 1)
-        self._finish(Outcome("out", (actor,), tuple(payoffs), self.totals()))
+        self._finish(settling.out(self.totals(), actor, by_discard, self.rules))
 
     def _settle_drop(self, dropper: int) -> None:
-        totals = self.totals()
-        n = self.players
-        mine = totals[dropper]
-        others = list(totals)
-        del others[dropper]
-        low = min(others)
-        if mine < low:  # strictly lowest: every other player pays the dropper 1x
-            payoffs = [-1] * n
-            payoffs[dropper] = n - 1
-            self.outcome = Outcome("drop", (dropper,), tuple(payoffs), totals)
-            self.phase = _OVER
-            return
-        # Caught: the dropper pays 2x to each player with a total equal or lower than his;
-        # every player who is neither the dropper nor among the k lowest pays each lowest 1x.
-        k = others.count(low)
-        payoffs = [-k] * n
-        lowest = []
-        paid = 0
-        for seat in range(n):
-            if seat == dropper:
-                continue
-            total = totals[seat]
-            if total == low:
-                lowest.append(seat)
-                payoffs[seat] = n - 1 - k  # 1x from each other player who is not among them
-            if total <= mine:
-                payoffs[seat] += 2
-                paid += 2
-        payoffs[dropper] = -paid
-        self.outcome = Outcome("drop", tuple(lowest), tuple(payoffs), totals)
-        self.phase = _OVER
+        self._finish(settling.drop(self.totals(), dropper))
 
     def _settle_showdown(self, end: EndKind) -> None:
-        # Every player not tied for the lowest total pays each lowest player 1x.
-        totals = self.totals()
-        low = min(totals)
-        lowest = [s for s, t in enumerate(totals) if t == low]
-        n, k = self.players, len(lowest)
-        payoffs = [-k] * n
-        for w in lowest:
-            payoffs[w] = n - k
-        self._finish(Outcome(end, tuple(lowest), tuple(payoffs), totals))
+        self._finish(settling.showdown(self.totals(), end))
 
 
 def _name(card: object) -> str:

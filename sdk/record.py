@@ -416,7 +416,7 @@ def _read_actions(actions: list[Any], n: int) -> list[tuple[int, Action]]:
     append = read.append
     by_key = _TEXT_ACTIONS.get
     card = _CARD_BY_TEXT.get
-    for i, raw in enumerate(actions):
+    for raw in actions:
         if type(raw) is dict:
             size = len(raw)
             if size == 2:
@@ -448,7 +448,7 @@ def _read_actions(actions: list[Any], n: int) -> list[tuple[int, Action]]:
                     if laid is not None:
                         append((seat, Layoff(laid, onto)))
                         continue
-        append(_read_action(i, raw, n))
+        append(_read_action(len(read), raw, n))  # one read a raw action: its index
     return read
 
 
@@ -493,5 +493,6 @@ def _plain(value: Any, depth: int) -> bool:
     if kind is list:
         return _SCALARS.issuperset(map(type, value)) or all(_plain(v, depth + 1) for v in value)
     if kind is dict:
-        return all(_plain(v, depth + 1) for v in value.values())
+        values = value.values()
+        return _SCALARS.issuperset(map(type, values)) or all(_plain(v, depth + 1) for v in values)
     return False  # a float

@@ -8,6 +8,11 @@ Each file gives one JSON line on standard output, so the output pipes into ``jq`
 (missing, unreadable, too large, malformed, illegal, or for ``verify`` a stored outcome that
 differs), else 0.
 
+The lines are written in blocks, not one write per record, except to a terminal, where each
+shows as soon as its record is read (Python's own buffering of standard output). When the
+reader goes away (``tonk record simulate FILE | head -3``) the command stops quietly, as
+coreutils do, with the status a shell shows for them (141: 128 + SIGPIPE).
+
 A record (a file, or a line of a ``.jsonl`` file) is read up to ``MAX_RECORD_BYTES`` (a hand
 record is a few kilobytes), so ``/dev/zero`` or a huge file is an error line, not a
 MemoryError; an error quotes at most ``MAX_QUOTE`` characters of any text from the file.
@@ -17,7 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
+import sys
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -140,12 +148,50 @@ def check_lines(name: str, compare: bool) -> Iterator[dict[str, Any]]:
         yield {"file": name, "error": {"action": None, "reason": reason}}
 
 
+#: The exit status when standard output's reader has gone: a shell's for a command SIGPIPE killed.
+CLOSED_PIPE_STATUS: Final = 128 + signal.SIGPIPE
+
+
+def line_text(line: dict[str, Any], head: str) -> str:
+    """``json.dumps(line)`` and a newline; ``head`` is ``'{"file": '`` and the file's name in
+    JSON. The line of a replayed outcome (nearly every line) is written here directly, over twice
+    as fast as json.dumps, which writes the others (errors, a fault's outcome); both give the
+    same text (tests/sdk/test_cli_record_stream.py)."""
+    outcome = line.get("outcome")
+    if outcome is None or len(outcome) != 4:
+        return json.dumps(line) + "\n"
+    # The lines are made above: {"file", ["line",] "outcome"}, and Outcome.to_json's four
+    # keys in this order, an end of plain letters and lists of integers.
+    number = line.get("line")
+    where = head if number is None else f'{head}, "line": {number}'
+    winners, payoffs, totals = outcome["winners"], outcome["payoffs"], outcome["totals"]
+    return (
+        f'{where}, "outcome": {{"end": "{outcome["end"]}", "winners": [{", ".join(map(str, winners))}], '
+        f'"payoffs": [{", ".join(map(str, payoffs))}], "totals": [{", ".join(map(str, totals))}]}}}}\n'
+    )
+
+
 def _run(args: argparse.Namespace, compare: bool) -> int:
+    # One write per line into the stream's buffer, no flush: Python's standard output is
+    # line-buffered on a terminal (each line shows as its record is read) and block-buffered
+    # otherwise (a flush per line was a system call per record).
+    out = sys.stdout
     failed = False
-    for name in args.files:
-        for line in check_lines(name, compare) if name.endswith(".jsonl") else [check_file(name, compare)]:
-            failed = failed or "error" in line
-            print(json.dumps(line), flush=True)
+    try:
+        for name in args.files:
+            head = '{"file": ' + json.dumps(name)
+            lines = check_lines(name, compare) if name.endswith(".jsonl") else [check_file(name, compare)]
+            for line in lines:
+                failed = failed or "error" in line
+                out.write(line_text(line, head))
+        out.flush()
+    except BrokenPipeError:
+        # Python's own advice: point the descriptor at /dev/null, so that the flush at exit
+        # does not fail again and print "Exception ignored ... BrokenPipeError".
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
+        return CLOSED_PIPE_STATUS
     return 1 if failed else 0
 
 
