@@ -28,7 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings.model import ELO_SCALE, MIN_POINTS, RAMP_MATCHES, RAMP_POINTS, RatedMatch, RatingModel, fit
+from arena.ratings.model import ELO_SCALE, RatedMatch, RatingModel, fit
+from arena.ratings.pool import MIN_POINTS, RAMP_MATCHES, RAMP_POINTS
 
 
 def peak_mb() -> float:
@@ -49,7 +50,7 @@ def season(rng: np.random.Generator, true: np.ndarray, matches: int) -> list[Rat
 def true_centre(results: list[RatedMatch], true: np.ndarray, min_matches: int = 20) -> float:
     """The scale's zero at the true ratings: the six's mean weighted as the model weighs it
     (its matches past ``min_matches`` and the points it both scored and conceded, each share
-    ramping to full; arena/ratings/model.py ``_centre_weights``)."""
+    ramping to full; arena/ratings/pool.py ``centre_weights``)."""
     k = len(true)
     played, scored, conceded = np.zeros(k), np.zeros(k), np.zeros(k)
     for m in results:

@@ -8,14 +8,13 @@ seat, by final score). Two summaries are kept up to date as matches arrive:
   match weighs ``1/(n-1)``, so every seat weighs 1 whatever the table size): the point
   estimate needs nothing else, however many matches there are;
 - the blocks of matches themselves, because the interval is clustered by deal: the
-  sandwich's "meat" sums, over deals, the outer product of the deal's score vector (the sum of
-  its matches'), which depends on the ratings and so is recomputed (in chunks, never as a
-  matches x bots array) at each full fit. In duplicate play the matches of one deal share
-  every card, so they are one independent unit, not several; a match given no deal is its
-  own.
+  sandwich's "meat" (arena/ratings/intervals.py) sums, over deals, the outer product of the
+  deal's score vector (the sum of its matches'), which depends on the ratings and so is
+  recomputed at each full fit. In duplicate play the matches of one deal share every card,
+  so they are one independent unit, not several; a match given no deal is its own.
 
 At 10 million matches this is about 300 MB, against gigabytes for MatchResult objects;
-:meth:`RatingData.add_table` takes arrays directly for that reason.
+``RatingModel.add_table`` (arena/ratings/model.py) takes arrays directly for that reason.
 """
 
 from __future__ import annotations
@@ -28,9 +27,6 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-
-#: Matches per chunk when recomputing the meat: bounds the temporary arrays to ~100 MB.
-CHUNK = 400_000
 
 
 def pair_columns(n: int) -> tuple[IntArray, IntArray]:
@@ -144,84 +140,3 @@ class RatingData:
         self.blocks.append(block)
         self.total += len(idx)
         return block
-
-
-def meat(
-    blocks: list[Block], x: FloatArray, position: IntArray, partner: BoolArray, size: int
-) -> FloatArray:
-    """``sum over deals of U_d U_d^T`` for the bots with ``position >= 0`` (their row in the
-    result, ``size`` x ``size``). ``U_d`` is the deal's score, the sum of its matches' ``U_m``:
-    a seat's pair residuals ``w (result - P(win))``, counting only pairs whose other bot is a
-    ``partner`` (the rating pool: the model's estimating equations use those pairs only).
-    ``x`` in natural units."""
-    out = np.zeros((size + 1) * (size + 1))
-    off = np.zeros((size + 1) * (size + 1))  # the i < j terms, added once more transposed
-    row = np.where(position >= 0, position, size)  # everyone else lands in a dropped row
-    use = position >= 0
-    k = len(x)
-    # P(a beats b) looked up, not recomputed per pair of every match: 10x fewer exp calls.
-    prob = sigmoid(x[:, None] - x[None, :]).ravel()
-    grouped: list[tuple[IntArray, IntArray, FloatArray]] = []  # (deal, row, score) of named deals
-    for block in blocks:
-        n = block.n
-        u, v = pair_columns(n)
-        w = 1.0 / (n - 1)
-        for start in range(0, len(block.idx), CHUNK):
-            idx = block.idx[start : start + CHUNK].astype(np.int64)
-            res = block.results[start : start + CHUNK]
-            seat = np.zeros(idx.shape)
-            for col in range(len(u)):
-                a, b = idx[:, u[col]], idx[:, v[col]]
-                r = w * (0.5 * res[:, col] - prob[a * k + b])
-                seat[:, u[col]] += r * (partner[b] & use[a])
-                seat[:, v[col]] -= r * (partner[a] & use[b])
-            rows = row[idx]
-            if block.deal is not None:  # matches of named deals are summed per deal below
-                deal = block.deal[start : start + CHUNK]
-                named = deal >= 0
-                keep = named[:, None] & (rows < size)
-                grouped.append((np.broadcast_to(deal[:, None], rows.shape)[keep], rows[keep], seat[keep]))
-                rows, seat = rows[~named], seat[~named]
-            for i in range(n):
-                for j in range(i, n):
-                    cells = rows[:, i] * (size + 1) + rows[:, j]
-                    prod = seat[:, i] * seat[:, j]
-                    add = np.bincount(cells, prod, minlength=(size + 1) ** 2)
-                    if i == j:
-                        out += add
-                    else:
-                        off += add
-    total = (out + off).reshape(size + 1, size + 1)
-    total += off.reshape(size + 1, size + 1).T
-    result: FloatArray = total[:size, :size]
-    if grouped:
-        result = result + _deal_meat(grouped, size)
-    return result
-
-
-def _deal_meat(grouped: list[tuple[IntArray, IntArray, FloatArray]], size: int) -> FloatArray:
-    """``sum over deals of U_d U_d^T`` from (deal, row, score) entries: each deal's scores are
-    summed per bot, then every pair of bots within a deal adds its product."""
-    deal = np.concatenate([g[0] for g in grouped])
-    rows = np.concatenate([g[1] for g in grouped])
-    keys, where = np.unique(deal * size + rows, return_inverse=True)
-    score = np.bincount(where, np.concatenate([g[2] for g in grouped]))
-    deal_of, row_of = keys // size, keys % size
-    # Entries are sorted by deal: each deal is a run; pair every entry with its run.
-    starts = np.flatnonzero(np.r_[True, deal_of[1:] != deal_of[:-1]])
-    sizes = np.diff(np.r_[starts, len(keys)])
-    out = np.zeros(size * size)
-    first = 0
-    while first < len(starts):  # runs in chunks of ~4M products, to bound the temporaries
-        cost = np.cumsum(sizes[first:] ** 2)
-        last = first + max(1, int(np.searchsorted(cost, 4_000_000)))
-        s, g = starts[first:last], sizes[first:last]
-        entry = np.arange(s[0], s[-1] + g[-1])
-        run_start = np.repeat(s, g)
-        run_size = np.repeat(g, g)
-        i = np.repeat(entry, run_size)
-        offset = np.arange(len(i)) - np.repeat(np.cumsum(run_size) - run_size, run_size)
-        j = np.repeat(run_start, run_size) + offset
-        out += np.bincount(row_of[i] * size + row_of[j], score[i] * score[j], minlength=size * size)
-        first = last
-    return out.reshape(size, size)

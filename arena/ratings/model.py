@@ -1,6 +1,14 @@
 """The official Tonk Arena rating: a Bradley-Terry fit on the Elo scale, anchored on the
 established pool so that a newcomer or a one-sided record cannot move anyone else.
 
+This module is the rating's face: what goes in (:class:`RatedMatch`, checked here once), what
+comes out (:class:`Rating`, :class:`RatingTable`), the errors, and :class:`RatingModel`, which
+keeps the matches and takes each fit through the modules that do the work, in this order::
+
+    add ──▶ RatingData ──▶ find_pool, shares ──▶ estimate ────▶ meat, bread ────▶ report
+            (data.py:      (pool.py: who sets    (solve.py:      (intervals.py:    (here: ranks,
+             sums, blocks)  the scale, how much)  the ratings)    their spread)     provisional)
+
 Model
     ``P(i beats j) = 1 / (1 + 10 ** ((R_j - R_i) / 400))``. A match becomes pairwise results
     by final score: every pair of seats scores 1, ½ or 0 by comparing the two final match
@@ -20,7 +28,7 @@ The established pool, and the scale
     scored and conceded 2 points (comparisons won and lost, a pair weighted as in the fit);
     before that its share grows linearly from nothing at ``min_matches`` matches and at ½
     point, so that a newcomer's crossing of ``min_matches`` or a hopeless bot's one draw does
-    not move the zero (:func:`_centre_weights`; bench/stat_checks.py anchor); while no member
+    not move the zero (arena/ratings/pool.py; bench/stat_checks.py anchor); while no member
     counts yet, the plain mean. If no two bots qualify, the largest two-sided group of any bots
     is the pool (or, failing that, the bot with the most matches alone).
 
@@ -49,7 +57,6 @@ Provisional
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from collections.abc import Iterable, Sequence
@@ -60,12 +67,14 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from arena.ratings.data import BoolArray, FloatArray, IntArray, RatingData, meat, sigmoid
+from arena.ratings import intervals
+from arena.ratings.data import BoolArray, FloatArray, RatingData
+from arena.ratings.pool import find_pool, shares
+from arena.ratings.solve import estimate
 
 __all__ = [
     "ELO_SCALE",
     "Basis",
-    "ConvergenceError",
     "DuplicateMatchError",
     "OptionError",
     "RatedMatch",
@@ -81,10 +90,6 @@ __all__ = [
 
 #: Natural-log units per Elo point: P = 1 / (1 + exp(-ELO_SCALE * (R_i - R_j))).
 ELO_SCALE = math.log(10.0) / 400.0
-_MAX_NEWTON = 200
-# Newton converges quadratically: once a step is this small (natural units) the next one is
-# at rounding level, so the result no longer depends on where the iteration started.
-_NEWTON_TOL = 1e-10
 
 #: How a rating was obtained: a pool member, fitted against the pool, or a one-sided bound.
 Basis = Literal["pool", "fitted", "one-sided"]
@@ -107,11 +112,6 @@ class DuplicateMatchError(RatingsError):
 
 class OptionError(RatingsError):
     """A fit option out of range, such as ``level=1`` or a negative ``min_matches``."""
-
-
-class ConvergenceError(RuntimeError):
-    """The Newton iteration did not converge (the objective is strictly concave, so this
-    means a bug or non-finite data, not bad luck)."""
 
 
 @dataclass(frozen=True)
@@ -232,134 +232,6 @@ def _options(anchor: float, level: float, min_matches: int, max_width: float) ->
     return _Options(float(anchor), float(level), min_matches, float(max_width))
 
 
-# --- The pool ---------------------------------------------------------------------------------
-
-
-def _reach(scored: BoolArray, start: int, members: BoolArray) -> BoolArray:
-    """Bots in ``members`` reachable from ``start`` along ``scored[a, b]`` (a scored against b)."""
-    seen = np.zeros(len(members), dtype=bool)
-    seen[start] = True
-    frontier = seen.copy()
-    while frontier.any():
-        nxt = scored[frontier].any(axis=0) & members & ~seen
-        seen |= nxt
-        frontier = nxt
-    return seen
-
-
-def _largest_two_sided(
-    scored: BoolArray, members: BoolArray, matches: IntArray, names: list[str]
-) -> BoolArray:
-    """The largest strongly connected group of ``members`` (ties: more matches, then the
-    first bot id), found by peeling components off in order of matches played."""
-    left = members.copy()
-    best = np.zeros(len(members), dtype=bool)
-    best_key: tuple[int, int, str] | None = None
-    order = sorted(np.flatnonzero(members).tolist(), key=lambda i: (-int(matches[i]), names[i]))
-    for root in order:
-        if not left[root]:
-            continue
-        if best_key is not None and int(left.sum()) < best_key[0]:
-            break
-        group = _reach(scored, root, left) & _reach(scored.T, root, left)
-        key = (int(group.sum()), int(matches[group].sum()), names[root])
-        if best_key is None or (key[0], key[1]) > (best_key[0], best_key[1]):
-            best, best_key = group, key
-        left &= ~group
-    return best
-
-
-def _pool(data: RatingData, min_matches: int) -> BoolArray:
-    k = data.k
-    points, weights = data.points[:k, :k], data.weights[:k, :k]
-    scored = points > 0  # draws count both ways: points are half the weight then
-    matches = data.matches[:k]
-    pool = _largest_two_sided(scored, matches >= min_matches, matches, data.names)
-    if pool.sum() < 2:
-        pool = _largest_two_sided(scored, weights.sum(axis=1) > 0, matches, data.names)
-    return pool
-
-
-# --- Fitting ----------------------------------------------------------------------------------
-
-
-def _pool_objective(points: FloatArray, x: FloatArray) -> float:
-    return float(np.sum(points * -np.logaddexp(0.0, -(x[:, None] - x[None, :]))))
-
-
-def _fit_pool(points: FloatArray, weights: FloatArray, x0: FloatArray) -> FloatArray:
-    """Maximum likelihood over the pool's pairs, mean 0 (natural units), by damped Newton. The
-    pool is strongly connected, so the maximum is finite and unique up to the mean."""
-    k = len(x0)
-    x = x0 - x0.mean() if k else x0
-    if k < 2:
-        return np.zeros(k)
-    f = _pool_objective(points, x)
-    for _ in range(_MAX_NEWTON):
-        p = sigmoid(x[:, None] - x[None, :])
-        grad = (points - weights * p).sum(axis=1)
-        lap = _laplacian(weights * p * (1.0 - p))
-        step = np.linalg.solve(lap + 1.0 / k, grad)  # + 1/k: fixes the free mean
-        size = float(np.max(np.abs(step)))
-        if size < 1e-6:
-            x = x + step
-            if size < _NEWTON_TOL:
-                centred: FloatArray = x - x.mean()
-                return centred
-            f = _pool_objective(points, x)
-            continue
-        t = 1.0
-        while True:
-            trial = x + t * step
-            f_trial = _pool_objective(points, trial)
-            if f_trial >= f or t < 1e-10:
-                break
-            t *= 0.5
-        x, f = trial, f_trial
-    raise ConvergenceError(f"Newton did not converge in {_MAX_NEWTON} iterations ({k} bots in the pool)")
-
-
-def _laplacian(curv: FloatArray) -> FloatArray:
-    lap = -curv
-    lap[np.diag_indices_from(lap)] = curv.sum(axis=1) - np.diag(curv)
-    return lap
-
-
-def _fit_outsiders(points: FloatArray, weights: FloatArray, pool_x: FloatArray) -> FloatArray:
-    """Each outsider's own maximum likelihood against the fixed pool (rows: outsiders with a
-    two-sided record against the pool; columns: pool members)."""
-    x = np.zeros(len(points))
-    for _ in range(_MAX_NEWTON):
-        p = sigmoid(x[:, None] - pool_x[None, :])
-        grad = (points - weights * p).sum(axis=1)
-        info = (weights * p * (1.0 - p)).sum(axis=1)
-        step = np.clip(grad / info, -2.0, 2.0)  # one-dimensional and concave: clipping is enough
-        x = x + step
-        if len(step) == 0 or float(np.max(np.abs(step))) < _NEWTON_TOL:
-            fitted: FloatArray = x
-            return fitted
-    raise ConvergenceError(f"Newton did not converge for {len(x)} bots fitted against the pool")
-
-
-def _one_sided_bound(weights: FloatArray, pool_x: FloatArray, won: bool, alpha: float) -> float:
-    """The rating at which a record this one-sided has probability ``alpha`` (natural units):
-    a lower bound for a clean sweep, an upper one for a record without a point."""
-    sign = 1.0 if won else -1.0
-
-    def log_prob(x: float) -> float:  # log P(every comparison goes the record's way)
-        return float(np.sum(weights * -np.logaddexp(0.0, -sign * (x - pool_x))))
-
-    lo, hi = float(pool_x.min()) - 50.0, float(pool_x.max()) + 50.0
-    target = math.log(alpha)
-    for _ in range(200):  # log_prob is monotone: bisection
-        mid = 0.5 * (lo + hi)
-        if (log_prob(mid) < target) == won:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
 @dataclass
 class _Fit:
     """What a full fit leaves for incremental updates between full fits."""
@@ -395,10 +267,10 @@ class RatingModel:
         self.data = RatingData()
         self._ids: set[str | int] = set()
         self._last: _Fit | None = None
-        # The last report's Elo and covariance rows (B M, natural units), kept so that LOS
-        # over any order of bots (:meth:`los`) costs no more products.
+        # The last report's Elo and covariance, kept so that LOS over any order of bots
+        # (:meth:`los`) costs no more products.
         self._elo: FloatArray = np.zeros(0)
-        self._bm: FloatArray = np.zeros((0, 0))
+        self._covariance: intervals.Covariance | None = None
 
     @property
     def total(self) -> int:
@@ -469,15 +341,16 @@ class RatingModel:
         k = data.k
         if k == 0:
             return RatingTable()
-        pool = _pool(data, self.opts.min_matches)
+        pool = find_pool(data, self.opts.min_matches)
+        share = shares(data, pool, self.opts.min_matches)
         last = self._last
         # Warm start from the last fit when the pool is the same (the maximum is unique).
         same = last is not None and len(last.pool) == k and np.array_equal(last.pool, pool)
         x0 = last.x[pool] if same and last is not None else np.zeros(int(pool.sum()))
-        x, finite = self._estimate(pool, x0)
+        x, finite = estimate(data.points[:k, :k], data.weights[:k, :k], pool, share, x0)
         position = np.where(finite, np.cumsum(finite) - 1, -1)
-        m = meat(data.blocks, x, position, pool, int(finite.sum()))
-        bread = _bread(data.weights[:k, :k], pool, finite, x, self._shares(pool))
+        m = intervals.meat(data.blocks, x, position, pool, int(finite.sum()))
+        bread = intervals.bread(data.weights[:k, :k], pool, finite, x, share)
         self._last = _Fit(pool, x, finite, m, len(data.blocks), bread)
         return self._report(pairwise)
 
@@ -487,54 +360,27 @@ class RatingModel:
         last = self._last
         if last is None:
             return self.fit(pairwise=pairwise)
-        k = self.data.k
+        data = self.data
+        k = data.k
         pool = np.zeros(k, dtype=bool)
         pool[: len(last.pool)] = last.pool[:k]
+        share = shares(data, pool, self.opts.min_matches)
         # One Newton step with the last full fit's inverse information: the few matches
         # since then barely change it, and it saves solving a bots x bots system.
         in_pool = last.pool[last.finite]
         pool_inv = last.bread[np.ix_(in_pool, in_pool)]
-        x, finite = self._estimate(pool, last.x[last.pool], pool_inv=pool_inv)
+        x, finite = estimate(
+            data.points[:k, :k], data.weights[:k, :k], pool, share, last.x[last.pool], pool_inv=pool_inv
+        )
         old_finite = np.zeros(k, dtype=bool)
         old_finite[: len(last.finite)] = last.finite[:k]
         if not np.array_equal(finite, old_finite):
             return self.fit(pairwise=pairwise)
         position = np.where(finite, np.cumsum(finite) - 1, -1)
-        new = self.data.blocks[last.blocks :]
-        m = last.meat + meat(new, x, position, pool, int(finite.sum()))
-        self._last = _Fit(pool, x, finite, m, len(self.data.blocks), last.bread)
+        new = data.blocks[last.blocks :]
+        m = last.meat + intervals.meat(new, x, position, pool, int(finite.sum()))
+        self._last = _Fit(pool, x, finite, m, len(data.blocks), last.bread)
         return self._report(pairwise)
-
-    def _estimate(
-        self, pool: BoolArray, x0: FloatArray, pool_inv: FloatArray | None = None
-    ) -> tuple[FloatArray, BoolArray]:
-        data = self.data
-        k = data.k
-        points, weights = data.points[:k, :k], data.weights[:k, :k]
-        members = np.flatnonzero(pool)
-        pp, pw = points[np.ix_(members, members)], weights[np.ix_(members, members)]
-        pool_x = _fit_pool(pp, pw, x0) if pool_inv is None else _newton_step(pp, pw, x0, pool_inv)
-        x = np.zeros(k)
-        x[members] = pool_x
-        outside = np.flatnonzero(~pool)
-        op, ow = points[np.ix_(outside, members)], weights[np.ix_(outside, members)]
-        scored, played = op.sum(axis=1), ow.sum(axis=1)
-        two_sided = (played > 0) & (scored > 0) & (scored < played)
-        x[outside[two_sided]] = _fit_outsiders(op[two_sided], ow[two_sided], pool_x)
-        finite = pool.copy()
-        finite[outside[two_sided]] = True
-        x[finite] -= self._shares(pool) @ pool_x  # the scale's zero (every bot moves alike)
-        return x, finite
-
-    def _shares(self, pool: BoolArray) -> FloatArray:
-        """The pool members' shares of the scale's zero (:func:`_centre_weights`), from their
-        records against everyone they met."""
-        data = self.data
-        k = data.k
-        members = np.flatnonzero(pool)
-        scored = data.points[members, :k].sum(axis=1)
-        conceded = data.weights[members, :k].sum(axis=1) - scored
-        return _centre_weights(scored, conceded, data.matches[members], self.opts.min_matches)
 
     def _report(self, pairwise: bool) -> RatingTable:
         assert self._last is not None
@@ -542,19 +388,14 @@ class RatingModel:
         k = data.k
         points, weights = data.points[:k, :k], data.weights[:k, :k]
         pool, x, finite = last.pool, last.x, last.finite
-        # Only the variances and the neighbours' covariances are needed: (B M) row by B row,
-        # one bots x bots product instead of the full B M B^T.
-        units = data.deals  # the clusters: named deals plus matches given none
-        scale = units / (units - 1) if units > 1 else 1.0  # small-sample correction
-        bm = last.bread @ (last.meat * (scale / ELO_SCALE**2))
-
-        self._bm = bm
-
+        # Clustered by deal: the named deals plus every match given none.
+        covariance = intervals.Covariance.of(last.bread, last.meat, data.deals, ELO_SCALE)
+        self._covariance = covariance
         z = NormalDist().inv_cdf(0.5 + opts.level / 2)
         members = np.flatnonzero(pool)
         rated = np.flatnonzero(finite)
         sd = np.zeros(k)
-        sd[rated] = np.sqrt(np.maximum(np.einsum("ij,ij->i", bm, last.bread), 0.0))
+        sd[rated] = covariance.sd()
         elo = opts.anchor + x / ELO_SCALE
         low: list[float | None] = (elo - z * sd).tolist()
         high: list[float | None] = (elo + z * sd).tolist()
@@ -568,7 +409,7 @@ class RatingModel:
                 unrated.append(data.names[i])
                 continue
             won = scored >= played
-            bound = opts.anchor + _one_sided_bound(w, x[members], won, 1.0 - opts.level) / ELO_SCALE
+            bound = opts.anchor + intervals.one_sided_bound(w, x[members], won, 1.0 - opts.level) / ELO_SCALE
             elo[i] = bound
             low[i], high[i] = (bound, None) if won else (None, bound)
             basis[i] = "one-sided"
@@ -609,105 +450,9 @@ class RatingModel:
         return self._los([self.data.codes.get(b, -1) for b in bots])
 
     def _los(self, order: list[int]) -> list[float | None]:
-        last, elo, bm = self._last, self._elo, self._bm
-        los: list[float | None] = []
-        if last is None:
+        if self._last is None or self._covariance is None:
             return [None] * max(0, len(order) - 1)
-        finite = last.finite
-        row = np.cumsum(finite) - 1
-
-        def cov(a: int, b: int) -> float:
-            return float(bm[a] @ last.bread[b])
-
-        for i, j in itertools.pairwise(order):
-            if min(i, j) < 0 or max(i, j) >= len(finite) or not (finite[i] and finite[j]):
-                los.append(None)
-                continue
-            a, b = row[i], row[j]
-            spread = math.sqrt(max(cov(a, a) + cov(b, b) - cov(a, b) - cov(b, a), 0.0))
-            diff = float(elo[i] - elo[j])
-            los.append(NormalDist().cdf(diff / spread) if spread > 0 else 0.5 if diff == 0 else 1.0)
-        return los
-
-
-def _newton_step(points: FloatArray, weights: FloatArray, x: FloatArray, pool_inv: FloatArray) -> FloatArray:
-    """One undamped Newton step from ``x`` (near the maximum already: an update's start),
-    with ``pool_inv`` the (pseudo-)inverse information from a fit nearby."""
-    k = len(x)
-    if k < 2:
-        return np.zeros(k)
-    p = sigmoid(x[:, None] - x[None, :])
-    grad = (points - weights * p).sum(axis=1)
-    step = pool_inv @ grad
-    out: FloatArray = x + step
-    centred: FloatArray = out - out.mean()
-    return centred
-
-
-#: Matches past ``min_matches`` over which a pool member's share of the zero grows to full.
-RAMP_MATCHES = 60
-#: Points (comparisons won, pairs weighted 1/(seats - 1)) a member must have both scored and
-#: conceded before it counts in the zero at all, and the points over which it grows to full.
-MIN_POINTS, RAMP_POINTS = 0.5, 1.5
-
-
-def _centre_weights(
-    scored: FloatArray, conceded: FloatArray, matches: IntArray, min_matches: int
-) -> FloatArray:
-    """The pool members' shares of the scale's zero, from each member's own record only:
-    every member counts the same once it has played ``min_matches + RAMP_MATCHES`` matches
-    and both scored and conceded ``MIN_POINTS + RAMP_POINTS`` points; before that its share
-    grows linearly from nothing at ``min_matches`` matches and at ``MIN_POINTS`` points.
-
-    Equal shares, because whatever the zero weighs unequally moves with the members' new
-    results: a member weighted unlike the others shifts everyone when its own rating moves,
-    and information weights (the previous rule) also jumped when a joining bot's games
-    entered the pool (bench/stat_checks.py anchor: 15-18 Elo in a 6-bot pool). The ramps keep
-    out who should not count yet: a newcomer that has just crossed ``min_matches``, and a bot
-    whose record is barely two-sided (a hopeless bot's first draw, ½ point scored, gives it no
-    share), hundreds of Elo from the rest. The points ramp ends low because a pool's own best
-    and worst members concede or score few points too, and must already count in full when a
-    hopeless bot draws with them. The record, not the fitted ratings, sets the shares, so they
-    cannot jump when someone else's results change."""
-    if len(matches) == 0:
-        return np.zeros(0)
-    by_matches = np.clip((matches - min_matches) / RAMP_MATCHES, 0.0, 1.0)
-    by_points = np.clip((np.minimum(scored, conceded) - MIN_POINTS) / RAMP_POINTS, 0.0, 1.0)
-    share = by_matches * by_points
-    total = float(share.sum())
-    if total <= 0:  # nobody has started counting (a young arena): the plain mean
-        return np.full(len(matches), 1.0 / len(matches))
-    out: FloatArray = share / total
-    return out
-
-
-def _bread(
-    weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray, share: FloatArray
-) -> FloatArray:
-    """The sandwich's bread (natural units) for the finite estimates, in code order: the
-    stacked equations' inverse information ``L^-1``. ``L`` is block lower triangular (the
-    pool's equations do not involve outsiders), so ``L^-1`` is explicit; the covariance is
-    ``L^-1 M L^-T`` around the meat ``M``."""
-    rated = np.flatnonzero(finite)
-    in_pool = pool[rated]
-    members, outsiders = rated[in_pool], rated[~in_pool]
-    p_mm = sigmoid(x[members][:, None] - x[members][None, :])
-    lap = _laplacian(weights[np.ix_(members, members)] * p_mm * (1.0 - p_mm))
-    km = len(members)
-    pool_inv = np.linalg.inv(lap + 1.0 / km) - 1.0 / km if km else np.zeros((0, 0))  # pseudo-inverse
-    p_om = sigmoid(x[outsiders][:, None] - x[members][None, :])
-    curv = weights[np.ix_(outsiders, members)] * p_om * (1.0 - p_om)
-    own = curv.sum(axis=1)
-    inv = np.zeros((len(rated), len(rated)))
-    mi, oi = np.flatnonzero(in_pool), np.flatnonzero(~in_pool)
-    inv[np.ix_(mi, mi)] = pool_inv
-    inv[np.ix_(oi, mi)] = (curv @ pool_inv) / own[:, None]
-    inv[oi, oi] = 1.0 / own
-    # Every estimate is read against the pool's weighted centre (``share``, which depends on
-    # the records only, not on the estimates), not the plain mean ``pool_inv`` assumes:
-    # subtract the centre's own row from every row.
-    inv -= (share @ inv[mi])[None, :]
-    return inv
+        return intervals.los(order, self._last.finite, self._elo, self._covariance)
 
 
 # --- Public API -------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ PAIRWISE = (
 #: The rating model's pool entry bar (arena.ratings.model.fit's default), for the texts above.
 MIN_MATCHES = 20
 #: Matches past the entry bar, and points won and lost, at which a pool member counts in full
-#: in the scale's zero (arena.ratings.model.RAMP_MATCHES, MIN_POINTS + RAMP_POINTS).
+#: in the scale's zero (arena.ratings.pool.RAMP_MATCHES, MIN_POINTS + RAMP_POINTS).
 FULL_AFTER_MATCHES, FULL_POINTS = 60, "2"
 
 

@@ -1,4 +1,4 @@
-"""Rating intervals clustered by deal (arena.ratings.data.meat): the matches of one duplicate
+"""Rating intervals clustered by deal (arena.ratings.intervals.meat): the matches of one duplicate
 deal share every card, so the deal, not the match, is the independent unit (issue #26)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.ratings.data import RatingData, meat, sigmoid
+from arena.ratings.data import RatingData, sigmoid
+from arena.ratings.intervals import meat
 from arena.ratings.model import ELO_SCALE, RatedMatch, RatedMatchError, fit
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import replace
 from types import ModuleType
 
 import pytest
@@ -135,6 +136,11 @@ def test_the_driver_plays_a_dialled_bots_duplicate_deal_one_rotation_at_a_time(
         assert again == []
 
 
+# Time is not what these tests judge: a machine busy enough to hold a decision past the usual
+# 2 s would fault a hand, move the chips the check reads, and make its verdict depend on load.
+PATIENT = replace(SETTINGS, decision_deadline_ms=60_000, time_bank_ms=600_000)
+
+
 def play_served(url: str, bot: type, capacity: int | None, deals: int, hands: int) -> tuple[int, int]:
     """A served ``bot`` against house greedy in duplicate, driven by the arena's driver on its
     embedded pool; (tournament id, the bot's id)."""
@@ -143,10 +149,10 @@ def play_served(url: str, bot: type, capacity: int | None, deals: int, hands: in
         with session_scope(url) as session:
             fix_deal_secret(session)
             owner = get_or_create_operator(session, "grpc-owner")
-            subject = register_bot(session, owner, "subject", server.address, settings=SETTINGS).id
+            subject = register_bot(session, owner, "subject", server.address, settings=PATIENT).id
         ids = [subject, *hosted_bots(url, ["greedy"])]
         tid = new_tournament(url, ids, deals_per_table=deals, hands_per_match=hands, seed=2929,
-                             deal_mode="duplicate")  # fmt: skip
+                             deal_mode="duplicate", settings=PATIENT)  # fmt: skip
         with session_scope(url) as session:
             start_tournament(session, tid)
         backend = EmbeddedBackend(url, 2, slots=8)

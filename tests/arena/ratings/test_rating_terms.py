@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arena.ratings import model, terms
+from arena.ratings import pool, terms
 from arena.ratings.model import RatedMatch, fit
 from arena.ratings.terms import legend, los_text, rating_text, reason_text
 
@@ -30,5 +30,5 @@ def test_every_reason_the_model_gives_has_words() -> None:
 
 
 def test_the_legend_quotes_the_models_own_ramps() -> None:
-    assert terms.FULL_AFTER_MATCHES == model.RAMP_MATCHES
-    assert float(terms.FULL_POINTS) == model.MIN_POINTS + model.RAMP_POINTS
+    assert terms.FULL_AFTER_MATCHES == pool.RAMP_MATCHES
+    assert float(terms.FULL_POINTS) == pool.MIN_POINTS + pool.RAMP_POINTS

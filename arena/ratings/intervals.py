@@ -1,0 +1,203 @@
+"""The intervals: the uncertainty of the point estimate (arena/ratings/model.py, "Intervals").
+
+A cluster-robust sandwich ``B M B^T`` in natural units, over the stacked estimating equations
+of the pool and of each outsider, so that an outsider's interval includes the pool's own
+uncertainty:
+
+- the bread ``B`` (:func:`bread`): the inverse information of the finite estimates, at the
+  fit's ``x``, read against the scale's zero (the pool's weighted centre);
+- the meat ``M`` (:func:`meat`): over the independent units, the deals (a match given no deal
+  is one of its own), the outer product of each deal's score; it needs the matches
+  themselves, kept in blocks (arena/ratings/data.py), and is summed in chunks;
+- :class:`Covariance`: their product, kept as rows ``B M`` so that a standard error or the
+  covariance of two bots (LOS, :func:`los`) costs one row product, never the bots x bots
+  matrix.
+
+A record with no finite estimate gets a one-sided bound instead (:func:`one_sided_bound`).
+The point estimate itself is arena/ratings/solve.py's; nothing here changes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from arena.ratings.data import Block, BoolArray, FloatArray, IntArray, pair_columns, sigmoid
+from arena.ratings.solve import laplacian
+
+#: Matches per chunk when recomputing the meat: bounds the temporary arrays to ~100 MB.
+CHUNK = 400_000
+
+
+def bread(
+    weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray, share: FloatArray
+) -> FloatArray:
+    """The sandwich's bread (natural units) for the finite estimates, in code order: the
+    stacked equations' inverse information ``L^-1``. ``L`` is block lower triangular (the
+    pool's equations do not involve outsiders), so ``L^-1`` is explicit; the covariance is
+    ``L^-1 M L^-T`` around the meat ``M``."""
+    rated = np.flatnonzero(finite)
+    in_pool = pool[rated]
+    members, outsiders = rated[in_pool], rated[~in_pool]
+    p_mm = sigmoid(x[members][:, None] - x[members][None, :])
+    lap = laplacian(weights[np.ix_(members, members)] * p_mm * (1.0 - p_mm))
+    km = len(members)
+    pool_inv = np.linalg.inv(lap + 1.0 / km) - 1.0 / km if km else np.zeros((0, 0))  # pseudo-inverse
+    p_om = sigmoid(x[outsiders][:, None] - x[members][None, :])
+    curv = weights[np.ix_(outsiders, members)] * p_om * (1.0 - p_om)
+    own = curv.sum(axis=1)
+    inv = np.zeros((len(rated), len(rated)))
+    mi, oi = np.flatnonzero(in_pool), np.flatnonzero(~in_pool)
+    inv[np.ix_(mi, mi)] = pool_inv
+    inv[np.ix_(oi, mi)] = (curv @ pool_inv) / own[:, None]
+    inv[oi, oi] = 1.0 / own
+    # Every estimate is read against the pool's weighted centre (``share``, which depends on
+    # the records only, not on the estimates), not the plain mean ``pool_inv`` assumes:
+    # subtract the centre's own row from every row.
+    inv -= (share @ inv[mi])[None, :]
+    return inv
+
+def meat(
+    blocks: list[Block], x: FloatArray, position: IntArray, partner: BoolArray, size: int
+) -> FloatArray:
+    """``sum over deals of U_d U_d^T`` for the bots with ``position >= 0`` (their row in the
+    result, ``size`` x ``size``). ``U_d`` is the deal's score, the sum of its matches' ``U_m``:
+    a seat's pair residuals ``w (result - P(win))``, counting only pairs whose other bot is a
+    ``partner`` (the rating pool: the model's estimating equations use those pairs only).
+    ``x`` in natural units."""
+    out = np.zeros((size + 1) * (size + 1))
+    off = np.zeros((size + 1) * (size + 1))  # the i < j terms, added once more transposed
+    row = np.where(position >= 0, position, size)  # everyone else lands in a dropped row
+    use = position >= 0
+    k = len(x)
+    # P(a beats b) looked up, not recomputed per pair of every match: 10x fewer exp calls.
+    prob = sigmoid(x[:, None] - x[None, :]).ravel()
+    grouped: list[tuple[IntArray, IntArray, FloatArray]] = []  # (deal, row, score) of named deals
+    for block in blocks:
+        n = block.n
+        u, v = pair_columns(n)
+        w = 1.0 / (n - 1)
+        for start in range(0, len(block.idx), CHUNK):
+            idx = block.idx[start : start + CHUNK].astype(np.int64)
+            res = block.results[start : start + CHUNK]
+            seat = np.zeros(idx.shape)
+            for col in range(len(u)):
+                a, b = idx[:, u[col]], idx[:, v[col]]
+                r = w * (0.5 * res[:, col] - prob[a * k + b])
+                seat[:, u[col]] += r * (partner[b] & use[a])
+                seat[:, v[col]] -= r * (partner[a] & use[b])
+            rows = row[idx]
+            if block.deal is not None:  # matches of named deals are summed per deal below
+                deal = block.deal[start : start + CHUNK]
+                named = deal >= 0
+                keep = named[:, None] & (rows < size)
+                grouped.append((np.broadcast_to(deal[:, None], rows.shape)[keep], rows[keep], seat[keep]))
+                rows, seat = rows[~named], seat[~named]
+            for i in range(n):
+                for j in range(i, n):
+                    cells = rows[:, i] * (size + 1) + rows[:, j]
+                    prod = seat[:, i] * seat[:, j]
+                    add = np.bincount(cells, prod, minlength=(size + 1) ** 2)
+                    if i == j:
+                        out += add
+                    else:
+                        off += add
+    total = (out + off).reshape(size + 1, size + 1)
+    total += off.reshape(size + 1, size + 1).T
+    result: FloatArray = total[:size, :size]
+    if grouped:
+        result = result + _deal_meat(grouped, size)
+    return result
+
+
+def _deal_meat(grouped: list[tuple[IntArray, IntArray, FloatArray]], size: int) -> FloatArray:
+    """``sum over deals of U_d U_d^T`` from (deal, row, score) entries: each deal's scores are
+    summed per bot, then every pair of bots within a deal adds its product."""
+    deal = np.concatenate([g[0] for g in grouped])
+    rows = np.concatenate([g[1] for g in grouped])
+    keys, where = np.unique(deal * size + rows, return_inverse=True)
+    score = np.bincount(where, np.concatenate([g[2] for g in grouped]))
+    deal_of, row_of = keys // size, keys % size
+    # Entries are sorted by deal: each deal is a run; pair every entry with its run.
+    starts = np.flatnonzero(np.r_[True, deal_of[1:] != deal_of[:-1]])
+    sizes = np.diff(np.r_[starts, len(keys)])
+    out = np.zeros(size * size)
+    first = 0
+    while first < len(starts):  # runs in chunks of ~4M products, to bound the temporaries
+        cost = np.cumsum(sizes[first:] ** 2)
+        last = first + max(1, int(np.searchsorted(cost, 4_000_000)))
+        s, g = starts[first:last], sizes[first:last]
+        entry = np.arange(s[0], s[-1] + g[-1])
+        run_start = np.repeat(s, g)
+        run_size = np.repeat(g, g)
+        i = np.repeat(entry, run_size)
+        offset = np.arange(len(i)) - np.repeat(np.cumsum(run_size) - run_size, run_size)
+        j = np.repeat(run_start, run_size) + offset
+        out += np.bincount(row_of[i] * size + row_of[j], score[i] * score[j], minlength=size * size)
+        first = last
+    return out.reshape(size, size)
+
+
+@dataclass(frozen=True)
+class Covariance:
+    """The finite estimates' covariance ``B M B^T`` (rows and columns: the finite bots in
+    code order), kept as its factors: ``bm`` is ``B M`` in the reported unit squared."""
+
+    bm: FloatArray
+    bread: FloatArray
+
+    @classmethod
+    def of(cls, bread: FloatArray, meat: FloatArray, clusters: int, unit: float) -> Covariance:
+        """From the bread and meat (natural units) over ``clusters`` independent units, in
+        units of ``unit`` natural units each (``ELO_SCALE``: Elo)."""
+        scale = clusters / (clusters - 1) if clusters > 1 else 1.0  # small-sample correction
+        return cls(bread @ (meat * (scale / unit**2)), bread)
+
+    def sd(self) -> FloatArray:
+        """Every finite estimate's standard error (only the diagonal is computed)."""
+        out: FloatArray = np.sqrt(np.maximum(np.einsum("ij,ij->i", self.bm, self.bread), 0.0))
+        return out
+
+    def cov(self, a: int, b: int) -> float:
+        return float(self.bm[a] @ self.bread[b])
+
+
+def los(order: list[int], finite: BoolArray, elo: FloatArray, covariance: Covariance) -> list[float | None]:
+    """The likelihood of superiority of each bot of ``order`` (codes) over the next one, by
+    the normal approximation with their covariance: None next to a bot without a finite
+    estimate (or a code out of range)."""
+    out: list[float | None] = []
+    row = np.cumsum(finite) - 1
+    cov = covariance.cov
+    for i, j in itertools.pairwise(order):
+        if min(i, j) < 0 or max(i, j) >= len(finite) or not (finite[i] and finite[j]):
+            out.append(None)
+            continue
+        a, b = row[i], row[j]
+        spread = math.sqrt(max(cov(a, a) + cov(b, b) - cov(a, b) - cov(b, a), 0.0))
+        diff = float(elo[i] - elo[j])
+        out.append(NormalDist().cdf(diff / spread) if spread > 0 else 0.5 if diff == 0 else 1.0)
+    return out
+
+
+def one_sided_bound(weights: FloatArray, pool_x: FloatArray, won: bool, alpha: float) -> float:
+    """The rating at which a record this one-sided has probability ``alpha`` (natural units):
+    a lower bound for a clean sweep, an upper one for a record without a point."""
+    sign = 1.0 if won else -1.0
+
+    def log_prob(x: float) -> float:  # log P(every comparison goes the record's way)
+        return float(np.sum(weights * -np.logaddexp(0.0, -sign * (x - pool_x))))
+
+    lo, hi = float(pool_x.min()) - 50.0, float(pool_x.max()) + 50.0
+    target = math.log(alpha)
+    for _ in range(200):  # log_prob is monotone: bisection
+        mid = 0.5 * (lo + hi)
+        if (log_prob(mid) < target) == won:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)

@@ -1,0 +1,133 @@
+"""The point estimate: the Bradley-Terry maximum likelihood, in natural units (Elo times
+``ELO_SCALE``), from the pairwise sums alone (arena/ratings/model.py, "Model" and
+"Everyone else").
+
+:func:`estimate` is the whole of it, in three steps: the pool on its own pairs by damped
+Newton (mean 0; the pool is strongly connected, so the maximum is finite and unique up to the
+mean), each outsider with a two-sided record alone against the pool held fixed (so it moves
+nobody), then every finite estimate shifted by the pool's weighted centre (the scale's zero,
+arena/ratings/pool.py). An update between full fits replaces the pool's Newton iteration by
+one step with the last fit's inverse information.
+
+Nothing here knows about matches, deals or intervals: the solve reads ``points`` and
+``weights`` (bots x bots) and the pool, and returns ``x`` and which bots have a finite one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arena.ratings.data import BoolArray, FloatArray, sigmoid
+
+_MAX_NEWTON = 200
+# Newton converges quadratically: once a step is this small (natural units) the next one is
+# at rounding level, so the result no longer depends on where the iteration started.
+_NEWTON_TOL = 1e-10
+
+
+class ConvergenceError(RuntimeError):
+    """The Newton iteration did not converge (the objective is strictly concave, so this
+    means a bug or non-finite data, not bad luck)."""
+
+
+def estimate(
+    points: FloatArray,
+    weights: FloatArray,
+    pool: BoolArray,
+    share: FloatArray,
+    x0: FloatArray,
+    pool_inv: FloatArray | None = None,
+) -> tuple[FloatArray, BoolArray]:
+    """Every bot's estimate (natural units, 0 where there is none) and which are finite: the
+    pool's and those of outsiders with a two-sided record against it, centred on the pool
+    members weighted by ``share``. ``x0``: the pool's start; ``pool_inv``: the pool's inverse
+    information from a fit nearby, for one Newton step instead of the full iteration."""
+    k = len(pool)
+    members = np.flatnonzero(pool)
+    pp, pw = points[np.ix_(members, members)], weights[np.ix_(members, members)]
+    pool_x = _fit_pool(pp, pw, x0) if pool_inv is None else _newton_step(pp, pw, x0, pool_inv)
+    x = np.zeros(k)
+    x[members] = pool_x
+    outside = np.flatnonzero(~pool)
+    op, ow = points[np.ix_(outside, members)], weights[np.ix_(outside, members)]
+    scored, played = op.sum(axis=1), ow.sum(axis=1)
+    two_sided = (played > 0) & (scored > 0) & (scored < played)
+    x[outside[two_sided]] = _fit_outsiders(op[two_sided], ow[two_sided], pool_x)
+    finite = pool.copy()
+    finite[outside[two_sided]] = True
+    x[finite] -= share @ pool_x  # the scale's zero (every bot moves alike)
+    return x, finite
+
+
+def _pool_objective(points: FloatArray, x: FloatArray) -> float:
+    return float(np.sum(points * -np.logaddexp(0.0, -(x[:, None] - x[None, :]))))
+
+
+def _fit_pool(points: FloatArray, weights: FloatArray, x0: FloatArray) -> FloatArray:
+    """Maximum likelihood over the pool's pairs, mean 0 (natural units), by damped Newton. The
+    pool is strongly connected, so the maximum is finite and unique up to the mean."""
+    k = len(x0)
+    x = x0 - x0.mean() if k else x0
+    if k < 2:
+        return np.zeros(k)
+    f = _pool_objective(points, x)
+    for _ in range(_MAX_NEWTON):
+        p = sigmoid(x[:, None] - x[None, :])
+        grad = (points - weights * p).sum(axis=1)
+        lap = laplacian(weights * p * (1.0 - p))
+        step = np.linalg.solve(lap + 1.0 / k, grad)  # + 1/k: fixes the free mean
+        size = float(np.max(np.abs(step)))
+        if size < 1e-6:
+            x = x + step
+            if size < _NEWTON_TOL:
+                centred: FloatArray = x - x.mean()
+                return centred
+            f = _pool_objective(points, x)
+            continue
+        t = 1.0
+        while True:
+            trial = x + t * step
+            f_trial = _pool_objective(points, trial)
+            if f_trial >= f or t < 1e-10:
+                break
+            t *= 0.5
+        x, f = trial, f_trial
+    raise ConvergenceError(f"Newton did not converge in {_MAX_NEWTON} iterations ({k} bots in the pool)")
+
+
+def _newton_step(points: FloatArray, weights: FloatArray, x: FloatArray, pool_inv: FloatArray) -> FloatArray:
+    """One undamped Newton step from ``x`` (near the maximum already: an update's start),
+    with ``pool_inv`` the (pseudo-)inverse information from a fit nearby."""
+    k = len(x)
+    if k < 2:
+        return np.zeros(k)
+    p = sigmoid(x[:, None] - x[None, :])
+    grad = (points - weights * p).sum(axis=1)
+    step = pool_inv @ grad
+    out: FloatArray = x + step
+    centred: FloatArray = out - out.mean()
+    return centred
+
+
+def laplacian(curv: FloatArray) -> FloatArray:
+    """The information matrix of pairwise comparisons whose curvatures are ``curv`` (a
+    graph Laplacian: singular along the common shift, which the callers fix)."""
+    lap = -curv
+    lap[np.diag_indices_from(lap)] = curv.sum(axis=1) - np.diag(curv)
+    return lap
+
+
+def _fit_outsiders(points: FloatArray, weights: FloatArray, pool_x: FloatArray) -> FloatArray:
+    """Each outsider's own maximum likelihood against the fixed pool (rows: outsiders with a
+    two-sided record against the pool; columns: pool members)."""
+    x = np.zeros(len(points))
+    for _ in range(_MAX_NEWTON):
+        p = sigmoid(x[:, None] - pool_x[None, :])
+        grad = (points - weights * p).sum(axis=1)
+        info = (weights * p * (1.0 - p)).sum(axis=1)
+        step = np.clip(grad / info, -2.0, 2.0)  # one-dimensional and concave: clipping is enough
+        x = x + step
+        if len(step) == 0 or float(np.max(np.abs(step))) < _NEWTON_TOL:
+            fitted: FloatArray = x
+            return fitted
+    raise ConvergenceError(f"Newton did not converge for {len(x)} bots fitted against the pool")
