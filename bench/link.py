@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from arena.bots.owners import create_owner
-    from arena.link.player import LinkPlayer, RelayTransport, Routes, routes_for
+    from arena.link.player import LinkPlayer
+    from arena.link.relay_client import RelayTransport, Routes, routes_for
     from arena.store.db import session_scope
     from arena.store.models import Bot
     from sdk.grpc_player import GrpcPlayer

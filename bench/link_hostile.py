@@ -139,17 +139,18 @@ def burst(url: str, address: str, gateway: Gateway, bots: int, pause: float, wat
     changes: dict[str, Any] = {"check_time_limit_s": 12}
     if "check_slots" in {f.name for f in dataclasses.fields(Settings)}:
         changes["check_slots"] = bots
-    gateway.settings = dataclasses.replace(gateway.settings, **changes)
+    service = gateway.link_service  # the admission check's settings
+    service.settings = dataclasses.replace(service.settings, **changes)
     with session_scope(url) as session:
         tokens = [create_owner(session, f"burst{i}")[1] for i in range(bots + 1)]
     bystander = Linked(address, tokens[-1], "bystander")
     wait("the bystander", bystander.link.connected.is_set)
     watched = bot_id(url, "bystander")
     slow = [Linked(address, tokens[i], f"slow-{i}", SlowBot) for i in range(bots)]
-    wait("the burst admitted", lambda: len(gateway.holding) >= bots * 7 // 8)
+    wait("the burst admitted", lambda: len(gateway.holdings.holding) >= bots * 7 // 8)
     oldest, looked_offline = 0.0, 0
     until = time.monotonic() + watch
-    while time.monotonic() < until and gateway.holding:
+    while time.monotonic() < until and gateway.holdings.holding:
         with session_scope(url) as session:
             row = session.get(LinkGateway, gateway.id)
             assert row is not None
@@ -179,7 +180,7 @@ def main() -> None:
         settings = Settings(database_url=url, decision_deadline_ms=2000)  # slow bots stay legal
         running = GatewayThread(Gateway(settings, max_connections_per_owner=4))
         gateway = running.start()
-        gateway.started -= directory.GATEWAY_LEASE_S  # as if up a while: an absent bot is absent
+        gateway.holdings.started -= directory.GATEWAY_LEASE_S  # as if up a while: an absent bot is absent
         address = f"127.0.0.1:{gateway.port}"
         try:
             if args.what == "offline":

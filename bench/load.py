@@ -120,7 +120,8 @@ def start_server(kind: str, url: str, port: int, workers: int, threads: int) -> 
     if kind == "gunicorn":
         command = [
             sys.executable, "-m", "gunicorn", "dashboard.wsgi:app", "--bind", f"127.0.0.1:{port}",
-            "--workers", str(workers), "--threads", str(threads), "--worker-class", "gthread",
+            "--workers", str(workers), "--threads", str(threads),
+            "--worker-class", "dashboard.gunicorn_worker.DashboardWorker",
             "--log-level", "warning",
         ]  # fmt: skip
     else:

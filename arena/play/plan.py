@@ -188,7 +188,8 @@ def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None)
         if seat.build_id is not None:
             return hosted_player(seat)
         if seat.connected:
-            from arena.link.player import LinkPlayer, RelayTransport, routes_for
+            from arena.link.player import LinkPlayer
+            from arena.link.relay_client import RelayTransport, routes_for
 
             routes = routes_for(seat.store or load_settings().database_url)
             transport = RelayTransport(seat.bot_id, routes)

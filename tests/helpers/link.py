@@ -17,11 +17,8 @@ from sqlalchemy import select
 
 from arena.link import directory
 from arena.link.gateway import Gateway
-from arena.link.player import (
-    LinkPlayer,
-    RelayTransport,
-    Routes,
-)
+from arena.link.player import LinkPlayer
+from arena.link.relay_client import RelayTransport, Routes
 from arena.store.db import session_scope
 from arena.store.models import Bot
 from bots.random_bot import RandomBot

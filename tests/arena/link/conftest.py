@@ -11,8 +11,7 @@ from sqlalchemy import select
 
 from arena.bots.owners import create_owner
 from arena.config import Settings
-from arena.link import directory
-from arena.link import gateway as gateway_module
+from arena.link import directory, link_service
 from arena.link.gateway import Gateway, GatewayThread
 from arena.store.db import session_scope
 from arena.store.models import Bot, BotVersion, Owner
@@ -31,7 +30,7 @@ def arena(sqlite_url: str) -> Iterator[Arena]:
     settings = Settings(database_url=sqlite_url, decision_deadline_ms=2000)
     running = GatewayThread(Gateway(settings, max_connections_per_owner=3))
     gateway = running.start()
-    gateway.started -= directory.GATEWAY_LEASE_S  # as if up a while (see the test of a fresh gateway)
+    gateway.holdings.started -= directory.GATEWAY_LEASE_S  # as if up a while (see the fresh gateway test)
     try:
         yield Arena(sqlite_url, gateway, tokens)
     finally:
@@ -53,7 +52,7 @@ def raw(arena: Arena, clients: list[Client]) -> Iterator[RawLink]:
     link = RawLink(arena.address, arena.tokens["alice"])
     link.hello("rawbot")
     welcome = welcomed(link)
-    assert welcome.registered and welcome.limits.max_message_bytes == gateway_module.MAX_MESSAGE_BYTES
+    assert welcome.registered and welcome.limits.max_message_bytes == link_service.MAX_MESSAGE_BYTES
     yield link
     link.close()
     # The other bot never noticed.

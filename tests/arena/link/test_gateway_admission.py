@@ -24,8 +24,7 @@ from helpers.link import (
 from sqlalchemy import delete, func, select
 
 from arena.link import connection as connection_module
-from arena.link import directory
-from arena.link import gateway as gateway_module
+from arena.link import directory, link_service
 from arena.store.db import session_scope
 from arena.store.models import Bot, CheckLease, LinkConnection, Owner, utcnow
 from bots.random_bot import RandomBot
@@ -122,7 +121,7 @@ def test_a_bad_first_message_is_refused(arena: Arena, first: bytes, text: str) -
 
 
 def test_no_hello_in_time_is_refused(arena: Arena, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gateway_module, "HELLO_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(link_service, "HELLO_TIMEOUT_S", 0.5)
     link = RawLink(arena.address, arena.tokens["alice"])
     try:
         error = link.closed_with()
@@ -169,7 +168,7 @@ def test_a_second_hello_ends_the_connection(raw: RawLink) -> None:
 
 
 def test_a_message_over_the_size_limit_ends_the_connection(raw: RawLink) -> None:
-    text = "x" * (gateway_module.MAX_MESSAGE_BYTES + 10)
+    text = "x" * (link_service.MAX_MESSAGE_BYTES + 10)
     big = lpb.LinkReply(call_id=1, error=lpb.LinkError(code=13, message=text))
     raw.send(lpb.ConnectRequest(reply=big))
     code, _details = status(raw)
@@ -197,7 +196,7 @@ def test_the_connection_limit_holds_under_a_burst(arena: Arena) -> None:
     first.hello("rawbot")
     welcomed(first)  # registered: the burst is re-admissions of one build
     first.close()
-    wait_until(lambda: not arena.gateway.by_bot and not arena.gateway.open_ids)
+    wait_until(lambda: not arena.gateway.holdings.by_bot and not arena.gateway.holdings.open_ids)
     links = [RawLink(arena.address, arena.tokens["alice"]) for _ in range(40)]
     try:
         time.sleep(1.0)  # let every stream be authenticated and wait for its hello
@@ -252,7 +251,8 @@ def test_a_slow_connected_bot_is_cut_at_the_check_time_limit_holding_a_check_slo
     """A connected bot's admission check is bounded as a dialled bot's is: past
     ``check_time_limit_s`` the connection ends with the same refusal, nothing is registered,
     and the check slot it held meanwhile (one of the dashboard's) is free again."""
-    arena.gateway.settings = dataclasses.replace(arena.gateway.settings, check_time_limit_s=3)
+    service = arena.gateway.link_service
+    service.settings = dataclasses.replace(service.settings, check_time_limit_s=3)
     slow = Client(arena, "alice", "slowpoke", bot=SlowBot, capacity=1)
     clients.append(slow)
     alice = owner_id(arena, "alice")
@@ -326,7 +326,8 @@ def test_a_burst_of_slow_admission_checks_does_not_stall_the_gateways_heartbeat(
     from arena.store.models import LinkGateway
 
     gateway = arena.gateway
-    gateway.settings = dataclasses.replace(gateway.settings, check_slots=32, check_time_limit_s=12)
+    service = gateway.link_service
+    service.settings = dataclasses.replace(service.settings, check_slots=32, check_time_limit_s=12)
     owners = [f"owner{i}" for i in range(32)]
     with session_scope(arena.url) as session:
         for name in ["carol", *owners]:
@@ -337,11 +338,11 @@ def test_a_burst_of_slow_admission_checks_does_not_stall_the_gateways_heartbeat(
 
     for name in owners:
         clients.append(Client(arena, name, f"slow-{name}", bot=SlowBot, capacity=1))
-    wait_until(lambda: len(gateway.holding) >= 28, timeout=60)  # the burst is being admitted
+    wait_until(lambda: len(gateway.holdings.holding) >= 28, timeout=60)  # the burst is being admitted
     returner = Client(arena, "carol", "returner")
     clients.append(returner)
     returner.wait(timeout=60)
-    assert len(gateway.holding) >= 16, "the known bot's welcome waited for the burst's checks"
+    assert len(gateway.holdings.holding) >= 16, "the known bot's welcome waited for the burst's checks"
 
     def heartbeat_age() -> float:
         with session_scope(arena.url) as session:
@@ -351,7 +352,7 @@ def test_a_burst_of_slow_admission_checks_does_not_stall_the_gateways_heartbeat(
 
     ages, capacities = [], []
     watch_until = time.monotonic() + directory.GATEWAY_LEASE_S + 4
-    while time.monotonic() < watch_until and gateway.holding:
+    while time.monotonic() < watch_until and gateway.holdings.holding:
         ages.append(heartbeat_age())
         with session_scope(arena.url) as session:
             capacities.append(directory.connected_capacity(session, bystander))

@@ -24,12 +24,8 @@ from sqlalchemy import delete, func, select
 
 from arena.link import connection as connection_module
 from arena.link import directory
-from arena.link.player import (
-    LinkPlayer,
-    RelayTransport,
-    Routes,
-    decide_call,
-)
+from arena.link.player import LinkPlayer, decide_call
+from arena.link.relay_client import RelayTransport, Routes
 from arena.play.offline import must_wait
 from arena.store.db import session_scope
 from arena.store.models import Bot, LinkConnection, Match
@@ -44,7 +40,7 @@ from sdk.rules import STANDARD
 
 def test_a_worker_needs_the_gateway_secret(arena: Arena, clients: list[Client]) -> None:
     clients.append(Client(arena, "alice", "secretive").wait())
-    from arena.link.player import GatewayRelayError
+    from arena.link.relay_client import GatewayRelayError
 
     transport = RelayTransport(bot_id(arena, "secretive"), Routes(arena.url, "wrong"))
     # The stored secret is used when the gateway made its own; a wrong configured one is not.
@@ -251,11 +247,11 @@ def test_a_fresh_gateway_does_not_charge_a_bot_that_has_not_reconnected_yet(
     player.match_start(MatchInfo("m", 0, ("returning", "x"), STANDARD, 1, 0, 1000, 0))
     client.stop()
     wait_until(lambda: capacity(arena, bot_id(arena, "returning")) == 0)
-    arena.gateway.started = time.monotonic()  # as if it had just been restarted
+    arena.gateway.holdings.started = time.monotonic()  # as if it had just been restarted
     with pytest.raises(PlayerFaultError) as caught:  # it had reconnected here: its own fault
         player.act(decision())
     assert caught.value.kind is FaultKind.UNREACHABLE
-    arena.gateway.seen.clear()  # as if it had not reconnected since the restart
+    arena.gateway.holdings.seen.clear()  # as if it had not reconnected since the restart
     transport = RelayTransport(bot_id(arena, "returning"), Routes(arena.url))
     gw = arena.gateway  # where the worker last saw the bot, as a worker's cached route would say
     transport._route = directory.GatewayRoute(gw.id, gw.advertise, gw.secret, 1)

@@ -15,7 +15,7 @@ from helpers.paths import ROOT
 from sqlalchemy import select
 
 from arena.bots.admission import CHECK_RPC_TIMEOUT_S
-from arena.link.gateway import MAX_CAPACITY
+from arena.link.link_service import MAX_CAPACITY
 from arena.play.deal_end import END_DEAL_TIMEOUT_S, send_end_deal
 from arena.play.plan import SeatPlan
 from arena.store.db import session_scope

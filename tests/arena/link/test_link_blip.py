@@ -12,7 +12,8 @@ import pytest
 from helpers.link import Arena, Client, bot_id, capacity, decision, wait_until
 from sqlalchemy import select, update
 
-from arena.link.player import BotLinkLostError, LinkPlayer, RelayTransport, Routes
+from arena.link.player import BotLinkLostError, LinkPlayer
+from arena.link.relay_client import RelayTransport, Routes
 from arena.play.offline import (
     RELINK_FREE_PER_BOT,
     RELINK_MAX_PER_MATCH,

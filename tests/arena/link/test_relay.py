@@ -22,13 +22,8 @@ from helpers.link import (
     wait_until,
 )
 
-from arena.link.player import (
-    LinkPlayer,
-    RelayStream,
-    RelayStreamError,
-    RelayTransport,
-    Routes,
-)
+from arena.link.player import LinkPlayer
+from arena.link.relay_client import RelayStream, RelayStreamError, RelayTransport, Routes
 from arena.store.db import session_scope
 from sdk.bot import MatchInfo
 from sdk.protocol import RELAY_SERVICE_NAME
@@ -119,7 +114,7 @@ def test_calls_waiting_on_a_relay_stream_that_breaks_are_the_gateways_loss(
 
     thread = threading.Thread(target=decide)
     thread.start()
-    wait_until(lambda: any(c.pending for cs in arena.gateway.by_bot.values() for c in cs))
+    wait_until(lambda: any(c.pending for cs in arena.gateway.holdings.by_bot.values() for c in cs))
     assert arena.gateway.loop is not None
     relay_server = arena.gateway._servers[1]
     asyncio.run_coroutine_threadsafe(relay_server.stop(0), arena.gateway.loop).result(10)
