@@ -111,6 +111,13 @@ class Settings:
     build_allowed_packages: tuple[str, ...] = field(default_factory=tuple)
     #: Seconds a build may take; one that takes longer is killed and refused.
     build_time_limit_s: int = 300
+    #: What ``tonk db gc`` (arena/bots/collect.py) keeps: nothing younger than ``gc_grace_s``
+    #: seconds (an upload, a build, a file of the data dir), and bot match logs and failed
+    #: builds' logs for ``log_retention_days`` days (0: for ever), the logs of each bot
+    #: version's last ``log_retention_matches`` matches whatever their age.
+    gc_grace_s: int = 86400
+    log_retention_days: int = 30
+    log_retention_matches: int = 20
     #: Bounds on an owner's own sequential tests (``POST /api/v1/sprt``; operators are not
     #: bound): pairs one test may play, hands per match, tests running at once per owner, and
     #: tests one owner may start in 24 hours (0: no daily bound).
@@ -128,6 +135,14 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from None
+
+
+def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    """An integer setting from ``low`` to ``high``, refused (not clamped) outside them."""
+    value = _int(env, name, default)
+    if not low <= value <= high:
+        raise ValueError(f"environment variable {name} must be an integer from {low} to {high}, got {value}")
+    return value
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
@@ -175,11 +190,27 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             p.strip().lower() for p in get("TONK_BUILD_ALLOWED_PACKAGES", "").split(",") if p.strip()
         ),
         build_time_limit_s=_int(env, "TONK_BUILD_TIME_LIMIT_S", 300),
+        gc_grace_s=_grace(env),
+        log_retention_days=_bounded(env, "TONK_LOG_RETENTION_DAYS", 30, 0, 36500),
+        log_retention_matches=_bounded(env, "TONK_LOG_RETENTION_MATCHES", 20, 0, 1_000_000),
         sprt_max_pairs=max(1, _int(env, "TONK_SPRT_MAX_PAIRS", 400)),
         sprt_max_hands=max(1, _int(env, "TONK_SPRT_MAX_HANDS", 50)),
         sprt_max_running=max(0, _int(env, "TONK_SPRT_MAX_RUNNING", 1)),
         sprt_max_per_day=max(0, _int(env, "TONK_SPRT_MAX_PER_DAY", 20)),
     )
+
+
+def _grace(env: Mapping[str, str]) -> int:
+    """``TONK_GC_GRACE_S``: longer than a build and its check may take together, so that
+    ``tonk db gc`` never collects what an upload in flight is using."""
+    grace = _bounded(env, "TONK_GC_GRACE_S", 86400, 600, 365 * 86400)
+    busy = _int(env, "TONK_BUILD_TIME_LIMIT_S", 300) + _int(env, "TONK_CHECK_TIME_LIMIT_S", 30)
+    if grace <= busy:
+        raise ValueError(
+            f"environment variable TONK_GC_GRACE_S must be longer than a build and its check may "
+            f"take (TONK_BUILD_TIME_LIMIT_S + TONK_CHECK_TIME_LIMIT_S = {busy} s), got {grace}"
+        )
+    return grace
 
 
 def describe_store(url: str) -> str:

@@ -18,8 +18,10 @@ A bot that runs another language brings its dependencies in its upload (e.g. a v
 
 The bundle is stored as a tar.gz with its SHA-256 in a :class:`Build` row, with the build's
 log (bounded, cleaned). An upload is built once: the next request reuses its ``ok`` build
-(a failed one is tried again). :func:`fetch_bundle` gives a worker on any machine the bundle,
-unpacked into its cache by the artifact's SHA-256 after checking the bytes against it.
+(a failed one is tried again). A build works in a temporary folder under the data dir's
+``builds/``, removed when it ends whatever the outcome. :func:`fetch_bundle` gives a worker
+on any machine the bundle, unpacked into its cache by the artifact's SHA-256 after checking
+the bytes against it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -283,6 +286,24 @@ def _pack_bundle(bundle: Path) -> bytes:
     return raw.getvalue()
 
 
+@contextlib.contextmanager
+def staged_bundle(built: Built, settings: Settings) -> Iterator[Path]:
+    """A new build's bundle, unpacked for its admission check in a private folder under the
+    data dir's ``builds/`` and removed whatever happens: a bundle that never becomes a version
+    never reaches ``bundles/``, which holds only stored builds' bundles (``tonk db gc`` removes
+    what a killed process left in either)."""
+    if built.artifact is None or built.artifact_sha256 is None:
+        raise BundleNotFoundError("a failed build has no bundle")
+    work = Path(settings.data_dir) / "builds"
+    work.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="check-", dir=work))
+    try:
+        folder.chmod(0o755)  # mkdtemp's 0700 would keep the sandbox's own uid out
+        yield unpack_bundle(built.artifact, built.artifact_sha256, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def bundle_cache(settings: Settings) -> Path:
     """Where a worker keeps the bundles it fetched: its data dir's ``bundles/``."""
     return Path(settings.data_dir) / "bundles"
@@ -368,5 +389,6 @@ __all__ = [
     "refusal",
     "run_build",
     "run_limited",
+    "staged_bundle",
     "unpack_bundle",
 ]

@@ -4,7 +4,7 @@ way a bot comes in and every process sharing the store.
 An admission check (arena/bots/admission.py) plays a conformance match and the protocol
 check: up to ``Settings.check_time_limit_s`` of a thread and of the bot's attention. The
 dashboard runs them for submitted bots (dashboard/checks.py), the gateway for connected bots
-(arena/link/gateway.py); both take a slot here first, so at most ``Settings.check_slots``
+(arena/link/link_service.py); both take a slot here first, so at most ``Settings.check_slots``
 checks run at once in all, and one per owner. A check past either bound is refused at once,
 changing nothing: the dashboard answers ``429``, the gateway ``RESOURCE_EXHAUSTED`` (the SDK's
 client retries with backoff).

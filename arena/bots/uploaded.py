@@ -8,10 +8,13 @@ then, in order, and refusing at the first step that fails:
    declares against the operator's settings (arena/bots/builds.py): nothing stored on a
    refusal;
 3. builds it into a bundle, unless the same archive was built before (a failed build is a
-   BuildFailedError quoting its log's end; the archive and the build are stored, and the
-   caller commits them first so the log stays readable at ``GET /api/v1/builds/ID``);
+   BuildFailedError quoting its log's end; the build is stored with the upload's row but not
+   its bytes, and the caller commits them first so the log stays readable at
+   ``GET /api/v1/builds/ID``; nothing of it stays on disk);
 4. runs the built bot in the sandbox (arena/sandbox) and gives it the same admission check
-   as every other bot (arena/bots/admission.py, what ``tonk check`` runs);
+   as every other bot (arena/bots/admission.py, what ``tonk check`` runs), from a private
+   copy of the new bundle removed afterwards (the workers' cache, ``bundles/``, holds only
+   stored builds);
 5. stores the archive once by its SHA-256, the build, and the bot or its new version with its
    upload, build and launch: every write comes after the build and the check.
 
@@ -37,7 +40,7 @@ from arena.bots.builds import (
     record_build,
     refusal,
     run_build,
-    unpack_bundle,
+    staged_bundle,
 )
 from arena.bots.registry import (
     InvalidHostedBotError,
@@ -47,6 +50,7 @@ from arena.bots.registry import (
     add_bot,
     find_bot,
     get_bot,
+    same_answers,
 )
 from arena.bots.uploads import inspect_archive, store_upload
 from arena.config import Settings
@@ -99,16 +103,16 @@ def submit_upload(
     if build is None:
         built = run_build(archive, found.manifest, settings)
         if not built.ok:
-            store_upload(session, uploader, archive, settings, found)
+            store_upload(session, uploader, archive, settings, found, keep_archive=False)
             raise refusal(record_build(session, found.sha256, built))
     info: dict[str, Any] = {}
     if check:
         if build is not None:
-            bundle = fetch_bundle(session, build.id, cache)
+            info = (admit or sandbox_admission)(fetch_bundle(session, build.id, cache), launch, settings)
         else:
             assert built is not None
-            bundle = unpack_bundle(built.artifact, str(built.artifact_sha256), cache)
-        info = (admit or sandbox_admission)(bundle, launch, settings)
+            with staged_bundle(built, settings) as bundle:
+                info = (admit or sandbox_admission)(bundle, launch, settings)
     upload, _ = store_upload(session, uploader, archive, settings, found)
     if built is not None:
         build = record_build(session, upload.sha256, built)
@@ -130,9 +134,12 @@ def submit_upload(
     bot.address = None  # an upload now, whatever it was before
     bot.status = BotStatus.ACTIVE
     latest = uploaded_version(bot)
-    if latest is not None and (latest.upload_sha, latest.launch, dict(latest.info or {})) == (
-        version.upload_sha, version.launch, info
+    if (
+        latest is not None
+        and (latest.upload_sha, latest.launch) == (version.upload_sha, version.launch)
+        and same_answers(latest.info, info)
     ):  # the same archive, started alike, saying the same: that version still (its rating too)
+        latest.info = info  # with the latest check's warnings
         session.flush()
         return bot
     version.number = _next_number(bot)

@@ -147,11 +147,14 @@ class Upload(Base):
 
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+    #: Empty when its build failed: the row stays for the build's log, the bytes do not.
     archive: Mapped[bytes] = mapped_column(LargeBinary)
     size: Mapped[int] = mapped_column(Integer)
     files: Mapped[int] = mapped_column(Integer)
     unpacked_size: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
     manifest: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: When it was last uploaded (the same bytes again renew it): ``tonk db gc`` counts its
+    #: grace from here.
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 

@@ -54,6 +54,24 @@ def test_a_bad_integer_is_refused_with_the_variable_named() -> None:
         load_settings({"TONK_MAX_FAULTS": "three"})
 
 
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"TONK_LOG_RETENTION_DAYS": "-1"}, "RETENTION_DAYS must be an integer from 0 to 36500, got -1"),
+        ({"TONK_LOG_RETENTION_DAYS": "30d"}, "TONK_LOG_RETENTION_DAYS must be an integer, got '30d'"),
+        ({"TONK_LOG_RETENTION_MATCHES": "-5"}, "TONK_LOG_RETENTION_MATCHES must be an integer from 0"),
+        ({"TONK_GC_GRACE_S": "60"}, "TONK_GC_GRACE_S must be an integer from 600 to 31536000, got 60"),
+        ({"TONK_GC_GRACE_S": "900", "TONK_BUILD_TIME_LIMIT_S": "1200"}, "longer than a build and its check"),
+    ],
+)
+def test_retention_settings_are_read_strictly(env: dict[str, str], message: str) -> None:
+    """A retention setting out of its range is refused with its bounds, never clamped: a gc
+    that quietly read -1 days as 0 would delete every log."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_settings(env)
+    assert load_settings({"TONK_LOG_RETENTION_DAYS": "0", "TONK_GC_GRACE_S": "3600"}).log_retention_days == 0
+
+
 def test_environment_overrides_defaults() -> None:
     settings = load_settings({"TONK_REDIS_URL": "redis://127.0.0.1:6379/3",
                               "TONK_ALLOWED_BOT_HOSTS": "127.0.0.1, localhost"})

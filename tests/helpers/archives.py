@@ -78,3 +78,21 @@ class _Zeros(io.RawIOBase):
         view[:n] = bytes(n)
         self.left -= n
         return n
+
+
+def tar(files: Mapping[str, bytes], *, end: bool = True) -> bytes:
+    """The files as an uncompressed tar, as Python's tarfile writes it (two zero blocks, then
+    zeros to the 10240-byte record); ``end=False``: cut right after the last member."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        members_end = archive.offset
+    return raw.getvalue() if end else raw.getvalue()[:members_end]
+
+
+def gz(data: bytes, level: int = 6) -> bytes:
+    """``data`` as one gzip member (no name, no time)."""
+    return gzip.compress(data, compresslevel=level, mtime=0)

@@ -424,3 +424,26 @@ def test_public_and_allow_listed_addresses() -> None:
         check_address("192.168.0.1:5000", allowed, resolver=resolver)
     with pytest.raises(InvalidAddressError, match="does not resolve"):
         check_address("nowhere.example.org:5000", resolver=resolver)
+
+
+def test_an_unchanged_bot_keeps_its_version_whatever_its_check_warned(
+    db_url: str, owners: dict[str, int]
+) -> None:
+    """A check's warnings (a slow notice on a busy machine, a nondeterministic choice) say how
+    that check went, not what plays: re-registering the same bot at the same address with the
+    same GetInfo keeps its version (and its rating) and shows the latest check's warnings."""
+    warnings = iter([["EndHand took 700 ms"], [], ["StartMatch took 900 ms"]])
+
+    def checker(address: str, settings: Settings) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": "steady", "version": "1.0", "max_concurrent_matches": 0}
+        found = next(warnings)
+        return {**info, "check_warnings": found} if found else info
+
+    with session_scope(db_url) as session:
+        register(session, "alice", "steady", "8.8.4.4:50051", checker=checker)
+    for expected in ([], ["StartMatch took 900 ms"]):
+        with session_scope(db_url) as session:
+            alice = owner(session, "alice")
+            bot = update_bot(session, alice, "steady", "8.8.4.4:50051", settings=LOOPBACK, checker=checker)
+            assert [v.number for v in bot.versions] == [1]
+            assert bot.versions[0].info.get("check_warnings", []) == expected

@@ -102,6 +102,7 @@ def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
                       settings=settings)  # fmt: skip
     assert "illegal" in refused.value.message or "action" in refused.value.message
     assert counts(sqlite_url) == (0, 0, 0)
+    assert left_on_disk(data_dir) == []  # its bundle never became a version: not in bundles/
 
 
 def test_a_failed_build_is_refused_with_the_end_of_its_log(db_url: str, data_dir: Path) -> None:
@@ -113,6 +114,34 @@ def test_a_failed_build_is_refused_with_the_end_of_its_log(db_url: str, data_dir
             submit_upload(session, owner(session, "alice"), "nowhere", archive, settings=settings)
         build = session.get(Build, refused.value.details["build"])
         assert build is not None and build.status == "failed"
+    with session_scope(db_url) as session:  # its log is kept for its owner; the archive is not
+        build = session.get(Build, refused.value.details["build"])
+        assert build is not None and "elsewhere.py" in build.log
+        upload = session.get(Upload, build.upload_sha)
+        assert upload is not None and upload.archive == b"" and upload.size == len(archive)
+    assert left_on_disk(data_dir) == []
+    with session_scope(db_url) as session, pytest.raises(BuildFailedError):  # built again, not kept
+        submit_upload(session, owner(session, "alice"), "nowhere", archive, settings=settings)
+    with session_scope(db_url) as session:
+        assert [u.archive for u in session.scalars(select(Upload))] == [b""]
+        assert session.scalar(select(func.count()).select_from(Build)) == 2
+    fixed = tar_gz(project())
+    with session_scope(db_url) as session:  # a build that works keeps its archive
+        submit_upload(session, owner(session, "alice"), "somewhere", fixed, settings=settings)
+    with session_scope(db_url) as session:
+        assert {u.archive for u in session.scalars(select(Upload))} == {b"", fixed}
+    assert left_on_disk(data_dir) == []
+
+
+def left_on_disk(data_dir: Path) -> list[str]:
+    """What builds and checks left in the data dir (bundles/ is the workers' cache: the
+    check of a new upload must not fill it)."""
+    return sorted(
+        p.relative_to(data_dir).as_posix()
+        for folder in ("builds", "bundles")
+        if (data_dir / folder).is_dir()
+        for p in (data_dir / folder).iterdir()
+    )
 
 
 def test_names_and_owners_are_checked_before_anything_is_stored(sqlite_url: str, data_dir: Path) -> None:
