@@ -21,4 +21,6 @@ USER tonk
 EXPOSE 8000 50051
 # The gateway's port for bots that connect out (tonk gateway).
 EXPOSE 50061
-CMD ["gunicorn", "--bind", "0.0.0.0:8000", "--workers", "2", "dashboard.wsgi:app"]
+# DashboardWorker: gunicorn's threaded worker, answering its own errors under /api in JSON.
+CMD ["gunicorn", "--bind", "0.0.0.0:8000", "--workers", "2",
+     "--worker-class", "dashboard.gunicorn_worker.DashboardWorker", "dashboard.wsgi:app"]

@@ -7,8 +7,6 @@ processes instead (what the Docker image does via ``gunicorn dashboard.wsgi:app`
 
 from __future__ import annotations
 
-import json
-import signal
 import threading
 from collections.abc import Callable
 from http import HTTPStatus
@@ -18,7 +16,16 @@ from flask import Flask
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from arena.config import Settings, load_settings
+from arena.runtime.stopping import StopSignals
 from dashboard import create_app
+from dashboard.http_limits import (
+    HEADERS_LIMIT,
+    HeadersTooLargeError,
+    is_api,
+    json_error,
+    path_of,
+    target_of,
+)
 from dashboard.operations import close_backend, start_sweeper
 
 
@@ -35,25 +42,56 @@ def app_for(settings: Settings | None = None, **overrides: Any) -> Flask:
     return create_app(config)
 
 
+class _HeaderBudget:
+    """The connection's input while http.server reads a request's headers: it fails once
+    they pass :data:`HEADERS_LIMIT` in all (http.server checks each line and the count only)."""
+
+    def __init__(self, rfile: Any) -> None:
+        self._rfile = rfile
+        self._left = HEADERS_LIMIT
+
+    def readline(self, size: int = -1) -> bytes:
+        room = self._left + 1  # a byte past the budget tells it was passed
+        line: bytes = self._rfile.readline(room if size < 0 else min(size, room))
+        self._left -= len(line)
+        if self._left < 0:
+            raise HeadersTooLargeError(HEADERS_LIMIT - self._left)
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rfile, name)
+
+
 class RequestHandler(WSGIRequestHandler):
     """Werkzeug's handler, except that the errors the HTTP server answers itself, before the
-    app sees the request (a header line over 64 KiB: 431; too many headers: 431; a request
-    line too long: 414), are JSON under /api like every other API error, not an HTML page."""
+    app sees the request (a request line over 64 KiB: 414; a header line over 64 KiB, over
+    100 headers or over HEADERS_LIMIT of them in all: 431), are JSON under /api like every
+    other API error, not an HTML page."""
 
     def handle_one_request(self) -> None:
         self.path = ""  # not the previous request's on a kept-alive connection
+        self.raw_requestline = b""
         super().handle_one_request()
 
+    def parse_request(self) -> bool:
+        rfile = self.rfile
+        self.rfile = _HeaderBudget(rfile)  # type: ignore[assignment]
+        try:
+            return bool(super().parse_request())
+        finally:
+            self.rfile = rfile
+
+    def _target(self) -> str:
+        # A request line too long is refused before it is parsed: its path is in what was read.
+        path = str(getattr(self, "path", "") or "")
+        return path_of(path) if path else target_of(getattr(self, "raw_requestline", b""))
+
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        if not str(getattr(self, "path", "") or "").startswith("/api/"):
+        if not is_api(self._target()):
             super().send_error(code, message, explain)
             return
         status = HTTPStatus(code)
-        text = message or status.phrase
-        if code == HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE:
-            text = f"{text}: a request header is larger than the server accepts (64 KiB a line, 100 headers)"
-        body = json.dumps({"error": {"code": status.phrase.lower().replace(" ", "_").replace("-", "_"),
-                                     "message": text}}).encode()
+        body = json_error(code, explain or message or "")
         self.close_connection = True
         self.send_response(code, status.phrase)
         self.send_header("Content-Type", "application/json")
@@ -107,22 +145,23 @@ def serve(
     server = _server(host, port, app, access_log=access_log)
     # Tournaments left running (by an earlier dashboard, say) are played on from the start.
     start_sweeper(app, app.config["SETTINGS"])
-    if threading.current_thread() is threading.main_thread():
-        # SIGTERM (a service manager, `kill`) stops it the way Ctrl-C does, through the cleanup.
-        signal.signal(signal.SIGTERM, _interrupt)
+    # SIGTERM (a service manager, `kill`) and Ctrl-C stop it through the clean-up below. Their
+    # handler only notes the signal and a watcher thread asks the server to stop: a handler
+    # that raised KeyboardInterrupt was lost when it landed in a weakref callback, and the
+    # dashboard ran on (issue 35, arena/runtime/stopping.py).
+    stop = StopSignals()
+    if stop.install():
+        stop.when_requested(server.shutdown, name="dashboard-stop")
     if ready is not None:
         ready(f"http://{host}:{server.server_port}/")
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     finally:
-        server.server_close()
-        close_backend(app)
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+        try:
+            server.server_close()
+            close_backend(app)
+        finally:
+            stop.close()
 
 
 def serve_in_thread(host: str, port: int, settings: Settings | None = None,
@@ -143,6 +182,9 @@ def _gunicorn(host: str, port: int, settings: Settings | None, workers: int) -> 
         def load_config(self) -> None:
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
+            # gunicorn's threaded worker, answering the errors gunicorn sends itself (414,
+            # 431) in JSON under /api and limiting headers in all (dashboard/gunicorn_worker.py).
+            self.cfg.set("worker_class", "dashboard.gunicorn_worker.DashboardWorker")
             # Registering a bot plays its check matches inside the request (as in compose).
             self.cfg.set("threads", 4)
             self.cfg.set("timeout", 120)

@@ -4,6 +4,7 @@ a huge field back; a huge header under /api gets a JSON error. Real app, real CL
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -110,7 +111,7 @@ def test_simulate_still_exits_0_when_every_file_replays(tmp_path: Path) -> None:
     assert code == 0 and "outcome" in lines[0]
 
 
-# -- a 100 KB header ----------------------------------------------------------------------------
+# -- what the HTTP server refuses itself: a 100 KB header or query string, 5.7 MB of headers -----
 
 
 @pytest.fixture(scope="module")
@@ -130,51 +131,115 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     dispose_engines()
 
 
+@pytest.fixture
+def gunicorn_served(tmp_path: Path) -> Iterator[int]:
+    """gunicorn as the Docker image runs it (Dockerfile), with the dashboard's worker."""
+    port = free_port()
+    store = f"sqlite:///{tmp_path / 'arena.sqlite'}"
+    env = {**os.environ, "TONK_DATABASE_URL": store, "PYTHONPATH": str(ROOT)}
+    env.pop("TONK_REDIS_URL", None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+         "--worker-class", "dashboard.gunicorn_worker.DashboardWorker", "--graceful-timeout", "2",
+         "dashboard.wsgi:app"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for("gunicorn", lambda: server.poll() is None and listening(port), timeout=60)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+@pytest.fixture(params=["werkzeug", "gunicorn"])
+def server_port(request: pytest.FixtureRequest) -> int:
+    # gunicorn is started for each test (a process must not outlive its test, tests/leakcheck.py).
+    return int(request.getfixturevalue("served" if request.param == "werkzeug" else "gunicorn_served"))
+
+
 def raw_request(port: int, path: str, headers: str) -> tuple[str, dict[str, str], bytes]:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
+    """Sends the request while reading the answer: a server that refuses a request before it
+    is all read answers, then closes while the rest is still being sent."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        request = f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n".encode()
+        sender = threading.Thread(target=_send, args=(sock, request), daemon=True)
+        sender.start()
         data = b""
-        while chunk := sock.recv(65536):
-            data += chunk
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                data += chunk
+        sender.join(30)
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     fields = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
     return lines[0], fields, body
 
 
-@pytest.mark.parametrize(
-    "headers",
-    ["Authorization: Bearer " + "a" * 100_000 + "\r\n", "".join(f"X-{i}: y\r\n" for i in range(150))],
-    ids=["100 KB Authorization", "150 headers"],
-)
-def test_a_huge_header_under_api_is_a_json_431(served: int, headers: str) -> None:
-    status, fields, body = raw_request(served, "/api/v1/bots", headers)
-    assert status.startswith("HTTP/1.") and " 431 " in status
-    assert fields["Content-Type"] == "application/json"
-    error = json.loads(body)["error"]
-    assert error["code"] == "request_header_fields_too_large" and "header" in error["message"]
-    # The pages keep their HTML error page.
-    status, fields, _ = raw_request(served, "/bots/", headers)
-    assert " 431 " in status and fields["Content-Type"].startswith("text/html")
+def _send(sock: socket.socket, data: bytes) -> None:
+    with contextlib.suppress(OSError):  # the server closed on a refused request
+        sock.sendall(data)
 
 
-def test_tonk_dashboard_answers_a_huge_api_header_with_json(tmp_path: Path) -> None:
-    """Issue 29, point 8: the real `tonk dashboard` process, not only the test server."""
+LONG_QUERY = "?ids=" + "7," * 50_000  # 100 KB
+MANY_BIG_HEADERS = "".join(f"X-Pad-{i}: {'b' * 60_000}\r\n" for i in range(95))  # 5.7 MB
+
+
+#: (what, query string, headers, status, error code): each refused by the server itself.
+REFUSED = [
+    ("100 KB Authorization", "", "Authorization: Bearer " + "a" * 100_000 + "\r\n", 431,
+     "request_header_fields_too_large"),
+    ("150 headers", "", "".join(f"X-{i}: y\r\n" for i in range(150)), 431, "request_header_fields_too_large"),
+    # Issue 35: werkzeug took these with a 200 (gunicorn refuses a line over 8 KB).
+    ("95 headers of 60 KB", "", MANY_BIG_HEADERS, 431, "request_header_fields_too_large"),
+    # Issue 35: gunicorn took these with a 200 (under its line and count limits, 96 KB in all).
+    ("12 headers of 8 KB", "", "".join(f"X-Pad-{i}: {'b' * 8000}\r\n" for i in range(12)), 431,
+     "request_header_fields_too_large"),
+    # Issue 35: an HTML 414 from werkzeug's server and from gunicorn.
+    ("100 KB query", LONG_QUERY, "", 414, "request_uri_too_long"),
+]  # fmt: skip
+
+
+def test_what_the_server_refuses_under_api_is_a_json_error(server_port: int) -> None:
+    for what, query, headers, status, code in REFUSED:
+        line, fields, body = raw_request(server_port, "/api/v1/bots" + query, headers)
+        assert line.startswith("HTTP/1.") and f" {status} " in line, (what, line)
+        assert fields["Content-Type"] == "application/json", (what, fields)
+        error = json.loads(body)["error"]
+        assert error["code"] == code, (what, error)
+        assert ("header" if status == 431 else "request line") in error["message"], (what, error)
+        # The pages keep their HTML error page.
+        line, fields, _ = raw_request(server_port, "/bots/" + query, headers)
+        assert f" {status} " in line and fields["Content-Type"].startswith("text/html"), (what, line, fields)
+
+
+def test_headers_under_the_limits_are_served(server_port: int) -> None:
+    # 7 headers of 8 KB, 56 KB in all: under every limit of both servers.
+    headers = "".join(f"X-Pad-{i}: {'b' * 8000}\r\n" for i in range(7))
+    line, _, body = raw_request(server_port, "/api/v1/bots", headers)
+    assert " 200 " in line and json.loads(body) == {"bots": []}, (line, body[:200])
+
+
+@pytest.mark.parametrize("production", [False, True], ids=["werkzeug", "gunicorn"])
+def test_tonk_dashboard_answers_a_huge_api_request_with_json(tmp_path: Path, production: bool) -> None:
+    """Issue 29, point 8, and issue 35: the real `tonk dashboard` process, not only the test
+    servers; ``--production`` runs gunicorn with the dashboard's worker."""
     port = free_port()
     store = f"sqlite:///{tmp_path / 'arena.sqlite'}"
     env = {**os.environ, "TONK_DATABASE_URL": store, "TONK_GATEWAY_PORT": "0"}
     env.pop("TONK_REDIS_URL", None)
     tonk = str(Path(sys.executable).with_name("tonk"))
+    extra = ["--production", "--workers", "1"] if production else []
     dashboard = subprocess.Popen(
-        [tonk, "dashboard", "--port", str(port)], cwd=tmp_path, env=env,
+        [tonk, "dashboard", "--port", str(port), *extra], cwd=tmp_path, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         wait_for("the dashboard", lambda: dashboard.poll() is None and listening(port), timeout=60)
-        huge = "Authorization: Bearer " + "a" * 100_000 + "\r\n"
-        status, fields, body = raw_request(port, "/api/v1/bots", huge)
-        assert " 431 " in status and fields["Content-Type"] == "application/json", (status, fields)
-        assert json.loads(body)["error"]["code"] == "request_header_fields_too_large"
+        for what, query, headers, status, code in REFUSED:
+            line, fields, body = raw_request(port, "/api/v1/bots" + query, headers)
+            assert f" {status} " in line, (what, line)
+            assert fields["Content-Type"] == "application/json", (what, fields)
+            assert json.loads(body)["error"]["code"] == code, what
     finally:
         dashboard.send_signal(signal.SIGTERM)
         _, err = dashboard.communicate(timeout=60)
