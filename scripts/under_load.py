@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Run pytest beside one busy loop per core (``make test-under-load``), so a test whose verdict
+"""Run pytest beside two busy loops per core (``make test-under-load``), so a test whose verdict
 depends on how busy the machine is fails here rather than now and then on someone's laptop.
 
     scripts/under_load.py [pytest args...]     # e.g. tests/arena/play/test_time_accounting.py -x
-    TONK_LOAD_LOOPS=4 scripts/under_load.py    # another number of loops (default: nproc)
+    TONK_LOAD_LOOPS=2 scripts/under_load.py    # another number of loops (default: 2 x nproc)
 
 The loops are killed however pytest ends (its exit, Ctrl-C, SIGTERM to this script), and each
 dies with this script even if it is SIGKILLed (PR_SET_PDEATHSIG): none outlives it. The exit
@@ -33,7 +33,7 @@ def _die_with_parent() -> None:
 
 
 def main(args: list[str]) -> int:
-    count = int(os.environ.get("TONK_LOAD_LOOPS") or os.cpu_count() or 1)
+    count = int(os.environ.get("TONK_LOAD_LOOPS") or 2 * (os.cpu_count() or 1))
     pytest = os.environ.get("PYTEST") or str(Path(sys.executable).with_name("pytest"))
     loops: list[subprocess.Popen[bytes]] = []
     tests: subprocess.Popen[bytes] | None = None

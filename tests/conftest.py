@@ -13,7 +13,9 @@
 In CI (``CI`` set) a missing service is an error, not a skip: .ci/run starts them.
 
 And no test leaves a process running (tests/leakcheck.py): a test that does fails, and so
-does the session if anything is left at its end.
+does the session if anything is left at its end. Nor a file in ``/tmp``: the run has a
+temporary folder of its own, removed at its end (tests/scratch.py). Under pytest-xdist
+(``make test``), the costliest modules start first (tests/scheduling.py).
 """
 
 from __future__ import annotations
@@ -28,15 +30,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import scratch
 from hypothesis import settings
 
 # The shared helpers' asserts explain themselves as a test's do.
 pytest.register_assert_rewrite("helpers")
 
-from leakcheck import _no_process_left_behind, pytest_configure, pytest_sessionfinish  # noqa: E402, F401
+from leakcheck import (  # noqa: E402, F401
+    _no_process_left_behind,
+    pytest_configure,
+    pytest_sessionfinish,
+    pytest_testnodedown,
+)
+from scheduling import pytest_collection_modifyitems  # noqa: E402, F401
 
 # The dashboard tests' arena and apps (seeded, app, client, writable_url...), for every module.
 pytest_plugins = ["helpers.dashboard_fixtures"]
+
+# The run's own temporary folder, before anything makes a temporary file (tests/scratch.py).
+scratch.enter()
 
 # The default store lives in the user's data folder (arena/config.py): no test, nor any
 # command a test starts, may write there.

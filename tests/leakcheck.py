@@ -2,7 +2,10 @@
 
 A process belongs to the session if it descends from the pytest process, or if it was started
 with this session's ``TONK_TEST_SESSION`` in its environment (which finds it after it was
-orphaned, when its parent is 1). Two checks:
+orphaned, when its parent is 1). Under pytest-xdist each worker is a session of its own, and
+the run as a whole (the controller, or a pytest without workers) also has ``TONK_TEST_RUN``,
+which every worker and what it starts inherit: the run's last look finds an orphan of any
+worker by it. Two checks:
 
 - after each test, a process of the session that was not there before the test, and is still
   running a few seconds later, fails the test (an error at its teardown naming the processes),
@@ -22,22 +25,25 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from arena.processes import ProcessInfo, all_processes, descendants, kill_all, with_environment
 
 MARKER = "TONK_TEST_SESSION"
+#: The whole run's marker: set by the pytest that the run started, inherited by xdist's workers.
+RUN_MARKER = "TONK_TEST_RUN"
 #: How long a process the test asked to stop may take to go before it counts as left behind.
 GRACE_S = float(os.environ.get("TONK_TEST_LEAK_GRACE_S", "5"))
 
 
-def session_processes() -> dict[int, ProcessInfo]:
+def session_processes(marker: str = MARKER) -> dict[int, ProcessInfo]:
     table = all_processes()
     mine = descendants(os.getpid(), table)
-    value = os.environ.get(MARKER)
+    value = os.environ.get(marker)
     if value:
-        mine += with_environment(MARKER, value, table)
+        mine += with_environment(marker, value, table)
     exempt = {os.getpid(), _resource_tracker_pid()}
     return {p.pid: p for p in mine if p.running and p.pid not in exempt}
 
@@ -49,11 +55,11 @@ def _resource_tracker_pid() -> int | None:
     return pid
 
 
-def still_running(pids: set[int], grace_s: float = GRACE_S) -> dict[int, ProcessInfo]:
+def still_running(pids: set[int], grace_s: float = GRACE_S, marker: str = MARKER) -> dict[int, ProcessInfo]:
     """Those of ``pids`` (of the session) still running after at most ``grace_s``."""
     deadline = time.monotonic() + grace_s
     while True:
-        left = {pid: p for pid, p in session_processes().items() if pid in pids}
+        left = {pid: p for pid, p in session_processes(marker).items() if pid in pids}
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.05)
@@ -75,11 +81,17 @@ def describe(processes: dict[int, ProcessInfo]) -> str:
     return "\n".join(f"  pid {p.pid} (parent {p.ppid}): {p.command()[:200]}" for p in processes.values())
 
 
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")  # set by pytest-xdist in its workers only
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Inherited by every process the tests start (unless a test hands a child an environment
     # of its own, which the process tree still covers while its parent lives). A new value
     # each session, so a pytest run by a test keeps its processes apart from its caller's.
     os.environ[MARKER] = uuid.uuid4().hex
+    if not _is_worker(config):  # a worker keeps its run's; a pytest run by a test starts its own
+        os.environ[RUN_MARKER] = os.environ[MARKER]
 
 
 @pytest.fixture(autouse=True)
@@ -97,6 +109,18 @@ def _no_process_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail(f"{request.node.nodeid} left {len(left)} process(es) running:\n{report}", pytrace=False)
 
 
+#: What each xdist worker found left at its end (workers report; the controller fails the run).
+_LEFT_BY_WORKERS: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without it
+def pytest_testnodedown(node: Any, error: object) -> None:
+    report = getattr(node, "workeroutput", {}).get("leaked_processes")
+    if report:
+        _LEFT_BY_WORKERS.append(f"{node.gateway.id}:\n{report}")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist has stopped its workers
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     gc.collect()  # pools and queues nobody holds any more let go of their semaphores
     import multiprocessing.resource_tracker as tracker
@@ -104,11 +128,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     stop = getattr(tracker._resource_tracker, "_stop", None)
     if stop is not None:
         stop()
-    left = still_running(set(session_processes()))
+    worker = _is_worker(session.config)
+    marker = MARKER if worker else RUN_MARKER
+    left = still_running(set(session_processes(marker)), marker=marker)
+    reports = [*_LEFT_BY_WORKERS, describe(left)] if left else list(_LEFT_BY_WORKERS)
     if left:
-        report = describe(left)
         kill_all(left)
-        session.config.get_terminal_writer().line(
-            f"\nprocesses left running at the end of the session (killed now):\n{report}", red=True
-        )
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if not reports:
+        return
+    if worker:  # its exit status does not reach the run's: the controller reads this instead
+        session.config.workeroutput["leaked_processes"] = "\n".join(reports)  # type: ignore[attr-defined]
+        return
+    session.config.get_terminal_writer().line(
+        "\nprocesses left running at the end of the session (killed now):\n" + "\n".join(reports), red=True
+    )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

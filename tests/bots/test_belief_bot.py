@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 import pytest
+from helpers.clocks import still
 from helpers.worlds import assert_consistent, observations, searched_observations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -131,21 +132,21 @@ def test_sampled_hands_follow_the_belief() -> None:
 def test_only_legal_actions(players: int) -> None:
     table: list[Callable[[], Bot]] = [partial(BeliefBot, budget_ms=0, iterations=3)]
     table += [RandomBot, HeuristicBot] * 3
-    result = play_match([LocalPlayer(f) for f in table[:players]], 9 * players, 5)
+    result = play_match([LocalPlayer(f) for f in table[:players]], 9 * players, 5, clock=still)
     assert result.faults == []
 
 
 def test_legal_under_rule_variants() -> None:
     rules = Rules(hit_lock=True, stock_reshuffle=True, meld_out_double=True, turn_cap=40)
     bots: list[Callable[[], Bot]] = [partial(BeliefBot, budget_ms=0, iterations=3), GreedyBot, HeuristicBot]
-    result = play_match([LocalPlayer(b) for b in bots], 3, 6, rules=rules)
+    result = play_match([LocalPlayer(b) for b in bots], 3, 6, rules=rules, clock=still)
     assert result.faults == []
 
 
 def test_deterministic_with_an_iteration_budget() -> None:
     def records() -> list[dict[str, object]]:
         bots: list[Callable[[], Bot]] = [partial(BeliefBot, budget_ms=0, iterations=5), HeuristicBot]
-        result = play_match([LocalPlayer(b) for b in bots], 777, 4, match_id="det")
+        result = play_match([LocalPlayer(b) for b in bots], 777, 4, match_id="det", clock=still)
         return [h.record.to_json() for h in result.hands]
 
     assert records() == records()
@@ -167,7 +168,7 @@ def test_same_choices_on_a_slow_or_a_fast_machine() -> None:
                 return self.now
 
         bots: list[Callable[[], Bot]] = [Clocked, HeuristicBot, GreedyBot]
-        result = play_match([LocalPlayer(b) for b in bots], 31, 3, match_id="timed")
+        result = play_match([LocalPlayer(b) for b in bots], 31, 3, match_id="timed", clock=still)
         return [h.record.to_json() for h in result.hands]
 
     assert records(0.0001) == records(0.001)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from functools import partial
 
 import pytest
+from helpers.clocks import still
 from helpers.worlds import assert_consistent, observations, searched_observations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -118,7 +119,7 @@ def test_work_budget_is_respected() -> None:
     # before the world that would start past its budget, overshooting by at most one world.
     budget_ms = 20.0
     player = LocalPlayer(partial(_Recording, budget_ms=budget_ms))
-    result = play_match([player, LocalPlayer(HeuristicBot)], seed=99, hands=6)
+    result = play_match([player, LocalPlayer(HeuristicBot)], seed=99, hands=6, clock=still)
     assert result.faults == []
     bot = player.bot
     assert isinstance(bot, _Recording)
@@ -144,7 +145,7 @@ def test_clock_stops_the_search(work_per_ms: float | None) -> None:
 
     Clocked.work_per_ms = work_per_ms
     player = LocalPlayer(partial(Clocked, budget_ms=20.0))
-    result = play_match([player, LocalPlayer(HeuristicBot)], seed=99, hands=3)
+    result = play_match([player, LocalPlayer(HeuristicBot)], seed=99, hands=3, clock=still)
     assert result.faults == []
     bot = player.bot
     assert isinstance(bot, Clocked)
@@ -172,7 +173,7 @@ def test_deterministic_with_an_iteration_budget() -> None:
             HeuristicBot,
             partial(SearchBot, budget_ms=0, iterations=4),
         ]
-        result = play_match([LocalPlayer(b) for b in bots], 4242, 4, match_id="det")
+        result = play_match([LocalPlayer(b) for b in bots], 4242, 4, match_id="det", clock=still)
         return [h.record.to_json() for h in result.hands]
 
     assert records() == records()
@@ -182,7 +183,7 @@ def test_deterministic_with_an_iteration_budget() -> None:
 def test_only_legal_actions(players: int) -> None:
     table: list[Callable[[], Bot]] = [partial(SearchBot, budget_ms=0, iterations=3)]
     table += [RandomBot, HeuristicBot] * 3
-    result = play_match([LocalPlayer(f) for f in table[:players]], 7 * players, 5)
+    result = play_match([LocalPlayer(f) for f in table[:players]], 7 * players, 5, clock=still)
     assert result.faults == []
 
 
@@ -196,7 +197,7 @@ def test_only_legal_actions(players: int) -> None:
 )
 def test_legal_under_rule_variants(rules: Rules) -> None:
     bots: list[Callable[[], Bot]] = [partial(SearchBot, budget_ms=0, iterations=3), GreedyBot, HeuristicBot]
-    result = play_match([LocalPlayer(b) for b in bots], 3, 6, rules=rules)
+    result = play_match([LocalPlayer(b) for b in bots], 3, 6, rules=rules, clock=still)
     assert result.faults == []
     for obs in observations(3, 5, hands=3, rules=rules):
         world = Sampler(obs).sample_modelled(random.Random(0))

@@ -20,6 +20,7 @@ from arena.store.db import session_scope
 from arena.store.models import NOTICE_KINDS, FaultRecord, Match, MatchSeat, Replay
 from arena.store.secrets import set_secret
 from arena.tournaments.lifecycle import create_tournament
+from arena.tournaments.settings import REFEREE_LIMITS
 from bots.greedy import GreedyBot
 from sdk.actions import Action, Meld
 from sdk.bot import Bot, MatchInfo
@@ -28,6 +29,18 @@ from sdk.observation import Observation
 SETTINGS = Settings(
     allowed_bot_hosts=("127.0.0.1", "localhost"), decision_deadline_ms=2000, time_bank_ms=5000
 )
+
+
+#: A tournament ``config`` whose deadlines no honest bot can miss, however many matches share
+#: the machine (the longest a tournament may set), for tests about results, not time. At the
+#: referee's 1 s lifecycle deadline (and SETTINGS' 2 s a decision), a call on a loaded machine
+#: can be cut: a TIMEOUT charged, a forfeit, scores that differ between two runs of one seed
+#: (CI saw one match of the RQ-against-embedded comparison differ so).
+OFF_THE_CLOCK = {
+    "decision_deadline_ms": REFEREE_LIMITS["decision_deadline_ms"][1],
+    "lifecycle_deadline_ms": REFEREE_LIMITS["lifecycle_deadline_ms"][1],
+    "time_bank_ms": 0,
+}
 
 
 def hosted_bots(url: str, names: Sequence[str] = ("random", "greedy")) -> list[int]:
@@ -95,6 +108,15 @@ def seats_by_key(url: str, tournament_id: int, column: Any = MatchSeat.score) ->
 def scores_by_key(url: str, tournament_id: int) -> dict[str, list[int | None]]:
     """Each match's seat scores, by match key."""
     return seats_by_key(url, tournament_id)
+
+
+def charged_fault_reasons(url: str, tournament_id: int) -> list[tuple[str, str]]:
+    """The (kind, reason) of each charged fault of a tournament: a test comparing two runs'
+    scores asserts this empty first, so a difference from a fault names it."""
+    in_tournament = FaultRecord.match_id.in_(select(Match.id).where(Match.tournament_id == tournament_id))
+    with session_scope(url) as session:
+        query = charged_faults(FaultRecord.kind, FaultRecord.reason).where(in_tournament)
+        return [(kind, reason) for kind, reason in session.execute(query).all()]
 
 
 def charged_faults(*columns: Any) -> Select[Any]:

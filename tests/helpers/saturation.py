@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bots.random_bot import RandomBot
@@ -60,3 +60,29 @@ def play_seat0(player: Player) -> tuple[list[Fault], list[int]]:
     latencies = [us for log in result.hands for (seat, _), us in zip(log.record.actions, log.latencies_us,
                                                                        strict=True) if seat == 0]  # fmt: skip
     return [f for f in result.faults if f.seat == 0], latencies
+
+
+Run = tuple[list[Fault], list[int]]  # seat 0's faults and the µs charged for each decision
+
+#: A decision charged this long is the referee's lag, not a 5 ms bot's (the old clock charged
+#: up to 300 ms here).
+FAIR_US = 60_000
+
+
+def fair(run: Run) -> bool:
+    faults, latencies = run
+    return bool(latencies) and faults == [] and max(latencies) < FAIR_US
+
+
+def first_fair(play: Callable[[], Run], tries: int = 3) -> list[Run]:
+    """Up to ``tries`` saturated matches, until one shows a fair clock; every run played, the
+    last one the verdict. The saturated referee's lag is in every run, so a clock that charges
+    it fails them all; what a single run could also catch is the machine's own load (the
+    other tests of a parallel suite keeping both cores busy) holding the bot's process or the
+    network past 100 ms once, which is not what these tests judge."""
+    runs: list[Run] = []
+    for _ in range(tries):
+        runs.append(play())
+        if fair(runs[-1]):
+            break
+    return runs

@@ -9,6 +9,7 @@ from functools import partial
 from bots.greedy import GreedyBot
 from bots.heuristic import HeuristicBot
 from bots.search import SearchBot
+from helpers.clocks import still
 from sdk.actions import Action
 from sdk.bot import Bot
 from sdk.engine import HandState
@@ -42,7 +43,7 @@ def observations(players: int, seed: int, hands: int = 2, rules: Rules = STANDAR
             seen.append(obs)
             return super().act(obs)
 
-    play_match([LocalPlayer(Recorder) for _ in range(players)], seed, hands, rules=rules)
+    play_match([LocalPlayer(Recorder) for _ in range(players)], seed, hands, rules=rules, clock=still)
     return seen
 
 
@@ -74,5 +75,5 @@ def searched_observations(bot: type[SearchBot], players: int, seed: int) -> list
 
     table: list[Callable[[], Bot]] = [partial(Recorder, budget_ms=0, iterations=2)]
     table += [HeuristicBot, GreedyBot] * 3
-    play_match([LocalPlayer(f) for f in table[:players]], seed, 4)
+    play_match([LocalPlayer(f) for f in table[:players]], seed, 4, clock=still)
     return seen

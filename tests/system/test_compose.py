@@ -181,6 +181,9 @@ def test_workers_scale_and_bots_are_house_bots(compose: dict[str, Any]) -> None:
         services["dashboard"]["command"][0] == "gunicorn"
         and "dashboard.wsgi:app" in services["dashboard"]["command"]
     )
+    # gunicorn's own errors (414, 431) are JSON under /api only with the dashboard's worker.
+    command = services["dashboard"]["command"]
+    assert command[command.index("--worker-class") + 1] == "dashboard.gunicorn_worker.DashboardWorker"
     assert "0.0.0.0:8000" in services["dashboard"]["command"]
     assert services["dashboard"]["ports"] == ["8000:8000"]
 

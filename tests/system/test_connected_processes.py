@@ -22,7 +22,7 @@ from helpers.arena import charged_faults
 from helpers.compose import BIN
 from helpers.net import free_port, get_json, listening, wait_for
 from helpers.paths import ROOT, TESTS
-from helpers.saturation import play_seat0, saturated
+from helpers.saturation import FAIR_US, first_fair, play_seat0, saturated
 from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner
@@ -400,7 +400,8 @@ def test_a_connected_bot_is_not_charged_the_workers_own_lag(
     `tonk gateway` in a process of its own) with a 100 ms deadline and no time bank: no
     TIMEOUT, and no decision charged anywhere near the deadline. The gateway measures the
     bot's time on its stream; before, LinkPlayer was charged the worker's wall time."""
-    from arena.link.player import LinkPlayer, RelayTransport, Routes
+    from arena.link.player import LinkPlayer
+    from arena.link.relay_client import RelayTransport, Routes
     from sdk.referee import FaultKind
 
     gateway, relay = free_port(), free_port()
@@ -422,12 +423,13 @@ def test_a_connected_bot_is_not_charged_the_workers_own_lag(
 
     player = LinkPlayer("fair", RelayTransport(bot_id, Routes(sqlite_url)))
     with saturated():
-        faults, latencies = play_seat0(player)
+        runs = first_fair(lambda: play_seat0(player))
+    faults, latencies = runs[-1]
     assert latencies, "the bot made no decision"
-    assert [f for f in faults if f.kind is FaultKind.TIMEOUT] == []
-    assert faults == []
+    assert [f for f in faults if f.kind is FaultKind.TIMEOUT] == [], runs
+    assert faults == [], runs
     # Charged: the bot's time and the network, not the worker's wait for the GIL.
-    assert max(latencies) < 60_000, sorted(latencies)[-5:]
+    assert max(latencies) < FAIR_US, [sorted(lat)[-5:] for _, lat in runs]
     assert player.transport.last_bot_us is not None  # the gateway's measure, not a fallback
 
 
@@ -465,23 +467,42 @@ def test_a_bot_process_restarted_mid_match_keeps_its_matches(
                 select(func.count()).select_from(FaultRecord).where(FaultRecord.kind == RELINK_NOTICE_KIND)
             ) or 0
 
+    def where(ids: list[int]) -> dict[int, tuple[str, int, int]]:
+        """Each match's status, attempts and hands played."""
+        with session_scope(sqlite_url) as session:
+            rows = session.execute(
+                select(Match.id, Match.status, Match.attempts, Match.hands_played).where(Match.id.in_(ids))
+            ).all()
+        return {row[0]: (row[1], row[2], row[3]) for row in rows}
+
     # A cut that lands between two of the bot's calls interrupts nothing (a match "in flight"
-    # may be waiting on the other seat): it is seen by no match being handed back, and the
-    # bot is cut again, up to 4 times. Every match running at a cut keeps its old seed here.
+    # may be waiting on the other seat): the matches it caught play on under their attempt once
+    # the bot is back, and the bot is cut again, up to 6 times. Each cut is judged as soon as it
+    # shows (a notice, or a caught match moving on), not after a fixed wait: on a busy machine a
+    # fixed wait let the tournament end before a second cut (CI, parallel run).
     dealt: dict[int, int] = {}
-    for _cut in range(4):
-        wait_for("a match in flight", lambda: bool(in_flight()), 120, poll=0.02)
+    for _cut in range(6):
+        if notices() > 0:
+            break
+        wait_for("a match in flight", lambda: bool(in_flight()) or notices() > 0, 120, poll=0.02)
         with session_scope(sqlite_url) as session:
             running = session.execute(select(Match.id, Match.seed).where(Match.status == "running")).all()
         for match_id, seed in running:
             dealt.setdefault(match_id, seed)
+        caught = [match_id for match_id, _ in running]
+        before = where(caught)
         procs.kill("blip")
         start_bots(procs, bot_env, {"blip": SLEEPY})  # back at once: the link blipped
-        try:
-            wait_for("an interrupted match handed back", lambda: notices() > 0, 30, poll=0.1)
-            break
-        except TimeoutError:
-            continue
+
+        def judged(caught: list[int] = caught, before: dict[int, tuple[str, int, int]] = before) -> bool:
+            if notices() > 0:
+                return True
+            return any(
+                status != "running" or (attempts == before[i][1] and played > before[i][2])
+                for i, (status, attempts, played) in where(caught).items()
+            )
+
+        wait_for("the cut to interrupt a match or to miss", judged, 120, poll=0.05)
 
     progress = f"{arena}/api/v1/tournaments/{created['id']}/progress"
     wait_for("the tournament to finish", lambda: get_json(progress)["progress"]["status"] == "finished", 240)
@@ -493,15 +514,8 @@ def test_a_bot_process_restarted_mid_match_keeps_its_matches(
     assert len(matches) == 6 and {m.status for m in matches} == {"done"}
     assert replays == 6  # each match counted once
     assert all(m.faults == 0 and m.forfeited_seat is None for m in matches)
-    # The matches a cut interrupted were played again from their start (a match claimed
-    # while the bot was away is handed back too, unplayed: only those running at a cut count)...
-    replayed = [m.id for m in matches if m.attempts > 1 and m.id in dealt]
-    assert replayed, (dealt, [(m.id, m.attempts) for m in matches])
-    # ... and dealt afresh: the bot had seen part of the old deal (its tables are dealt
-    # independently under the default deal mode, so no other match shares the seed).
-    assert all(m.seed != dealt[m.id] for m in matches if m.id in replayed)
-    # Each replay left the blipping bot an uncharged relink notice on the match (what its
-    # free replays are counted by), and the API counts it apart from the faults.
+    # Each interrupted match left the blipping bot an uncharged relink notice (what its free
+    # replays are counted by), and the API counts it apart from the faults.
     with session_scope(sqlite_url) as session:
         notes = session.execute(
             select(FaultRecord.match_id, Bot.name).join(Bot, Bot.id == FaultRecord.bot_id)
@@ -509,5 +523,14 @@ def test_a_bot_process_restarted_mid_match_keeps_its_matches(
         ).all()  # fmt: skip
     assert notes and {name for _, name in notes} == {"blip"}, notes
     assert {match for match, _ in notes} <= {m.id for m in matches}
+    # Those matches were played again from their start (a match claimed while the bot was away
+    # is handed back too, unplayed and with no notice: it keeps its deal; and a match running
+    # at a cut that missed it played on)...
+    interrupted = {match for match, _ in notes}
+    replayed = [m.id for m in matches if m.attempts > 1 and m.id in dealt and m.id in interrupted]
+    assert replayed, (dealt, interrupted, [(m.id, m.attempts) for m in matches])
+    # ... and dealt afresh: the bot had seen part of the old deal (its tables are dealt
+    # independently under the default deal mode, so no other match shares the seed).
+    assert all(m.seed != dealt[m.id] for m in matches if m.id in replayed)
     page = get_json(f"{arena}/api/v1/bots/blip")["bot"]
     assert page["faults"]["total"] == 0 and page["notices"]["total"] >= len(notes)

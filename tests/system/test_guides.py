@@ -193,6 +193,7 @@ def tonk_words(argv: list[str]) -> list[str] | None:
 
 
 def test_the_operator_commands_exist() -> None:
+    import importlib
     import importlib.util
 
     from sdk.cli import build_parser
@@ -212,6 +213,9 @@ def test_the_operator_commands_exist() -> None:
             elif argv[0] == "gunicorn":
                 module = argv[-1].split(":")[0]
                 assert importlib.util.find_spec(module), where
+                if "--worker-class" in argv:  # the dashboard's own worker, by its dotted path
+                    owner, _, name = argv[argv.index("--worker-class") + 1].rpartition(".")
+                    assert hasattr(importlib.import_module(owner), name), where
             elif argv[0] in ("python", "python3") and argv[1] == "-m":
                 assert importlib.util.find_spec(argv[2]), where
             elif argv[0] in (".", "pip", "docker", "openssl", "pg_dump", "pg_restore", "sqlite3", "rq"):

@@ -22,9 +22,15 @@ def recipe(target: str) -> list[str]:
 
 def test_make_test_runs_ruff_then_mypy_then_pytest() -> None:
     lines = recipe("test")
-    steps = [next(i for i, line in enumerate(lines) if line.endswith(tail)) for tail in
+    steps = [next(i for i, line in enumerate(lines) if line.endswith(tail) or tail + " " in line) for tail in
              ("/ruff check .", "/mypy", "/pytest")]
     assert steps == sorted(steps), lines
+
+
+def test_make_test_runs_the_tests_in_parallel_costliest_module_first() -> None:
+    (pytest,) = [line.split() for line in recipe("test") if "/pytest " in line or line.endswith("/pytest")]
+    assert "-n" in pytest and int(pytest[pytest.index("-n") + 1]) >= 2, pytest
+    assert pytest[pytest.index("--dist") + 1] == "loadfile" and "--no-loadscope-reorder" in pytest, pytest
 
 
 def test_mypy_alone_checks_every_package() -> None:

@@ -31,7 +31,9 @@ from helpers.paths import ROOT
 
 README = ROOT / "README.md"
 
-pytestmark = pytest.mark.slow
+# The walk plays two tournaments and a sequential test to its verdict: minutes on a busy machine
+# (its script has 1,500 s), past the suite's default of 300 s a test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def readme_walk() -> str:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 from helpers.arena import (
+    OFF_THE_CLOCK,
     SETTINGS,
+    charged_fault_reasons,
     charged_faults,
     counted_once,
     hosted_bots,
@@ -37,21 +39,9 @@ from arena.runtime.rq_backend import RqBackend
 from arena.runtime.scheduling import matches_to_start, pending_window
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import BotVersion, FaultRecord, Match
-from arena.tournaments.settings import REFEREE_LIMITS
 from bots.random_bot import RandomBot
 from sdk.bot import Bot, MatchInfo, MatchSummary
 from sdk.server import RunningServer, start_server
-
-#: Deadlines no honest bot can miss, however many matches share the machine (the longest a
-#: tournament may set): these tests are about capacity and results, not time. At the
-#: referee's 1 s lifecycle deadline (and SETTINGS' 2 s a decision), a StartMatch among 32 in
-#: flight on a loaded machine can be cut: a TIMEOUT charged, a forfeit, scores that differ
-#: between the two runs for a reason that has nothing to do with matches in flight.
-OFF_THE_CLOCK = {
-    "decision_deadline_ms": REFEREE_LIMITS["decision_deadline_ms"][1],
-    "lifecycle_deadline_ms": REFEREE_LIMITS["lifecycle_deadline_ms"][1],
-    "time_bank_ms": 0,
-}
 
 
 class Gauge:
@@ -267,8 +257,7 @@ def test_results_do_not_depend_on_matches_in_flight(sqlite_url: str, tmp_path: P
                 backend.close()
             assert progress.done == progress.total == 2 * (6 * 2 + 4 * 6)  # n (n - 1) seat orders a deal
             counted_once(url, tid)
-            with session_scope(url) as session:  # honest bots: the scores are the cards' alone
-                assert session.execute(charged_faults(FaultRecord.kind, FaultRecord.reason)).all() == []
+            assert charged_fault_reasons(url, tid) == []  # honest bots: the scores are the cards' alone
             results.append(scores_by_key(url, tid))
             dispose_engines()
         assert results[0] == results[1]

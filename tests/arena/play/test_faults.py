@@ -57,11 +57,19 @@ from sdk.server import RunningServer, start_server
 from sdk.wire import decode_reply
 
 DEADLINE_MS = 400  # the fault bots' deadline; the house bots are not on the clock (OffClock)
+#: The StartMatch cut of the lifecycle tests (a bot that cannot start); every other test here
+#: gives notices all the time a busy machine needs, so only the decisions under test are cut.
 LIFECYCLE_S = 0.5
+OFF_CLOCK_LIFECYCLE_S = 60.0
 #: A "sleep" fault bot's answer: 250 ms past the deadline and 250 ms short of the transport's
 #: cut (deadline + 0.5 s): a TIMEOUT either way, whichever side of the cut a busy machine puts it.
 LATE_S = DEADLINE_MS / 1000 + 0.25
-CONFIG = RefereeConfig(decision_deadline_ms=DEADLINE_MS, time_bank_ms=0, max_faults=3)
+CONFIG = RefereeConfig(
+    decision_deadline_ms=DEADLINE_MS,
+    time_bank_ms=0,
+    max_faults=3,
+    lifecycle_deadline_ms=int(OFF_CLOCK_LIFECYCLE_S * 1000),
+)
 SURVIVED: list[int] = []  # faults charged per match, for the figure printed at the end
 
 
@@ -102,16 +110,20 @@ def stopped_clock() -> int:
 
 
 @contextmanager
-def grpc_players(addresses: Sequence[str], off_clock: Collection[str] = ()) -> Iterator[list[Player]]:
+def grpc_players(
+    addresses: Sequence[str], off_clock: Collection[str] = (), lifecycle_s: float = OFF_CLOCK_LIFECYCLE_S
+) -> Iterator[list[Player]]:
     """A GrpcPlayer for each address; those in ``off_clock`` (the house bots) wrapped in
-    :class:`OffClock`."""
+    :class:`OffClock`. The others' lifecycle calls are cut at ``lifecycle_s``: generous unless
+    the test is about a bot that cannot start (CI once cut a fault bot's StartMatch at 0.5 s
+    under load, forfeiting it with one fault where the test counted decision faults)."""
     with ExitStack() as stack:
         players: list[Player] = []
         for address in addresses:
             if address in off_clock:
-                player: Player = OffClock(GrpcPlayer(address, lifecycle_timeout_s=60))
+                player: Player = OffClock(GrpcPlayer(address, lifecycle_timeout_s=OFF_CLOCK_LIFECYCLE_S))
             else:
-                player = GrpcPlayer(address, lifecycle_timeout_s=LIFECYCLE_S)
+                player = GrpcPlayer(address, lifecycle_timeout_s=lifecycle_s)
             stack.callback(player.close)
             players.append(player)
         yield players
@@ -189,7 +201,9 @@ def test_fault_bot_is_charged_and_the_match_survives(fault: str, house: list[str
 @pytest.mark.parametrize("fault", sorted(LIFECYCLE_FAULTS))
 def test_a_bot_that_cannot_start_forfeits_the_match(fault: str, house: list[str]) -> None:
     spec = LIFECYCLE_FAULTS[fault]
-    with serve_fault(fault) as bot, grpc_players([house[0], bot.address, house[1]], house) as players:
+    with serve_fault(fault) as bot, grpc_players(
+        [house[0], bot.address, house[1]], house, lifecycle_s=LIFECYCLE_S
+    ) as players:
         started = time.monotonic()
         result = play_match(players, 7, 5, match_id=f"start-{fault}", config=CONFIG)
         elapsed = time.monotonic() - started
@@ -229,7 +243,7 @@ def test_hand_end_crash_costs_nothing_and_grpc_equals_in_process(house: list[str
 def test_a_timed_out_call_spends_the_time_bank(house: list[str]) -> None:
     """A hanging bot waits out deadline + bank once; after that only the bare deadline.
     (Before the fix in sdk/referee.py every timeout waited the whole bank again.)"""
-    config = RefereeConfig(decision_deadline_ms=100, time_bank_ms=800, max_faults=3)
+    config = dataclasses.replace(CONFIG, decision_deadline_ms=100, time_bank_ms=800, max_faults=3)
     with serve_fault("hang") as bot, grpc_players([bot.address, house[0]], house) as players:
         result = play_match(players, 5, 8, match_id="bank", config=config)
     reasons = [f.reason for f in result.faults]
@@ -247,7 +261,7 @@ def test_a_timed_out_call_spends_the_time_bank(house: list[str]) -> None:
 def test_slow_replies_spend_the_bank_then_fault(house: list[str]) -> None:
     """Replies just past the deadline are accepted while the bank lasts (same actions as an
     on-time bot would take), then become TIMEOUT faults."""
-    config = RefereeConfig(decision_deadline_ms=100, time_bank_ms=400, max_faults=2)
+    config = dataclasses.replace(CONFIG, decision_deadline_ms=100, time_bank_ms=400, max_faults=2)
     with serve_fault("sleep", delay_s=0.16) as bot, grpc_players([bot.address, house[1]], house) as players:
         started = time.monotonic()
         result = play_match(players, 11, 6, match_id="slow", config=config)

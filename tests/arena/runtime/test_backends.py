@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from helpers.arena import (
     GATE_ENV,
+    OFF_THE_CLOCK,
     TEST_DEAL_SECRET,
+    charged_fault_reasons,
     counted_once,
     grpc_bots,
     hosted_bots,
@@ -94,7 +96,10 @@ def test_rq_with_grpc_bots_equals_embedded(
     results = {}
     for url in (pg_url, sqlite_url):
         ids = grpc_bots(url, servers) + hosted_bots(url, ["greedy"])
-        tid = new_tournament(url, ids, table_sizes=[2, 3], deals_per_table=1, hands_per_match=6, seed=seed)
+        tid = new_tournament(
+            url, ids, table_sizes=[2, 3], deals_per_table=1, hands_per_match=6, seed=seed,
+            config=OFF_THE_CLOCK,
+        )  # fmt: skip
         if url == pg_url:
             queue = f"{queue_prefix}-matches"
             backend = RqBackend(url, redis_url, queue)
@@ -115,6 +120,7 @@ def test_rq_with_grpc_bots_equals_embedded(
             assert view.status == "finished" and view.seed == dealt
             assert session.scalars(select(RatingSnapshot).where(RatingSnapshot.tournament_id == tid)).all()
         counted_once(url, tid)
+        assert charged_fault_reasons(url, tid) == []  # honest bots: the scores are the cards' alone
         results[url] = scores_by_key(url, tid)
     assert results[pg_url] == results[sqlite_url]
     assert len(results[pg_url]) == 12

@@ -52,9 +52,10 @@ SHAPE: dict[str, Any] = {
     "seed": SEED,
     # Ample deadlines: these tests are about the arena's machinery, not about late bots. The
     # lifecycle one too: at its default 1 s, a StartMatch held up past it on a loaded machine
-    # (a worker restarting against a cut database) was a TIMEOUT, a forfeit, other scores.
+    # (a worker restarting against a cut database) was a TIMEOUT, a forfeit, other scores; at
+    # 5 s it still was once, in a parallel run keeping both cores busy.
     "config": {
-        "decision_deadline_ms": 5000, "lifecycle_deadline_ms": 5000, "time_bank_ms": 0, "max_faults": 3,
+        "decision_deadline_ms": 30_000, "lifecycle_deadline_ms": 30_000, "time_bank_ms": 0, "max_faults": 3,
     },
 }
 MATCHES = (3 * 2 + 1 * 6) * 2  # three 2-seat tables and one 3-seat table (all 6 orders), 2 deals

@@ -375,5 +375,11 @@ def test_what_a_killed_worker_left_is_removed_by_the_next(tmp_path: Path) -> Non
         "Sandbox(Path(sys.argv[1]), Launch('python', entry=sys.argv[2])).start().close()"
     )
     subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, timeout=120)
-    assert [p for p in left if p.exists()] == []
+    kept = [p for p in left if p.exists()]
+    # The sweep leaves a worker's folder alone while its pid names a live process: on a busy
+    # machine (pid_max 32768, a parallel suite starting thousands of threads) the pid can
+    # already be another's by then, which is the sweep's rule at work, not a miss (seen once).
+    if kept and processes.alive(worker.pid):
+        pytest.skip(f"pid {worker.pid} was reused before the sweep: {kept}")
+    assert kept == []
     assert [p.name for p in root.glob("box-*")] == []

@@ -1,0 +1,48 @@
+"""The order modules start in under pytest-xdist (``make test``): costliest first.
+
+``make test`` hands whole modules to its workers (``--dist loadfile``), in the order the
+workers collected them. A module of minutes collected last (tests/system sorts late) starts
+when the others are nearly done and the run waits for it alone: started first, it runs beside
+everything else. So the workers sort the modules by what each took in a whole run on a quiet
+machine, kept in ``tests/durations.json`` (``scripts/test_durations.py`` rewrites it from a
+``--junitxml`` report); a module not in it keeps its place after the known ones. Tests within a
+module keep their order. A pytest without workers runs in the usual order.
+
+The file only orders: a stale or missing entry costs time, never a test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def module_costs(path: Path = DURATIONS) -> dict[str, float]:
+    """Seconds per module (its path from the checkout, as in a test id); empty if unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): float(v) for k, v in data.items() if isinstance(v, int | float)}
+
+
+def costliest_first(items: list[pytest.Item], costs: dict[str, float]) -> list[pytest.Item]:
+    """``items`` grouped by module, modules by cost (highest first; unknown ones last, in their
+    collection order), each module's tests in their own order."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    order = sorted(modules, key=lambda module: -costs.get(module, 0.0))  # stable: ties keep order
+    return [item for module in order for item in modules[module]]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Only xdist's workers collect; each must reach the same order, and does (same file).
+    if hasattr(config, "workerinput"):
+        items[:] = costliest_first(items, module_costs())
