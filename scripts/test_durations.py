@@ -4,6 +4,9 @@ from a pytest ``--junitxml`` report of a whole run, ideally serial and on a quie
 
     .venv/bin/pytest -p no:xdist --junitxml=/tmp/run.xml && scripts/test_durations.py /tmp/run.xml
 
+A parallel run's report (make test's flags) serves as well: its times are inflated alike by sharing the
+cores, and the order is what the schedule reads.
+
 Each module's figure is the sum of its tests' times (setup and teardown included), in seconds,
 rounded to a tenth; modules under 1 s are left out (they keep their collection order).
 """

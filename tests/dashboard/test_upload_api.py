@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from helpers.archives import bomb, project, tar_gz
+from helpers.arena import UNHURRIED_CHECK
 from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner
@@ -38,7 +39,9 @@ def arena() -> Iterator[dict[str, str]]:
     folder = Path(tempfile.mkdtemp(prefix="tonk-upload-api-"))
     folder.chmod(0o755)  # the sandbox's own uid reads the bundles under it
     url = f"sqlite:///{folder / 'arena.sqlite'}"
-    settings = Settings(data_dir=str(folder), database_url=url, upload_max_bytes=256 * 1024)
+    settings = Settings(
+        **UNHURRIED_CHECK, data_dir=str(folder), database_url=url, upload_max_bytes=256 * 1024
+    )
     app = create_app({"DATABASE_URL": url, "SETTINGS": settings, "TESTING": True})
     with session_scope(url) as session:
         tokens = {name: create_owner(session, name)[1] for name in ("alice", "bob")}

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.arena import UNHURRIED_CHECK
 from helpers.paths import ROOT
 
 from arena.bots.owners import create_owner
@@ -50,7 +51,7 @@ def test_the_node_example_uploads_builds_and_passes_the_check_in_the_sandbox(fol
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     archive = pack(project)
     url = f"sqlite:///{folder / 'arena.sqlite'}"
-    settings = Settings(data_dir=str(folder / "data"), database_url=url)
+    settings = Settings(**UNHURRIED_CHECK, data_dir=str(folder / "data"), database_url=url)
     with session_scope(url) as session:
         owner, _ = create_owner(session, "alice")
         bot = submit_upload(session, owner, "node-bot", archive, settings=settings)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.archives import project, tar_gz
+from helpers.arena import UNHURRIED_CHECK
 from helpers.paths import ROOT
 from sqlalchemy import create_engine, func, select, text, update
 
@@ -46,7 +47,7 @@ BROKEN = tar_gz(project(manifest='[bot]\nentry = "elsewhere:Bot"\n'))
 
 def settings_for(tmp_path: Path, url: str) -> Settings:
     return Settings(
-        data_dir=str(tmp_path / "data"), database_url=url, gc_grace_s=3600,
+        **UNHURRIED_CHECK, data_dir=str(tmp_path / "data"), database_url=url, gc_grace_s=3600,
         log_retention_days=30, log_retention_matches=2,
     )  # fmt: skip
 
@@ -164,7 +165,9 @@ def test_gc_deletes_what_no_version_uses_and_keeps_the_rest(db_url: str, tmp_pat
 
 
 def test_logs_kept_for_ever_keep_failed_builds_but_not_their_bytes(sqlite_url: str, tmp_path: Path) -> None:
-    settings = Settings(data_dir=str(tmp_path / "data"), database_url=sqlite_url, log_retention_days=0)
+    settings = Settings(
+        **UNHURRIED_CHECK, data_dir=str(tmp_path / "data"), database_url=sqlite_url, log_retention_days=0
+    )
     with session_scope(sqlite_url) as session:
         owner, _ = create_owner(session, "alice")
         # As the code before issue #35 stored a failed build: with its archive's bytes.

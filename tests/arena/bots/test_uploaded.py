@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from helpers.archives import project, tar_gz
+from helpers.arena import UNHURRIED_CHECK
 from sqlalchemy import func, select
 
 from arena.bots.admission import ConformanceFailedError
@@ -68,7 +69,7 @@ def counts(url: str) -> tuple[int, int, int]:
 def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(
     db_url: str, data_dir: Path
 ) -> None:
-    settings = Settings(data_dir=str(data_dir), database_url=db_url)
+    settings = Settings(**UNHURRIED_CHECK, data_dir=str(data_dir), database_url=db_url)
     owners(db_url)
     archive = tar_gz(project())
     with session_scope(db_url) as session:
@@ -95,7 +96,7 @@ def test_an_uploaded_bot_is_built_once_checked_in_the_sandbox_and_entered(
 def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
     sqlite_url: str, data_dir: Path
 ) -> None:
-    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
+    settings = Settings(**UNHURRIED_CHECK, data_dir=str(data_dir), database_url=sqlite_url)
     owners(sqlite_url)
     with pytest.raises(ConformanceFailedError) as refused, session_scope(sqlite_url) as session:
         submit_upload(session, owner(session, "alice"), "illegal", tar_gz(project({"tiny_bot.py": ILLEGAL})),
@@ -106,7 +107,7 @@ def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
 
 
 def test_a_failed_build_is_refused_with_the_end_of_its_log(db_url: str, data_dir: Path) -> None:
-    settings = Settings(data_dir=str(data_dir), database_url=db_url)
+    settings = Settings(**UNHURRIED_CHECK, data_dir=str(data_dir), database_url=db_url)
     owners(db_url)
     archive = tar_gz(project(manifest='[bot]\nentry = "elsewhere:Bot"\n'))
     with session_scope(db_url) as session:
@@ -145,7 +146,7 @@ def left_on_disk(data_dir: Path) -> list[str]:
 
 
 def test_names_and_owners_are_checked_before_anything_is_stored(sqlite_url: str, data_dir: Path) -> None:
-    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
+    settings = Settings(**UNHURRIED_CHECK, data_dir=str(data_dir), database_url=sqlite_url)
     owners(sqlite_url)
     with session_scope(sqlite_url) as session:
         submit_upload(
@@ -164,7 +165,7 @@ def test_names_and_owners_are_checked_before_anything_is_stored(sqlite_url: str,
 def test_nothing_is_written_until_the_build_and_check_are_done(sqlite_url: str, data_dir: Path) -> None:
     """SQLite has one writer: while a bot is built and checked (minutes, at worst), the arena
     must go on recording matches. Here another writer commits in the middle of the check."""
-    settings = Settings(data_dir=str(data_dir), database_url=sqlite_url)
+    settings = Settings(**UNHURRIED_CHECK, data_dir=str(data_dir), database_url=sqlite_url)
     owners(sqlite_url)
 
     def admit(bundle: Path, launch: Launch, settings: Settings) -> dict[str, Any]:
