@@ -49,6 +49,7 @@ from arena.bots.admission import (
 )
 from arena.bots.claims import ensure_address_free, required_claim
 from arena.bots.owners import require_operator
+from arena.bots.reachability import answered
 from arena.config import Settings
 from arena.errors import (
     ArenaError,
@@ -158,6 +159,8 @@ def update_bot(
         latest.info = info
     else:
         bot.versions.append(BotVersion(number=_next_number(bot), address=address, hosted=None, info=info))
+    if check:  # it answered its health check just now: an outage is over (arena/bots/reachability.py)
+        answered(session, bot.id)
     session.flush()
     return bot
 

@@ -32,6 +32,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from arena.bots.reachability import offline_among
 from arena.config import load_settings
 from arena.store.models import BotLease, BotVersion, utcnow
 
@@ -77,7 +78,9 @@ def capacities(session: Session, bot_ids: Iterable[int], *, live: bool = False) 
     ladder's scheduler asks about its whole pool at every tick), then connected bots one by
     one. With ``live``, a connected bot with no live connection has 0, not the one match a
     tournament still sends it to wait out its grace: a ladder gives it no new table (once its
-    grace ran out, each would be a forfeit)."""
+    grace ran out, each would be a forfeit). So has a dialled bot found offline (it forfeited a
+    match as unreachable, or failed its health check) until it answers again
+    (arena/bots/reachability.py); its matches already made still play."""
     ids = sorted(set(bot_ids))
     if not ids:
         return {}
@@ -101,6 +104,9 @@ def capacities(session: Session, bot_ids: Iterable[int], *, live: bool = False) 
             out[bot] = min(connected_capacity(session, bot), MAX_CAPACITY)
         else:
             out[bot] = capacity_of(session, bot) if connected else declared_capacity(info, default)
+    if live:
+        for bot in offline_among(session, ids):
+            out[bot] = 0
     return out
 
 

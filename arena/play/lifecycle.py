@@ -59,6 +59,7 @@ from typing import Final
 from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.orm import Session
 
+from arena.bots import reachability
 from arena.bots.addresses import redact_addresses
 from arena.bots.builds import clean_log
 from arena.config import load_settings
@@ -88,7 +89,7 @@ from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.text import REASON_LIMIT, clean_text
 from arena.tournaments.lifecycle import finish_if_complete
 from sdk.dealing import derive_seed
-from sdk.referee import Fault, MatchResult
+from sdk.referee import Fault, FaultKind, MatchResult
 
 log = logging.getLogger("tonk.play")
 
@@ -354,6 +355,7 @@ class MatchLife:
             ]
             if rows:
                 session.execute(insert(FaultRecord), rows)
+            _note_unreachable(session, self.match_id, plan, result)
             session.execute(insert(Replay).values(match_id=self.match_id, format=FORMAT, data=blob))
             capacity.release(session, self.match_id)
         return True
@@ -460,6 +462,20 @@ class MatchLife:
                 if status == MatchStatus.RUNNING:  # its worker is gone: its bots' slots are free at once
                     capacity.release(session, match_id, worker)
         return reset
+
+
+def _note_unreachable(session: Session, match_id: int, plan: MatchPlan, result: MatchResult) -> None:
+    """A dialled bot that forfeited the match because it could not be reached is offline: a
+    ladder gives it no new table until it answers again (arena/bots/reachability.py). Noted
+    with the result, so the ladder's next tick sees it."""
+    if result.forfeited is None:
+        return
+    seat = plan.seats[result.forfeited]
+    if not seat.address or seat.connected or seat.served_here or seat.build_id is not None:
+        return  # not dialled: a connected bot's presence is its link's, a hosted one is the arena's
+    last = next((f for f in reversed(result.faults) if f.seat == result.forfeited), None)
+    if last is not None and last.kind is FaultKind.UNREACHABLE:
+        reachability.note_forfeit(session, seat.bot_id, match_id, last.reason, seat.address)
 
 
 def worker_id() -> str:

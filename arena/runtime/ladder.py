@@ -5,6 +5,8 @@ each, it takes or renews the ladder's lease and tops it up with tables
 (arena/ladder/scheduler.py); if it holds the lease it also does the driver's work for the
 ladder (arena/runtime/driver.py): matches abandoned by a dead worker back to pending, the
 pending matches whose bots have room submitted to the backend, overdue EndDeal notices sent.
+While it runs, a thread of its own probes the health of dialled bots found offline
+(arena/bots/reachability.py), off the ticks: one back answering gets tables again.
 Without the lease it only waits, ready to take over: run it on two machines and one
 schedules while the other stands by; kill the first and the second takes over once the
 lease expires (``lease_s``), recovering the matches the dead one's workers left running.
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
+from arena.bots import reachability
+from arena.config import load_settings
 from arena.ladder.lease import LEASE_S, give_up, holder_id, lease_name
 from arena.ladder.scheduler import Tick, tick
 from arena.play import capacity
@@ -52,6 +56,8 @@ class LadderRunner:
     ladder_ids: Sequence[int] | None = None  # None: every running ladder of the store
     holder: str = field(default_factory=holder_id)
     lease_s: float = LEASE_S
+    #: Seconds between rounds of health probes of offline dialled bots.
+    probe_every_s: float = reachability.PROBE_EVERY_S
     #: Per ladder: its last tick, and the matches whose jobs are known dead.
     last: dict[int, Tick] = field(default_factory=dict)
     _dead: dict[int, set[int]] = field(default_factory=dict)
@@ -103,6 +109,11 @@ class LadderRunner:
         """Tick until ``stop`` is set; a failing tick (the store away for a moment) is logged
         and tried again. Gives up its leases on the way out, so a standby takes over at once."""
         stop = stop or threading.Event()
+        done = threading.Event()
+        prober = threading.Thread(
+            target=self._probe_loop, args=(stop, done), name="tonk-ladder-probe", daemon=True
+        )
+        prober.start()
         try:
             while not stop.is_set():
                 try:
@@ -117,7 +128,23 @@ class LadderRunner:
                 else:
                     stop.wait(poll_s)
         finally:
+            done.set()
+            prober.join()  # a round is bounded: PROBES_PER_ROUND probes of PROBE_TIMEOUT_S, a few at a time
             self.release()
+
+    def probe(self) -> dict[int, bool]:
+        """One round of health probes of the dialled bots found offline (bot id -> answered)."""
+        return reachability.probe_due(self.database_url, load_settings().allowed_bot_hosts)
+
+    def _probe_loop(self, stop: threading.Event, done: threading.Event) -> None:
+        """Probe rounds every ``probe_every_s`` until the runner stops; a failed round (the store
+        away for a moment) is logged and tried again."""
+        while not (stop.is_set() or done.is_set()):
+            try:
+                self.probe()
+            except Exception as exc:
+                log.warning("ladder: health probes failed: %s", exc)
+            done.wait(self.probe_every_s)
 
     def release(self) -> None:
         for ladder_id in list(self._held):

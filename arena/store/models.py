@@ -427,6 +427,26 @@ class LinkConnection(Base):
     connected_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
+class BotOutage(Base):
+    """A dialled bot found not answering (arena/bots/reachability.py): one row while it is
+    offline, none while it answers, as ``link_connections`` holds a connected bot's presence.
+    A ladder gives a bot with a row no new table (arena.play.capacity, live). ``cause`` says
+    what found it (``match``: it forfeited a match as unreachable; ``health``: its health
+    check failed); ``failures`` counts failed probes in a row, which space the next
+    (``probe_at``) further apart."""
+
+    __tablename__ = "bot_outages"
+    __table_args__ = (Index("ix_bot_outages_probe_at", "probe_at"),)
+
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), primary_key=True, autoincrement=False)
+    since: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    noted_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())  # the latest failure
+    cause: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(String(300))
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    probe_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
 class BotLease(Base):
     """A match in flight holding one of its bot's capacity slots (arena.play.capacity): one row per
     (bot, slot), ``slot`` numbered from 0 below the bot's capacity, so two workers taking the
