@@ -160,6 +160,56 @@ def build(url: str, matches: int, rng: random.Random) -> list[tuple[list[int], M
     return played
 
 
+def big_ladder(url: str, bots: int, matches_per_bot: int = 4, seed: int = 1) -> int:
+    """A ladder over ``bots`` bots (``b00000``..., each of its own owner ``o00000``...) with
+    ``bots * matches_per_bot / 2`` done heads-up matches among them, so the board is a real
+    fit; every row inserted in bulk (Core ``executemany``), on SQLite or PostgreSQL. The
+    ladder's id. The tests' big board is built here too (tests/dashboard/test_board_paging.py)."""
+    from arena.ladder.setup import create_ladder
+    from arena.store.db import session_scope
+
+    rng = random.Random(seed)
+    now = utcnow()
+    with session_scope(url) as db:
+        db.execute(insert(Owner), [{"name": f"o{k:05d}", "token_hash": f"bench-{k}"} for k in range(bots)])
+        owners = dict(db.execute(select(Owner.name, Owner.id).where(Owner.name.like("o%"))).all())
+        db.execute(insert(Bot), [
+            {"name": f"b{k:05d}", "owner_id": owners[f"o{k:05d}"], "hosted": "bots.random_bot:RandomBot"}
+            for k in range(bots)
+        ])  # fmt: skip
+        ids = list(db.scalars(select(Bot.id).where(Bot.name.like("b%")).order_by(Bot.name)))
+        db.execute(insert(BotVersion), [{"bot_id": b, "number": 1, "info": {}} for b in ids])
+        mine = BotVersion.bot_id.in_(select(Bot.id).where(Bot.name.like("b%")).scalar_subquery())
+        versions = dict(db.execute(select(BotVersion.bot_id, BotVersion.id).where(mine)).all())
+        ladder = create_ladder(db, name="big", raw={"table_size": 2, "hands_per_match": 1, "target": 64}).id
+    strength = {b: rng.gauss(0, 1) for b in ids}
+    count = bots * matches_per_bot // 2
+    chunk = 5_000  # its keys are one IN list: SQLite takes up to 32,766 parameters
+    for start in range(0, count, chunk):
+        keys = [f"big{k}" for k in range(start, min(start + chunk, count))]
+        with session_scope(url) as db:
+            db.execute(insert(Match), [
+                {"tournament_id": ladder, "key": key, "table_index": -1 - k, "deal_index": 0, "rotation": 0,
+                 "seed": k, "hands": 1, "status": MatchStatus.DONE, "hands_played": 1, "started_at": now,
+                 "finished_at": now}
+                for k, key in enumerate(keys, start)
+            ])  # fmt: skip
+            made = dict(db.execute(select(Match.key, Match.id).where(Match.tournament_id == ladder,
+                                                                     Match.key.in_(keys))).all())
+            seats = []
+            for key in keys:
+                pair = rng.sample(ids, 2)
+                a, b = pair
+                win = 1 if strength[a] + rng.gauss(0, 1) > strength[b] + rng.gauss(0, 1) else -1
+                seats += [
+                    {"match_id": made[key], "seat": seat, "bot_id": bot, "bot_version_id": versions[bot],
+                     "score": win if seat == 0 else -win}
+                    for seat, bot in enumerate(pair)
+                ]  # fmt: skip
+            db.execute(insert(MatchSeat), seats)
+    return ladder
+
+
 def closest_hands_cost(engine: Any, played: list[tuple[list[int], MatchResult, bytes]] | None) -> None:
     """What naming a finished tournament's closest hands would cost without the summary each
     match keeps (decoding every replay of tournament 1), and what keeping it costs a worker

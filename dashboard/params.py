@@ -25,6 +25,9 @@ DEFAULT_PER_PAGE = 25
 MAX_PER_PAGE = 100
 #: A whole number as a query parameter: an optional minus sign, then ASCII digits only.
 WHOLE_NUMBER_RE = re.compile(r"-?[0-9]{1,12}")
+#: ``?q=`` searching bot and owner names: a part of one, in the names' own alphabet.
+MAX_SEARCH = 64
+SEARCH_RE = re.compile(rf"[A-Za-z0-9_.-]{{1,{MAX_SEARCH}}}")
 
 
 class InvalidPathError(HTTPException):
@@ -108,3 +111,20 @@ def paging(args: Mapping[str, str], default_per_page: int = DEFAULT_PER_PAGE) ->
     per_page = int_arg(args, "per_page", default_per_page, lo=1, hi=MAX_PER_PAGE)
     assert page is not None and per_page is not None
     return Paging(page, per_page)
+
+
+def search_arg(args: Mapping[str, str], name: str = "q") -> str | None:
+    """``?q=``: a part of a bot's or owner's name, matched without regard to case (returned in
+    lower case; None when empty). Names are letters, digits, '_', '.' and '-', so anything
+    else, or more than MAX_SEARCH characters, can match nothing and is refused by name."""
+    raw = args.get(name)
+    if raw is None or not raw.strip():
+        return None
+    raw = raw.strip()
+    if not SEARCH_RE.fullmatch(raw):
+        shown = raw[:40] + ("..." if len(raw) > 40 else "")
+        raise InvalidParameterError(
+            f"'{name}' searches bot and owner names: 1 to {MAX_SEARCH} letters, digits, '_', '.' "
+            f"or '-' ({len(raw)} characters given: {shown!r})"
+        )
+    return raw.lower()

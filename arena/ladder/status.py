@@ -10,6 +10,7 @@ no score (a match's page shows it once its deal is done).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from typing import Any, Final
 
 from sqlalchemy import func, select
@@ -18,8 +19,10 @@ from sqlalchemy.orm import Session
 from arena.ladder.lease import current_holder, lease_name
 from arena.ladder.scheduler import active_pool
 from arena.ladder.setup import get_ladder_row, ladder_settings
-from arena.ratings.leaderboard import current_leaderboard
+from arena.queries import Paging
+from arena.ratings.leaderboard import LeaderboardRow, current_leaderboard
 from arena.ratings.terms import rating_text
+from arena.store import tokens
 from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament
 from arena.store.statuses import MatchStatus, TournamentKind
 
@@ -49,55 +52,27 @@ def list_ladders(session: Session) -> list[dict[str, Any]]:
     ]
 
 
-def ladder_detail(session: Session, ladder_id: int, *, recent: int = RECENT) -> dict[str, Any]:
+def ladder_detail(
+    session: Session,
+    ladder_id: int,
+    *,
+    recent: int = RECENT,
+    page: Paging | None = None,
+    q: str | None = None,
+) -> dict[str, Any]:
+    """The ladder with its board: every row (``page`` None: ``tonk ladder status``) or one
+    page of it, searched by ``q`` (a lower-case part of a bot's or its owner's name; checked
+    by the caller). Ranks are the board's own whatever the page or search; ``board_page``
+    says which rows these are."""
     row = get_ladder_row(session, ladder_id)
     settings = ladder_settings(row)
     playing = {b.bot_id for b in active_pool(session, settings)}
-    per_bot: dict[int, Counter[str]] = {}
-    for bot, status, count in session.execute(
-        select(MatchSeat.bot_id, Match.status, func.count())
-        .join(Match, Match.id == MatchSeat.match_id)
-        .where(Match.tournament_id == ladder_id)
-        .group_by(MatchSeat.bot_id, Match.status)
-    ):
-        per_bot.setdefault(bot, Counter())[status] += count
-    bots = {
-        b.id: b
-        for b in session.execute(
-            select(Bot.id, Bot.name, Bot.status, Owner.name.label("owner"))
-            .join(Owner, Owner.id == Bot.owner_id)
-            .where(Bot.id.in_(list(playing | set(per_bot))))
-        )
-    }
-    board = []
-    rated = set()
-    for r in current_leaderboard(session).rows:
-        if r.bot_id not in bots:
-            continue
-        rated.add(r.bot_id)
-        board.append(
-            _board_row(bots[r.bot_id], per_bot, playing)
-            | {
-                "rank": r.rank,
-                "elo": round(r.elo, 1),
-                "low": None if r.low is None else round(r.low, 1),
-                "high": None if r.high is None else round(r.high, 1),
-                "provisional": r.provisional,
-                "rating_text": rating_text(r.elo, r.low, r.high),
-            }
-        )
-    for bot_id in sorted(set(bots) - rated, key=lambda b: bots[b].name):
-        board.append(
-            _board_row(bots[bot_id], per_bot, playing)
-            | {
-                "rank": None,
-                "elo": None,
-                "low": None,
-                "high": None,
-                "provisional": True,
-                "rating_text": "unrated",
-            }
-        )
+    order = _board_order(session, ladder_id, playing)
+    found = order if not q else [e for e in order if q in e[0].name.lower() or q in e[0].owner.lower()]
+    shown = found if page is None else found[page.offset : page.offset + page.per_page]
+    per_bot = _per_bot(session, ladder_id, None if page is None else [bot.id for bot, _ in shown])
+    board = [_board_row(bot, per_bot, playing) | _rating(rated) for bot, rated in shown]
+    per_page = len(found) if page is None else page.per_page
     matches = _counts(session, [ladder_id]).get(ladder_id, _zero())
     tables = session.execute(
         select(func.count(func.distinct(Match.table_index))).where(Match.tournament_id == ladder_id)
@@ -130,8 +105,103 @@ def ladder_detail(session: Session, ladder_id: int, *, recent: int = RECENT) -> 
         "tables": int(tables),
         "reasons": [{"reason": k or "", "tables": v} for k, v in reasons.most_common()],
         "board": board,
+        "board_page": {
+            "page": 1 if page is None else page.page,
+            "per_page": per_page,
+            "total": len(found),  # the rows the search found (every row without one)
+            "pages": max(1, -(-len(found) // max(per_page, 1))),
+            "q": q,
+            "bots": len(order),  # the whole board
+        },
         "recent": recent_matches(session, ladder_id, recent),
         "created_at": row.created_at.isoformat(timespec="seconds"),
+    }
+
+
+def ladder_version(session: Session, ladder_id: int) -> tuple[Hashable, ...]:
+    """A cheap fingerprint of everything the ladder's page shows, for the live poll's ETag:
+    it changes when the ladder's status or scheduler does, when one of its matches is added
+    or changes status (its counts and newest id: the recent list, *now showing*), when any
+    match is done (the ratings behind the board) and when a bot gets a version or changes
+    status (who plays). A few index reads, where the board itself reads every seat."""
+    row = get_ladder_row(session, ladder_id)
+    counts = _counts(session, [ladder_id]).get(ladder_id, _zero())
+    newest = session.scalar(select(func.max(Match.id)).where(Match.tournament_id == ladder_id))
+    bots = session.execute(select(Bot.status, func.count()).group_by(Bot.status).order_by(Bot.status)).all()
+    return (
+        row.status,
+        repr(row.params),
+        current_holder(session, lease_name(ladder_id)) is not None,
+        tuple(sorted(counts.items())),
+        newest,
+        tokens.done_token(session),
+        tokens.versions_token(session),
+        tuple((str(status), int(n)) for status, n in bots),
+    )
+
+
+#: A board row's bot (id, name, status, owner) and its rating (None: unrated).
+Entry = tuple[Any, LeaderboardRow | None]
+
+
+def _board_order(session: Session, ladder_id: int, playing: set[int]) -> list[Entry]:
+    """The ladder's bots (those that play now and those that have played on it) in the
+    board's order: rated ones as the arena's board ranks them, then the unrated by name."""
+    seated = set(
+        session.scalars(
+            select(MatchSeat.bot_id)
+            .join(Match, Match.id == MatchSeat.match_id)
+            .where(Match.tournament_id == ladder_id)
+            .distinct()
+        )
+    )
+    members = playing | seated
+    # Every bot, filtered here: an IN list of every member would pass 10,000 parameters.
+    bots = {
+        b.id: b
+        for b in session.execute(
+            select(Bot.id, Bot.name, Bot.status, Owner.name.label("owner"))
+            .join(Owner, Owner.id == Bot.owner_id)
+        )
+        if b.id in members
+    }
+    order: list[Entry] = []
+    for r in current_leaderboard(session).rows:
+        if r.bot_id in bots:
+            order.append((bots.pop(r.bot_id), r))
+    order.extend((bot, None) for bot in sorted(bots.values(), key=lambda b: b.name))
+    return order
+
+
+def _per_bot(session: Session, ladder_id: int, ids: list[int] | None) -> dict[int, Counter[str]]:
+    """Each bot's ladder matches by status: of the bots ``ids`` (a page), or of all."""
+    query = (
+        select(MatchSeat.bot_id, Match.status, func.count())
+        .join(Match, Match.id == MatchSeat.match_id)
+        .where(Match.tournament_id == ladder_id)
+        .group_by(MatchSeat.bot_id, Match.status)
+    )
+    if ids is not None:
+        if not ids:
+            return {}
+        query = query.where(MatchSeat.bot_id.in_(ids))
+    per_bot: dict[int, Counter[str]] = {}
+    for bot, status, count in session.execute(query):
+        per_bot.setdefault(bot, Counter())[status] += count
+    return per_bot
+
+
+def _rating(r: LeaderboardRow | None) -> dict[str, Any]:
+    if r is None:
+        return {"rank": None, "elo": None, "low": None, "high": None, "provisional": True,
+                "rating_text": "unrated"}  # fmt: skip
+    return {
+        "rank": r.rank,
+        "elo": round(r.elo, 1),
+        "low": None if r.low is None else round(r.low, 1),
+        "high": None if r.high is None else round(r.high, 1),
+        "provisional": r.provisional,
+        "rating_text": rating_text(r.elo, r.low, r.high),
     }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from arena.queries import Paging
 from arena.queries.cache import revalidated, throttled
 from arena.queries.stats import BotStats, bot_stats, record
 from arena.ratings.leaderboard import Leaderboard, LeaderboardRow, VersionRating, current_leaderboard
@@ -116,36 +117,64 @@ def leaderboard(session: Session, url: str) -> list[dict[str, Any]]:
     apart), then active bots whose current version has no rating yet (unranked: a new bot,
     or a new version that has not played)."""
     ratings = board(session, url)
-    stats = stats_by_bot(session, url)
+    return _rows(session, url, ratings, _order(session, ratings))
+
+
+def leaderboard_page(session: Session, url: str, page: Paging, q: str | None = None) -> dict[str, Any]:
+    """One page of :func:`leaderboard` (ranks are the whole board's), of the rows whose bot
+    or owner name holds ``q`` (lower case; checked by the caller), and where it is: ``page``,
+    ``per_page``, ``total`` (rows found), ``pages``, ``q`` and ``bots`` (the whole board).
+    Only the page's rows get their record and links read."""
+    ratings = board(session, url)
+    order = _order(session, ratings)
+    found = order if not q else [e for e in order if q in e[0][1].lower() or q in e[0][3].lower()]
+    shown = found[page.offset : page.offset + page.per_page]
+    return {
+        "rows": _rows(session, url, ratings, shown),
+        "page": page.page,
+        "per_page": page.per_page,
+        "total": len(found),
+        "pages": max(1, -(-len(found) // page.per_page)),
+        "q": q,
+        "bots": len(order),
+    }
+
+
+#: A row's bot (id, name, status, owner name) and its rating (None: unranked).
+Entry = tuple[Any, LeaderboardRow | None]
+
+
+def _order(session: Session, ratings: Leaderboard) -> list[Entry]:
     bots = session.execute(
         select(Bot.id, Bot.name, Bot.status, Owner.name).join(Owner, Owner.id == Bot.owner_id)
     ).all()
     by_id = {row[0]: row for row in bots}
+    order: list[Entry] = [(by_id[r.bot_id], r) for r in ratings.rows if r.bot_id in by_id]
+    rated_ids = {r.bot_id for r in ratings.rows}
+    order.extend(
+        (bot, None)
+        for bot in sorted(bots, key=lambda r: r[1])
+        if bot[0] not in rated_ids and bot[2] == BotStatus.ACTIVE
+    )
+    return order
+
+
+def _rows(session: Session, url: str, ratings: Leaderboard, entries: list[Entry]) -> list[dict[str, Any]]:
+    stats = stats_by_bot(session, url)
     links = link_flags(session)
     rows: list[dict[str, Any]] = []
-    for rated in ratings.rows:
-        bot = by_id.get(rated.bot_id)
-        if bot is None:
-            continue
+    for (bot_id, name, status, owner), rated in entries:
         rows.append({
-            "rank": rated.rank,
-            "bot": bot[1],
-            "owner": bot[3],
-            "status": bot[2],
+            "rank": None if rated is None else rated.rank,
+            "bot": name,
+            "owner": owner,
+            "status": status,
             "rating": rating_json(rated),
-            "los_next": None if rated.los_next is None else round(rated.los_next, 3),
-            **links.get(rated.bot_id, NOT_CONNECTED),
-            **record(stats.get(rated.bot_id)),
-            "version": current_version_json(ratings, rated.bot_id),
+            "los_next": None if rated is None or rated.los_next is None else round(rated.los_next, 3),
+            **links.get(bot_id, NOT_CONNECTED),
+            **record(stats.get(bot_id)),
+            "version": current_version_json(ratings, bot_id),
         })
-    rated_ids = {r.bot_id for r in ratings.rows}
-    for bot_id, name, status, owner in sorted(bots, key=lambda r: r[1]):
-        if bot_id not in rated_ids and status == BotStatus.ACTIVE:
-            rows.append({
-                "rank": None, "bot": name, "owner": owner, "status": status, "rating": None,
-                "los_next": None, **links.get(bot_id, NOT_CONNECTED), **record(stats.get(bot_id)),
-                "version": current_version_json(ratings, bot_id),
-            })
     return rows
 
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from arena.bots.owners import authenticate, parse_bearer, require_operator
 from arena.queries import replays
 from arena.queries.bots import bot_detail, bot_list
-from arena.queries.leaderboard import leaderboard
+from arena.queries.leaderboard import leaderboard_page
 from arena.queries.matches import match_detail, match_list
 from arena.queries.tournaments import STATUSES as TOURNAMENT_STATUSES
 from arena.queries.tournaments import progress, tournament_detail, tournament_list
@@ -21,7 +21,8 @@ from arena.store.models import Owner
 from dashboard import checks, operations, ratelimit
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError, MalformedJSONError
-from dashboard.params import choice_arg, paging
+from dashboard.params import MAX_PER_PAGE, choice_arg, paging, search_arg
+from dashboard.views.bots import with_outage
 from dashboard.views.common import db_url, match_filter, private_bot, settings
 from sdk.bot import BOT_NAME_RE
 from sdk.referee import plain_record
@@ -37,7 +38,7 @@ def index() -> Response:
     return jsonify({
         "version": "v1",
         "endpoints": [
-            "GET /api/v1/leaderboard",
+            "GET /api/v1/leaderboard?q=&page=&per_page=",
             "GET /api/v1/tournaments?status=&page=&per_page=",
             "GET /api/v1/tournaments/<id>",
             "GET /api/v1/tournaments/<id>/progress",
@@ -72,8 +73,8 @@ def index() -> Response:
             "POST /api/v1/invites",
             "DELETE /api/v1/invites/<id>",
             "GET /api/v1/ladders",
-            "GET /api/v1/ladders/<id>",
-            "GET /api/v1/ladders/<id>/live?html=",
+            "GET /api/v1/ladders/<id>?q=&page=&per_page=",
+            "GET /api/v1/ladders/<id>/live?html=&q=&page=&per_page=",
             "POST /api/v1/ladders",
             "POST /api/v1/ladders/<id>/pause|resume",
         ],
@@ -92,9 +93,16 @@ def _link_address() -> str | None:
     return f"{host}:{settings().gateway_port}"
 
 
+#: Leaderboard rows an API answer holds unless ``per_page`` says fewer: a page, as the site's.
+LEADERBOARD_ROWS = MAX_PER_PAGE
+
+
 @bp.get("/leaderboard")
 def get_leaderboard() -> Response:
-    return jsonify({"leaderboard": leaderboard(session(), db_url())})
+    """A page of the leaderboard: ``leaderboard`` (its rows, as before) and where it is."""
+    where = paging(request.args, LEADERBOARD_ROWS)
+    page = leaderboard_page(session(), db_url(), where, search_arg(request.args))
+    return jsonify({"leaderboard": page.pop("rows"), **page})
 
 
 @bp.get("/tournaments")
@@ -172,7 +180,8 @@ def _bot_name(name: str) -> str:
 @bp.get("/bots/<name>")
 def get_bot(name: str) -> Response:
     # The address only with its owner's or an operator's token.
-    return jsonify({"bot": private_bot(session(), bot_detail(session(), db_url(), _bot_name(name)))})
+    detail = private_bot(session(), bot_detail(session(), db_url(), _bot_name(name)))
+    return jsonify({"bot": with_outage(session(), detail)})
 
 
 # --- writing ---------------------------------------------------------------------------

@@ -1,23 +1,30 @@
 """Ladder pages (the list, and one ladder updating live) and the ladder API (/api/v1/ladders):
 reading is public; creating, pausing and resuming take an operator's token. The ladder's
 scheduler is ``tonk ladder run`` (arena/runtime/ladder.py): these routes only change what
-it reads."""
+it reads.
+
+The board is paged (``?page=&per_page=``, 50 rows a page on the page, 100 in the API) and
+searched by bot or owner name (``?q=``). The page's poll answers 304 with no body while
+nothing it shows changed (the ETag is a hash of :func:`arena.ladder.status.ladder_version`
+and of what the poll asked), so an idle tab costs a few hundred bytes every few seconds."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import hashlib
+from collections.abc import Callable, Hashable
+from typing import Any, Final
 
 from flask import Blueprint, Response, get_template_attribute, jsonify, render_template, request, url_for
 
 from arena.bots.owners import authenticate, parse_bearer, require_operator
 from arena.ladder.setup import create_ladder, pause_ladder, resume_ladder
-from arena.ladder.status import ladder_detail, list_ladders
+from arena.ladder.status import ladder_detail, ladder_version, list_ladders
+from arena.queries import Paging
 from arena.queries.live import now_showing
 from arena.tournaments.lifecycle import resolve_bots
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
-from dashboard.params import choice_arg
+from dashboard.params import MAX_PER_PAGE, choice_arg, paging, search_arg
 from dashboard.views.api import _body
 from dashboard.views.common import settings
 
@@ -30,6 +37,11 @@ CREATE_FIELDS = frozenset(
 )  # fmt: skip
 #: The parts of the page the poll swaps in (templates/_ladder_live.html).
 LIVE_PARTS = ("counts", "board", "recent")
+#: Board rows a page shows, and the API's default (``per_page`` up to MAX_PER_PAGE).
+PAGE_ROWS: Final = 50
+API_ROWS: Final = MAX_PER_PAGE
+#: What creating, pausing and resuming answer: the ladder with its board's first page.
+FIRST_PAGE: Final = Paging(1, API_ROWS)
 
 
 @bp.get("/ladders/")
@@ -39,8 +51,11 @@ def index() -> str:
 
 @bp.get("/ladders/<id:ladder_id>")
 def detail(ladder_id: int) -> str:
-    d = ladder_detail(session(), ladder_id)
-    return render_template("ladder.html", d=d, now_showing=now_showing(session(), ladder_id))
+    page, q = paging(request.args, PAGE_ROWS), search_arg(request.args)
+    d = ladder_detail(session(), ladder_id, page=page, q=q)
+    return render_template(
+        "ladder.html", d=d, now_showing=now_showing(session(), ladder_id), args=_board_args(page, q)
+    )
 
 
 @bp.get("/api/v1/ladders")
@@ -50,21 +65,52 @@ def api_list() -> Response:
 
 @bp.get("/api/v1/ladders/<id:ladder_id>")
 def api_detail(ladder_id: int) -> Response:
-    return jsonify({"ladder": ladder_detail(session(), ladder_id)})
+    d = ladder_detail(session(), ladder_id, page=paging(request.args, API_ROWS), q=search_arg(request.args))
+    return jsonify({"ladder": d})
 
 
 @bp.get("/api/v1/ladders/<id:ladder_id>/live")
 def api_live(ladder_id: int) -> Response:
     """The ladder as the page shows it, with its latest finished deals ("now showing"); with
-    ``html=1`` also its changing parts rendered."""
-    d = ladder_detail(session(), ladder_id)
-    data: dict[str, Any] = {k: d[k] for k in ("id", "status", "scheduler", "matches", "tables")}
-    data["now_showing"] = now_showing(session(), ladder_id)
-    if choice_arg(request.args, "html", ("0", "1")) == "1":
-        data["html"] = {part: str(_macro(part)(d)) for part in LIVE_PARTS}
-        showing: Callable[..., Any] = get_template_attribute("_now_showing.html", "now_showing")
-        data["html"]["now_showing"] = str(showing(data["now_showing"]))
-    return jsonify({"live": data})
+    ``html=1`` also its changing parts rendered, the board at ``page`` (searched by ``q``) as
+    the tab shows it. 304 and no body when ``If-None-Match`` names the current ETag."""
+    page, q = paging(request.args, PAGE_ROWS), search_arg(request.args)
+    html = choice_arg(request.args, "html", ("0", "1")) == "1"
+    db = session()
+    tag = _etag(ladder_version(db, ladder_id), page, q, html)
+    if request.if_none_match.contains_weak(tag):
+        response = Response(status=304)
+    else:
+        d = ladder_detail(db, ladder_id, page=page, q=q)
+        data: dict[str, Any] = {k: d[k] for k in ("id", "status", "scheduler", "matches", "tables")}
+        data["board_page"] = d["board_page"]
+        data["now_showing"] = now_showing(db, ladder_id)
+        if html:
+            args = {"board": (d, _board_args(page, q))}
+            data["html"] = {part: str(_macro(part)(*args.get(part, (d,)))) for part in LIVE_PARTS}
+            showing: Callable[..., Any] = get_template_attribute("_now_showing.html", "now_showing")
+            data["html"]["now_showing"] = str(showing(data["now_showing"]))
+        response = jsonify({"live": data})
+    response.set_etag(tag, weak=True)
+    # Kept by the browser, but asked again every time (the page's script sends If-None-Match).
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+def _board_args(page: Paging, q: str | None) -> dict[str, Any]:
+    """What the board's pager links and the poll keep in the URL besides ``page``."""
+    args: dict[str, Any] = {}
+    if page.per_page != PAGE_ROWS:
+        args["per_page"] = page.per_page
+    if q:
+        args["q"] = q
+    return args
+
+
+def _etag(version: Hashable, page: Paging, q: str | None, html: bool) -> str:
+    """The same for every worker and process (no ``hash()``: it is salted per process)."""
+    text = repr((version, page.page, page.per_page, q, html)).encode()
+    return hashlib.blake2b(text, digest_size=12).hexdigest()
 
 
 @bp.post("/api/v1/ladders")
@@ -92,7 +138,7 @@ def api_create() -> tuple[Response, int, dict[str, str]]:
     ladder = create_ladder(db, name=name, raw=raw, settings=settings(), config=config, seed=body.get("seed"))  # type: ignore[arg-type]
     db.commit()
     location = url_for("ladders.api_detail", ladder_id=ladder.id)
-    return jsonify({"ladder": ladder_detail(db, ladder.id)}), 201, {"Location": location}
+    return jsonify({"ladder": ladder_detail(db, ladder.id, page=FIRST_PAGE)}), 201, {"Location": location}
 
 
 @bp.post("/api/v1/ladders/<id:ladder_id>/<any(pause, resume):action>")
@@ -101,7 +147,7 @@ def api_action(ladder_id: int, action: str) -> Response:
     db = session()
     (pause_ladder if action == "pause" else resume_ladder)(db, ladder_id)
     db.commit()
-    return jsonify({"ladder": ladder_detail(db, ladder_id)})
+    return jsonify({"ladder": ladder_detail(db, ladder_id, page=FIRST_PAGE)})
 
 
 def _operator() -> None:

@@ -360,4 +360,4 @@ def test_wrong_method_is_json_405(client: FlaskClient) -> None:
 
 
 def test_index_lists_the_endpoints(client: FlaskClient) -> None:
-    assert "GET /api/v1/leaderboard" in get_json(client, "/api/v1/")["endpoints"]
+    assert "GET /api/v1/leaderboard?q=&page=&per_page=" in get_json(client, "/api/v1/")["endpoints"]

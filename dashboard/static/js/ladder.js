@@ -1,6 +1,8 @@
-/* The live ladder page: polls /api/v1/ladders/<id>/live?html=1 and swaps in the counts, the
- * board, the recent matches and "now showing" as the server renders them (no reload), for as long as the
- * page is open: a ladder never finishes. */
+/* The live ladder page: polls /api/v1/ladders/<id>/live?html=1 (the board at the page and
+ * search this tab shows) and swaps in the counts, the board, the recent matches and "now
+ * showing" as the server renders them (no reload), for as long as the page is open: a ladder
+ * never finishes. Each poll sends the last ETag in If-None-Match: while nothing changed the
+ * server answers 304 with no body, and the page is left as it is. */
 (function () {
   "use strict";
   var box = document.getElementById("ladder-live");
@@ -10,6 +12,7 @@
   var badge = document.getElementById("l-status");
   var PERIOD_MS = +box.getAttribute("data-poll-ms") || 3000;
   var PARTS = ["counts", "board", "recent", "now_showing"];
+  var etag = null;  // the last answer's: sent back so an unchanged ladder costs a 304
 
   function show(live) {
     PARTS.forEach(function (part) {
@@ -24,11 +27,19 @@
   }
 
   function tick() {
-    fetch(url, { headers: { Accept: "application/json" } })
-      .then(function (r) { return r.ok ? r.json() : null; })
+    var headers = { Accept: "application/json" };
+    if (etag) headers["If-None-Match"] = etag;
+    // no-store: the browser's cache must not answer in our place (or turn a 304 into a 200).
+    fetch(url, { headers: headers, cache: "no-store" })
+      .then(function (r) {
+        if (r.status === 304) return "same";
+        if (!r.ok) return null;
+        etag = r.headers.get("ETag");
+        return r.json();
+      })
       .then(function (data) {
         if (!data) { setTimeout(tick, PERIOD_MS * 3); return; }
-        show(data.live);
+        if (data !== "same") show(data.live);
         setTimeout(tick, PERIOD_MS);
       })
       .catch(function () { setTimeout(tick, PERIOD_MS * 3); });
