@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, render_template
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from arena.queries.bots import bot_detail, bot_list
+from arena.store.models import Bot
 from dashboard import charts
 from dashboard.db import session
 from dashboard.errors import NotFoundError
@@ -25,8 +28,19 @@ def index() -> str:
 def detail(name: str) -> str:
     if not BOT_NAME_RE.fullmatch(name):
         raise NotFoundError(f"there is no bot named {name[:80]!r}")
-    bot = private_bot(session(), bot_detail(session(), db_url(), name))
+    bot = with_outage(session(), private_bot(session(), bot_detail(session(), db_url(), name)))
     return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]), upload=_upload(bot))
+
+
+def with_outage(db: Session, detail: dict[str, Any]) -> dict[str, Any]:
+    """The bot's detail with ``offline``: a dialled bot's outage (arena/bots/reachability.py:
+    since when, why, bounded and with its address redacted, and that it gets no new ladder
+    table until it answers), None while it answers. The page and the API show the same."""
+    from arena.bots.reachability import outage_of
+
+    bot_id = db.scalar(select(Bot.id).where(Bot.name == detail["name"]))
+    found = None if bot_id is None else outage_of(db, bot_id)
+    return {**detail, "offline": None if found is None else found.to_json()}
 
 
 def _upload(bot: dict[str, Any]) -> dict[str, Any] | None:
