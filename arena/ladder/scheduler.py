@@ -114,7 +114,8 @@ def tick(
         return Tick(held=True, unfinished=unfinished, withdrawn=withdrawn)
     played, waiting = ladder_counts(session, ladder_id)
     board = {row.bot_id: row for row in current_leaderboard(session).rows}
-    # Live capacities: a connected bot that is offline (0) gets no new table until it is back.
+    # Live capacities: a connected bot that is offline, or a dialled bot found not answering
+    # (arena/bots/reachability.py), has 0: no new table until it is back.
     capacity = capacities(session, [b.bot_id for b in pool], live=True)
     room = {b.bot_id: settings.backlog * capacity[b.bot_id] - waiting.get(b.bot_id, 0) for b in pool}
     # The matchmaker counts in tables (each of a bot's ladder tables is per_table matches), and
