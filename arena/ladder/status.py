@@ -19,7 +19,6 @@ from sqlalchemy.orm import Session
 from arena.ladder.lease import current_holder, lease_name
 from arena.ladder.scheduler import active_pool
 from arena.ladder.setup import get_ladder_row, ladder_settings
-from arena.queries import Paging
 from arena.ratings.leaderboard import LeaderboardRow, current_leaderboard
 from arena.ratings.terms import rating_text
 from arena.store import tokens
@@ -57,22 +56,26 @@ def ladder_detail(
     ladder_id: int,
     *,
     recent: int = RECENT,
-    page: Paging | None = None,
+    page: int = 1,
+    per_page: int | None = None,
     q: str | None = None,
 ) -> dict[str, Any]:
-    """The ladder with its board: every row (``page`` None: ``tonk ladder status``) or one
-    page of it, searched by ``q`` (a lower-case part of a bot's or its owner's name; checked
-    by the caller). Ranks are the board's own whatever the page or search; ``board_page``
-    says which rows these are."""
+    """The ladder with its board: every row (``per_page`` None: ``tonk ladder status``) or
+    page ``page`` (from 1) of ``per_page`` rows, searched by ``q`` (a lower-case part of a
+    bot's or its owner's name; checked by the caller). Ranks are the board's own whatever the
+    page or search; ``board_page`` says which rows these are."""
     row = get_ladder_row(session, ladder_id)
     settings = ladder_settings(row)
     playing = {b.bot_id for b in active_pool(session, settings)}
     order = _board_order(session, ladder_id, playing)
     found = order if not q else [e for e in order if q in e[0].name.lower() or q in e[0].owner.lower()]
-    shown = found if page is None else found[page.offset : page.offset + page.per_page]
-    per_bot = _per_bot(session, ladder_id, None if page is None else [bot.id for bot, _ in shown])
+    if per_page is None:
+        shown, per_bot = found, _per_bot(session, ladder_id, None)
+    else:
+        shown = found[(page - 1) * per_page : page * per_page]
+        per_bot = _per_bot(session, ladder_id, [bot.id for bot, _ in shown])
     board = [_board_row(bot, per_bot, playing) | _rating(rated) for bot, rated in shown]
-    per_page = len(found) if page is None else page.per_page
+    rows = len(found) if per_page is None else per_page
     matches = _counts(session, [ladder_id]).get(ladder_id, _zero())
     tables = session.execute(
         select(func.count(func.distinct(Match.table_index))).where(Match.tournament_id == ladder_id)
@@ -106,10 +109,10 @@ def ladder_detail(
         "reasons": [{"reason": k or "", "tables": v} for k, v in reasons.most_common()],
         "board": board,
         "board_page": {
-            "page": 1 if page is None else page.page,
-            "per_page": per_page,
+            "page": page,
+            "per_page": rows,
             "total": len(found),  # the rows the search found (every row without one)
-            "pages": max(1, -(-len(found) // max(per_page, 1))),
+            "pages": max(1, -(-len(found) // max(rows, 1))),
             "q": q,
             "bots": len(order),  # the whole board
         },

@@ -40,8 +40,6 @@ LIVE_PARTS = ("counts", "board", "recent")
 #: Board rows a page shows, and the API's default (``per_page`` up to MAX_PER_PAGE).
 PAGE_ROWS: Final = 50
 API_ROWS: Final = MAX_PER_PAGE
-#: What creating, pausing and resuming answer: the ladder with its board's first page.
-FIRST_PAGE: Final = Paging(1, API_ROWS)
 
 
 @bp.get("/ladders/")
@@ -52,7 +50,7 @@ def index() -> str:
 @bp.get("/ladders/<id:ladder_id>")
 def detail(ladder_id: int) -> str:
     page, q = paging(request.args, PAGE_ROWS), search_arg(request.args)
-    d = ladder_detail(session(), ladder_id, page=page, q=q)
+    d = ladder_detail(session(), ladder_id, page=page.page, per_page=page.per_page, q=q)
     return render_template(
         "ladder.html", d=d, now_showing=now_showing(session(), ladder_id), args=_board_args(page, q)
     )
@@ -65,7 +63,8 @@ def api_list() -> Response:
 
 @bp.get("/api/v1/ladders/<id:ladder_id>")
 def api_detail(ladder_id: int) -> Response:
-    d = ladder_detail(session(), ladder_id, page=paging(request.args, API_ROWS), q=search_arg(request.args))
+    page, q = paging(request.args, API_ROWS), search_arg(request.args)
+    d = ladder_detail(session(), ladder_id, page=page.page, per_page=page.per_page, q=q)
     return jsonify({"ladder": d})
 
 
@@ -81,7 +80,7 @@ def api_live(ladder_id: int) -> Response:
     if request.if_none_match.contains_weak(tag):
         response = Response(status=304)
     else:
-        d = ladder_detail(db, ladder_id, page=page, q=q)
+        d = ladder_detail(db, ladder_id, page=page.page, per_page=page.per_page, q=q)
         data: dict[str, Any] = {k: d[k] for k in ("id", "status", "scheduler", "matches", "tables")}
         data["board_page"] = d["board_page"]
         data["now_showing"] = now_showing(db, ladder_id)
@@ -138,7 +137,7 @@ def api_create() -> tuple[Response, int, dict[str, str]]:
     ladder = create_ladder(db, name=name, raw=raw, settings=settings(), config=config, seed=body.get("seed"))  # type: ignore[arg-type]
     db.commit()
     location = url_for("ladders.api_detail", ladder_id=ladder.id)
-    return jsonify({"ladder": ladder_detail(db, ladder.id, page=FIRST_PAGE)}), 201, {"Location": location}
+    return jsonify({"ladder": ladder_detail(db, ladder.id, per_page=API_ROWS)}), 201, {"Location": location}
 
 
 @bp.post("/api/v1/ladders/<id:ladder_id>/<any(pause, resume):action>")
@@ -147,7 +146,7 @@ def api_action(ladder_id: int, action: str) -> Response:
     db = session()
     (pause_ladder if action == "pause" else resume_ladder)(db, ladder_id)
     db.commit()
-    return jsonify({"ladder": ladder_detail(db, ladder_id, page=FIRST_PAGE)})
+    return jsonify({"ladder": ladder_detail(db, ladder_id, per_page=API_ROWS)})
 
 
 def _operator() -> None:
