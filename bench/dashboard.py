@@ -1,6 +1,7 @@
 """Dashboard server time with 100,000 stored matches.
 
     .venv/bin/python bench/dashboard.py [--matches 100000] [--requests 200] [--keep DB]
+                                        [--ladder-bots 10000] [--ladder-only]
 
 Builds a temporary SQLite store quickly (Core ``executemany`` inserts): 20 bots, 10 finished
 tournaments, ``--matches`` done matches with their seats, fault records and replays. The
@@ -13,6 +14,13 @@ templates; no network) and prints the median and 90th percentile of each route, 
 ratio to a trivial baseline route (``/healthz``) measured in the same run. Routes whose
 results are cached until another match finishes (the leaderboard's rating fit) also get
 their first, uncached request printed. Target: every median under 50 ms.
+
+Then (``--ladder-bots``, 10,000 by default; ``--ladder-only`` for this part alone) a ladder
+whose board holds that many bots (``big_ladder``: bulk inserts, 2 done matches a bot): the
+ladder page's size and time (its first request fits the ratings; the rest use that fit), and
+an idle tab's poll (a 304: the ETag unchanged), against the whole board drawn as the page
+was before it was paged, and a poll answered in full. Goals: page < 100 KB and < 0.5 s, idle
+poll < 2 KB.
 """
 
 from __future__ import annotations
@@ -245,6 +253,86 @@ def timed(call: Callable[[], Any], n: int, cpu: list[float] | None = None) -> li
     return out
 
 
+def wire_bytes(response: Any) -> int:
+    """What a response costs on the wire before compression: status line, headers, body."""
+    head = f"HTTP/1.1 {response.status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in response.headers.items())
+    return len((head + "\r\n").encode()) + len(response.get_data())
+
+
+def big_board(bots: int, requests: int, tmp: str) -> bool:
+    """The ladder page and its poll with ``bots`` bots on the board (``big_ladder``): the page's
+    size and time, and what an idle tab's poll costs, each against this process's own
+    baselines (/healthz's time; the whole board drawn as the page drew it before paging, and
+    a poll answered in full, for the bytes)."""
+    from flask import render_template
+
+    from arena.ladder.status import ladder_detail
+    from arena.queries.live import now_showing
+    from arena.store.db import session_scope
+    from dashboard import create_app
+
+    url = f"sqlite:///{Path(tmp) / 'ladder.sqlite'}"
+    started = time.perf_counter()
+    ladder = big_ladder(url, bots, matches_per_bot=4)
+    print(f"\nbuilt a ladder of {bots:,} bots and {bots * 2:,} done matches in "
+          f"{time.perf_counter() - started:.1f} s")
+    app = create_app({"DATABASE_URL": url, "TESTING": True})
+    client = app.test_client()
+    page_url = f"/ladders/{ladder}"
+    fit = timed(lambda: client.get(page_url), 1)[0]  # the first: fits the ratings of every bot
+    timed(lambda: client.get("/healthz"), 5)
+    base = statistics.median(timed(lambda: client.get("/healthz"), requests))
+    page = client.get(page_url)
+    assert page.status_code == 200, page.status_code
+    page_ms = timed(lambda: client.get(page_url), requests)
+    deep_ms = timed(lambda: client.get(f"{page_url}?page={bots // 50}"), requests)
+    search_ms = timed(lambda: client.get(f"{page_url}?q=b0004"), requests)
+    zipped = client.get(page_url, headers={"Accept-Encoding": "gzip"})
+    with app.test_request_context(page_url), session_scope(url) as db:  # the page before paging
+        started = time.perf_counter()
+        d = ladder_detail(db, ladder)
+        d["board_page"] = {**d["board_page"], "page": 1}
+        whole = render_template("ladder.html", d=d, now_showing=now_showing(db, ladder), args={})
+        whole_ms = (time.perf_counter() - started) * 1000
+    home = client.get("/")  # the leaderboard: the same board, every bot of the arena
+    assert home.status_code == 200, home.status_code
+    home_ms = timed(lambda: client.get("/"), requests)
+    live = f"/api/v1/ladders/{ladder}/live?html=1&page=1"
+    full = client.get(live)
+    tag = full.headers["ETag"]
+    idle = client.get(live, headers={"If-None-Match": tag})
+    assert idle.status_code == 304, idle.status_code
+    idle_ms = timed(lambda: client.get(live, headers={"If-None-Match": tag}), requests)
+    full_ms = timed(lambda: client.get(live), max(requests // 4, 5))
+    med = statistics.median
+    size, before = len(page.get_data()), len(whole.encode())
+    print(f"ladder page at {bots:,} bots: first request {fit / 1000:.1f} s (it fits every rating), then:")
+    print(f"{'what':<44} {'value':>12} {'x baseline':>11}  goal")
+    rows = [
+        ("baseline /healthz, median ms", base, base, ""),
+        ("ladder page 1, median ms", med(page_ms), base, "< 500 ms"),
+        ("ladder page 1, p90 ms", statistics.quantiles(page_ms, n=10)[-1], base, ""),
+        (f"ladder page {bots // 50} (the last), median ms", med(deep_ms), base, ""),
+        ("ladder page searched (?q=b0004), median ms", med(search_ms), base, ""),
+        ("whole board drawn once (before paging), ms", whole_ms, base, ""),
+        ("ladder page 1, KB", size / 1000, before / 1000, "< 100 KB"),
+        ("ladder page 1 gzipped, KB", len(zipped.get_data()) / 1000, before / 1000, ""),
+        ("whole board page (before paging), KB", before / 1000, before / 1000, ""),
+        ("poll answered in full, KB (headers too)", wire_bytes(full) / 1000, wire_bytes(full) / 1000, ""),
+        ("idle poll, 304, KB (headers too)", wire_bytes(idle) / 1000, wire_bytes(full) / 1000, "< 2 KB"),
+        ("idle poll, 304, median ms", med(idle_ms), base, ""),
+        ("poll answered in full, median ms", med(full_ms), base, ""),
+        ("leaderboard page 1 (/), median ms", med(home_ms), base, ""),
+        ("leaderboard page 1 (/), KB", len(home.get_data()) / 1000, before / 1000, ""),
+    ]
+    for name, value, against, goal in rows:
+        print(f"{name:<44} {value:>12.2f} {value / against:>11.3f}  {goal}")
+    print("(x baseline: times against /healthz; sizes against the whole board's page, or the full poll)")
+    ok = med(page_ms) < 500 and size < 100_000 and wire_bytes(idle) < 2_000
+    print(f"ladder goals (page < 100 KB, < 0.5 s, idle poll < 2 KB): {'met' if ok else 'NOT met'}")
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -252,8 +340,14 @@ def main() -> int:
     parser.add_argument("--matches", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--keep", help="build (or reuse) the store at this SQLite path, not a temp file")
+    parser.add_argument("--ladder-bots", type=int, default=10_000,
+                        help="bots on the big ladder's board (0: skip it)")
+    parser.add_argument("--ladder-only", action="store_true", help="only the big ladder's page and poll")
     args = parser.parse_args()
     rng = random.Random(5)
+    if args.ladder_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            return 0 if big_board(args.ladder_bots, args.requests, tmp) else 1
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.keep) if args.keep else Path(tmp) / "bench.sqlite"
@@ -336,6 +430,8 @@ def main() -> int:
               f"shown while they are refitted in the background, which took {refit / 1000:.1f} s)")
         closest_hands_cost(engine, played)
         print(f"target: median under {TARGET_MS:.0f} ms for each route: {'met' if ok else 'NOT met'}")
+        if args.ladder_bots:
+            ok &= big_board(args.ladder_bots, args.requests, tmp)
         return 0 if ok else 1
 
 
