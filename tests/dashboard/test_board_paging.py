@@ -20,8 +20,8 @@ from sqlalchemy import insert, select, update
 from arena.ladder.status import ladder_detail
 from arena.queries.leaderboard import leaderboard
 from arena.store.db import session_scope
-from arena.store.models import BotVersion, Match, MatchSeat
-from arena.store.statuses import MatchStatus
+from arena.store.models import Bot, BotVersion, Match, MatchSeat
+from arena.store.statuses import BotStatus, MatchStatus
 
 BOTS = 120
 AUTH = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
@@ -169,6 +169,17 @@ def test_the_live_poll_answers_304_until_what_it_shows_changes(big: tuple[str, i
     assert done.get_json()["live"]["matches"] == {**live["matches"], "done": live["matches"]["done"] + 1,
                                                   "total": live["matches"]["total"] + 1}  # fmt: skip
     tag = done.headers["ETag"]
+
+    # A bot of this page is retired: it no longer plays (the board's order is read again).
+    retired = full[60]["bot"]
+    with session_scope(url) as session:
+        session.execute(update(Bot).where(Bot.name == retired).values(status=BotStatus.RETIRED))
+    gone = poll(client, ladder, tag, "&page=2")
+    assert gone.status_code == 200 and gone.headers["ETag"] != tag
+    row = next(r for r in re.findall(r"<tr>.*?</tr>", gone.get_json()["live"]["html"]["board"], re.S)
+               if f">{retired}</a>" in r)  # fmt: skip
+    assert ">retired<" in row
+    tag = gone.headers["ETag"]
 
     # Its status changes (paused by an operator): a 200 saying so.
     assert client.post(f"/api/v1/ladders/{ladder}/pause", headers=AUTH).status_code == 200
