@@ -13,7 +13,8 @@ own, off every tick's transaction. A round probes at most ``PROBES_PER_ROUND`` b
 probe is due, ``PROBES_AT_ONCE`` at a time, each within ``PROBE_TIMEOUT_S``; the first probe
 is due at once (a blip costs one round), and each failure puts the next one off twice as
 long, up to ``BACKOFF_MAX_S``. A passed registration check (arena/bots/registry.py) is an
-answer too (:func:`answered`).
+answer too (:func:`answered`), and so is a match begun after the outage was noted that the
+bot played through without being unreachable (:func:`answered_in`, with the match's record).
 
 Reasons are shown on the bot's public page: they are bounded, cleaned and have the bot's
 address (and any IP address) redacted, as fault reasons are.
@@ -35,7 +36,7 @@ from sqlalchemy.orm import Session
 from arena.bots.addresses import redact_addresses, resolve_for_dial
 from arena.errors import ArenaError
 from arena.store.db import session_scope
-from arena.store.models import Bot, BotOutage, utcnow
+from arena.store.models import Bot, BotOutage, Match, utcnow
 from arena.text import clean_text
 
 log = logging.getLogger("tonk.reachability")
@@ -146,6 +147,18 @@ def answered(session: Session, bot_id: int) -> bool:
         delete(BotOutage).where(BotOutage.bot_id == bot_id).execution_options(synchronize_session=False)
     )
     return bool(done.rowcount)  # type: ignore[attr-defined]
+
+
+def answered_in(session: Session, bot_ids: Collection[int], match_id: int) -> None:
+    """Bots ``bot_ids`` played match ``match_id`` through without being unreachable: an
+    outage of theirs noted before the match began is over (one noted since is newer news).
+    So a bot back online is seen even where no ladder runner probes."""
+    began = select(Match.started_at).where(Match.id == match_id).scalar_subquery()
+    session.execute(
+        delete(BotOutage)
+        .where(BotOutage.bot_id.in_(list(bot_ids)), BotOutage.noted_at < began)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _dialled() -> Any:

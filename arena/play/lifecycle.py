@@ -467,15 +467,24 @@ class MatchLife:
 def _note_unreachable(session: Session, match_id: int, plan: MatchPlan, result: MatchResult) -> None:
     """A dialled bot that forfeited the match because it could not be reached is offline: a
     ladder gives it no new table until it answers again (arena/bots/reachability.py). Noted
-    with the result, so the ladder's next tick sees it."""
-    if result.forfeited is None:
-        return
-    seat = plan.seats[result.forfeited]
-    if not seat.address or seat.connected or seat.served_here or seat.build_id is not None:
-        return  # not dialled: a connected bot's presence is its link's, a hosted one is the arena's
-    last = next((f for f in reversed(result.faults) if f.seat == result.forfeited), None)
-    if last is not None and last.kind is FaultKind.UNREACHABLE:
-        reachability.note_forfeit(session, seat.bot_id, match_id, last.reason, seat.address)
+    with the result, so the ladder's next tick sees it. A dialled bot that played the match
+    through with no such fault answers: an outage noted before the match began is over."""
+    down: dict[int, str] = {}  # seat -> the reason of the fault that made it forfeit
+    if result.forfeited is not None:
+        last = next((f for f in reversed(result.faults) if f.seat == result.forfeited), None)
+        if last is not None and last.kind is FaultKind.UNREACHABLE:
+            down[result.forfeited] = last.reason
+    unreached = {f.seat for f in result.faults if f.kind is FaultKind.UNREACHABLE}
+    answering = []
+    for index, seat in enumerate(plan.seats):
+        if not seat.address or seat.connected or seat.served_here or seat.build_id is not None:
+            continue  # not dialled: a connected bot's presence is its link's, a hosted one is the arena's
+        if index in down:
+            reachability.note_forfeit(session, seat.bot_id, match_id, down[index], seat.address)
+        elif index not in unreached:
+            answering.append(seat.bot_id)
+    if answering:
+        reachability.answered_in(session, answering, match_id)
 
 
 def worker_id() -> str:

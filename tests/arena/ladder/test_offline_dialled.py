@@ -12,16 +12,18 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
-from helpers.arena import SETTINGS, grpc_bots, wait_for
+from helpers.arena import SETTINGS, grpc_bots, hosted_bots, new_tournament, wait_for
 from helpers.ladder import add_bots, new_ladder, run_tick
 from sqlalchemy import select
 
 from arena.bots import reachability
+from arena.bots.registry import update_bot
 from arena.play.capacity import capacities, capacity_of
 from arena.runtime.jobs import play_match_job
 from arena.store.db import dispose_engines, session_scope
-from arena.store.models import BotOutage, FaultRecord, Match, MatchSeat, utcnow
+from arena.store.models import Bot, BotOutage, FaultRecord, Match, MatchSeat, Owner, utcnow
 from arena.store.statuses import MatchStatus
+from arena.tournaments.lifecycle import start_tournament
 from bots.random_bot import RandomBot
 from sdk.referee import FaultKind
 from sdk.server import RunningServer, start_server
@@ -198,3 +200,41 @@ def test_a_forfeit_noted_while_a_probe_ran_outlives_its_answer(url: str) -> None
     with session_scope(url) as session:
         reachability.record_probe(session, bot, None)
     assert outage(url, bot) is None
+
+
+def test_a_match_played_through_ends_an_outage_noted_before_it_began(
+    url: str, served: list[RunningServer]
+) -> None:
+    """Where no ladder runner probes (a tournament only), the bot's next match played without
+    being unreachable ends its outage; not one that began before the outage was noted."""
+    served.append(start_server(RandomBot))
+    [dialled] = grpc_bots(url, {"dialled": served[0].address})
+    tournament = new_tournament(url, [dialled, *hosted_bots(url, ["random"])])
+    with session_scope(url) as session:
+        start_tournament(session, tournament)
+        first, second = session.scalars(
+            select(Match.id).where(Match.tournament_id == tournament).order_by(Match.id)
+        ).all()
+    hour = dt.timedelta(hours=1)
+    with session_scope(url) as session:  # noted after the first match will have begun
+        reachability.note_offline(session, dialled, reachability.CAUSE_MATCH, "gone", now=utcnow() + hour)
+    play(url, first)
+    assert outage(url, dialled) is not None
+    with session_scope(url) as session:  # noted before the second begins
+        reachability.note_offline(session, dialled, reachability.CAUSE_MATCH, "gone", now=utcnow() - hour)
+    play(url, second)
+    assert outage(url, dialled) is None
+
+
+def test_a_passed_registration_check_ends_an_outage(url: str, served: list[RunningServer]) -> None:
+    served.append(start_server(RandomBot))
+    [dialled] = grpc_bots(url, {"checked": served[0].address})
+    with session_scope(url) as session:
+        reachability.note_offline(session, dialled, reachability.CAUSE_HEALTH, "gone")
+    with session_scope(url) as session:  # the arena's real checks: health, GetInfo, a match
+        bot = session.get(Bot, dialled)
+        assert bot is not None
+        owner = session.get(Owner, bot.owner_id)
+        assert owner is not None
+        update_bot(session, owner, "checked", served[0].address, settings=SETTINGS)
+    assert outage(url, dialled) is None
