@@ -34,9 +34,9 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from arena.bots.memory import controlled_versions
@@ -144,6 +144,11 @@ def tick(
     next_table += len(picks)
     if added:
         _enter(session, ladder_id, {b.bot_id: b.version_id for b in pool if b.bot_id in played})
+        added_matches: dict[int, int] = defaultdict(int)
+        for pick in picks:
+            for bot in pick.bot_ids:
+                added_matches[bot] += per_table
+        _count(session, ladder_id, added_matches)
         ladder.params = {**(ladder.params or {}), "next_table": next_table}
     session.flush()
     return Tick(held=True, tables=added, unfinished=unfinished, withdrawn=withdrawn)
@@ -208,12 +213,15 @@ def withdraw(session: Session, ladder_id: int, pool: set[int]) -> list[int]:
     untouched: dict[int, bool] = {}
     leaving: set[int] = set()
     ids: dict[int, set[int]] = defaultdict(set)
+    seated: dict[int, list[int]] = defaultdict(list)  # the bots of each table's matches
     for table, match_id, status, attempts, bot in rows:
         fresh = status == MatchStatus.PENDING and not attempts
         untouched[table] = untouched.get(table, True) and fresh
         ids[table].add(match_id)
+        seated[table].append(bot)
         if bot not in pool:
             leaving.add(table)
+    gone: dict[int, int] = defaultdict(int)
     out = []
     for table in sorted(t for t in leaving if untouched[t]):
         locked = set(
@@ -228,18 +236,21 @@ def withdraw(session: Session, ladder_id: int, pool: set[int]) -> list[int]:
         session.execute(delete(MatchSeat).where(MatchSeat.match_id.in_(locked)))
         session.execute(delete(Match).where(Match.id.in_(locked)))
         out.append(table)
+        for bot in seated[table]:
+            gone[bot] -= 1
+    _count(session, ladder_id, gone)
     return out
 
 
 def ladder_counts(session: Session, ladder_id: int) -> tuple[dict[int, int], dict[int, int]]:
-    """Per bot: its matches on this ladder (any status), and its unfinished matches (pending
-    or running) anywhere: a bot's queue is one, whichever tournaments fill it."""
+    """Per bot: its matches on this ladder (any status: its entry's count, kept as tables are
+    added and withdrawn), and its unfinished matches (pending or running) anywhere: a bot's
+    queue is one, whichever tournaments fill it. Neither reads the ladder's finished matches."""
     played = dict(
         session.execute(
-            select(MatchSeat.bot_id, func.count())
-            .join(Match, Match.id == MatchSeat.match_id)
-            .where(Match.tournament_id == ladder_id)
-            .group_by(MatchSeat.bot_id)
+            select(TournamentEntry.bot_id, TournamentEntry.matches).where(
+                TournamentEntry.tournament_id == ladder_id
+            )
         ).all()
     )
     waiting = dict(
@@ -251,6 +262,19 @@ def ladder_counts(session: Session, ladder_id: int) -> tuple[dict[int, int], dic
         ).all()
     )
     return played, waiting
+
+
+def _count(session: Session, ladder_id: int, change: dict[int, int]) -> None:
+    """Add ``change[bot]`` to each bot's count of matches on the ladder (its entry exists)."""
+    rows = [{"b_ladder": ladder_id, "b_bot": bot, "b_n": n} for bot, n in sorted(change.items()) if n]
+    if rows:
+        entries = cast(Table, TournamentEntry.__table__)  # Core: one UPDATE for all rows, not by key
+        session.execute(
+            update(entries)
+            .where(entries.c.tournament_id == bindparam("b_ladder"), entries.c.bot_id == bindparam("b_bot"))
+            .values(matches=entries.c.matches + bindparam("b_n")),
+            rows,
+        )
 
 
 def add_tables(

@@ -231,6 +231,9 @@ class TournamentEntry(Base):
     tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id"))
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
     bot_version_id: Mapped[int] = mapped_column(ForeignKey("bot_versions.id"))
+    #: A ladder's only: the bot's matches on it, any status, kept by the scheduler as it adds
+    #: and withdraws tables (arena/ladder/scheduler.py), so a tick need not count them.
+    matches: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     tournament: Mapped[Tournament] = relationship(back_populates="entries")
 
@@ -247,6 +250,8 @@ class Match(Base):
         Index("ix_matches_finished", "finished_at"),
         # A deal is the matches of a tournament dealt from one seed (arena/play/deal_end.py).
         Index("ix_matches_deal", "tournament_id", "seed"),
+        # A ladder's tables (arena/ladder/scheduler.py): its newest, and one table's matches.
+        Index("ix_matches_table", "tournament_id", "table_index"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

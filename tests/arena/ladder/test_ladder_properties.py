@@ -19,7 +19,7 @@ from arena.ladder.scheduler import tick
 from arena.ladder.settings import LadderSettings
 from arena.play.capacity import capacities
 from arena.store.db import dispose_engines, session_scope
-from arena.store.models import Bot, BotVersion, Match, MatchSeat
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, TournamentEntry
 from arena.store.statuses import MatchStatus
 from arena.tournaments.seating import arrangements
 
@@ -103,6 +103,10 @@ def test_a_tick_adds_whole_tables_within_every_bound(
         queue = Counter(bot for bots in (b for _, b, _ in result.tables) for bot in bots)
         for bot, tables_of_bot in queue.items():
             assert (tables_of_bot - 1) * per_table < backlog * room[bot]
+        # Each entry counts its bot's matches on the ladder, so the next tick need not.
+        with session_scope(url) as session:
+            kept = dict(session.execute(select(TournamentEntry.bot_id, TournamentEntry.matches)).all())
+        assert kept == {bot: n * per_table for bot, n in queue.items()}
         if len(result.tables) == 0 and target > 0:
             # Nothing added: no table of distinct owners fits (or none has room).
             assert len(set(owners)) < size or not any(backlog * room[b] > 0 for b in ids)

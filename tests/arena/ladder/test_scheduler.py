@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 from helpers.ladder import add_bots, new_ladder, run_tick
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from arena.ladder.lease import current_holder, give_up, lease_name, take
 from arena.ladder.scheduler import active_pool, tick
@@ -260,6 +260,24 @@ def test_a_leaving_bots_unstarted_tables_are_withdrawn_and_started_ones_played(d
             .where(Match.tournament_id == ladder, MatchSeat.bot_id == leaving, Match.status == "pending")
         ).all()
     assert {t for m, _k, t, _r, _s in after if m in set(pending)} <= {theirs[0]}
+    assert_counts_kept(db_url, ladder)
+
+
+def assert_counts_kept(url: str, ladder: int) -> None:
+    """Each entry's count of its bot's matches on the ladder (kept as tables are added and
+    withdrawn, so a tick need not count them) is the count of its seats there."""
+    with session_scope(url) as session:
+        kept = dict(session.execute(
+            select(TournamentEntry.bot_id, TournamentEntry.matches)
+            .where(TournamentEntry.tournament_id == ladder)
+        ).all())  # fmt: skip
+        seats = dict(session.execute(
+            select(MatchSeat.bot_id, func.count())
+            .join(Match, Match.id == MatchSeat.match_id)
+            .where(Match.tournament_id == ladder)
+            .group_by(MatchSeat.bot_id)
+        ).all())  # fmt: skip
+    assert kept == {**{bot: 0 for bot in kept}, **seats}
 
 
 def test_an_offline_connected_bot_gets_no_new_table_until_it_is_back(db_url: str) -> None:
