@@ -33,20 +33,53 @@ from arena.ratings.solve import laplacian
 CHUNK = 400_000
 
 
+def pool_q(weights: FloatArray, pool: BoolArray, x: FloatArray) -> FloatArray:
+    """``Q = (L + 1/k)^-1``: the inverse of the pool's information ``L`` (a Laplacian, over
+    the pool's members in code order) with the common shift fixed by ``+ 1/k`` in every
+    cell. ``Q - 1/k`` is ``L``'s pseudo-inverse. An update keeps ``Q`` up to date for new
+    pairs by :func:`add_pairs` instead of inverting again."""
+    members = np.flatnonzero(pool)
+    km = len(members)
+    if not km:
+        return np.zeros((0, 0))
+    p = sigmoid(x[members][:, None] - x[members][None, :])
+    lap = laplacian(weights[np.ix_(members, members)] * p * (1.0 - p))
+    q: FloatArray = np.linalg.inv(lap + 1.0 / km).astype(np.float64)
+    return q
+
+
+def add_pairs(q: FloatArray, a: IntArray, b: IntArray, curv: FloatArray) -> FloatArray:
+    """``Q`` after the information gains ``curv[j] (e_a - e_b)(e_a - e_b)^T`` for each pair
+    ``(a[j], b[j])`` (rows of ``Q``), by the Woodbury identity: ``bots x pairs`` products
+    and a ``pairs x pairs`` solve, where inverting again is ``bots^3``."""
+    if len(a) == 0:
+        return q
+    root = np.sqrt(curv)
+    qu = (q[:, a] - q[:, b]) * root[None, :]  # Q U, U's columns (e_a - e_b) sqrt(c)
+    s = np.eye(len(a)) + (qu[a] - qu[b]) * root[:, None]  # I + U^T Q U
+    out: FloatArray = q - qu @ np.linalg.solve(s, qu.T)
+    return out
+
+
 def bread(
-    weights: FloatArray, pool: BoolArray, finite: BoolArray, x: FloatArray, share: FloatArray
+    weights: FloatArray,
+    pool: BoolArray,
+    finite: BoolArray,
+    x: FloatArray,
+    share: FloatArray,
+    q: FloatArray | None = None,
 ) -> FloatArray:
     """The sandwich's bread (natural units) for the finite estimates, in code order: the
     stacked equations' inverse information ``L^-1``. ``L`` is block lower triangular (the
     pool's equations do not involve outsiders), so ``L^-1`` is explicit; the covariance is
-    ``L^-1 M L^-T`` around the meat ``M``."""
+    ``L^-1 M L^-T`` around the meat ``M``. ``q``: the pool's :func:`pool_q` if known."""
     rated = np.flatnonzero(finite)
     in_pool = pool[rated]
     members, outsiders = rated[in_pool], rated[~in_pool]
-    p_mm = sigmoid(x[members][:, None] - x[members][None, :])
-    lap = laplacian(weights[np.ix_(members, members)] * p_mm * (1.0 - p_mm))
     km = len(members)
-    pool_inv = np.linalg.inv(lap + 1.0 / km) - 1.0 / km if km else np.zeros((0, 0))  # pseudo-inverse
+    if q is None:
+        q = pool_q(weights, pool, x)
+    pool_inv = q - 1.0 / km if km else np.zeros((0, 0))  # the pseudo-inverse
     p_om = sigmoid(x[outsiders][:, None] - x[members][None, :])
     curv = weights[np.ix_(outsiders, members)] * p_om * (1.0 - p_om)
     own = curv.sum(axis=1)
@@ -60,6 +93,7 @@ def bread(
     # subtract the centre's own row from every row.
     inv -= (share @ inv[mi])[None, :]
     return inv
+
 
 def meat(
     blocks: list[Block], x: FloatArray, position: IntArray, partner: BoolArray, size: int

@@ -127,6 +127,13 @@ _models_lock = threading.Lock()
 _models: dict[str, _Live] = {}
 
 
+def reset() -> None:
+    """Forget every store's live model: the next :func:`current_leaderboard` fits afresh
+    (benchmarks compare the incremental board with a fresh fit this way)."""
+    with _models_lock:
+        _models.clear()
+
+
 def match_results(
     session: Session, *, finished_only: bool = False, finished_since: dt.datetime | None = None
 ) -> list[RatedMatch]:
