@@ -37,20 +37,35 @@ many matches again as it took to reach it (or ``--horizon``: then "not reached")
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+# One BLAS thread: a multi-threaded solve may sum in another order with another number of
+# threads, and the matchmaking, which reads the refitted board, then diverges from there: a
+# seed must give the same numbers everywhere. (Before numpy loads BLAS; an import, such as a
+# test's, leaves its process alone.)
+if __name__ == "__main__":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
 
 import numpy as np
 import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings.matchmaking import Candidate, MatchmakingSettings, choose_table, choose_tables
+from arena.ratings.matchmaking import (
+    Candidate,
+    MatchmakingSettings,
+    choose_table,
+    choose_tables,
+)
 from arena.ratings.model import ELO_SCALE, RatingModel
 
 FloatArray = npt.NDArray[np.float64]
@@ -71,7 +86,12 @@ class Board:
         self.points = np.zeros(n * n)
         self.games = np.zeros(n, dtype=np.int64)
         self.x = np.zeros(n)  # natural units
-        self.var = np.full(n, 1.0 / PRIOR)  # natural units
+        self.var = np.full(n, 1.0 / PRIOR)  # natural units: the incremental step's scale
+        # What the matchmaker sees: each rating's variance relative to the board's mean, as the
+        # arena's model reports it (its mean is anchored at 1500). The plain marginal variance
+        # also holds the whole board's common shift, which only the weak prior pins: about
+        # 1000 / sqrt(n) Elo for every bot (71 at 200 bots), however many matches it played.
+        self.rel_var = np.full(n, 1.0 / PRIOR)
         self.fit_seconds: list[float] = []
 
     def play(self, tables: IntArray) -> None:
@@ -102,6 +122,7 @@ class Board:
             info += np.bincount(i, curv, minlength=n) + np.bincount(j, curv, minlength=n)
         self.games += np.bincount(tables.ravel(), minlength=n)
         self.var = 1.0 / (1.0 / self.var + info)
+        self.rel_var = 1.0 / (1.0 / self.rel_var + info)
         self.x = self.x + np.clip(self.var * grad, -1.0, 1.0)
 
     def refit(self) -> None:
@@ -121,7 +142,10 @@ class Board:
             if float(np.abs(step).max()) < 1e-7:
                 break
         self.x = x
-        self.var = np.diag(np.linalg.inv(hess)).copy()
+        cov = np.linalg.inv(hess)
+        self.var = np.diag(cov).copy()
+        rows = cov.mean(axis=1)  # the variance of x_i - mean(x): the common shift taken out
+        self.rel_var = np.maximum(self.var - 2.0 * rows + rows.mean(), 1e-12)
         self.fit_seconds.append(time.perf_counter() - start)
 
     def elo(self) -> FloatArray:
@@ -130,7 +154,7 @@ class Board:
 
     def sd(self) -> FloatArray:
         """Standard errors in Elo, inf for a bot without a match."""
-        out: FloatArray = np.where(self.games > 0, np.sqrt(self.var) / ELO_SCALE, np.inf)
+        out: FloatArray = np.where(self.games > 0, np.sqrt(self.rel_var) / ELO_SCALE, np.inf)
         return out
 
 
@@ -293,19 +317,20 @@ def ratio(a: int | None, b: int | None, a_run: int, b_run: int) -> str:
     return f"{a / b:.2f}"
 
 
-def pick_cost(bots: int, seats: int, parallel: int, settings: MatchmakingSettings) -> None:
-    """choose_table alone and choose_tables in batches, at this many bots, against building the
-    pool of Candidates (which the ladder does anyway) in the same process."""
+def pick_cost(bots: int, seats: int, parallel: int, settings: MatchmakingSettings) -> dict[str, float]:
+    """choose_table alone and choose_tables in batches, at this many bots, against random
+    pairing's pick (``random.sample``) and building the pool of Candidates (which the ladder
+    does anyway), all in the same process: medians in ms."""
     rng = random.Random(3)
     elo = [1500 + rng.gauss(0, 200) for _ in range(bots)]
-    sd = [rng.uniform(10, 60) for _ in range(bots)]
+    sd = [rng.uniform(10, 60) for _ in range(bots)]  # a board whose top line is unresolved
     games = [rng.randint(100, 300) for _ in range(bots)]
 
     def build() -> list[Candidate]:
         return [Candidate(i, i, elo[i], sd[i], games[i]) for i in range(bots)]
 
     pool = build()
-    times: dict[str, list[float]] = {"build": [], "one": [], "batch": []}
+    times: dict[str, list[float]] = {"build": [], "one": [], "batch": [], "random": []}
     for _ in range(30):
         start = time.perf_counter()
         build()
@@ -315,15 +340,20 @@ def pick_cost(bots: int, seats: int, parallel: int, settings: MatchmakingSetting
             choose_table(pool, seats, rng, settings)
         times["one"].append((time.perf_counter() - start) / 10)
         start = time.perf_counter()
+        for _ in range(10):
+            rng.sample(pool, seats)
+        times["random"].append((time.perf_counter() - start) / 10)
+        start = time.perf_counter()
         picks = choose_tables(pool, seats, rng, parallel, settings)
         times["batch"].append((time.perf_counter() - start) / len(picks))
     ms = {k: 1e3 * statistics.median(v) for k, v in times.items()}
     print(
         f"\ncost of a pick at {bots} bots, {seats} seats (medians): choose_table {ms['one']:.3f} ms "
-        f"(goal < 1 ms; {ms['one'] / ms['build']:.2f}x building the pool of Candidates, "
-        f"{ms['build']:.3f} ms), "
+        f"(goal < 1 ms; random pairing's pick {1e3 * ms['random']:.1f} us, x{ms['one'] / ms['random']:.0f}; "
+        f"building the pool of Candidates {ms['build']:.3f} ms, x{ms['one'] / ms['build']:.2f}), "
         f"choose_tables in batches of {parallel}: {ms['batch']:.3f} ms a table"
     )
+    return ms
 
 
 def staleness(bots: int, per_bot: int = 40) -> None:
@@ -426,13 +456,77 @@ def real(
     )
 
 
+#: The worlds of the goal: (SD, seats), each at 200 and 1,000 bots and five seeds.
+GRID = [(200.0, 2), (100.0, 2), (200.0, 3), (100.0, 3)]
+
+
+def default_parallel(bots: int) -> int:
+    """Tables in flight: 64 at 1,000 bots, in proportion below (at 200 bots 64 tables of one
+    slot each would seat 64% of the pool every batch, so no bot could play 1.6x the mean)."""
+    return max(1, 64 * bots // 1000)
+
+
+def compare(
+    bots: int,
+    spread: float,
+    seats: int,
+    seed: int,
+    *,
+    horizon: int,
+    growth: float,
+    parallel: int,
+    settings: MatchmakingSettings,
+    policies: list[str],
+    cache: Path | None = None,
+    quiet: bool = False,
+) -> dict[str, Run]:
+    """One world, one seed: each policy's run. The baselines (random, nearest) do not depend on
+    the matchmaker, so with ``cache`` their runs are kept in that JSON file by world, seed,
+    horizon and growth, and read back instead of rerun (delete it after changing this bench)."""
+    true = world(bots, spread, seed)
+    gap = float(np.sort(true)[-10] - np.sort(true)[-11])
+    if not quiet:
+        print(f"\n{bots} bots, SD {spread:.0f}, {seats} seats, seed {seed} (true gap #10-#11: {gap:.1f} Elo)")
+        print(f"  {'':<12}{'(a)':>11}{'(b)':>11}{'(c)':>11}  fairness, cost")
+    stored: dict[str, dict[str, object]] = json.loads(cache.read_text()) if cache and cache.exists() else {}
+    makers: dict[str, Callable[[], Policy]] = {
+        "matchmaking": lambda: Matchmaker(settings, parallel, random.Random(seed)),
+        "random": lambda: random_tables,
+        "nearest": lambda: nearest_tables,
+    }
+    results: dict[str, Run] = {}
+    for name in policies:
+        key = f"{name}/{bots}/{spread:g}/{seats}/{seed}/{horizon}/{growth:g}"
+        start = time.perf_counter()
+        if name != "matchmaking" and key in stored:
+            results[name] = Run(**stored[key])  # type: ignore[arg-type]
+        else:
+            results[name] = run(makers[name](), true, seats, horizon, seed, growth)
+            if cache and name != "matchmaking":
+                stored = json.loads(cache.read_text()) if cache.exists() else {}
+                stored[key] = asdict(results[name])
+                cache.write_text(json.dumps(stored, indent=0, sort_keys=True))
+        r = results[name]
+        if not quiet:
+            print(
+                f"  {name:<12}"
+                + "".join(fmt(t, r.tables) for t in r.needed)
+                + f"  share {r.share_min:4.2f}-{r.share_max:4.2f}x mean, pick {r.pick_ms:.3f} ms,"
+                f" fit {r.fit_ms:.0f} ms, run {time.perf_counter() - start:.0f} s",
+                flush=True,
+            )
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bots", type=int, default=1000)
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--seed0", type=int, default=0, help="first seed")
     parser.add_argument("--horizon", type=int, default=2_000_000, help="most tables per run")
-    parser.add_argument("--parallel", type=int, default=64, help="matchmaking: tables per batch")
+    parser.add_argument(
+        "--parallel", type=int, default=0, help="matchmaking: tables per batch (default 64 per 1,000 bots)"
+    )
     parser.add_argument("--growth", type=float, default=1.15, help="checkpoint spacing")
     parser.add_argument(
         "--real",
@@ -443,54 +537,44 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--full", action="store_true")
-    parser.add_argument("--only", default="", help="worlds, e.g. 200x2,100x4")
+    parser.add_argument("--only", default="", help="worlds, e.g. 200x2,100x3")
     parser.add_argument("--policies", default="matchmaking,random,nearest")
     parser.add_argument("--set", default="", help="matchmaking settings, e.g. top_weight=0.5,explore=4")
+    parser.add_argument("--cache", type=Path, default=None, help="JSON file keeping the baselines' runs")
+    parser.add_argument("--no-cost", action="store_true", help="skip the cost of a pick and of the model")
     args = parser.parse_args(argv)
     worlds = [(200.0, 2)]  # the default: one world, about 5 minutes here
     if args.quick:
         args.bots, args.horizon = 200, 400_000
     if args.full:
-        args.seeds, args.horizon = 2, 4_000_000
+        args.seeds, args.horizon = 5, 4_000_000
     if args.quick or args.full:
-        worlds = [(200.0, 2), (100.0, 2), (200.0, 4), (100.0, 4)]
+        worlds = GRID
     if args.only:
         worlds = [(float(w.split("x")[0]), int(w.split("x")[1])) for w in args.only.split(",")]
-    overrides = {
-        k: (int(v) if v.isdigit() else float(v))
-        for k, v in (kv.split("=") for kv in args.set.split(",") if kv)
-    }
-    settings = MatchmakingSettings(**overrides)  # type: ignore[arg-type]
+    parallel = args.parallel or default_parallel(args.bots)
+    settings = parse_settings(args.set)
     print(
         f"{args.bots} bots; a match = a table; checkpoints every x{args.growth}; "
-        f"horizon {args.horizon:,} tables\nmatches needed to reach and hold: (a) top 10 exact, "
-        f"(b) >= 9 of top 10, (c) Spearman >= 0.95"
+        f"horizon {args.horizon:,} tables; matchmaking in batches of {parallel}\n"
+        f"matches needed to reach and hold: (a) top 10 exact, (b) >= 9 of top 10, (c) Spearman >= 0.95"
     )
     summary: dict[tuple[float, int, str], list[str]] = {}
-    for spread, seats in worlds if args.policies else []:
+    policies = [p for p in args.policies.split(",") if p]
+    for spread, seats in worlds if policies else []:
         for seed in range(args.seed0, args.seed0 + args.seeds):
-            true = world(args.bots, spread, seed)
-            gap = float(np.sort(true)[-10] - np.sort(true)[-11])
-            print(f"\nSD {spread:.0f}, {seats} seats, seed {seed} (true gap #10-#11: {gap:.1f} Elo)")
-            print(f"  {'':<12}{'(a)':>11}{'(b)':>11}{'(c)':>11}  fairness, cost")
-            policies: dict[str, Policy] = {
-                "matchmaking": Matchmaker(settings, args.parallel, random.Random(seed)),
-                "random": random_tables,
-                "nearest": nearest_tables,
-            }
-            results = {}
-            for name in args.policies.split(","):
-                policy = policies[name]
-                start = time.perf_counter()
-                results[name] = run(policy, true, seats, args.horizon, seed, args.growth)
-                r = results[name]
-                print(
-                    f"  {name:<12}"
-                    + "".join(fmt(t, r.tables) for t in r.needed)
-                    + f"  share {r.share_min:4.2f}-{r.share_max:4.2f}x mean, pick {r.pick_ms:.3f} ms,"
-                    f" fit {r.fit_ms:.0f} ms, run {time.perf_counter() - start:.0f} s",
-                    flush=True,
-                )
+            results = compare(
+                args.bots,
+                spread,
+                seats,
+                seed,
+                horizon=args.horizon,
+                growth=args.growth,
+                parallel=parallel,
+                settings=settings,
+                policies=policies,
+                cache=args.cache,
+            )
             if "matchmaking" not in results:
                 continue
             mm = results["matchmaking"]
@@ -509,13 +593,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         for (spread, seats, base), rows in summary.items():
             print(f"  SD {spread:.0f} {seats} seats vs {base:<8}: " + " | ".join(rows))
-    if args.policies:
-        pick_cost(args.bots, 2, args.parallel, settings)
-        pick_cost(args.bots, 4, args.parallel, settings)
+    if policies and not args.no_cost:
+        pick_cost(args.bots, 2, parallel, settings)
+        pick_cost(args.bots, 3, parallel, settings)
         staleness(args.bots)
     if args.real:
-        real(args.bots, 200.0, 2, args.real, args.parallel, settings)
+        real(args.bots, 200.0, 2, args.real, parallel, settings)
     return 0
+
+
+def parse_settings(text: str) -> MatchmakingSettings:
+    """``top_weight=0.5,explore=4`` into settings (ints stay ints)."""
+    pairs = (kv.split("=") for kv in text.split(",") if kv)
+    overrides = {k: (int(v) if v.isdigit() else float(v)) for k, v in pairs}
+    return MatchmakingSettings(**overrides)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

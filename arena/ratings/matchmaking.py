@@ -37,7 +37,6 @@ import itertools
 import math
 import operator
 import random
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,8 +86,14 @@ class MatchmakingSettings:
     #: How much of the board's top matters most: the line between #top_n and #top_n + 1.
     top_n: int = 10
     #: The chance a pick (no bot starving or placing) goes to that line while it is
-    #: unresolved; max_share bounds what its few bots can take, so 1 is safe.
+    #: unresolved, once the board as a whole is ordered; max_share bounds what its few bots
+    #: can take, so 1 is safe.
     top_weight: float = 1.0
+    #: The same chance before (the whole board's order is what most readers look at first).
+    early_top_weight: float = 0.1
+    #: The board is ordered once its mean rating variance is at most this x its ratings'
+    #: variance (rank correlation with the truth about sqrt(1 - this)).
+    ordered_noise: float = 0.05
     #: Confidence (normal quantile) for "resolved": every bound on one side of the line.
     top_z: float = 2.5
     #: Every active bot keeps at least min_share x the mean number of matches ...
@@ -108,6 +113,8 @@ class MatchmakingSettings:
             ("placement_sd", self.placement_sd > 0),
             ("top_n", isinstance(self.top_n, int) and self.top_n >= 1),
             ("top_weight", 0 <= self.top_weight <= 1),
+            ("early_top_weight", 0 <= self.early_top_weight <= 1),
+            ("ordered_noise", 0 <= self.ordered_noise <= 1),
             ("top_z", self.top_z >= 0 and math.isfinite(self.top_z)),
             ("min_share", 0 <= self.min_share <= 1),
             ("max_share", self.max_share >= 1),
@@ -192,39 +199,74 @@ class _Planner:
     def __init__(
         self, pool: Sequence[Candidate], seats: int, rng: random.Random, s: MatchmakingSettings
     ) -> None:
-        # Everything O(n) here runs in C (map, sorted, Counter): a pick at 1,000 bots is then
-        # well under a millisecond; what only some picks need is built on first use.
+        # Only a few C-level passes over the pool here (map, set, max): a heads-up pick at
+        # 1,000 bots stays well under a millisecond. What only some picks need (the board's
+        # order, the top line, the heaps, the variances) is built on first use.
         n = len(pool)
-        ids: list[int] = list(map(_BOT_ID, pool))
-        if len(set(ids)) != n:
+        if len(set(map(_BOT_ID, pool))) != n:
             seen: set[int] = set()
-            for bot in ids:
+            for bot in map(_BOT_ID, pool):
                 if bot in seen:
                     raise MatchmakingError(f"bot {bot!r} is in the pool twice")
                 seen.add(bot)
         self.pool, self.seats, self.rng, self.s, self.n = pool, seats, rng, s, n
-        self.ids = ids
-        self.owners: list[int] = list(map(_OWNER, pool))
         self.matches: list[int] = list(map(_MATCHES, pool))
         self.free: list[int] = list(map(_FREE, pool))
         self.total = sum(self.matches)
         self.elo: list[float] = list(map(_ELO, pool))
-        self.sd: list[float] = [x if x < UNRATED_SD else UNRATED_SD for x in map(_SD, pool)]
-        self.var = [x * x for x in self.sd]
-        neg = [-x for x in self.elo]
-        self.order = sorted(range(n), key=neg.__getitem__)
-        self.pos = sorted(range(n), key=self.order.__getitem__)  # the inverse permutation
-        # Feasibility in O(1) per pick: bots with a free slot, and their distinct owners.
+        self.raw_sd: list[float] = list(map(_SD, pool))
+        top_sd = max(self.raw_sd) if n else 0.0
+        self.placing_now = top_sd >= s.placement_sd
         self.free_bots = n - self.free.count(0)
-        self.owner_free = Counter(itertools.compress(self.owners, self.free))
-        self.placing_now = n > 0 and max(map(_SD, pool)) >= s.placement_sd
         self.offset = rng.randrange(n) if n else 0  # ties among the fewest matches: a random start
+        self.bound = 0.0  # by_matches holds the free bots with fewer matches than this
+        self.ranks_asked = 0
+
+    @functools.cached_property
+    def sd(self) -> list[float]:
+        if max(self.raw_sd) < UNRATED_SD:
+            return self.raw_sd
+        return [x if x < UNRATED_SD else UNRATED_SD for x in self.raw_sd]
+
+    @functools.cached_property
+    def var(self) -> list[float]:
+        return list(map(operator.mul, self.sd, self.sd))
+
+    @functools.cached_property
+    def order(self) -> list[int]:
+        """The board, best first (ties by position in the pool)."""
+        return sorted(range(self.n), key=self.elo.__getitem__, reverse=True)
+
+    @functools.cached_property
+    def pos(self) -> list[int]:
+        """Each bot's place on the board (0 = first): the inverse of ``order``."""
+        pos = [0] * self.n
+        for place, i in enumerate(self.order):
+            pos[i] = place
+        return pos
+
+    def rank(self, i: int) -> int:
+        """The bot's place on the board, 1 = first: counted for the first few (a single pick
+        needs two), then from the sorted board."""
+        self.ranks_asked += 1
+        if "pos" in self.__dict__ or self.ranks_asked > 8:
+            return self.pos[i] + 1
+        e, elo = self.elo[i], self.elo
+        return sum(map(e.__lt__, elo)) + elo[:i].count(e) + 1  # ties: in pool order, as sorted
+
+    def owner(self, i: int) -> int:
+        return self.pool[i].owner_id
+
+    def entry(self, i: int) -> tuple[int, int, int]:
+        return self.matches[i], (i - self.offset) % self.n, i
 
     @functools.cached_property
     def by_matches(self) -> list[tuple[int, int, int]]:
-        """Fewest matches first (ties from a random offset): the free bots."""
-        n, off = self.n, self.offset
-        heap = [(m, (i - off) % n, i) for i, m in enumerate(self.matches) if self.free[i] > 0]
+        """Fewest matches first (ties from a random offset): the free bots below ``bound``,
+        1 above the floor when built (rebuilt once the floor passes it)."""
+        self.bound = self.floor() + 1.0
+        low = itertools.compress(range(self.n), map(self.bound.__gt__, self.matches))
+        heap = [self.entry(i) for i in low if self.free[i] > 0]
         heapq.heapify(heap)
         return heap
 
@@ -232,7 +274,8 @@ class _Planner:
     def placing(self) -> list[tuple[int, int, int]]:
         """The same, for the bots still placing."""
         bar = self.s.placement_sd
-        heap = [e for e in self.by_matches if self.pool[e[2]].sd >= bar] if self.placing_now else []
+        wide = itertools.compress(range(self.n), map(bar.__le__, self.raw_sd)) if self.placing_now else ()
+        heap = [self.entry(i) for i in wide if self.free[i] > 0]
         heapq.heapify(heap)
         return heap
 
@@ -241,21 +284,55 @@ class _Planner:
         return list(itertools.accumulate(self.var))
 
     @functools.cached_property
-    def top(self) -> tuple[list[int], list[int], list[float], list[float], bool]:
-        """The top line's bounds: inside by lowest lower bound, outside by highest upper
-        bound, both bounds, and whether the line is resolved (no overlap)."""
-        z, top_n, elo, sd = self.s.top_z, self.s.top_n, self.elo, self.sd
-        lcb = [e - z * d for e, d in zip(elo, sd, strict=True)]
-        ucb = [e + z * d for e, d in zip(elo, sd, strict=True)]
+    def ordered(self) -> bool:
+        """Whether the board as a whole is ordered: its ratings' mean variance at most
+        ``ordered_noise`` x their spread's (the truth's rank correlation with it is then about
+        sqrt(1 - ordered_noise)); before that the top line gets ``early_top_weight``."""
+        n, elo = self.n, self.elo
+        mean = sum(elo) / n
+        spread: float = sum(map(operator.mul, elo, elo)) / n - mean * mean
+        noise: float = sum(self.var) / n
+        return noise <= self.s.ordered_noise * spread
+
+    @functools.cached_property
+    def contenders(self) -> tuple[list[int], list[int], list[int]]:
+        """The top line (midway between #top_n and the next): the bots whose side of it is
+        still in doubt at ``top_z`` standard errors, the least certain first; and the bots
+        either side nearest the line first (inside: the top_n; outside: those within reach)."""
+        top_n, z, elo, sd = self.s.top_n, self.s.top_z, self.elo, self.sd
         if self.n <= top_n:
-            return [], [], lcb, ucb, True
-        inside = sorted(self.order[:top_n], key=lcb.__getitem__)
-        outside = sorted(self.order[top_n:], key=ucb.__getitem__, reverse=True)
-        return inside, outside, lcb, ucb, ucb[outside[0]] <= lcb[inside[0]]
+            return [], [], []
+        best = sorted(elo, reverse=True)
+        line = 0.5 * (best[top_n - 1] + best[top_n])
+        # Only a bot within z of the widest interval can be in doubt: one C-level pass.
+        reach = min(line - z * max(sd), best[top_n])
+        near = list(itertools.compress(range(self.n), map(reach.__le__, elo)))
+        key = elo.__getitem__
+        inside = sorted((i for i in near if elo[i] > line), key=key)[-top_n:]
+        outside = sorted((i for i in near if elo[i] <= line), key=key, reverse=True)
+
+        def doubt(i: int) -> float:  # standard errors between the bot and the line
+            return abs(elo[i] - line) / sd[i] if sd[i] > 0 else math.inf
+
+        doubts = {i: doubt(i) for i in near}
+        return sorted((i for i in near if doubts[i] < z), key=doubts.__getitem__), inside, outside
+
+    def floor(self) -> float:
+        return self.s.min_share * self.total / self.n
 
     def feasible(self) -> bool:
+        """At least ``seats`` bots with a free slot, of as many owners (unless allowed)."""
         need = self.seats
-        return self.free_bots >= need and (self.s.allow_same_owner or len(self.owner_free) >= need)
+        if self.free_bots < need:
+            return False
+        if self.s.allow_same_owner:
+            return True
+        owners: set[int] = set()
+        for bot in itertools.compress(self.pool, self.free):  # stops at the first few, usually
+            owners.add(bot.owner_id)
+            if len(owners) >= need:
+                return True
+        return False
 
     def limit(self) -> float:
         return self.s.max_share * max(self.total / self.n, 1.0) if self.n else 0.0
@@ -270,24 +347,19 @@ class _Planner:
         self.fill(table, limit, near=partner is not None)
         if reason is None:
             best = max(table[1:], key=lambda j: self.confusion(focal, j))
-            reason = f"uncertain pair #{self.pos[focal] + 1} and #{self.pos[best] + 1}"
+            reason = f"uncertain pair #{self.rank(focal)} and #{self.rank(best)}"
         for i in table:
             self.matches[i] += 1
             self.total += 1
             self.free[i] -= 1
             if self.free[i] == 0:
                 self.free_bots -= 1
-                owner = self.owners[i]
-                self.owner_free[owner] -= 1
-                if not self.owner_free[owner]:
-                    del self.owner_free[owner]
             else:
-                entry = (self.matches[i], (i - self.offset) % self.n, i)
-                if "by_matches" in self.__dict__:  # built: keep it current
-                    heapq.heappush(self.by_matches, entry)
-                if "placing" in self.__dict__ and self.pool[i].sd >= self.s.placement_sd:
-                    heapq.heappush(self.placing, entry)
-        return Pick(tuple(self.ids[i] for i in table), reason)
+                if "by_matches" in self.__dict__ and self.matches[i] < self.bound:  # built: keep it current
+                    heapq.heappush(self.by_matches, self.entry(i))
+                if "placing" in self.__dict__ and self.raw_sd[i] >= self.s.placement_sd:
+                    heapq.heappush(self.placing, self.entry(i))
+        return Pick(tuple(self.pool[i].bot_id for i in table), reason)
 
     def confusion(self, a: int, b: int) -> float:
         """How likely the board orders a and b wrongly (normal approximation, independence)."""
@@ -309,34 +381,39 @@ class _Planner:
     def focal(self, limit: float) -> tuple[int, int | None, str | None]:
         """The focal bot, maybe its partner, and the reason (None: "uncertain pair", once seated)."""
         s = self.s
-        floor = s.min_share * self.total / self.n
+        floor = self.floor()
         if min(self.matches) < floor:  # someone may starve: look closer
+            if floor >= self.bound:
+                self.__dict__.pop("by_matches", None)  # built for a lower floor
             least = self.least(self.by_matches, limit)
             if least is not None and self.matches[least] < floor:
                 # A newcomer starts below the floor: its matches are its placement.
-                return least, None, "placement" if self.pool[least].sd >= s.placement_sd else "minimum share"
+                wide = self.raw_sd[least] >= s.placement_sd
+                return least, None, "placement" if wide else "minimum share"
         placing = self.least(self.placing, limit) if self.placing_now else None
         if placing is not None:
             return placing, None, "placement"
-        if s.top_weight > 0 and self.rng.random() < s.top_weight and not self.top[4]:
+        weight = s.top_weight if s.early_top_weight >= s.top_weight or self.ordered else s.early_top_weight
+        if weight > 0 and self.rng.random() < weight:
             pair = self.top_pair(limit)
             if pair is not None:
-                h, low = pair
-                return h, low, f"top {s.top_n}: uncertain pair #{self.pos[h] + 1} and #{self.pos[low] + 1}"
+                first, second = sorted((self.rank(pair[0]), self.rank(pair[1])))
+                return pair[0], pair[1], f"top {s.top_n}: uncertain pair #{first} and #{second}"
         return self.by_variance(limit), None, None
 
     def top_pair(self, limit: float) -> tuple[int, int] | None:
-        """LUCB's pair for the top line: the open bot inside with the lowest lower bound and
-        the open bot outside with the highest upper bound, if their intervals overlap."""
-        inside, outside, lcb, ucb, _ = self.top
-        h = next((i for i in inside if self.is_open(i, limit)), None)
-        if h is None:
-            return None
-        for low in outside:
-            if ucb[low] <= lcb[h]:
-                return None
-            if self.is_open(low, limit) and (self.s.allow_same_owner or self.owners[low] != self.owners[h]):
-                return h, low
+        """The open bot whose side of the top line is least certain, against the open bot
+        nearest the line on its other side (a direct comparison across the line: the inside
+        bots are the reference for those in doubt outside, and the other way round)."""
+        doubtful, inside, outside = self.contenders
+        for focal in doubtful:
+            if not self.is_open(focal, limit):
+                continue
+            owner = None if self.s.allow_same_owner else self.owner(focal)
+            across = outside if focal in inside else inside
+            partner = next((i for i in across if self.is_open(i, limit) and self.owner(i) != owner), None)
+            if partner is not None:
+                return focal, partner
         return None
 
     def by_variance(self, limit: float) -> int:
@@ -361,7 +438,10 @@ class _Planner:
         the board; otherwise each seat the most informative of ``explore`` bots drawn from
         anywhere; then (rarely) anyone who fits."""
         s = self.s
-        if near or not s.explore:
+        if near and len(table) < self.seats:
+            doubtful, inside, outside = self.contenders
+            self.seat(table, self.ranked(table, doubtful + inside[:3] + outside[:3], limit))
+        if (near or not s.explore) and len(table) < self.seats:
             p = self.pos[table[0]]
             window = self.order[max(0, p - s.neighbours) : p + s.neighbours + 1]
             self.seat(table, self.ranked(table, window, limit))
@@ -384,11 +464,11 @@ class _Planner:
         bot first (jittered, so the same few are not always chosen)."""
         focal = table[0]
         v, e = self.var[focal], self.elo[focal]
-        owners = () if self.s.allow_same_owner else {self.owners[i] for i in table}
+        owners = () if self.s.allow_same_owner else {self.owner(i) for i in table}
         free, matches, elo, var, rng = self.free, self.matches, self.elo, self.var, self.rng
         scored: list[tuple[float, int]] = []
         for j in dict.fromkeys(candidates):  # de-duplicated, order kept
-            if j in table or free[j] <= 0 or matches[j] + 1 > limit or self.owners[j] in owners:
+            if j in table or free[j] <= 0 or matches[j] + 1 > limit or self.owner(j) in owners:
                 continue
             info = _info(e, elo[j])
             w = var[j]
@@ -400,14 +480,14 @@ class _Planner:
     def seat(self, table: list[int], candidates: list[int]) -> None:
         """Seat candidates in order while seats are empty, one bot per owner (unless allowed)."""
         same_ok = self.s.allow_same_owner
-        owners = {self.owners[i] for i in table}
+        owners = {self.owner(i) for i in table}
         for j in candidates:
             if len(table) == self.seats:
                 return
-            if j in table or (not same_ok and self.owners[j] in owners):
+            if j in table or (not same_ok and self.owner(j) in owners):
                 continue
             table.append(j)
-            owners.add(self.owners[j])
+            owners.add(self.owner(j))
 
     def shuffled(self) -> list[int]:
         out = list(range(self.n))

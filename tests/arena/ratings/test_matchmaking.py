@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
+from helpers.bench_modules import bench_module
+from helpers.paths import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +50,8 @@ SETTINGS = st.builds(
     top_n=st.integers(min_value=1, max_value=12),
     top_weight=st.floats(min_value=0, max_value=1),
     allow_same_owner=st.booleans(),
+    early_top_weight=st.floats(min_value=0, max_value=1),
+    ordered_noise=st.floats(min_value=0, max_value=1),
     neighbours=st.integers(min_value=1, max_value=6),
     explore=st.integers(min_value=0, max_value=3),
 )
@@ -108,6 +112,21 @@ def test_a_batch_of_tables_shares_out_each_bots_free_slots(
         assert not valid_table_exists(left, seats, opts.allow_same_owner)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    pool=pools(),
+    seats=st.integers(min_value=2, max_value=4),
+    count=st.integers(min_value=1, max_value=12),
+    seed=st.integers(0, 2**32),
+    opts=SETTINGS,
+)
+def test_the_same_seed_gives_the_same_batch(
+    pool: list[Candidate], seats: int, count: int, seed: int, opts: MatchmakingSettings
+) -> None:
+    first = choose_tables(pool, seats, random.Random(seed), count, opts)
+    assert first == choose_tables(list(pool), seats, random.Random(seed), count, opts)
+
+
 def board(size: int, seed: int = 1, matches: int = 40) -> list[Candidate]:
     rng = random.Random(seed)
     return [Candidate(i, i, 1500 + rng.gauss(0, 200), 40.0, matches) for i in range(size)]
@@ -134,6 +153,39 @@ def test_an_unresolved_top_gets_its_uncertain_pair() -> None:
     pick = choose_table(pool, 2, random.Random(0), MatchmakingSettings(top_weight=1.0))
     assert pick is not None and pick.reason.startswith("top 10: uncertain pair #")
     assert set(pick.bot_ids) <= {c.bot_id for c in top[8:12]}
+
+
+def test_the_top_line_waits_for_an_ordered_board_unless_told_otherwise() -> None:
+    """Before the whole board is ordered (its mean variance above ordered_noise x its spread's)
+    the top line gets early_top_weight of the picks, after it top_weight."""
+    rng = random.Random(2)
+    elo = [1500 + rng.gauss(0, 200) for _ in range(100)]
+    top = sorted(range(100), key=lambda i: -elo[i])
+
+    def reasons(wide: float, opts: MatchmakingSettings) -> set[str]:
+        # #9-#12 straddle the line at any sd; the rest are sure of their side only when narrow.
+        pool = [Candidate(i, i, elo[i], 40.0 if i in top[8:12] else wide, 40) for i in range(100)]
+        picks = choose_tables(pool, 2, random.Random(0), 20, opts)
+        return {p.reason.split(":")[0] for p in picks}
+
+    settings_ = MatchmakingSettings(top_weight=1.0, early_top_weight=0.0, ordered_noise=0.05)
+    assert "top 10" not in reasons(90.0, settings_)  # mean variance ~0.2 x the spread's
+    assert "top 10" in reasons(2.0, settings_)
+    assert "top 10" in reasons(90.0, replace(settings_, early_top_weight=1.0))
+
+
+@pytest.mark.parametrize("seats", [2, 3])
+def test_a_top_line_table_seats_bots_in_doubt_on_both_sides_of_the_line(seats: int) -> None:
+    pool = board(100)
+    top = sorted(pool, key=lambda c: -c.elo)
+    doubt = {c.bot_id for c in top[7:13]}
+    pool = [replace(c, sd=30.0 if c.bot_id in doubt else 1.0) for c in pool]
+    line = 0.5 * (top[9].elo + top[10].elo)
+    for pick in choose_tables(pool, seats, random.Random(4), len(doubt) // seats):  # a slot each
+        assert pick.reason.startswith("top 10: uncertain pair #"), pick
+        assert set(pick.bot_ids) <= doubt and len(set(pick.bot_ids)) == seats
+        sides = {pool[b].elo > line for b in pick.bot_ids[:2]}
+        assert sides == {True, False}, "the pair is across the line"
 
 
 def simulate(seats: int, tables: int, opts: MatchmakingSettings) -> list[int]:
@@ -175,3 +227,38 @@ def test_bad_input_is_refused_with_the_value_quoted() -> None:
         choose_table([*board(5), board(5)[2]], 2, random.Random(0))
     with pytest.raises(MatchmakingError, match=r"max_share=0\.5"):
         MatchmakingSettings(max_share=0.5)
+
+
+def test_batches_with_spare_slots_keep_the_busiest_bot_within_the_cap() -> None:
+    """choose_tables in batches, each bot with 3 free slots a batch (so the slots do not cap
+    it first) on a board that never learns: the top-hungry rule wants the same few bots every
+    pick, and max_share holds them to 5x the mean, never a bot twice at a table."""
+    rng = random.Random(8)
+    pool = [Candidate(i, i, 1500 + rng.gauss(0, 200), 30.0, 0, free=3) for i in range(60)]
+    for _ in range(300):
+        picks = choose_tables(pool, 3, rng, 6, TOP_HUNGRY)
+        assert len(picks) == 6
+        for pick in picks:
+            assert len(set(pick.bot_ids)) == 3, "a bot twice at a table"
+            for b in pick.bot_ids:
+                pool[b] = replace(pool[b], matches=pool[b].matches + 1)
+    counts = [c.matches for c in pool]
+    mean = sum(counts) / len(counts)
+    assert max(counts) <= TOP_HUNGRY.max_share * mean + 1  # + the table that crossed it
+    assert max(counts) > 3 * mean, "the cap is what binds"
+
+
+def test_a_seeded_ladder_simulation_gives_identical_results() -> None:
+    """bench/ladder.py on a small pool: the same seed gives the same tables needed, shares and
+    reasons (the docs' table is made this way), another seed other ones."""
+    with bench_module(ROOT / "bench" / "ladder.py", "bench_ladder_determinism") as bench:
+
+        def once(seed: int) -> tuple[object, ...]:
+            true = bench.world(40, 200.0, seed)
+            policy = bench.Matchmaker(MatchmakingSettings(), 3, random.Random(seed))
+            result = bench.run(policy, true, 2, 3000, seed, 1.3)
+            return (result.needed, result.tables, result.share_min, result.share_max, result.reasons)
+
+        first = once(0)
+        assert once(0) == first
+        assert once(1) != first
