@@ -144,7 +144,7 @@ def finish_pending(url: str, ladder_id: int, rng: random.Random) -> int:
     orders share."""
     with session_scope(url) as session:
         query = text("SELECT bot, elo FROM bench_bots")
-        strength: dict[int, float] = dict(session.execute(query).tuples().all())
+        strength = {int(b): float(e) for b, e in session.execute(query)}
         rows = session.execute(
             select(Match.id, Match.seed, MatchSeat.seat, MatchSeat.bot_id)
             .join(MatchSeat, MatchSeat.match_id == Match.id)

@@ -62,11 +62,16 @@ class RatingData:
     total: int = 0
     deal_codes: dict[object, int] = field(default_factory=dict)
     named: int = 0  # matches given a deal
+    #: Deals loaded in bulk (:meth:`bulk_deals`): keys ``(a, b)`` of two int64s, sorted, a
+    #: deal's code its position. Millions of them would take gigabytes as dict entries.
+    bulk: tuple[IntArray, IntArray] = field(
+        default_factory=lambda: (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    )
 
     @property
     def deals(self) -> int:
         """Independent units so far: the named deals, plus every match given none."""
-        return len(self.deal_codes) + self.total - self.named
+        return len(self.bulk[0]) + len(self.deal_codes) + self.total - self.named
 
     def deal_of(self, keys: list[object]) -> IntArray:
         """Codes for deal keys (any hashable), new ones numbered as they come."""
@@ -74,9 +79,38 @@ class RatingData:
         for i, key in enumerate(keys):
             code = self.deal_codes.get(key)
             if code is None:
-                code = self.deal_codes[key] = len(self.deal_codes)
+                code = self._bulk_code(key)
+            if code is None:
+                code = self.deal_codes[key] = len(self.bulk[0]) + len(self.deal_codes)
             out[i] = code
         return out
+
+    def bulk_deals(self, a: IntArray, b: IntArray) -> IntArray:
+        """Codes for deal keys ``(a[i], b[i])`` (int64 pairs) on a model with no deal yet,
+        vectorised: the first load of a big store."""
+        if self.deal_codes or len(self.bulk[0]):
+            raise ValueError("deals are loaded in bulk only into an empty model")
+        order = np.lexsort((b, a))
+        sa, sb = a[order], b[order]
+        first = np.r_[True, (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])] if len(sa) else np.zeros(0, dtype=bool)
+        codes = np.empty(len(a), dtype=np.int64)
+        codes[order] = np.cumsum(first) - 1
+        self.bulk = (sa[first], sb[first])
+        return codes
+
+    def _bulk_code(self, key: object) -> int | None:
+        """A bulk-loaded deal's code, for a key ``(a, b)`` of two ints (b as stored: a
+        signed 64-bit value, an unsigned one taken modulo 2**64)."""
+        keys_a, keys_b = self.bulk
+        if not len(keys_a) or not isinstance(key, tuple) or len(key) != 2:
+            return None
+        a, b = key
+        if not (isinstance(a, int) and isinstance(b, int)) or not -(2**63) <= a < 2**63:
+            return None
+        b = (b + 2**63) % 2**64 - 2**63  # as the store's signed column holds it
+        lo, hi = np.searchsorted(keys_a, a, "left"), np.searchsorted(keys_a, a, "right")
+        at = lo + int(np.searchsorted(keys_b[lo:hi], b))
+        return int(at) if at < hi and int(keys_b[at]) == b else None
 
     @property
     def k(self) -> int:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
+from arena.ratings.columns import load_done
 from arena.ratings.model import RatedMatch, RatingModel, RatingTable, fit
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
 from arena.store.statuses import MatchStatus, TournamentStatus
@@ -227,7 +228,8 @@ def _full(
 ) -> Leaderboard:
     since = _latest_finish(session)
     model = RatingModel()
-    model.add(match_results(session))
+    if not load_done(session, model):  # PostgreSQL sends columns; others the matches
+        model.add(match_results(session))
     table = model.fit(pairwise=False)
     board = _leaderboard(session, model, table, token[0], current)
     with _models_lock:

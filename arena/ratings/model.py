@@ -270,6 +270,7 @@ class RatingModel:
         self.opts = _options(anchor, level, min_matches, max_width)
         self.data = RatingData()
         self._ids: set[str | int] = set()
+        self._bulk_ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # sorted: add_columns'
         self._last: _Fit | None = None
         # The last report's Elo and covariance, kept so that LOS over any order of bots
         # (:meth:`los`) costs no more products.
@@ -282,8 +283,13 @@ class RatingModel:
         return self.data.total
 
     def __contains__(self, match_id: object) -> bool:
-        """Whether a match with this id was added (by :meth:`add`)."""
-        return match_id in self._ids
+        """Whether a match with this id was added (by :meth:`add` or :meth:`add_columns`)."""
+        if match_id in self._ids:
+            return True
+        if not isinstance(match_id, int) or isinstance(match_id, bool) or not len(self._bulk_ids):
+            return False
+        at = int(np.searchsorted(self._bulk_ids, match_id))
+        return at < len(self._bulk_ids) and int(self._bulk_ids[at]) == match_id
 
     def add(self, results: Iterable[RatedMatch]) -> None:
         """Add matches; raises RatedMatchError or DuplicateMatchError (adding none of them)."""
@@ -328,7 +334,65 @@ class RatingModel:
         codes = self.data.code_of(list(bots))
         self.data.add(seat_arr.shape[1], codes[seat_arr], score_arr)
 
+    def add_columns(
+        self,
+        match_ids: npt.ArrayLike,
+        sizes: npt.ArrayLike,
+        players: npt.ArrayLike,
+        scores: npt.ArrayLike,
+        deals: tuple[npt.ArrayLike, npt.ArrayLike],
+    ) -> None:
+        """Add matches given as columns, with no Python object per match (a big store's
+        first load): ``match_ids`` and ``sizes`` (m,) integers, the seats of every match in
+        order in ``players`` (the id of the bot, an integer whose decimal string is the
+        bot's name) and ``scores`` (``sizes.sum()`` each), ``deals`` two (m,) int64
+        columns whose pairs are the deal keys (as ``RatedMatch.deal == (a, b)``). Only into
+        a model with no deal yet; checked as :meth:`add` checks, adding nothing on an error."""
+        ids = np.asarray(match_ids, dtype=np.int64)
+        size = np.asarray(sizes, dtype=np.int64)
+        who = np.asarray(players)
+        score_arr = np.asarray(scores, dtype=np.float64)
+        deal_a, deal_b = (np.asarray(d, dtype=np.int64) for d in deals)
+        m = len(ids)
+        if size.shape != (m,) or deal_a.shape != (m,) or deal_b.shape != (m,):
+            raise RatedMatchError(f"sizes and deals must be columns of {m}, one per match")
+        if m and (size.min() < 2 or size.max() > 64):
+            raise RatedMatchError("a match has 2 to 64 seats")
+        if who.shape != (int(size.sum()),) or score_arr.shape != who.shape:
+            raise RatedMatchError(f"players {who.shape} and scores {score_arr.shape} must hold every seat")
+        if not np.issubdtype(who.dtype, np.integer) or not np.isfinite(score_arr).all():
+            raise RatedMatchError("players must be integer ids and scores finite numbers")
+        sorted_ids = np.sort(ids)
+        clash = [i for i in self._ids if isinstance(i, int)]
+        if (
+            (sorted_ids[1:] == sorted_ids[:-1]).any()
+            or (len(self._bulk_ids) and np.isin(ids, self._bulk_ids).any())
+            or (clash and np.isin(ids, np.asarray(clash, dtype=np.int64)).any())
+        ):
+            raise DuplicateMatchError("a match id is given more than once")
+        first = np.cumsum(size) - size  # each match's first seat
+        groups = []
+        for n in np.unique(size).tolist():
+            rows = np.flatnonzero(size == n)
+            cells = first[rows][:, None] + np.arange(n)[None, :]
+            seated = who[cells]
+            ordered = np.sort(seated, axis=1)
+            if (ordered[:, 1:] == ordered[:, :-1]).any():
+                raise RatedMatchError("a match seats the same bot twice")
+            groups.append((n, rows, seated, score_arr[cells]))
+        codes = self.data.bulk_deals(deal_a, deal_b) if m else np.zeros(0, dtype=np.int64)
+        uniq = np.unique(who)
+        names = self.data.code_of([str(int(u)) for u in uniq])
+        for n, rows, seated, seat_scores in groups:
+            idx = names[np.searchsorted(uniq, seated)]
+            self.data.add(n, idx, seat_scores, codes[rows])
+        self._bulk_ids = np.union1d(self._bulk_ids, sorted_ids)
+
     def _check_ids(self, ids: list[str | int]) -> None:
+        ints = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+        if ints and len(self._bulk_ids) and np.isin(np.asarray(ints, dtype=np.int64), self._bulk_ids).any():
+            culprit = next(i for i in ints if i in self)
+            raise DuplicateMatchError(f"match id {culprit!r} is given more than once")
         batch = set(ids)
         if len(batch) != len(ids) or not self._ids.isdisjoint(batch):
             seen = set(self._ids)
