@@ -9,11 +9,15 @@ unranked. Duplicate rotations are separate matches; the rating model weighs each
 each one equally.
 
 - :func:`current_leaderboard` rates every done match, kept per process and brought up to
-  date when matches finish: the new ones are added to the process's RatingModel and the
-  ratings take one Newton step (``RatingModel.update``, a fraction of a second at 1,000
-  bots); a full fit runs when the new matches since the last one reach ``REFIT_SHARE`` of
-  all, or when a bot's kind of rating changes (a pool member, fitted, a bound). The pool's
-  membership is revisited at full fits only.
+  date when matches finish: the new ones are added to the process's RatingModel and rated
+  by an update (``RatingModel.update``: the full fit's ratings, at a cost of the bots and the
+  new matches, not of the matches already in); a full fit runs when the new matches since
+  the last one reach ``REFIT_SHARE`` of all, ``REFIT_AFTER`` has passed with matches added,
+  or a bot's kind of rating changes (a pool member, fitted, a bound). The pool's membership
+  is revisited at full fits only. A store of ``BACKGROUND_MATCHES`` or more fits in full on
+  a thread of its own, from a snapshot: the board goes on being updated, and takes the full
+  fit when it is done (a bot whose kind of rating changed waits for it). The first board is
+  fitted in full at once, its matches read as columns on PostgreSQL (arena/ratings/columns.py).
 - :func:`write_snapshot` runs when a tournament finishes (in the same transaction that marks
   it finished): a fit over the matches of every finished tournament, stored per bot in
   ``rating_snapshots`` (its current version's rating, with the version). The rows of all
@@ -104,6 +108,12 @@ class SnapshotRow:
 
 #: A full refit once the matches added since the last one reach this share of all of them.
 REFIT_SHARE = 0.05
+#: ... or once this long has passed since the last one with matches added: an update keeps
+#: the old pairs' curvature at the last full fit's ratings, so its intervals drift as they move.
+REFIT_AFTER = dt.timedelta(seconds=60)
+#: A store with at least this many matches refits in the background (the board meanwhile
+#: updated cheaply); a smaller one inline, as its fit takes well under a second.
+BACKGROUND_MATCHES = 200_000
 #: Matches that finish within this long of each other may be committed out of order.
 _SLACK = dt.timedelta(minutes=10)
 
@@ -120,6 +130,28 @@ class _Live:
     versions: Hashable = None  # arena.store.tokens.versions_token when the rows were read
     added: int = 0  # matches added since the last full fit
     lock: threading.Lock = field(default_factory=threading.Lock)
+    fitted_at: dt.datetime = field(default_factory=utcnow)  # the last full fit's start
+    refit: _Refit | None = None  # a full fit running in the background
+
+
+class _Refit:
+    """A full fit of a snapshot of the live model, on a thread of its own: the board is
+    updated cheaply meanwhile, and takes the fit back when it is done (``RatingModel.adopt``)."""
+
+    def __init__(self, model: RatingModel) -> None:
+        self.snapshot = model.snapshot()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="tonk-refit", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.snapshot.fit(pairwise=False)
+        except BaseException as exc:  # kept for the board's own thread to raise
+            self.error = exc
+
+    def done(self) -> bool:
+        return not self.thread.is_alive()
 
 
 # The rating model of each store, brought up to date as matches finish. This is the model's
@@ -181,6 +213,9 @@ def current_leaderboard(session: Session) -> Leaderboard:
     token, versions = done_token(session), versions_token(session)
     with _models_lock:
         live = _models.get(key)
+    if live is not None and live.refit is not None and live.refit.done():
+        with live.lock:
+            _take_refit(session, live)
     if live is not None and live.token == token and live.versions == versions:
         return live.board  # the common case: nothing new, no lock to wait for
     current = current_versions(session)
@@ -199,13 +234,39 @@ def current_leaderboard(session: Session) -> Leaderboard:
             return _full(session, key, token, current, versions)
         live.model.add(new)
         live.added += len(new)
-        if live.added >= REFIT_SHARE * live.model.total:
-            live.table, live.added = live.model.fit(pairwise=False), 0
+        due = live.added >= REFIT_SHARE * live.model.total or utcnow() - live.fitted_at >= REFIT_AFTER
+        if live.model.total < BACKGROUND_MATCHES:
+            if due:
+                live.table, live.added, live.fitted_at = live.model.fit(pairwise=False), 0, utcnow()
+            else:
+                live.table = live.model.update(pairwise=False)
         else:
-            live.table = live.model.update(pairwise=False)
+            table = live.model.cheap_update(pairwise=False)
+            if table is not None:
+                live.table = table
+            if (due or table is None) and live.refit is None:
+                live.refit, live.added, live.fitted_at = _Refit(live.model), 0, utcnow()
+            # A bot that needs a place in the fit's matrices waits for the full fit.
         live.board = _leaderboard(session, live.model, live.table, live.model.total, current)
         live.token, live.since, live.versions = token, since, versions
         return live.board
+
+
+def _take_refit(session: Session, live: _Live) -> None:
+    """Under ``live.lock``: a finished background fit becomes the live model's last fit, the
+    matches added since it began are brought in by an update, and the board is made again."""
+    refit, live.refit = live.refit, None
+    if refit is None:
+        return
+    if refit.error is not None:
+        raise refit.error
+    live.model.adopt(refit.snapshot)
+    table = live.model.cheap_update(pairwise=False)
+    if table is None:  # matches since the snapshot need a full fit of their own
+        live.refit, live.added, live.fitted_at = _Refit(live.model), 0, utcnow()
+        return
+    live.table = table
+    live.board = _leaderboard(session, live.model, live.table, live.board.done_matches, live.board.current)
 
 
 def _rows_for(

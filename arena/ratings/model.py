@@ -423,13 +423,43 @@ class RatingModel:
         self._last = _Fit(pool, x, finite, m, len(data.blocks), bread, q)
         return self._report(pairwise)
 
+    def snapshot(self) -> RatingModel:
+        """A model of the matches added so far, for a full fit on another thread while this
+        one takes more (:meth:`adopt` takes its fit back). The blocks of matches are shared
+        (they never change once added); the sums are copied."""
+        copy = RatingModel.__new__(RatingModel)
+        copy.opts = self.opts
+        d = self.data
+        copy.data = RatingData(
+            list(d.names), dict(d.codes), list(d.blocks), d.points.copy(), d.weights.copy(),
+            d.matches.copy(), d.total, dict(d.deal_codes), d.named, d.bulk,
+        )  # fmt: skip
+        copy._ids, copy._bulk_ids = set(), self._bulk_ids
+        copy._last = self._last  # a warm start: fit() only reads it
+        copy._elo, copy._covariance = np.zeros(0), None
+        return copy
+
+    def adopt(self, fitted: RatingModel) -> None:
+        """Take the full fit of a :meth:`snapshot` of this model as its last fit: the next
+        :meth:`update` brings in the matches added since the snapshot was taken."""
+        last = fitted._last
+        if last is None or last.blocks > len(self.data.blocks) or fitted.data.k > self.data.k:
+            raise ValueError("adopt takes the fit of a snapshot of this model")
+        self._last = last
+
     def update(self, *, pairwise: bool = True) -> RatingTable:
-        """The cheap refit after adding matches (a full fit if there was none, if bots that
+        """The cheap refit after adding matches: a full fit if there was none, if bots that
         need a place in the interval's matrices arrived, or if the cheap steps do not
-        converge)."""
+        converge."""
+        table = self.cheap_update(pairwise=pairwise)
+        return self.fit(pairwise=pairwise) if table is None else table
+
+    def cheap_update(self, *, pairwise: bool = True) -> RatingTable | None:
+        """:meth:`update` where it need not fit in full; None (nothing changed) where it
+        must, for a caller that fits in full elsewhere (the live board, in the background)."""
         last = self._last
         if last is None:
-            return self.fit(pairwise=pairwise)
+            return None
         data = self.data
         k = data.k
         pool = np.zeros(k, dtype=bool)
@@ -444,11 +474,11 @@ class RatingModel:
             points, weights = data.points[:k, :k], data.weights[:k, :k]
             x, finite = estimate(points, weights, pool, share, last.x[last.pool], pool_inv=q - 1.0 / km)
         except ConvergenceError:
-            return self.fit(pairwise=pairwise)
+            return None
         old_finite = np.zeros(k, dtype=bool)
         old_finite[: len(last.finite)] = last.finite[:k]
         if not np.array_equal(finite, old_finite):
-            return self.fit(pairwise=pairwise)
+            return None
         position = np.where(finite, np.cumsum(finite) - 1, -1)
         m = last.meat + intervals.meat(new, x, position, pool, int(finite.sum()))
         bread = intervals.bread(data.weights[:k, :k], pool, finite, x, share, q)

@@ -51,3 +51,41 @@ def test_matches_that_finish_are_rated_by_an_update(sqlite_url: str, monkeypatch
         assert (row.basis, row.matches) == (r.basis, r.matches)
         assert row.elo == pytest.approx(r.elo, abs=1.0)
     dispose_engines()
+
+
+def test_a_big_store_refits_in_the_background_and_takes_the_fit_back(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = hosted_bots(sqlite_url, ["random", "greedy", "heuristic"])
+    tid = new_tournament(sqlite_url, ids, table_sizes=[2, 3], deals_per_table=2, hands_per_match=3)
+    play(sqlite_url, tid, 14)
+    monkeypatch.setattr(leaderboard, "BACKGROUND_MATCHES", 0)  # every store is big
+    monkeypatch.setattr(leaderboard, "REFIT_SHARE", 0.0)  # every new match makes a refit due
+    leaderboard.reset()
+    try:
+        with session_scope(sqlite_url) as session:
+            leaderboard.current_leaderboard(session)
+        play(sqlite_url, tid, 2)
+        with session_scope(sqlite_url) as session:
+            board = leaderboard.current_leaderboard(session)  # updated; the full fit started
+            live = next(iter(leaderboard._models.values()))
+            refit = live.refit
+            assert refit is not None and board.done_matches == 16
+            refit.thread.join(timeout=60)
+            assert refit.done() and refit.error is None
+            after = leaderboard.current_leaderboard(session)  # nothing new: the fit taken back
+            assert live.refit is None
+            full = {r.bot: r for r in leaderboard.fit(leaderboard.match_results(session)).ratings}
+        for row in after.rows:
+            r = full[str(row.version_id)]
+            assert (row.elo, row.low, row.high) == pytest.approx((r.elo, r.low, r.high), abs=1e-6)
+        # The update alone had the same ratings but not quite the full fit's intervals.
+        gaps = [
+            abs(row.low - low)
+            for row in board.rows
+            if row.low is not None and (low := full[str(row.version_id)].low) is not None
+        ]
+        assert gaps and max(gaps) > 1e-6
+    finally:
+        leaderboard.reset()
+        dispose_engines()
