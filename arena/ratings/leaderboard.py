@@ -114,6 +114,9 @@ REFIT_AFTER = dt.timedelta(seconds=60)
 #: A store with at least this many matches refits in the background (the board meanwhile
 #: updated cheaply); a smaller one inline, as its fit takes well under a second.
 BACKGROUND_MATCHES = 200_000
+#: What tells the live board a match was done: done_token's, or recent_token's.
+RecentToken = tuple[None, int, int | None, dt.datetime | None]
+Token = tuple[int, int | None] | RecentToken
 #: Matches that finish within this long of each other may be committed out of order.
 _SLACK = dt.timedelta(minutes=10)
 
@@ -210,9 +213,11 @@ def current_leaderboard(session: Session) -> Leaderboard:
     finished since the last call in this process (incrementally: see the module's notes),
     and its rows read again when a bot's current version changed."""
     key = str(session.get_bind().engine.url)
-    token, versions = done_token(session), versions_token(session)
     with _models_lock:
         live = _models.get(key)
+    small = live is None or live.model.total < BACKGROUND_MATCHES
+    token: Token = done_token(session) if small or live is None else recent_token(session, live.since)
+    versions = versions_token(session)
     if live is not None and live.refit is not None and live.refit.done():
         with live.lock:
             _take_refit(session, live)
@@ -222,7 +227,7 @@ def current_leaderboard(session: Session) -> Leaderboard:
     if live is not None and live.token == token:
         with live.lock:
             return _rows_for(session, live, current, versions)
-    if live is None or token[0] < live.model.total:  # first call, or matches went away
+    if live is None or (token[0] is not None and token[0] < live.model.total):  # first, or matches went away
         return _full(session, key, token, current, versions)
     with live.lock:
         if live.token == token:  # another thread did it meanwhile
@@ -230,7 +235,7 @@ def current_leaderboard(session: Session) -> Leaderboard:
         since = _latest_finish(session)
         start = None if live.since is None else live.since - _SLACK
         new = [r for r in match_results(session, finished_since=start) if r.match_id not in live.model]
-        if live.model.total + len(new) < token[0]:  # an odd case (a finish time far out of order)
+        if token[0] is not None and live.model.total + len(new) < token[0]:  # a finish far out of order
             return _full(session, key, token, current, versions)
         live.model.add(new)
         live.added += len(new)
@@ -283,7 +288,7 @@ def _rows_for(
 def _full(
     session: Session,
     key: str,
-    token: tuple[int, int | None],
+    token: Token,
     current: dict[int, tuple[int, int]],
     versions: Hashable,
 ) -> Leaderboard:
@@ -292,10 +297,28 @@ def _full(
     if not load_done(session, model):  # PostgreSQL sends columns; others the matches
         model.add(match_results(session))
     table = model.fit(pairwise=False)
-    board = _leaderboard(session, model, table, token[0], current)
+    board = _leaderboard(session, model, table, model.total, current)
     with _models_lock:
         _models[key] = _Live(model, token, table, board, since, versions)
     return board
+
+
+def recent_token(session: Session, since: dt.datetime | None) -> RecentToken:
+    """Changes whenever another match is done, as ``done_token`` does, but counts only the
+    matches that finished in a window from ``_SLACK`` before ``since`` (the newest finish the
+    live model has), on a 5-minute grid, so that it costs what is recent: counting every
+    done match took 0.7 s at 10 million. Sound because a done match is never undone or
+    deleted, and commits within ``_SLACK`` of its finish time, the same bound the update
+    reads new matches by. Its first item is None where ``done_token``'s is the count."""
+    start = None
+    if since is not None:
+        edge = since - _SLACK
+        start = edge.replace(minute=edge.minute - edge.minute % 5, second=0, microsecond=0)
+    done = Match.status == MatchStatus.DONE
+    recent = done if start is None else done & (Match.finished_at >= start)
+    count = session.scalar(select(func.count()).select_from(Match).where(recent))
+    largest = session.scalar(select(func.max(Match.id)).where(done))
+    return (None, int(count or 0), None if largest is None else int(largest), start)
 
 
 def current_versions(session: Session) -> dict[int, tuple[int, int]]:
