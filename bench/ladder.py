@@ -2,30 +2,36 @@
 
     .venv/bin/python bench/ladder.py            # 1,000 bots, SD 200, heads-up, one seed (~5 min)
     .venv/bin/python bench/ladder.py --quick    # 200 bots, the four worlds
-    .venv/bin/python bench/ladder.py --full     # 1,000 bots, the four worlds, two seeds (hours here)
+    .venv/bin/python bench/ladder.py --full     # 1,000 bots, the four worlds, five seeds (hours here)
     .venv/bin/python bench/ladder.py --policies "" --real 5000   # the real RatingModel only
+    .venv/bin/python bench/ladder_table.py      # docs/arena.md's table, from seeds 0-4
 
-A world is 1,000 bots whose true strengths are drawn from a normal distribution (SD 200 or 100
-Elo) at heads-up or 4-seat tables. A table's result is Plackett-Luce on the true strengths:
-each seat scores ``ELO_SCALE * strength + Gumbel noise``, so every pair of seats follows the
+Everything is seeded (the worlds, the results, the matchmaker's randomness) and BLAS runs one
+thread, so a seed gives the same numbers on every run. ``--cache FILE`` keeps the baselines'
+runs (they do not depend on the matchmaker) while the matchmaker is being tuned.
+
+A world is 1,000 (or ``--bots``) bots whose true strengths are drawn from a normal distribution
+(SD 200 or 100 Elo) at heads-up or 3-seat tables. A table's result is Plackett-Luce on the
+true strengths: each seat scores ``ELO_SCALE * strength + Gumbel noise``, so every pair of seats follows the
 Bradley-Terry model the arena fits, exactly. A *match* here is one table (one Pick; the
 rotations of a duplicate deal played at it count once): every policy is counted the same way.
 
 Three policies fill the tables, each with the same rating machinery:
 
 * ``matchmaking``: arena.ratings.matchmaking.choose_tables, in batches of ``--parallel``
-  tables (the ladder's tables in flight: each bot at one table at a time, ratings as of the
-  batch's start, match counts including the tables scheduled);
+  tables (the ladder's tables in flight, 64 per 1,000 bots: each bot at one table at a time,
+  ratings as of the batch's start, match counts including the tables scheduled); it sees
+  each rating's standard error relative to the board's mean, as the arena's model reports it;
 * ``random``: uniform random tables;
 * ``nearest``: Kaggle's way: a bot drawn uniformly, its opponents the nearest on the board.
 
 The board is the arena's model, Bradley-Terry fitted by maximum likelihood on the pairwise
 sums (``1/(n-1)`` per pair, as arena/ratings/model.py), with a faster stand-in for 1,000 bots
 x millions of matches: between full fits each bot's rating takes a diagonal Newton step per
-batch of results (the incremental update), and the full fit (Newton over all bots, a weak
-N(1500, 1000) prior in place of the pool's bookkeeping for not-yet-connected newcomers) runs
-at each checkpoint, geometrically spaced. ``--real`` reruns a short horizon with
-arena.ratings.model.RatingModel itself and times its update and fit at 1,000 bots.
+batch of results (the incremental update, scaled by its own information), and the full fit
+(Newton over all bots, a weak N(1500, 1000) prior in place of the pool's bookkeeping for
+not-yet-connected newcomers) runs at each checkpoint, geometrically spaced. ``--real`` reruns
+a short horizon with arena.ratings.model.RatingModel itself and times its update and fit at 1,000 bots.
 
 Criteria, at each checkpoint: (a) the true top 10 identified exactly (as a set), (b) at least
 9 of the true top 10 in the board's top 10, (c) Spearman >= 0.95 over the whole board. The
@@ -86,7 +92,10 @@ class Board:
         self.points = np.zeros(n * n)
         self.games = np.zeros(n, dtype=np.int64)
         self.x = np.zeros(n)  # natural units
-        self.var = np.full(n, 1.0 / PRIOR)  # natural units: the incremental step's scale
+        # Each rating's own information (the Hessian's diagonal): the incremental step's scale.
+        # (Not the marginal variance below, which holds the board's common shift: with it a
+        # bot 3 Elo sure moved 14 Elo a game between fits at 200 bots, 3 at 1,000.)
+        self.prec = np.full(n, PRIOR)
         # What the matchmaker sees: each rating's variance relative to the board's mean, as the
         # arena's model reports it (its mean is anchored at 1500). The plain marginal variance
         # also holds the whole board's common shift, which only the weak prior pins: about
@@ -121,9 +130,9 @@ class Board:
             curv = w * p * (1.0 - p)
             info += np.bincount(i, curv, minlength=n) + np.bincount(j, curv, minlength=n)
         self.games += np.bincount(tables.ravel(), minlength=n)
-        self.var = 1.0 / (1.0 / self.var + info)
+        self.prec += info
         self.rel_var = 1.0 / (1.0 / self.rel_var + info)
-        self.x = self.x + np.clip(self.var * grad, -1.0, 1.0)
+        self.x = self.x + np.clip(grad / self.prec, -1.0, 1.0)
 
     def refit(self) -> None:
         """The full fit: Newton to the maximum (warm start), then the variances."""
@@ -142,10 +151,10 @@ class Board:
             if float(np.abs(step).max()) < 1e-7:
                 break
         self.x = x
+        self.prec = np.diag(hess).copy()
         cov = np.linalg.inv(hess)
-        self.var = np.diag(cov).copy()
         rows = cov.mean(axis=1)  # the variance of x_i - mean(x): the common shift taken out
-        self.rel_var = np.maximum(self.var - 2.0 * rows + rows.mean(), 1e-12)
+        self.rel_var = np.maximum(np.diag(cov) - 2.0 * rows + rows.mean(), 1e-12)
         self.fit_seconds.append(time.perf_counter() - start)
 
     def elo(self) -> FloatArray:
@@ -505,7 +514,9 @@ def compare(
             if cache and name != "matchmaking":
                 stored = json.loads(cache.read_text()) if cache.exists() else {}
                 stored[key] = asdict(results[name])
-                cache.write_text(json.dumps(stored, indent=0, sort_keys=True))
+                part = cache.with_name(f"{cache.name}.{os.getpid()}")
+                part.write_text(json.dumps(stored, indent=0, sort_keys=True))
+                part.replace(cache)  # whole: several runs may share one cache
         r = results[name]
         if not quiet:
             print(

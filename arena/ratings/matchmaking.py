@@ -6,16 +6,22 @@ Each pick starts from one *focal* bot, chosen by the first rule that applies:
    first), so no active bot starves whatever the other rules want;
 2. ``"placement"``: a bot whose standard error is still ``placement_sd`` or more (a newcomer,
    the fewest matches first): the placement burst, until its interval is narrow enough;
-3. the top of the board, with probability ``top_weight`` while it is unresolved: the two bots
-   whose side of the top-``top_n`` line is least certain (the lowest lower bound inside, the
-   highest upper bound outside, as in LUCB for best-arm identification), played against each
-   other: ``"top 10: uncertain pair #10 and #12"``;
+3. the top of the board, while it is unresolved: with probability ``top_weight`` once the
+   whole board is ordered (its mean rating variance at most ``ordered_noise`` x the variance
+   of its ratings), ``early_top_weight`` before, so the first matches order the board that
+   most readers look at: the bot least sure of its side of the top-``top_n`` line (the fewest
+   standard errors from the midpoint of #top_n and the next, under ``top_z``), played against
+   the open bot nearest the line on the other side (the inside bots are the reference for
+   the doubtful ones outside, and the other way round; LUCB's pair needed a doubtful bot on
+   both sides and so seated one or two such tables a batch): ``"top 10: uncertain pair #10
+   and #12"``;
 4. otherwise the whole board: a bot drawn with probability proportional to its rating's
    variance: ``"uncertain pair #341 and #350"``.
 
 The other seats go to the bots that most reduce the table's rating variance with the focal
 one (one comparison's Fisher information ``ELO_SCALE**2 p (1 - p)`` at the current ratings):
-for a top-line table, among the pair's ``neighbours`` either side on the board; for any other,
+for a top-line table, among the doubtful bots and the nearest either side of the line (then
+the focal bot's ``neighbours`` either side on the board); for any other,
 the best of ``explore`` bots drawn from anywhere. That is nearly random pairing, on purpose:
 pairing only near neighbours makes a chain whose parts drift apart (in bench/ladder.py it
 needed 1.5-1.75x random pairing's matches for the whole board's order), while random opponents
@@ -24,8 +30,9 @@ tie every bot to the same scale; keeping the best of a few only avoids the hopel
 Every pick respects each bot's capacity (``free``), never seats two bots of one owner unless
 ``allow_same_owner``, and leaves out bots already at ``max_share`` x the mean (unless nobody
 else could fill the table: over the cap rather than no table). :func:`choose_tables` fills
-several free tables from one reading of the pool (O(n log n) once, then about O(log n) a
-table); :func:`choose_table` is one of them.
+several free tables from one reading of the pool: a few C-level passes over it, the rest
+built when a rule first needs it (the top line from the bots within reach of it, the heaps
+from the bots below the floor or still placing); :func:`choose_table` is one of them.
 """
 
 from __future__ import annotations

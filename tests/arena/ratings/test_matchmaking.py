@@ -262,3 +262,24 @@ def test_a_seeded_ladder_simulation_gives_identical_results() -> None:
         first = once(0)
         assert once(0) == first
         assert once(1) != first
+
+
+def test_the_docs_table_is_spliced_between_its_markers_and_judged_per_goal() -> None:
+    """bench/ladder_table.py replaces only what lies between the two markers (and refuses a
+    file without exactly one pair), and a world misses exactly the goals its numbers miss."""
+    with bench_module(ROOT / "bench" / "ladder_table.py", "bench_ladder_table") as table:
+        text = f"head\n{table.BEGIN}\nold table\n{table.END}\ntail\n"
+        assert table.splice(text, "new") == f"head\n{table.BEGIN}\nnew\n{table.END}\ntail\n"
+        with pytest.raises(SystemExit, match="exactly one"):
+            table.splice(text + table.END, "new")
+
+        def runs(mm: list[int | None], share: float = 4.0) -> dict[str, object]:
+            def one(needed: list[int | None], top: float = 1.0) -> object:
+                return table.ladder.Run(needed, 100_000, 0.9, top, 0.1, 1.0, {})
+
+            base = {"random": one([300, 300, 100]), "nearest": one([250, 200, 200])}
+            return {"matchmaking": one(mm, share), **base}
+
+        assert table.misses(runs([100, 100, 110])) == []
+        assert table.misses(runs([101, 100, 111], share=5.01)) == ["(a) vs random", "(c)", "share"]
+        assert table.misses(runs([None, 100, 100])) == ["(a) vs random", "(a) vs nearest"]
