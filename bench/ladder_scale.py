@@ -243,7 +243,7 @@ def main() -> int:
         first, tables = timed_tick(url, ladder_id)
         first_peak = peak_mb()
         rng = random.Random(args.seed)
-        times = []
+        times, finished = [], 0
         for _ in range(args.ticks):
             finished = finish_pending(url, ladder_id, rng)
             took, tables = timed_tick(url, ladder_id)

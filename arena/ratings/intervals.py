@@ -19,7 +19,6 @@ The point estimate itself is arena/ratings/solve.py's; nothing here changes it.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -108,8 +107,10 @@ def meat(
     row = np.where(position >= 0, position, size)  # everyone else lands in a dropped row
     use = position >= 0
     k = len(x)
-    # P(a beats b) looked up, not recomputed per pair of every match: 10x fewer exp calls.
-    prob = sigmoid(x[:, None] - x[None, :]).ravel()
+    pairs = sum(len(b.idx) * b.n * (b.n - 1) // 2 for b in blocks)
+    # P(a beats b) looked up, not recomputed per pair of every match (10x fewer exp calls in
+    # a full fit), unless there are fewer pairs than bots x bots (an update's few matches).
+    table = sigmoid(x[:, None] - x[None, :]).ravel() if pairs > k * k else None
     grouped: list[tuple[IntArray, IntArray, FloatArray]] = []  # (deal, row, score) of named deals
     for block in blocks:
         n = block.n
@@ -121,7 +122,8 @@ def meat(
             seat = np.zeros(idx.shape)
             for col in range(len(u)):
                 a, b = idx[:, u[col]], idx[:, v[col]]
-                r = w * (0.5 * res[:, col] - prob[a * k + b])
+                p_ab = table[a * k + b] if table is not None else sigmoid(x[a] - x[b])
+                r = w * (0.5 * res[:, col] - p_ab)
                 seat[:, u[col]] += r * (partner[b] & use[a])
                 seat[:, v[col]] -= r * (partner[a] & use[b])
             rows = row[idx]
@@ -135,11 +137,11 @@ def meat(
                 for j in range(i, n):
                     cells = rows[:, i] * (size + 1) + rows[:, j]
                     prod = seat[:, i] * seat[:, j]
-                    add = np.bincount(cells, prod, minlength=(size + 1) ** 2)
-                    if i == j:
-                        out += add
+                    into = out if i == j else off
+                    if len(cells) * 8 < len(into):  # a few matches: touch only their cells
+                        np.add.at(into, cells, prod)
                     else:
-                        off += add
+                        into += np.bincount(cells, prod, minlength=(size + 1) ** 2)
     total = (out + off).reshape(size + 1, size + 1)
     total += off.reshape(size + 1, size + 1).T
     result: FloatArray = total[:size, :size]
@@ -171,7 +173,11 @@ def _deal_meat(grouped: list[tuple[IntArray, IntArray, FloatArray]], size: int) 
         i = np.repeat(entry, run_size)
         offset = np.arange(len(i)) - np.repeat(np.cumsum(run_size) - run_size, run_size)
         j = np.repeat(run_start, run_size) + offset
-        out += np.bincount(row_of[i] * size + row_of[j], score[i] * score[j], minlength=size * size)
+        cells, prod = row_of[i] * size + row_of[j], score[i] * score[j]
+        if len(cells) * 8 < len(out):  # a few deals (an update's): touch only their cells
+            np.add.at(out, cells, prod)
+        else:
+            out += np.bincount(cells, prod, minlength=size * size)
         first = last
     return out.reshape(size, size)
 
@@ -203,18 +209,31 @@ class Covariance:
 def los(order: list[int], finite: BoolArray, elo: FloatArray, covariance: Covariance) -> list[float | None]:
     """The likelihood of superiority of each bot of ``order`` (codes) over the next one, by
     the normal approximation with their covariance: None next to a bot without a finite
-    estimate (or a code out of range)."""
-    out: list[float | None] = []
+    estimate (or a code out of range). Every pair at once: a row product each."""
+    if len(order) < 2:
+        return []
+    codes = np.asarray(order, dtype=np.int64)
+    i, j = codes[:-1], codes[1:]
+    inside = (np.minimum(i, j) >= 0) & (np.maximum(i, j) < len(finite))
+    ok = inside.copy()
+    ok[inside] = finite[i[inside]] & finite[j[inside]]
     row = np.cumsum(finite) - 1
-    cov = covariance.cov
-    for i, j in itertools.pairwise(order):
-        if min(i, j) < 0 or max(i, j) >= len(finite) or not (finite[i] and finite[j]):
-            out.append(None)
-            continue
-        a, b = row[i], row[j]
-        spread = math.sqrt(max(cov(a, a) + cov(b, b) - cov(a, b) - cov(b, a), 0.0))
-        diff = float(elo[i] - elo[j])
-        out.append(NormalDist().cdf(diff / spread) if spread > 0 else 0.5 if diff == 0 else 1.0)
+    a, b = row[i[ok]], row[j[ok]]
+    bm, br = covariance.bm, covariance.bread
+    var = (
+        np.einsum("ij,ij->i", bm[a], br[a]) + np.einsum("ij,ij->i", bm[b], br[b])
+        - np.einsum("ij,ij->i", bm[a], br[b]) - np.einsum("ij,ij->i", bm[b], br[a])
+    )  # fmt: skip
+    spread = np.sqrt(np.maximum(var, 0.0))
+    diff = elo[i[ok]] - elo[j[ok]]
+    normal = NormalDist()
+    values = [
+        normal.cdf(d / s) if s > 0 else 0.5 if d == 0 else 1.0
+        for d, s in zip(diff.tolist(), spread.tolist(), strict=True)
+    ]
+    out: list[float | None] = [None] * len(ok)
+    for at, value in zip(np.flatnonzero(ok).tolist(), values, strict=True):
+        out[at] = value
     return out
 
 

@@ -117,6 +117,8 @@ BACKGROUND_MATCHES = 200_000
 #: What tells the live board a match was done: done_token's, or recent_token's.
 RecentToken = tuple[None, int, int | None, dt.datetime | None]
 Token = tuple[int, int | None] | RecentToken
+#: Rows from which every version's (and bot's) row is read rather than a list of ids.
+_EVERY_ROW = 500
 #: Matches that finish within this long of each other may be committed out of order.
 _SLACK = dt.timedelta(minutes=10)
 
@@ -378,13 +380,14 @@ def version_ratings(session: Session, table: RatingTable) -> dict[int, VersionRa
     """The fit's ratings (of versions) by version id, with the bot and number of each."""
     ids = [int(r.bot) for r in table.ratings]
     known: dict[int, tuple[int, int]] = {}
-    for chunk in range(0, len(ids), 5000):  # bounded IN lists
-        rows = session.execute(
-            select(BotVersion.id, BotVersion.bot_id, BotVersion.number).where(
-                BotVersion.id.in_(ids[chunk : chunk + 5000])
-            )
-        ).all()
-        known.update({int(vid): (int(bot), int(number)) for vid, bot, number in rows})
+    query = select(BotVersion.id, BotVersion.bot_id, BotVersion.number)
+    # Every version at once when most are rated (a list of thousands of ids costs more to
+    # send than the rows); bounded IN lists otherwise.
+    chunks = [query] if len(ids) >= _EVERY_ROW else [
+        query.where(BotVersion.id.in_(ids[at : at + 5000])) for at in range(0, len(ids), 5000)
+    ]
+    for chunk in chunks:
+        known.update({int(vid): (int(bot), int(number)) for vid, bot, number in session.execute(chunk)})
     out: dict[int, VersionRating] = {}
     for r in table.ratings:
         vid = int(r.bot)
@@ -445,4 +448,7 @@ def rating_history(session: Session, *, bot_id: int | None = None) -> list[Snaps
 def _names(session: Session, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
+    if len(ids) >= _EVERY_ROW:  # as version_ratings: every bot's name, not a list of thousands
+        wanted = set(ids)
+        return {int(b): name for b, name in session.execute(select(Bot.id, Bot.name)) if b in wanted}
     return dict(session.execute(select(Bot.id, Bot.name).where(Bot.id.in_(ids))).all())
