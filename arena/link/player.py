@@ -21,7 +21,8 @@ A link that blips is not charged either: when a call mid-match (after one answer
 the bot's connection closed or the bot not connected, the player waits up to
 ``relink_wait_s`` for the bot to be connected again (a connection this match has not used).
 If it is, the call raises
-:class:`BotLinkLostError` and the match is handed back and replayed from its start; if not,
+:class:`BotLinkLostError` and the match is handed back: replayed from its start, dealt
+afresh, or scored as it stood at the drop (arena/play/cuts.py); if not,
 the call faults as UNREACHABLE as before, and so does every later one at once (one wait
 per match, never one per call).
 """
@@ -82,11 +83,14 @@ class BotOfflineError(RuntimeError):
 
 class BotLinkLostError(BotOfflineError):
     """A connected bot's link dropped mid-match and the bot was connected again within the
-    wait: the match is handed back and replayed from its start, not charged. ``seat``: whose."""
+    wait: the match is handed back (arena/play/cuts.py decides whether it is replayed).
+    ``seat``: whose; ``links``: the connections the seat had played on (the one that dropped),
+    so one drop seen by several matches is one drop."""
 
-    def __init__(self, reason: str, seat: int):
+    def __init__(self, reason: str, seat: int, links: frozenset[str] = frozenset()):
         super().__init__(reason)
         self.seat = seat
+        self.links = links
 
 
 class LinkTransportError(Exception):
@@ -251,6 +255,7 @@ class LinkPlayer:
                 raise BotLinkLostError(
                     f"{self.name}'s link dropped ({rpc}: {exc.reason}) and it connected again"[:MAX_REASON],
                     self.seat,
+                    frozenset(getattr(self.transport, "used", ())),
                 ) from None
             if exc.kind is FaultKind.TIMEOUT:
                 raise PlayerFaultError(

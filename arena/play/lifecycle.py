@@ -40,7 +40,8 @@ after a crash:
 
 A worker killed mid-match leaves its match ``running``: :meth:`MatchLife.recover` puts it
 back to ``pending`` when its worker process is gone (same host) or its heartbeat is older
-than ``MATCH_LEASE_S``; it is then played again from scratch: same seed, same deals.
+than ``MATCH_LEASE_S``; it is then played again from scratch, dealt afresh: a match stopped
+part-way is never dealt again cards a seat has seen (arena/play/cuts.py).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from arena.bots.builds import clean_log
 from arena.config import load_settings
 from arena.link.player import BotLinkLostError, BotOfflineError, GatewayLostError
 from arena.play import capacity
+from arena.play.cuts import as_it_stood, judge_drop, link_tag, replay_seed, standing
 from arena.play.deal_end import reveal_if_complete
 from arena.play.heartbeat import MATCH_LEASE_S, Heartbeat, MatchTakenError
 from arena.play.hosted import SeatOutput
@@ -88,8 +90,7 @@ from arena.store.replays import FORMAT, closest_hand, encode_logs
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.text import REASON_LIMIT, clean_text
 from arena.tournaments.lifecycle import finish_if_complete
-from sdk.dealing import derive_seed
-from sdk.referee import Fault, FaultKind, MatchResult
+from sdk.referee import Fault, FaultKind, HandLog, MatchResult
 
 log = logging.getLogger("tonk.play")
 
@@ -137,6 +138,8 @@ class MatchLife:
         self.worker = worker
         #: What the match's hosted bots printed, by seat (arena/play/hosted.py), kept with its result.
         self.outputs: dict[int, SeatOutput] = {}
+        #: The hands completed in the current play, for a match scored as it stood at a drop.
+        self.played: list[HandLog] = []
 
     # The life, as a worker lives it.
 
@@ -162,21 +165,34 @@ class MatchLife:
             if not capacity.acquire(session, self.match_id, bots, self.worker):
                 session.rollback()  # the claim too: the match stays pending
                 return Outcome.WAITING
+        started = time.perf_counter()
         try:
             result, duration_ms = self.play_claimed(plan)
         except MatchTakenError:
             self.free_slots()
             return Outcome.LOST
-        # The arena's failure, a bot gone just before its match began (the store had not yet
-        # caught up, arena/play/offline.py), or a bot whose link dropped mid-match and came
-        # back (BotLinkLostError, a BotOfflineError): not a bot's fault; play it again from
-        # its start.
+        # The arena's failure, or a bot gone just before its match began (the store had not
+        # yet caught up, arena/play/offline.py): not a bot's fault; play it again from its
+        # start. A bot whose link dropped mid-match and came back (BotLinkLostError): replayed
+        # or scored as it stood, as arena/play/cuts.py judges the drop.
         except (GatewayLostError, BotOfflineError) as exc:
-            # After a drop mid-match the bot has seen part of this deal: it is dealt afresh.
-            lost = exc if isinstance(exc, BotLinkLostError) else None
-            self.hand_back(since if isinstance(exc, BotOfflineError) else None,
-                           relinked=(plan.seats[lost.seat].bot_id, lost) if lost else None)  # fmt: skip
-            return Outcome.WAITING
+            if isinstance(exc, BotLinkLostError):  # the bot's own link: arena/play/cuts.py
+                if self.hand_back(relinked=(plan.seats[exc.seat].bot_id, exc), plan=plan) is not None:
+                    return Outcome.WAITING
+                # Not replayed free: the match is scored as it stood at the drop.
+                result = as_it_stood(
+                    public_id=plan.public_id, seed=plan.seed, names=[s.name for s in plan.seats],
+                    rules=plan.rules, hands=plan.hands, played=self.played, seat=exc.seat,
+                    reason=clean_text(f"{exc}; the match is scored as it stood, the rest forfeited",
+                                      REASON_LIMIT),
+                )  # fmt: skip
+                duration_ms = round((time.perf_counter() - started) * 1000)
+            else:
+                # A gateway lost part-way dealt cards: the replay is dealt afresh. A bot
+                # absent at the start saw none: the seed is kept (a duplicate deal stays one).
+                lost_gateway = isinstance(exc, GatewayLostError)
+                self.hand_back(None if lost_gateway else since, reseed=lost_gateway)
+                return Outcome.WAITING
         except Exception as exc:  # an interrupt or exit leaves it running: recovery replays it
             self.fail(exc)
             raise
@@ -198,8 +214,14 @@ class MatchLife:
         beat.start()
         started = time.perf_counter()
         self.outputs.clear()
+        self.played = []
+
+        def on_hand(log_: HandLog, scores: list[int]) -> None:
+            self.played.append(log_)
+            beat.on_hand(log_, scores)
+
         try:
-            result = run_match(plan, on_hand=beat.on_hand, outputs=self.outputs)
+            result = run_match(plan, on_hand=on_hand, outputs=self.outputs)
         finally:
             beat.stop()
         if beat.lost:
@@ -382,27 +404,39 @@ class MatchLife:
         self,
         waiting_since: dt.datetime | None = None,
         *,
+        reseed: bool = False,
         relinked: tuple[int, BotLinkLostError] | None = None,
-    ) -> bool:
+        plan: MatchPlan | None = None,
+    ) -> bool | None:
         """running -> pending, nothing recorded, to be played from its start (its gateway went
         away mid-match, or its bot was gone at the start), its offline grace counted from
-        ``waiting_since`` (default now); and its slots freed. ``relinked``: the bot (id) whose
-        link dropped mid-match and came back, and how: the match is dealt afresh, from a seed
-        derived from the old one and the claim (the bot has seen part of the old deal; the old
-        seed was never shown, so the new one cannot be guessed), and the bot gets an uncharged
-        relink notice (arena/play/offline.py counts them)."""
+        ``waiting_since`` (default now); and its slots freed. ``reseed``: cards were dealt, so
+        the replay is dealt from :func:`~arena.play.cuts.replay_seed`. ``relinked``: the bot
+        (id) whose link dropped mid-match and came back, and how; the drop is judged
+        (arena.play.cuts.judge_drop, with ``plan``'s seats and the hands played): replayed, it
+        is dealt afresh and a new drop gets one uncharged relink notice; not, nothing changes
+        and None is returned (the caller records the match as it stood)."""
         with session_scope(self.url) as session:
             values: dict[str, object] = {
                 "status": MatchStatus.PENDING, "heartbeat_at": None, "worker": None,
                 "waiting_since": waiting_since or utcnow(),
             }  # fmt: skip
             row = None
-            if relinked is not None:
+            new_drop = False
+            tag = link_tag(relinked[1].links) if relinked is not None else ""
+            if reseed or relinked is not None:
                 row = session.execute(
                     select(Match.seed, Match.attempts, Match.hands_played).where(Match.id == self.match_id)
                 ).first()
                 if row is not None:
-                    values["seed"] = derive_seed(row.seed, f"relink/{row.attempts}")
+                    values["seed"] = replay_seed(row.seed, row.attempts)
+            if relinked is not None and row is not None:
+                score = standing(self.played, relinked[1].seat)
+                seats = len(plan.seats) if plan is not None else 2
+                verdict = judge_drop(session, self.match_id, relinked[0], score, seats, tag)
+                if not verdict.replay:
+                    return None
+                new_drop = verdict.new_drop
             done = session.execute(
                 update(Match)
                 .where(Match.id == self.match_id, Match.status == MatchStatus.RUNNING,
@@ -410,12 +444,12 @@ class MatchLife:
                 .values(**values)
                 .execution_options(synchronize_session=False)
             )  # fmt: skip
-            if done.rowcount and relinked is not None and row is not None:  # type: ignore[attr-defined]
+            if done.rowcount and relinked is not None and row is not None and new_drop:  # type: ignore[attr-defined]
                 bot_id, lost = relinked
                 session.add(FaultRecord(
                     match_id=self.match_id, seat=lost.seat, bot_id=bot_id, hand_index=row.hands_played or 0,
                     decision=RELINK_DECISION, kind=RELINK_NOTICE_KIND,
-                    reason=clean_text(f"{lost}; the match is replayed from its start, dealt afresh",
+                    reason=clean_text(f"[{tag}] {lost}; the match is replayed from its start, dealt afresh",
                                       REASON_LIMIT),
                 ))  # fmt: skip
             capacity.release(session, self.match_id, self.worker)
@@ -436,16 +470,16 @@ class MatchLife:
         """running (worker gone: a dead process on this host, or a heartbeat older than
         ``MATCH_LEASE_S``) -> pending, and with ``retry_failed`` failed -> pending, for the
         tournament's matches; returns their ids. Each reset is conditional on the row being as
-        read, so a worker that is in fact alive and just wrote is not disturbed."""
+        read, so a worker that is in fact alive and just wrote is not disturbed. Either may
+        have dealt cards part-way: the match is dealt afresh (arena/play/cuts.py)."""
         now = now or utcnow()
         statuses = (MatchStatus.RUNNING, MatchStatus.FAILED) if retry_failed else (MatchStatus.RUNNING,)
         rows = session.execute(
-            select(Match.id, Match.status, Match.worker, Match.heartbeat_at).where(
-                Match.tournament_id == tournament_id, Match.status.in_(statuses)
-            )
+            select(Match.id, Match.status, Match.worker, Match.heartbeat_at, Match.seed, Match.attempts)
+            .where(Match.tournament_id == tournament_id, Match.status.in_(statuses))
         ).all()
         reset: list[int] = []
-        for match_id, status, worker, beat in rows:
+        for match_id, status, worker, beat, seed, attempts in rows:
             if status == MatchStatus.RUNNING and is_alive(worker, beat, now):
                 continue
             guard = [Match.id == match_id, Match.status == status]
@@ -454,7 +488,7 @@ class MatchLife:
             changed = session.execute(
                 update(Match)
                 .where(*guard)
-                .values(status=MatchStatus.PENDING, heartbeat_at=None)
+                .values(status=MatchStatus.PENDING, heartbeat_at=None, seed=replay_seed(seed, attempts))
                 .execution_options(synchronize_session=False)
             )
             if changed.rowcount == 1:  # type: ignore[attr-defined]

@@ -26,18 +26,17 @@ raises :class:`~arena.link.player.BotOfflineError` and ``MatchLife.hand_back``
 A link that drops mid-match (a bot restarted, a network blip) is waited for too, briefly:
 the seat's player looks for the bot for up to :func:`relink_wait` seconds (``RELINK_WAIT_S``,
 at most the tournament's grace); back, the match is handed back the same way and replayed
-from its start, uncharged, and dealt afresh (``MatchLife.hand_back(relinked=...)``: the bot must
-not play again cards it has seen). A match of a duplicate deal cannot be dealt afresh without
-losing its pairing, so there a drop is charged at once (:func:`in_duplicate_deal`); under the
-default deal mode ``auto`` a connected bot's tables are dealt independently anyway.
+from its start, uncharged, and dealt afresh, if the bot was well ahead at the drop; if not,
+the match is scored as it stood and the bot forfeits the rest (arena/play/cuts.py: a bot must
+gain nothing by cutting its own link). A rotation of a duplicate deal so replayed becomes a
+deal of its own.
 
 Each such replay leaves an uncharged notice (``RELINK_NOTICE_KIND``) on the match for the bot
 whose link dropped, and the replays are bounded: ``RELINK_MAX_PER_MATCH`` per match (a bot
 whose link drops in every try is then charged, as one that does not come back is) and
-``RELINK_FREE_PER_BOT`` per bot and tournament (or ladder) a day. A free replay is dealt
-afresh, so a bot behind in a match could cut its own link to start it again; the budget, two
-blips at a capacity of 8, keeps that from being a strategy. Other hand-backs (a gateway
-lost, a bot offline at the start) count against neither.
+``RELINK_FREE_PER_BOT`` drops per bot and tournament (or ladder) a day (one drop, one notice,
+however many matches its link carried). Other hand-backs (a gateway lost, a bot offline at
+the start) count against neither.
 """
 
 from __future__ import annotations
@@ -214,7 +213,7 @@ def relink_wait(session: Session, match_id: int, default_grace_s: int) -> dict[i
         .join(Tournament, Tournament.id == Match.tournament_id)
         .where(Match.id == match_id)
     ).first()
-    if row is None or in_duplicate_deal(session, match_id):
+    if row is None:
         return {}
     replays = session.scalar(
         select(func.count(FaultRecord.id)).where(
@@ -239,22 +238,6 @@ def relink_wait(session: Session, match_id: int, default_grace_s: int) -> dict[i
     )
     wait = float(min(RELINK_WAIT_S, TournamentSettings.from_column(row.config).grace_s(default_grace_s)))
     return {bot: wait for bot in bots if used.get(bot, 0) < RELINK_FREE_PER_BOT}
-
-
-def in_duplicate_deal(session: Session, match_id: int) -> bool:
-    """Whether another match of the tournament is dealt from this one's seed. A replay after a
-    drop is dealt afresh (a bot must not play again cards it has seen: it could cut its own
-    link to redo a bad start), which a duplicate deal's rotations cannot be without losing
-    their pairing: there a drop is charged, as before."""
-    match = session.get(Match, match_id)
-    if match is None:
-        return False
-    others = session.scalar(
-        select(func.count(Match.id)).where(
-            Match.tournament_id == match.tournament_id, Match.seed == match.seed, Match.id != match_id
-        )
-    )
-    return bool(others)
 
 
 def wait_for_bots(database_url: str, match_id: int, default_grace_s: int) -> bool:
