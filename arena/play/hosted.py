@@ -10,6 +10,10 @@ then rests on the fair-play check); ``worker`` keeps one per bot version per wor
 (cheapest; the bot may remember everything it saw on that worker). A kept sandbox ends when
 no match has used it for ``IDLE_S``.
 
+**Limits.** A fault of a bot that ran into one of its sandbox's limits (memory, processes,
+a disk cap, its CPU seconds) leads with that limit (arena/sandbox/causes.py), as does the end
+of what it printed: "unreachable" alone would leave its owner guessing.
+
 **Clock.** A decision is charged the CPU time (user and system) of all the sandbox's
 processes between sending the request and receiving the reply, as the kernel counts it
 (arena/sandbox/cgroups.py), so a loaded worker machine never costs a hosted bot a decision;
@@ -28,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from arena.sandbox.causes import Counters
 from arena.sandbox.launch import Launch
 from arena.sandbox.limits import MEMORY_SCOPES as MEMORY_SCOPES  # re-exported
 from arena.sandbox.limits import Limits
 from arena.sandbox.limits import memory_scope as memory_scope  # re-exported
-from arena.sandbox.runner import Sandbox
+from arena.sandbox.runner import Sandbox, SandboxStartError
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.grpc_player import GrpcPlayer
@@ -43,6 +48,11 @@ WALL_FACTOR: Final = 5
 WALL_EXTRA_S: Final = 1.0
 #: How long a kept (deal or worker) sandbox outlives its last match.
 IDLE_S: Final = 60.0
+#: How long a fault waits for a bot that lost its connection to be seen to end, so the
+#: signal that ended it can name the limit (a live bot is not waited for: it is not ending).
+SETTLE_S: Final = 1.0
+#: Bound of a fault's reason (the store cuts at 2,000: the cause leads, so it is kept).
+REASON_LIMIT: Final = 1000
 def wall_ceiling_s(deadline_ms: int) -> float:
     return WALL_FACTOR * max(deadline_ms, 1) / 1000 + WALL_EXTRA_S
 
@@ -136,6 +146,8 @@ class HostedPlayer:
         self._failed: str | None = None
         self.last_charged_us: int | None = None
         self._output: SeatOutput | None = None
+        self._since = Counters()  # the box's limit counters when this match took it
+        self.limit_hit: str | None = None  # the limits it ran into (arena/sandbox/causes.py)
 
     def prepare(self) -> None:
         """Start the sandbox now (before the referee's clock runs: its start-up is not the
@@ -155,9 +167,15 @@ class HostedPlayer:
                 return Sandbox(bundle, self.launch, limits=self.limits).start()
 
             self.box = start() if self.scope == "match" else POOL.acquire(self._key, start)
-        except Exception as exc:  # the bot's failure to start is its seat's fault, not the match's
-            self._failed = f"the hosted bot did not start: {exc}"[:1000]
+        except SandboxStartError as exc:
+            self.limit_hit = exc.cause
+            lead = f"{exc.cause}; " if exc.cause else ""
+            self._failed = f"{lead}the hosted bot did not start: {exc.detail or exc}"[:REASON_LIMIT]
             raise PlayerFaultError(FaultKind.UNREACHABLE, self._failed) from None
+        except Exception as exc:  # the bot's failure to start is its seat's fault, not the match's
+            self._failed = f"the hosted bot did not start: {exc}"[:REASON_LIMIT]
+            raise PlayerFaultError(FaultKind.UNREACHABLE, self._failed) from None
+        self._since = self.box.counters()
         self._grpc = GrpcPlayer(self.box.address, transport_timeout_s=wall_ceiling_s)
         self._grpc.address = f"hosted {self.name}"
         return self._grpc
@@ -170,8 +188,24 @@ class HostedPlayer:
         except PlayerFaultError:
             return {"name": self.name, "version": "", "author": "", "protocol_version": ""}
 
+    def _named(self, exc: PlayerFaultError) -> PlayerFaultError:
+        """``exc`` with the limit the bot ran into leading its reason, if it ran into one."""
+        box = self.box
+        if box is None:
+            return exc
+        settle = SETTLE_S if exc.kind is FaultKind.UNREACHABLE else 0.0
+        cause = box.limit_hit(self._since, settle_s=settle)
+        if cause is None:
+            return exc
+        self.limit_hit = cause
+        return PlayerFaultError(exc.kind, f"{cause}; {exc.reason}"[:REASON_LIMIT])
+
     def match_start(self, info: MatchInfo) -> None:
-        self._player().match_start(info)
+        player = self._player()
+        try:
+            player.match_start(info)
+        except PlayerFaultError as exc:
+            raise self._named(exc) from None
 
     def act(self, request: DecisionRequest) -> Action | int:
         player = self._player()
@@ -183,23 +217,35 @@ class HostedPlayer:
             return player.act(request)
         except PlayerFaultError as exc:
             if exc.kind is FaultKind.TIMEOUT:
-                raise PlayerFaultError(
+                exc = PlayerFaultError(
                     FaultKind.TIMEOUT,
                     f"no reply within the wall-clock ceiling of {wall_ceiling_s(request.deadline_ms):g} s "
                     f"(a hosted bot is charged CPU time; it used {(box.cpu_ns() - cpu_before) / 1e6:.0f} ms)",
-                ) from None
-            raise
+                )
+            raise self._named(exc) from None
         finally:
             self.last_charged_us = max(0, box.cpu_ns() - cpu_before) // 1000
 
     def hand_end(self, result: HandResult) -> None:
-        self._player().hand_end(result)
+        player = self._player()
+        try:
+            player.hand_end(result)
+        except PlayerFaultError as exc:
+            raise self._named(exc) from None
 
     def match_end(self, summary: MatchSummary) -> None:
-        self._player().match_end(summary)
+        player = self._player()
+        try:
+            player.match_end(summary)
+        except PlayerFaultError as exc:
+            raise self._named(exc) from None
 
     def deal_end(self, deal: DealSummary) -> None:
-        self._player().deal_end(deal)
+        player = self._player()
+        try:
+            player.deal_end(deal)
+        except PlayerFaultError as exc:
+            raise self._named(exc) from None
 
     def close(self) -> None:
         if self._grpc is not None:
@@ -207,12 +253,17 @@ class HostedPlayer:
         box = self.box
         if box is None:
             return
+        # Read before the box is closed (its control group and mounts go with it), and said at
+        # the end of its log, where the bot's own words stopped.
+        self.limit_hit = box.limit_hit(self._since) or self.limit_hit
         if self.scope == "match":
             box.close()
-            self._output = SeatOutput(box.output(), box.output_bytes(), box.truncated())
         else:  # kept: this match's share of the output is not told apart
             POOL.release(self._key)
-            self._output = SeatOutput(box.output(), box.output_bytes(), box.truncated())
+        text = box.output()
+        if self.limit_hit:
+            text += f"\n[tonk arena] {self.limit_hit}\n"
+        self._output = SeatOutput(text, box.output_bytes(), box.truncated())
 
     def output(self) -> SeatOutput | None:
         """What the bot printed, once the player is closed (None if it never started)."""

@@ -90,6 +90,15 @@ class Group:
         except (OSError, ValueError):
             return 0
 
+    def events(self) -> tuple[int, int]:
+        """(processes the kernel killed for memory, forks refused at the process limit) so
+        far: the counters that tell why a bot that hit a limit stopped answering."""
+        if self.v2:
+            memory = _counter_in(self.dirs[0] / "memory.events", "oom_kill")
+        else:  # v1 counts OOM kills in memory.oom_control (kernel 4.13 on)
+            memory = _counter_in(self._file("memory", "memory.oom_control"), "oom_kill")
+        return memory, _counter_in(self._file("pids", "pids.events"), "max")
+
     def pids(self) -> set[int]:
         found: set[int] = set()
         for f in self.procs_files:
@@ -123,6 +132,18 @@ class Group:
                     break
                 except OSError:
                     threading.Event().wait(0.01)
+
+
+def _counter_in(path: Path, key: str) -> int:
+    """The value of ``key`` in a flat-keyed cgroup file (``name value`` lines), 0 if absent."""
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def owner_pid(name: str, prefix: str) -> int | None:

@@ -38,6 +38,10 @@ class Limits:
     open_files: int = 256
     #: Size of the private ``/tmp`` (memory-backed), and the largest file the bot may write.
     tmp_mb: int = 64
+    #: Size of its ``/dev/shm`` (memory-backed): POSIX shared memory, capped on its own.
+    shm_mb: int = 64
+    #: Size of the socket's folder ``/run/tonk`` (memory-backed): it holds one socket.
+    run_mb: int = 1
     #: CPU seconds per process over the whole match: a backstop; each decision is charged
     #: its CPU time by the referee's clock (arena/play/hosted.py).
     cpu_s: int = 600

@@ -4,17 +4,23 @@
 What the bot gets (docs/operator-guide.md, "The sandbox"):
 
 - **no network**: its own network namespace with nothing in it; it serves gRPC on the Unix
-  socket ``/run/tonk/bot.sock``, a folder of the worker's bound in;
+  socket ``/run/tonk/bot.sock``, in a folder of its own (memory-backed, ``Limits.run_mb``)
+  that the worker reaches through ``/proc/<pid>/root``: nothing of the worker's disk is
+  writable from inside;
 - **a read-only view** of its bundle (``/bot/code``, ``/bot/deps``) and of the runtime only
   (``/usr`` and the libraries, the Python installation and the SDK's packages:
   arena/sandbox/runtime.py); no other bot's code, none of the arena's files, database,
   tokens or environment (``--clearenv``);
-- **a private /tmp** of ``Limits.tmp_mb`` (memory-backed) and nothing else writable;
+- **a private /tmp** of ``Limits.tmp_mb`` and ``/dev/shm`` of ``Limits.shm_mb`` (both
+  memory-backed) and nothing else writable (``/dev`` itself is read-only): every place it can
+  write has a size, with or without a control group;
 - **its own user**: a uid of its own outside (when the worker is root), ``nobody`` inside,
   no capabilities, no new privileges, its own PID, IPC and UTS namespaces;
 - **limits** (arena/sandbox/limits.py): memory and processes over the whole sandbox by a
   control group where the worker may make one (arena/sandbox/cgroups.py), else by resource
   limits per process; open files, file size and CPU seconds always by resource limits.
+  When the bot stops answering, :meth:`Sandbox.limit_hit` says which of them it ran into
+  (arena/sandbox/causes.py).
 
 The sandbox ends with :meth:`Sandbox.close`, and with the worker however it ends: bubblewrap
 runs with ``--die-with-parent`` (the kernel kills it when the worker dies, even by SIGKILL)
@@ -32,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import resource
 import secrets
 import shutil
 import signal
@@ -45,12 +52,14 @@ from types import TracebackType
 
 from arena import processes
 from arena.errors import ArenaError
-from arena.sandbox import cgroups
+from arena.sandbox import causes, cgroups
 from arena.sandbox.launch import SOCKET_PLACEHOLDER, Launch
 from arena.sandbox.limits import Limits
 from arena.sandbox.runtime import LAUNCHER, staged_bundle, staged_runtime
 
 SOCKET = "/run/tonk/bot.sock"
+#: The places the bot may write, each a memory-backed file system of its own size.
+WRITABLE = ("/run/tonk", "/tmp", "/dev/shm")
 BWRAP = "bwrap"
 # A uid of its own per sandbox when the worker is root: processes of one sandbox then never
 # count against another's limits or may signal one another. Far above any real user.
@@ -98,10 +107,13 @@ class SandboxError(ArenaError):
 
 
 class SandboxStartError(ArenaError):
-    """The bot in the sandbox did not start serving; the message ends with what it printed."""
+    """The bot in the sandbox did not start serving; the message ends with what it printed
+    and begins with the limit it ran into, if one (``cause``: arena/sandbox/causes.py)."""
 
     status = 422
     code = "bot_did_not_start"
+    cause: str | None = None
+    detail = ""  # the message without the cause
 
 
 def bwrap_path() -> str:
@@ -123,6 +135,11 @@ def sandbox_root() -> Path:
     return root
 
 
+#: Bytes of the end of the bot's output kept apart from the bounded start, to tell what it
+#: printed last (a runtime's "MemoryError" as it died) whatever it printed before.
+TAIL = 4096
+
+
 class _Output:
     """Drains the bot's stdout and stderr (one pipe) so it never blocks on them, keeping the
     first ``limit`` bytes and counting the rest."""
@@ -130,6 +147,7 @@ class _Output:
     def __init__(self, pipe: object, limit: int):
         self.limit = limit
         self.kept = bytearray()
+        self.tail = bytearray()  # the last TAIL bytes: what it printed as it died
         self.total = 0
         self._pipe = pipe
         self._thread = threading.Thread(target=self._run, name="tonk-sandbox-output", daemon=True)
@@ -148,6 +166,7 @@ class _Output:
             room = self.limit - len(self.kept)
             if room > 0:
                 self.kept += chunk[:room]
+            self.tail = (self.tail + chunk[-TAIL:])[-TAIL:]
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
@@ -170,6 +189,7 @@ class Sandbox:
         self.group: cgroups.Group | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self._output: _Output | None = None
+        self._places: dict[str, int] = {}  # path inside -> O_PATH handle on its mount
         self.started_ns = 0
         self.ready_ns = 0
 
@@ -177,8 +197,10 @@ class Sandbox:
 
     @property
     def address(self) -> str:
-        assert self.workdir is not None, "the sandbox is not started"
-        return f"unix:{self.workdir / 'run' / 'bot.sock'}"
+        """The socket, through the worker's handle on the sandbox's own socket folder: the
+        handle pins that very folder, so a reused pid can never lead to another's bot."""
+        assert "/run/tonk" in self._places, "the sandbox is not started"
+        return f"unix:/proc/self/fd/{self._places['/run/tonk']}/bot.sock"
 
     def start(self) -> Sandbox:
         """Start the bot and wait until it answers health checks on its socket."""
@@ -189,12 +211,7 @@ class Sandbox:
         self.workdir = Path(
             tempfile.mkdtemp(prefix=f"box-{os.getpid()}-{next(_counter)}-", dir=sandbox_root())
         )
-        run = self.workdir / "run"
-        run.mkdir()
         uid = _UID_BASE + secrets.randbelow(_UID_SPAN) if os.geteuid() == 0 else os.geteuid()
-        if os.geteuid() == 0:
-            os.chown(run, uid, uid)  # only the bot (and root) may make its socket
-        run.chmod(0o700)
         self.workdir.chmod(0o711)
         self.group = cgroups.make_group()
         if self.group is not None:
@@ -238,8 +255,11 @@ class Sandbox:
             "prlimit",
             f"--nofile={lim.open_files}",
             f"--fsize={lim.tmp_mb * 1024 * 1024}",
-            f"--cpu={lim.cpu_s}",
+            # SIGXCPU at the limit (named in the fault: arena/sandbox/causes.py), SIGKILL a few
+            # seconds on for a bot that ignores it.
+            f"--cpu={lim.cpu_s}:{lim.cpu_s + 5}",
             "--core=0",
+            f"--msgqueue={_msgqueue_bytes()}",  # POSIX message queues: kernel memory, bounded
         ]
         if self.group is None:  # no control group: the memory and process limits per process
             rl += [f"--as={lim.memory_mb * 1024 * 1024}", f"--nproc={lim.processes}"]
@@ -264,14 +284,19 @@ class Sandbox:
             "--gid", "65534",
             "--hostname", "tonk-bot",
             "--proc", "/proc",
+            # bubblewrap's /dev is a tmpfs of no size the bot could fill: read-only, with a
+            # /dev/shm of its own size; the socket's folder too is memory of a fixed size.
             "--dev", "/dev",
+            "--remount-ro", "/dev",
+            "--size", str(lim.shm_mb * 1024 * 1024), "--tmpfs", "/dev/shm",
             "--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
+            "--size", str(lim.run_mb * 1024 * 1024), "--tmpfs", "/run/tonk",
         ]  # fmt: skip
 
         # bubblewrap runs as the sandbox's uid, which must be able to reach every source: the
         # bundle and the runtime are staged under the sandbox folder (arena/sandbox/runtime.py).
         assert self.workdir is not None
-        box += ["--bind", str(self.workdir / "run"), "/run/tonk", "--ro-bind", str(self.bundle), "/bot"]
+        box += ["--ro-bind", str(self.bundle), "/bot"]
         for path in _SYSTEM:
             box += ["--ro-bind-try", path, path]
         env = {
@@ -292,8 +317,8 @@ class Sandbox:
             command = [a.replace(SOCKET_PLACEHOLDER, SOCKET) for a in self.launch.command or ()]
         for key, value in env.items():
             box += ["--setenv", key, value]
-        # The root bubblewrap builds is a writable tmpfs: made read-only last, so /tmp (capped)
-        # and the socket's folder are all the bot can write.
+        # The root bubblewrap builds is a writable tmpfs: made read-only last, so the WRITABLE
+        # places (each capped) are all the bot can write.
         box += ["--remount-ro", "/", "--chdir", "/bot/code", "--", *command]
         return chain + box
 
@@ -303,13 +328,12 @@ class Sandbox:
 
         assert self.process is not None and self.workdir is not None
         deadline = time.monotonic() + self.limits.start_s
-        sock = self.workdir / "run" / "bot.sock"
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise SandboxStartError(
-                    self._start_failure(f"the bot exited with status {self.process.returncode}")
-                )
-            if sock.exists():
+                raise self._start_failure(f"the bot exited with status {self.process.returncode}")
+            if not self._places:
+                self._places = _open_places(self.process.pid)
+            if self._places and os.path.exists(f"/proc/self/fd/{self._places['/run/tonk']}/bot.sock"):
                 with grpc.insecure_channel(self.address) as channel:
                     try:
                         reply = health_pb2_grpc.HealthStub(channel).Check(
@@ -321,16 +345,18 @@ class Sandbox:
                     except grpc.RpcError:
                         pass
             time.sleep(0.01)
-        raise SandboxStartError(
-            self._start_failure(f"the bot was not serving within {self.limits.start_s:g} s")
-        )
+        raise self._start_failure(f"the bot was not serving within {self.limits.start_s:g} s")
 
-    def _start_failure(self, what: str) -> str:
+    def _start_failure(self, what: str) -> SandboxStartError:
         assert self._output is not None
         if self.process is not None and self.process.poll() is not None:
             self._output.join(1.0)
+        cause = self.limit_hit()
         tail = self._output.text()[-1500:].strip()
-        return f"{what}; it printed: {tail}" if tail else f"{what}; it printed nothing"
+        text = f"{what}; it printed: {tail}" if tail else f"{what}; it printed nothing"
+        error = SandboxStartError(f"{cause}; {text}" if cause else text)
+        error.cause, error.detail = cause, text
+        return error
 
     def close(self) -> None:
         """End the bot and everything it started; idempotent."""
@@ -349,6 +375,10 @@ class Sandbox:
                 proc.stdout.close()
         # Without a control group, anything left is found by its ancestry (bwrap's init has died,
         # so orphans were reparented; the PID namespace's end has killed them already).
+        places, self._places = self._places, {}
+        for fd in places.values():  # the last hold on the sandbox's file systems
+            with contextlib.suppress(OSError):
+                os.close(fd)
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
@@ -376,6 +406,36 @@ class Sandbox:
     def memory_peak(self) -> int:
         return self.group.memory_peak() if self.group is not None else 0
 
+    def counters(self) -> causes.Counters:
+        """The kernel's limit counters and the output's length now: what :meth:`limit_hit`
+        measures from (zeros without a control group)."""
+        oom, refused = self.group.events() if self.group is not None else (0, 0)
+        return causes.Counters(oom, refused, self.output_bytes())
+
+    def limit_hit(self, since: causes.Counters | None = None, *, settle_s: float = 0.0) -> str | None:
+        """The sentence naming each limit the bot ran into since ``since`` (default: its
+        start), or None. ``settle_s``: how long to let a dying bot's bubblewrap exit first, so
+        the signal that ended it can be read."""
+        since = since or causes.Counters()
+        proc = self.process
+        if proc is not None and settle_s > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(settle_s)
+        lim = self.limits
+        found = causes.from_counters(since, self.counters(), lim) if self.group is not None else []
+        found += causes.from_exit(proc.poll() if proc is not None else None, lim)
+        sizes = {"/run/tonk": lim.run_mb, "/tmp": lim.tmp_mb, "/dev/shm": lim.shm_mb}
+        found += causes.full_places(self._places, sizes)
+        if self.group is None and proc is not None:
+            if proc.poll() is not None and self._output is not None:
+                self._output.join(0.5)  # the last words of a bot that died
+            tail = ""
+            if self._output is not None and self._output.total > since.printed:
+                fresh = min(self._output.total - since.printed, len(self._output.tail))
+                tail = self._output.tail[-fresh:].decode("utf-8", errors="replace") if fresh else ""
+            found += causes.from_rlimits(tail, _threads_below(proc.pid), lim)
+        return causes.describe(found)
+
     def output(self) -> str:
         """What the bot printed (stdout and stderr, interleaved), bounded by ``Limits.output_kb``."""
         return self._output.text() if self._output is not None else ""
@@ -388,6 +448,55 @@ class Sandbox:
 
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _open_places(bwrap_pid: int) -> dict[str, int]:
+    """O_PATH handles on the sandbox's WRITABLE mounts, once bubblewrap has built its root,
+    else {} (not yet). They are reached through ``/proc/<pid>/root`` of the sandbox's first
+    process, and taken only when that root is not the worker's own (before bubblewrap's
+    pivot_root it still is, and the worker's /run/tonk must never be taken for the bot's)."""
+    try:
+        task = processes.PROC / str(bwrap_pid) / "task" / str(bwrap_pid)
+        children = (task / "children").read_text().split()
+        if not children:
+            return {}
+        root = processes.PROC / children[0] / "root"
+        st, own = os.stat(root), os.stat("/")
+        if (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino):
+            return {}
+        opened: dict[str, int] = {}
+        try:
+            for place in WRITABLE:
+                fd = os.open(f"{root}{place}", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                opened[place] = fd
+                if os.fstat(fd).st_dev == st.st_dev:  # not its own mount yet
+                    raise FileNotFoundError(place)
+        except OSError:
+            for fd in opened.values():
+                os.close(fd)
+            return {}
+        return opened
+    except OSError:
+        return {}
+
+
+def _msgqueue_bytes() -> int:
+    """256 KiB of POSIX message queues, or less if the worker's own hard limit is lower (an
+    unprivileged worker may not raise it)."""
+    hard = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]
+    return 256 * 1024 if hard == resource.RLIM_INFINITY else min(256 * 1024, hard)
+
+
+def _threads_below(pid: int) -> int:
+    """Threads of every process below ``pid`` (what ``RLIMIT_NPROC`` counts)."""
+    total = 0
+    for p in processes.descendants(pid):
+        with contextlib.suppress(OSError, ValueError):
+            for line in (processes.PROC / str(p.pid) / "status").read_text().splitlines():
+                if line.startswith("Threads:"):
+                    total += int(line.split()[1])
+                    break
+    return total
 
 
 def _cpu_of(pid: int) -> int:
