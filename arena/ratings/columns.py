@@ -12,11 +12,12 @@ process's small store) take that path.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from arena.ratings.model import RatingModel
@@ -47,16 +48,26 @@ def load_done(session: Session, model: RatingModel) -> bool:
     if session.get_bind().dialect.name != "postgresql":
         return False
     top = session.scalar(text("SELECT max(id) FROM matches")) or 0
-    seats = _packed(session, SEATS_SQL, _SEATS, top)
-    matches = _packed(session, MATCHES_SQL, _MATCHES, top)
-    done = matches[np.argsort(matches["id"], kind="stable")]
-    done_ids = done["id"].astype(np.int64)
+    engine = session.get_bind().engine
+    # The two reads on two connections at once: the server packs while numpy waits. Read in
+    # two transactions, a match done between them either has its seats or is left for the
+    # next update, which reads recent matches (arena/ratings/leaderboard.py).
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="tonk-columns") as pool:
+        seats_read = pool.submit(_packed, engine, SEATS_SQL, _SEATS, top)
+        matches = _packed(engine, MATCHES_SQL, _MATCHES, top)
+        seats = seats_read.result()
+    # Match ids are below ``top``: a done match's row is found by indexing, not searching.
+    row_of = np.full(top + 1, -1, dtype=np.int64)
+    row_of[matches["id"].astype(np.int64)] = np.arange(len(matches))
+    done = matches
     match = seats["match"].astype(np.int64)
-    at = np.minimum(np.searchsorted(done_ids, match), max(len(done_ids) - 1, 0))
-    keep = done_ids[at] == match if len(done_ids) else np.zeros(len(match), dtype=bool)
+    at = row_of[match]
+    keep = at >= 0
     seats, at = seats[keep], at[keep]  # the seats of done matches
-    order = np.lexsort((seats["seat"], seats["match"]))
-    seats, at = seats[order], at[order]
+    key = seats["match"].astype(np.int64) * 64 + seats["seat"].astype(np.int64)
+    if len(key) and (key[1:] < key[:-1]).any():  # the server usually sends them in order
+        order = np.argsort(key, kind="stable")
+        seats, at = seats[order], at[order]
     match = seats["match"].astype(np.int64)
     starts = np.flatnonzero(np.r_[True, match[1:] != match[:-1]]) if len(match) else np.zeros(0, np.int64)
     sizes = np.diff(np.r_[starts, len(match)])
@@ -77,16 +88,17 @@ def load_done(session: Session, model: RatingModel) -> bool:
     return True
 
 
-def _packed(session: Session, sql: str, dtype: np.dtype[Any], top: int) -> npt.NDArray[Any]:
+def _packed(engine: Engine, sql: str, dtype: np.dtype[Any], top: int) -> npt.NDArray[Any]:
     """The rows ``sql`` packs into one bytea per range of match ids, as a structured array:
     the server sends a few large values, not a message per row (psycopg's COPY reads one
     row a call: 2.3 s for 600,000 rows, most of it Python)."""
     parts = []
-    for lo in range(0, top + 1, CHUNK):
-        data = session.execute(text(sql), {"lo": lo, "hi": lo + CHUNK - 1}).scalar()
-        if data is None:
-            continue
-        if len(data) % dtype.itemsize:
-            raise ColumnsError(f"{len(data)} bytes are not whole rows of {dtype.itemsize}: {sql[:60]!r}")
-        parts.append(np.frombuffer(data, dtype=dtype))
+    with engine.connect() as connection:
+        for lo in range(0, top + 1, CHUNK):
+            data = connection.execute(text(sql), {"lo": lo, "hi": lo + CHUNK - 1}).scalar()
+            if data is None:
+                continue
+            if len(data) % dtype.itemsize:
+                raise ColumnsError(f"{len(data)} bytes are not whole rows of {dtype.itemsize}: {sql[:60]!r}")
+            parts.append(np.frombuffer(data, dtype=dtype))
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)

@@ -372,7 +372,7 @@ class RatingModel:
             raise DuplicateMatchError("a match id is given more than once")
         first = np.cumsum(size) - size  # each match's first seat
         groups = []
-        for n in np.unique(size).tolist():
+        for n in np.flatnonzero(np.bincount(size)).tolist() if m else []:
             rows = np.flatnonzero(size == n)
             cells = first[rows][:, None] + np.arange(n)[None, :]
             seated = who[cells]
@@ -381,12 +381,22 @@ class RatingModel:
                 raise RatedMatchError("a match seats the same bot twice")
             groups.append((n, rows, seated, score_arr[cells]))
         codes = self.data.bulk_deals(deal_a, deal_b) if m else np.zeros(0, dtype=np.int64)
-        uniq = np.unique(who)
+        # The ids present, by a table over their range where it is compact (np.unique sorts:
+        # 5 s at 20M seats); store ids are.
+        low, span = (int(who.min()), int(who.max()) - int(who.min()) + 1) if len(who) else (0, 0)
+        if span <= 4 * len(who) + 1_000_000:
+            present = np.zeros(span, dtype=bool)
+            present[who - low] = True
+            uniq = np.flatnonzero(present) + low
+        else:
+            uniq = np.unique(who)
         names = self.data.code_of([str(int(u)) for u in uniq])
         for n, rows, seated, seat_scores in groups:
             idx = names[np.searchsorted(uniq, seated)]
             self.data.add(n, idx, seat_scores, codes[rows])
-        self._bulk_ids = np.union1d(self._bulk_ids, sorted_ids)
+        # Sorted and disjoint (checked above): a merge, where union1d hashes (14 s at 10M).
+        merged = np.concatenate([self._bulk_ids, sorted_ids])
+        self._bulk_ids = np.sort(merged) if len(self._bulk_ids) else sorted_ids
 
     def _check_ids(self, ids: list[str | int]) -> None:
         ints = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
