@@ -56,7 +56,32 @@ def _upload(bot: dict[str, Any]) -> dict[str, Any] | None:
         who = viewer(db)
         return {
             "build": build_to_json(bot_build(db, who, bot["name"])),
-            "logs": match_logs(db, who, bot["name"]),
+            "logs": _with_limits(db, bot["name"], match_logs(db, who, bot["name"])),
         }
     except NothingToSeeError:
         return {}
+
+
+def _with_limits(db: Session, name: str, logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each log with the sandbox limits the bot ran into in that match (``limits``: the names
+    of arena/sandbox/causes.py, read from its faults' reasons), so an owner whose log just
+    stops sees why: out of memory, the process limit, a disk cap, the CPU budget."""
+    from arena.sandbox.causes import MAX_LENGTH, PREFIX, Cause
+    from arena.store.models import FaultRecord
+
+    matches = {log["match"] for log in logs}
+    bot_id = db.scalar(select(Bot.id).where(Bot.name == name))
+    hit: dict[int, list[str]] = {}
+    if matches and bot_id is not None:
+        rows = db.execute(
+            select(FaultRecord.match_id, FaultRecord.reason).where(
+                FaultRecord.bot_id == bot_id,
+                FaultRecord.match_id.in_(matches),
+                FaultRecord.reason.startswith(PREFIX, autoescape=True),
+            )
+        )
+        for match_id, reason in rows:
+            head = reason[:MAX_LENGTH]
+            names = hit.setdefault(match_id, [])
+            names += [c.value for c in Cause if f"{c.value} (" in head and c.value not in names]
+    return [{**log, "limits": hit.get(log["match"], [])} for log in logs]

@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from arena.bots.owners import create_owner
 from arena.config import Settings
 from arena.store.db import session_scope
-from arena.store.models import Bot, Match, MatchLog, Tournament, Upload
+from arena.store.models import Bot, FaultRecord, Match, MatchLog, Tournament, Upload
 from sdk.cli import main
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -142,6 +142,10 @@ def test_submit_upload_update_build_log_and_match_logs(
         session.add_all([tournament, match])
         session.flush()
         session.add(MatchLog(match_id=match.id, seat=1, bot_id=bot.id, text="thinking...\nplayed", bytes=19))
+        # Its fault names the sandbox limit it ran into (#37): the log list says so to its owner.
+        reason = "sandbox limit: out of memory (its processes used all 512 MB ...); cannot reach the bot"
+        session.add(FaultRecord(match_id=match.id, seat=1, bot_id=bot.id, hand_index=0, decision=2,
+                                kind="unreachable", reason=reason))  # fmt: skip
         match_id = match.id
     code, out, err = tonk(capsys, "logs", "tiny", *base)
     assert code == 0 and f"match {match_id}  seat 1  19 bytes" in out, err
@@ -159,6 +163,8 @@ def test_submit_upload_update_build_log_and_match_logs(
         assert "starting it fresh every match" in text
         assert ("Build log" in text and "no dependencies to install" in text) == private, who
         assert (f'match <a href="/matches/{match_id}">{match_id}</a> seat 1, 19 bytes' in text) == private
+        assert ("ended by out of memory</span>" in text) == private
+        assert "ended by process limit" not in text
         assert ("are its owner" in text) != private, text[text.find("lede") : text.find("lede") + 1500]
 
 

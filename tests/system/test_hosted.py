@@ -124,6 +124,9 @@ def test_a_hostile_upload_changes_nothing_for_the_honest_bots(
     if attack in BREAKS_ITSELF:
         assert faults and {kind for kind, _ in faults} == {"unreachable"}, faults
         assert "did not start" in faults[0][1]
+        # and the fault says which wall it hit (#37), not just "unreachable"
+        named = {"forkbomb": "process limit", "hog": "out of memory"}[attack]
+        assert faults[0][1].startswith(f"sandbox limit: {named} ("), faults[0][1]
     else:
         assert faults == [], faults
         assert "ATTACK" in printed and "blocked" in printed

@@ -187,3 +187,46 @@ def test_a_memory_bombs_fault_names_out_of_memory(walls: str, tmp_path: Path) ->
         assert mine[0].kind is FaultKind.CRASH  # type: ignore[attr-defined]
     output = hosted.output()
     assert output is not None and hosted.limit_hit and output.text.rstrip().endswith(hosted.limit_hit)
+
+
+START_FORK_BOMB = """
+    if when != "import":
+        return
+    try:
+        while True:
+            if os.fork() == 0:
+                time.sleep(600)
+                os._exit(0)
+    except OSError as exc:
+        report("fork-bomb", False, exc)
+"""
+
+SPIN = """
+    if when != "import":
+        return
+    while True:  # CPU, and nothing else, until the kernel's CPU-seconds limit ends it
+        pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "attack", "limits", "named"),
+    [
+        ("starter", START_FORK_BOMB, Limits(processes=48, start_s=60), "process limit ("),
+        ("spinner", SPIN, Limits(cpu_s=1, start_s=60), "CPU budget (a process used its 1 s of CPU time"),
+    ],
+)
+def test_a_bot_that_never_starts_is_told_which_limit_stopped_it(
+    walls: str, name: str, attack: str, limits: Limits, named: str, tmp_path: Path
+) -> None:
+    bundle = write_bundle(tmp_path, name, attack)
+    hosted = HostedPlayer(name, lambda: bundle, Launch("python", entry=entry(name)), limits=limits)
+    result = play_match([hosted, LocalPlayer(RandomBot)], seed=20261206, hands=2, config=CONFIG)
+    hosted.close()
+    mine = [f for f in result.faults if f.seat == 0]
+    assert mine and mine[0].kind is FaultKind.UNREACHABLE
+    assert mine[0].reason.startswith(PREFIX + named), mine[0].reason
+    assert "the hosted bot did not start" in mine[0].reason
+    assert result.forfeited == 0 and [f for f in result.faults if f.seat == 1] == []
+    output = hosted.output()
+    assert output is not None and output.text.startswith(PREFIX + named)
