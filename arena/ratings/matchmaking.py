@@ -8,8 +8,9 @@ Each pick starts from one *focal* bot, chosen by the first rule that applies:
    the fewest matches first): the placement burst, until its interval is narrow enough;
 3. the top of the board, while it is unresolved: with probability ``top_weight`` once the
    whole board is ordered (its mean rating variance at most ``ordered_noise`` x the variance
-   of its ratings), ``early_top_weight`` before, so the first matches order the board that
-   most readers look at: the bot least sure of its side of the top-``top_n`` line (the fewest
+   of its ratings), ``early_top_weight`` before, and before then its bots capped at
+   ``early_max_share`` x the mean, so the first matches order the board that most readers
+   look at whatever the pool's size: the bot least sure of its side of the top-``top_n`` line (the fewest
    standard errors from the midpoint of #top_n and the next, under ``top_z``), played against
    the open bot nearest the line on the other side (the inside bots are the reference for
    the doubtful ones outside, and the other way round; LUCB's pair needed a doubtful bot on
@@ -96,8 +97,12 @@ class MatchmakingSettings:
     #: unresolved, once the board as a whole is ordered; max_share bounds what its few bots
     #: can take, so 1 is safe.
     top_weight: float = 1.0
-    #: The same chance before (the whole board's order is what most readers look at first).
-    early_top_weight: float = 0.1
+    #: The same chance before then ...
+    early_top_weight: float = 1.0
+    #: ... and its bots' cap before then (x the mean, as max_share): what the top line takes
+    #: from ordering the whole board, which most readers look at first, then scales with its
+    #: few bots, not with the pool (at 200 bots 20 bots at 5x took a quarter of the seats).
+    early_max_share: float = 2.0
     #: The board is ordered once its mean rating variance is at most this x its ratings'
     #: variance (rank correlation with the truth about sqrt(1 - this)).
     ordered_noise: float = 0.05
@@ -121,6 +126,7 @@ class MatchmakingSettings:
             ("top_n", isinstance(self.top_n, int) and self.top_n >= 1),
             ("top_weight", 0 <= self.top_weight <= 1),
             ("early_top_weight", 0 <= self.early_top_weight <= 1),
+            ("early_max_share", self.early_max_share >= 1),
             ("ordered_noise", 0 <= self.ordered_noise <= 1),
             ("top_z", self.top_z >= 0 and math.isfinite(self.top_z)),
             ("min_share", 0 <= self.min_share <= 1),
@@ -400,9 +406,12 @@ class _Planner:
         placing = self.least(self.placing, limit) if self.placing_now else None
         if placing is not None:
             return placing, None, "placement"
-        weight = s.top_weight if s.early_top_weight >= s.top_weight or self.ordered else s.early_top_weight
+        early = s.early_top_weight < s.top_weight or s.early_max_share < s.max_share
+        ordered = not early or self.ordered
+        weight = s.top_weight if ordered else s.early_top_weight
         if weight > 0 and self.rng.random() < weight:
-            pair = self.top_pair(limit)
+            top_limit = limit if ordered else min(limit, limit * s.early_max_share / s.max_share)
+            pair = self.top_pair(top_limit)
             if pair is not None:
                 first, second = sorted((self.rank(pair[0]), self.rank(pair[1])))
                 return pair[0], pair[1], f"top {s.top_n}: uncertain pair #{first} and #{second}"

@@ -174,6 +174,21 @@ def test_the_top_line_waits_for_an_ordered_board_unless_told_otherwise() -> None
     assert "top 10" in reasons(90.0, replace(settings_, early_top_weight=1.0))
 
 
+def test_before_the_board_is_ordered_the_top_line_has_its_own_lower_cap() -> None:
+    rng = random.Random(3)
+    elo = [1500 + rng.gauss(0, 200) for _ in range(100)]
+    top = sorted(range(100), key=lambda i: -elo[i])[8:12]  # they straddle the line
+    # Only the four in doubt; they have played 2.4x the mean (42.4); ordered_noise 0: never ordered.
+    pool = [Candidate(i, i, elo[i], 40.0 if i in top else 1.0, 100 if i in top else 40) for i in range(100)]
+
+    def top_picks(early_max_share: float) -> int:
+        opts = MatchmakingSettings(early_top_weight=1.0, early_max_share=early_max_share, ordered_noise=0.0)
+        return sum(p.reason.startswith("top") for p in choose_tables(pool, 2, random.Random(0), 10, opts))
+
+    assert top_picks(2.0) == 0
+    assert top_picks(3.0) == 2  # a slot each: two tables of the four
+
+
 @pytest.mark.parametrize("seats", [2, 3])
 def test_a_top_line_table_seats_bots_in_doubt_on_both_sides_of_the_line(seats: int) -> None:
     pool = board(100)
