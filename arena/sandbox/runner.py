@@ -27,7 +27,7 @@ runs with ``--die-with-parent`` (the kernel kills it when the worker dies, even 
 and the bot is inside its PID namespace, which the kernel empties when its first process dies.
 
     with Sandbox(bundle, launch, limits=limits) as box:
-        player = GrpcPlayer(box.address)      # "unix:/tmp/tonk-sandbox/.../bot.sock"
+        player = GrpcPlayer(box.address)      # "unix:/proc/self/fd/<n>/bot.sock"
         ...
         box.cpu_ns()                          # CPU time of all its processes so far
     box.output()                              # what it printed (bounded)
@@ -127,7 +127,8 @@ def bwrap_path() -> str:
 
 
 def sandbox_root() -> Path:
-    """Where the worker keeps its sandboxes' sockets (``TONK_SANDBOX_DIR``, else the temp folder)."""
+    """Where the worker keeps its sandboxes' folders and the staged runtime (``TONK_SANDBOX_DIR``,
+    else the temp folder)."""
     root = Path(
         os.environ.get("TONK_SANDBOX_DIR", "").strip() or Path(tempfile.gettempdir()) / "tonk-sandbox"
     )
