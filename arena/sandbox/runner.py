@@ -16,6 +16,8 @@ What the bot gets (docs/operator-guide.md, "The sandbox"):
   write has a size, with or without a control group;
 - **its own user**: a uid of its own outside (when the worker is root), ``nobody`` inside,
   no capabilities, no new privileges, its own PID, IPC and UTS namespaces;
+- **a system-call filter** (arena/sandbox/seccomp.py): ptrace, mount, namespaces, keyrings,
+  eBPF, modules and the like refused with EPERM, for the bot and all it starts;
 - **limits** (arena/sandbox/limits.py): memory and processes over the whole sandbox by a
   control group where the worker may make one (arena/sandbox/cgroups.py), else by resource
   limits per process; open files, file size and CPU seconds always by resource limits.
@@ -52,7 +54,7 @@ from types import TracebackType
 
 from arena import processes
 from arena.errors import ArenaError
-from arena.sandbox import causes, cgroups
+from arena.sandbox import causes, cgroups, seccomp
 from arena.sandbox.launch import SOCKET_PLACEHOLDER, Launch
 from arena.sandbox.limits import Limits
 from arena.sandbox.runtime import LAUNCHER, staged_bundle, staged_runtime
@@ -117,13 +119,29 @@ class SandboxStartError(ArenaError):
 
 
 def bwrap_path() -> str:
+    """bubblewrap's path, once the worker is seen to have what the sandbox needs of it and of
+    the kernel (SandboxError saying what is missing)."""
     found = shutil.which(BWRAP)
     if found is None:
         raise SandboxError(
             "bubblewrap (bwrap) is not installed on this worker: hosted bots need it "
             "(Debian: apt-get install bubblewrap; see docs/operator-guide.md)"
         )
+    try:
+        seccomp.check_host()
+    except seccomp.SeccompUnavailableError as exc:
+        raise SandboxError(str(exc)) from exc
     return found
+
+
+def host_problem() -> str | None:
+    """What keeps this worker from running hosted bots (for the worker to say at its start),
+    or None."""
+    try:
+        bwrap_path()
+    except SandboxError as exc:
+        return str(exc)
+    return None
 
 
 def sandbox_root() -> Path:
@@ -217,8 +235,11 @@ class Sandbox:
         self.group = cgroups.make_group()
         if self.group is not None:
             self.group.limit(self.limits.memory_mb * 1024 * 1024, self.limits.processes)
+        filter_fd = -1
         try:
-            argv = self._argv(bwrap, uid)
+            # The filter's descriptor is inherited down the chain to bubblewrap, which reads it.
+            filter_fd = seccomp.program_fd()
+            argv = self._argv(bwrap, uid, filter_fd)
             env = {"PATH": "/usr/bin:/bin", "TONK_CGROUP_PROCS": self._procs_files()}
             self.process = _SPAWNER.submit(
                 subprocess.Popen,
@@ -228,10 +249,14 @@ class Sandbox:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env=env,
+                pass_fds=(filter_fd,),
             ).result()
         except BaseException:
             self.close()
             raise
+        finally:
+            if filter_fd >= 0:
+                os.close(filter_fd)
         self._output = _Output(self.process.stdout, self.limits.output_kb * 1024)
         try:
             self._wait_ready()
@@ -245,7 +270,7 @@ class Sandbox:
         # Split on spaces by the shell: the group's folders have none (arena/sandbox/cgroups.py).
         return " ".join(str(f) for f in self.group.procs_files) if self.group else ""
 
-    def _argv(self, bwrap: str, uid: int) -> list[str]:
+    def _argv(self, bwrap: str, uid: int, filter_fd: int) -> list[str]:
         lim = self.limits
         # The chain, each exec'ing the next: sh joins the control group (so everything after
         # is counted in it), prlimit sets the per-process limits, setpriv (as root) drops to
@@ -280,6 +305,7 @@ class Sandbox:
             "--die-with-parent",
             "--new-session",
             "--cap-drop", "ALL",
+            "--seccomp", str(filter_fd),  # installed last, just before the bot starts
             "--clearenv",
             "--uid", "65534",
             "--gid", "65534",
