@@ -13,8 +13,11 @@ the database and queue become the test's own. tests/system/test_scaleout.py uses
 
 from __future__ import annotations
 
+import ctypes.util
+import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,10 @@ from helpers.compose import (
     start_order,
 )
 from helpers.net import get_json
+from helpers.sandbox import requires_bwrap
+from helpers.uploads import write_bundle
+
+from arena.sandbox import seccomp
 
 yaml = pytest.importorskip("yaml")
 
@@ -207,19 +214,120 @@ def test_the_image_has_what_the_commands_need() -> None:
 
 
 def test_workers_can_sandbox_uploads_with_the_least_privilege(compose: dict[str, Any]) -> None:
-    """bubblewrap is in the image; the worker may make user namespaces (the default seccomp and
-    AppArmor profiles refuse them) and nothing more: not privileged, no added capability, not root."""
+    """bubblewrap is in the image; the worker may make user namespaces (Docker's default seccomp
+    profile refuses them: ours allows them, AppArmor's is lifted) and nothing more: not
+    privileged, no added capability, not root, never seccomp=unconfined."""
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert re.search(r"apt-get install[^\n]*\bbubblewrap\b", dockerfile)
     assert dockerfile.index("USER tonk") > dockerfile.index("bubblewrap")
     # The dashboard too: it checks an uploaded bot in a sandbox before entering it.
     for name in ("worker", "dashboard"):
         service = compose["services"][name]
-        assert sorted(service["security_opt"]) == ["apparmor=unconfined", "seccomp=unconfined"], name
+        assert sorted(service["security_opt"]) == ["apparmor=unconfined", f"seccomp=./{PROFILE}"], name
         assert not service.get("privileged") and "cap_add" not in service and "user" not in service
+    for name, service in compose["services"].items():
+        for option in service.get("security_opt", []):
+            assert option.replace(":", "=", 1) != "seccomp=unconfined", name
     for name, service in compose["services"].items():
         if name not in ("worker", "dashboard"):
             assert "security_opt" not in service, f"{name} runs no sandbox and needs no exception"
+
+
+#: The seccomp profile of the services that run sandboxes, relative to docker-compose.yml.
+PROFILE = "deploy/seccomp-bwrap.json"
+#: What bubblewrap does that Docker's default profile refuses a container without CAP_SYS_ADMIN.
+BWRAP_NEEDS = ("unshare", "clone", "mount", "umount2", "pivot_root")
+#: What neither the worker nor bubblewrap needs, refused as in arena/sandbox/seccomp.py.
+NEVER = ("ptrace", "keyctl", "add_key", "bpf", "perf_event_open", "userfaultfd", "kexec_load",
+         "init_module", "finit_module", "delete_module", "open_by_handle_at", "process_vm_readv",
+         "process_vm_writev", "swapon", "reboot", "acct", "io_uring_setup", "setns", "clone3")
+
+
+def allowed_syscalls(profile: dict[str, Any]) -> set[str]:
+    return {n for rule in profile["syscalls"] if rule["action"] == "SCMP_ACT_ALLOW" for n in rule["names"]}
+
+
+def test_the_seccomp_profile_allows_bubblewrap_and_refuses_the_rest() -> None:
+    profile = json.loads((ROOT / PROFILE).read_text())
+    assert profile["defaultAction"] == "SCMP_ACT_ERRNO"  # an allow-list: an unknown call is refused
+    assert {a["architecture"] for a in profile["archMap"]} == {"SCMP_ARCH_X86_64", "SCMP_ARCH_AARCH64"}
+    for rule in profile["syscalls"]:
+        assert rule["action"] in ("SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO") and "args" not in rule, rule
+    allowed = allowed_syscalls(profile)
+    assert set(BWRAP_NEEDS) <= allowed
+    assert not set(NEVER) & allowed, set(NEVER) & allowed
+    # What a Python worker always uses is there (a typo in a name would refuse it).
+    assert {"read", "write", "openat", "mmap", "futex", "epoll_wait", "socket", "connect", "execve",
+            "wait4", "getdents64", "newfstatat", "prctl", "seccomp", "rt_sigreturn"} <= allowed
+    clone3 = [r for r in profile["syscalls"] if r["names"] == ["clone3"]]
+    assert clone3 == [{"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}]  # ENOSYS
+
+
+# Loads a Docker seccomp profile with libseccomp (as runc does: names this libseccomp does not
+# know are skipped), then starts an honest bot in a real sandbox under it. Without "clone" in
+# the profile, clone is allowed without namespace flags, as Docker's default profile does.
+UNDER_PROFILE = r"""
+import ctypes, json, sys
+from pathlib import Path
+lib = ctypes.CDLL("libseccomp.so.2")
+lib.seccomp_init.restype = ctypes.c_void_p
+profile = json.loads(Path(sys.argv[1]).read_text())
+ctx = ctypes.c_void_p(lib.seccomp_init(ctypes.c_uint32(0x00050000 | profile["defaultErrnoRet"])))
+names = set()
+for rule in profile["syscalls"]:
+    action = 0x7FFF0000 if rule["action"] == "SCMP_ACT_ALLOW" else 0x00050000 | rule["errnoRet"]
+    for name in rule["names"]:
+        names.add(name)
+        nr = lib.seccomp_syscall_resolve_name(name.encode())
+        if nr >= 0 and lib.seccomp_rule_add(ctx, ctypes.c_uint32(action), nr, 0) != 0:
+            sys.exit(f"rule for {name} refused")
+class Cmp(ctypes.Structure):  # struct scmp_arg_cmp
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
+if "clone" not in names:  # SCMP_CMP_MASKED_EQ: (flags & CLONE_NEW*) == 0
+    plain = Cmp(0, 7, 0x7E020000, 0)
+    nr = lib.seccomp_syscall_resolve_name(b"clone")
+    assert lib.seccomp_rule_add_array(ctx, ctypes.c_uint32(0x7FFF0000), nr, 1, ctypes.byref(plain)) == 0
+assert lib.seccomp_load(ctx) == 0
+libc = ctypes.CDLL(None, use_errno=True)
+keyctl = libc.syscall(250 if sys.argv[3] == "x86_64" else 219, 0, -3, 1)
+print("keyctl", keyctl, ctypes.get_errno(), flush=True)
+from arena.sandbox.launch import Launch
+from arena.sandbox.limits import Limits
+from arena.sandbox.runner import Sandbox
+from sdk.grpc_player import GrpcPlayer
+launch = Launch("python", entry="bot_honest:UploadedBot")
+with Sandbox(Path(sys.argv[2]), launch, limits=Limits(start_s=60)) as box:
+    player = GrpcPlayer(box.address)
+    print("served", player.describe()["name"], flush=True)
+    player.close()
+"""
+
+
+@requires_bwrap
+@pytest.mark.parametrize("lacking", [(), BWRAP_NEEDS])
+def test_bubblewrap_sandboxes_a_bot_under_the_profile(tmp_path: Path, lacking: tuple[str, ...]) -> None:
+    """Under the profile, as the worker runs in its container, a bot is sandboxed and served;
+    under the same profile without what it adds for bubblewrap (Docker's default refuses those
+    too), the sandbox cannot be made."""
+    if seccomp.machine() not in ("x86_64", "aarch64") or not ctypes.util.find_library("seccomp"):
+        pytest.skip("needs libseccomp on x86_64 or aarch64 to load the profile")
+    profile = json.loads((ROOT / PROFILE).read_text())
+    for rule in profile["syscalls"]:
+        rule["names"] = [n for n in rule["names"] if n not in lacking]
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(profile))
+    bundle = write_bundle(tmp_path, "honest")
+    done = subprocess.run(
+        [sys.executable, "-c", UNDER_PROFILE, str(path), str(bundle), seccomp.machine()],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert "keyctl -1 1\n" in done.stdout, done.stdout + done.stderr  # the profile is in force: EPERM
+    if lacking:
+        assert done.returncode != 0 and "served" not in done.stdout
+        # bubblewrap's own words for what Docker's default profile does to it
+        assert "SandboxStartError" in done.stderr and "No permissions to create new namespace" in done.stderr
+    else:
+        assert done.returncode == 0 and "served honest" in done.stdout, done.stdout + done.stderr
 
 
 # --- the commands, outside containers ---------------------------------------------------------
