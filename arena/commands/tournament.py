@@ -425,6 +425,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
         print("tonk worker: set TONK_REDIS_URL (without it, matches run in the embedded pool)",
               file=sys.stderr)
         return 2
+    from arena.sandbox.runner import host_problem
+
+    # Said at the start, not at the first hosted match: served bots still play without it.
+    problem = host_problem()
+    if problem is not None:
+        print(f"tonk worker: hosted bots cannot be sandboxed here: {problem}", file=sys.stderr)
     run_worker(settings, burst=args.burst, fork=args.fork, name=args.name)
     return 0
 

@@ -18,7 +18,7 @@ from arena.play.hosted import HostedPlayer
 from arena.sandbox import seccomp
 from arena.sandbox.launch import Launch
 from arena.sandbox.limits import Limits
-from arena.sandbox.runner import Sandbox
+from arena.sandbox.runner import Sandbox, host_problem
 from bots.greedy import GreedyBot
 from bots.random_bot import RandomBot
 from sdk.grpc_player import GrpcPlayer
@@ -105,6 +105,14 @@ def test_an_unknown_architecture_or_kernel_is_refused_with_what_is_missing(tmp_p
     problem = seccomp.host_problem(old)
     assert problem is not None and "kill_process" in problem and "errno" not in problem.split("(")[0]
     assert seccomp.host_problem() is None  # this machine runs the sandbox tests
+
+
+@requires_bwrap
+def test_what_the_worker_says_at_its_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert host_problem() is None
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bubblewrap on it
+    problem = host_problem()
+    assert problem is not None and "bubblewrap (bwrap) is not installed" in problem
 
 
 @requires_bwrap
