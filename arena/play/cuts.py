@@ -4,8 +4,8 @@ Two rules, docs/robustness.md ("Replays that favour no one"):
 
 1. **A replay is never dealt cards a seat has seen.** Whatever stopped the match part-way (a
    gateway lost, a worker gone, a bot's link dropped), when it is played again from its start
-   it is dealt from :func:`replay_seed`: the seed it had, keyed with the claim that was cut
-   short (``matches.attempts``). The new seed is written over the old one, and the record
+   it is dealt from :func:`replay_seed`: the seed it had, keyed with the match's key and the
+   claim that was cut short (``matches.attempts``). The new seed is written over the old one, and the record
    keeps the seed its hands were dealt from, so the match re-deals exactly from its record.
    A rotation of a duplicate deal so replayed no longer shares its cards with its siblings:
    it is scored as a deal of its own (a deal is the matches of a tournament dealt from one
@@ -46,10 +46,12 @@ from sdk.rules import Rules
 CUT_DECISION: Final = -5
 
 
-def replay_seed(seed: int, attempts: int) -> int:
-    """The seed a match is dealt from when played again after claim ``attempts`` stopped
-    part-way. Never shown while the old one is secret, so it cannot be guessed either."""
-    return derive_seed(seed, f"replay/{attempts}")
+def replay_seed(seed: int, key: str, attempts: int) -> int:
+    """The seed match ``key`` is dealt from when played again after claim ``attempts`` stopped
+    part-way. The key makes it the match's own: two rotations of a duplicate deal replayed
+    alike would otherwise share it, and the one played first, alone on it, would reveal it to
+    its bots at its end. Derived from a secret seed, so it cannot be guessed either."""
+    return derive_seed(seed, f"replay/{key}/{attempts}")
 
 
 def free_lead(seats: int) -> int:

@@ -237,10 +237,18 @@ class MatchLife:
         now = utcnow()
         stale = now - dt.timedelta(seconds=MATCH_LEASE_S)
         running = select(Tournament.id).where(Tournament.status == TournamentStatus.RUNNING).scalar_subquery()
+        # A running match taken over was dealt cards by its silent worker: dealt afresh.
+        row = session.execute(
+            select(Match.status, Match.seed, Match.key, Match.attempts).where(Match.id == self.match_id)
+        ).first()
+        afresh: dict[str, object] = {}
+        if row is not None and row.status == MatchStatus.RUNNING:
+            afresh["seed"] = replay_seed(row.seed, row.key, row.attempts)
         claimed = session.execute(
             update(Match)
             .where(
                 Match.id == self.match_id,
+                *([Match.status == row.status, Match.attempts == row.attempts] if row is not None else []),
                 or_(
                     Match.status == MatchStatus.PENDING,
                     and_(
@@ -259,6 +267,7 @@ class MatchLife:
                 hands_played=0,
                 error=None,
                 waiting_since=None,  # a later wait for an offline bot gets its whole grace again
+                **afresh,
             )
             .execution_options(synchronize_session=False)
         )
@@ -426,10 +435,11 @@ class MatchLife:
             tag = link_tag(relinked[1].links) if relinked is not None else ""
             if reseed or relinked is not None:
                 row = session.execute(
-                    select(Match.seed, Match.attempts, Match.hands_played).where(Match.id == self.match_id)
+                    select(Match.seed, Match.key, Match.attempts, Match.hands_played)
+                    .where(Match.id == self.match_id)
                 ).first()
                 if row is not None:
-                    values["seed"] = replay_seed(row.seed, row.attempts)
+                    values["seed"] = replay_seed(row.seed, row.key, row.attempts)
             if relinked is not None and row is not None:
                 score = standing(self.played, relinked[1].seat)
                 seats = len(plan.seats) if plan is not None else 2
@@ -475,11 +485,12 @@ class MatchLife:
         now = now or utcnow()
         statuses = (MatchStatus.RUNNING, MatchStatus.FAILED) if retry_failed else (MatchStatus.RUNNING,)
         rows = session.execute(
-            select(Match.id, Match.status, Match.worker, Match.heartbeat_at, Match.seed, Match.attempts)
+            select(Match.id, Match.status, Match.worker, Match.heartbeat_at)
+            .add_columns(Match.seed, Match.key, Match.attempts)
             .where(Match.tournament_id == tournament_id, Match.status.in_(statuses))
         ).all()
         reset: list[int] = []
-        for match_id, status, worker, beat, seed, attempts in rows:
+        for match_id, status, worker, beat, seed, key, attempts in rows:
             if status == MatchStatus.RUNNING and is_alive(worker, beat, now):
                 continue
             guard = [Match.id == match_id, Match.status == status]
@@ -488,7 +499,7 @@ class MatchLife:
             changed = session.execute(
                 update(Match)
                 .where(*guard)
-                .values(status=MatchStatus.PENDING, heartbeat_at=None, seed=replay_seed(seed, attempts))
+                .values(status=MatchStatus.PENDING, heartbeat_at=None, seed=replay_seed(seed, key, attempts))
                 .execution_options(synchronize_session=False)
             )
             if changed.rowcount == 1:  # type: ignore[attr-defined]

@@ -110,6 +110,8 @@ def test_abandoned_matches_are_played_again(db_url: str) -> None:
                 update(Match).where(Match.id == match_id)
                 .values(status="running", worker=worker, heartbeat_at=beat, attempts=1)
             )
+    with session_scope(db_url) as session:
+        seeds = dict(session.execute(select(Match.id, Match.seed).where(Match.id.in_(match_ids))).all())
     # A job does not take a match from a live worker, but does take a silent one.
     assert play_match_job(match_ids[2], db_url) == "busy"
     assert play_match_job(match_ids[1], db_url) == "done"
@@ -121,6 +123,10 @@ def test_abandoned_matches_are_played_again(db_url: str) -> None:
             session.execute(select(Match.id, Match.attempts).where(Match.id.in_(match_ids[:2]))).all()
         )
         assert attempts == {match_ids[0]: 2, match_ids[1]: 2}
+        # Both were dealt cards before their worker went: played again, they are dealt afresh
+        # (arena/play/cuts.py); the live ones keep theirs.
+        now_seeds = dict(session.execute(select(Match.id, Match.seed).where(Match.id.in_(match_ids))).all())
+        assert [now_seeds[m] != seeds[m] for m in match_ids[:4]] == [True, True, False, False]
         assert tournament_progress(session, tid).running == 2
     counted_once(db_url, tid)
 
