@@ -93,6 +93,11 @@ def test_the_tournament_page_follows_a_tournament_live(browser: Any, tmp_path: P
             seen = {first}
             done = page.locator("#progress [data-field=done]")
             for match_id in matches:
+                if match_id == last:  # its worker plays it on (a claim taking a running match
+                    # over would deal it afresh, #37: here the shown score was staged)
+                    with session_scope(url) as session:
+                        staged = update(Match).where(Match.id == last)
+                        session.execute(staged.values(status="pending", hands_played=0))
                 assert play_match_job(match_id, url) == "done"
                 expect(done).to_have_text(str(done_in_store(url, tournament_id)))
                 seen.add(page.locator("#standings").inner_text())
