@@ -269,7 +269,7 @@ def test_tonk_dashboard_threads_come_back_after_a_link_flood(tmp_path: Path) -> 
         except TimeoutError:
             flood = f"{baseline} before, {peak} in the flood, then {settled[-5:]}"
             raise AssertionError(f"threads: {flood}") from None
-        assert peak > baseline + margin  # the flood did start threads
+        assert peak > baseline  # the flood did start threads (a parallel run's load saw 14 -> 17)
     finally:
         for link, thread in clients:
             link.stop()

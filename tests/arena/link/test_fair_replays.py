@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -59,11 +60,15 @@ def play_all(url: str, match_ids: list[int]) -> dict[int, list[Outcome]]:
     """Play every match through the arena's own match life until it is done."""
     outcomes: dict[int, list[Outcome]] = {m: [] for m in match_ids}
     for match_id in match_ids:
-        for _try in range(10):
+        # A match waits while a bot's new link is still connecting (slow under load): play
+        # it again until it is done, for up to a minute.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             outcome = MatchLife(url, match_id, f"test:{os.getpid()}").play()
             outcomes[match_id].append(outcome)
             if outcome is Outcome.DONE:
                 break
+            time.sleep(0.05)
         assert outcomes[match_id][-1] is Outcome.DONE, outcomes[match_id]
     return outcomes
 
