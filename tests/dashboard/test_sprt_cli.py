@@ -265,8 +265,13 @@ def test_ctrl_c_stops_watching_not_the_test(serve: Callable[..., dict[str, str]]
     environ = {k: v for k, v in os.environ.items() if k not in ("TONK_ARENA", "TONK_TOKEN")}
     argv = ["sprt", "alice-v2", "alice-v1", "--elo1", "5", "--hands", "2", "--batch", "2",
             "--max-pairs", "20", "--poll", "0.1", "--arena", arena["url"], "--token", arena["alice"]]
+    # Ctrl-C as at a terminal: a pytest-xdist worker (or a shell's background job) may run with
+    # SIGINT ignored, which a child inherits and Python then leaves ignored; the CLI hung on for
+    # the full minute so in two parallel runs.
+    as_at_a_terminal = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
     with subprocess.Popen([sys.executable, "-c", SDK_ONLY, *argv], cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, env=environ) as child:  # fmt: skip
+                          stderr=subprocess.PIPE, text=True, env=environ,
+                          preexec_fn=as_at_a_terminal) as child:  # fmt: skip
         assert child.stderr is not None
         line = child.stderr.readline()  # the first progress line: it is watching
         assert "2 pairs, LLR" in line, line
