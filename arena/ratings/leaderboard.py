@@ -114,9 +114,6 @@ REFIT_AFTER = dt.timedelta(seconds=60)
 #: A store with at least this many matches refits in the background (the board meanwhile
 #: updated cheaply); a smaller one inline, as its fit takes well under a second.
 BACKGROUND_MATCHES = 200_000
-#: What tells the live board a match was done: done_token's, or recent_token's.
-RecentToken = tuple[None, int, int | None, dt.datetime | None]
-Token = tuple[int, int | None] | RecentToken
 #: Rows from which every version's (and bot's) row is read rather than a list of ids.
 _EVERY_ROW = 500
 #: Matches that finish within this long of each other may be committed out of order.
@@ -217,8 +214,11 @@ def current_leaderboard(session: Session) -> Leaderboard:
     key = str(session.get_bind().engine.url)
     with _models_lock:
         live = _models.get(key)
-    small = live is None or live.model.total < BACKGROUND_MATCHES
-    token: Token = done_token(session) if small or live is None else recent_token(session, live.since)
+    # A small store's token is the exact count of done matches (it also tells that matches
+    # went away); a big one's counts only the recent ones (recent_token).
+    exact = done_token(session) if live is None or live.model.total < BACKGROUND_MATCHES else None
+    token: Hashable = exact if exact is not None or live is None else recent_token(session, live.since)
+    done = None if exact is None else exact[0]
     versions = versions_token(session)
     if live is not None and live.refit is not None and live.refit.done():
         with live.lock:
@@ -229,7 +229,7 @@ def current_leaderboard(session: Session) -> Leaderboard:
     if live is not None and live.token == token:
         with live.lock:
             return _rows_for(session, live, current, versions)
-    if live is None or (token[0] is not None and token[0] < live.model.total):  # first, or matches went away
+    if live is None or (done is not None and done < live.model.total):  # first, or matches went away
         return _full(session, key, token, current, versions)
     with live.lock:
         if live.token == token:  # another thread did it meanwhile
@@ -237,7 +237,7 @@ def current_leaderboard(session: Session) -> Leaderboard:
         since = _latest_finish(session)
         start = None if live.since is None else live.since - _SLACK
         new = [r for r in match_results(session, finished_since=start) if r.match_id not in live.model]
-        if token[0] is not None and live.model.total + len(new) < token[0]:  # a finish far out of order
+        if done is not None and live.model.total + len(new) < done:  # a finish far out of order
             return _full(session, key, token, current, versions)
         live.model.add(new)
         live.added += len(new)
@@ -290,7 +290,7 @@ def _rows_for(
 def _full(
     session: Session,
     key: str,
-    token: Token,
+    token: Hashable,
     current: dict[int, tuple[int, int]],
     versions: Hashable,
 ) -> Leaderboard:
@@ -305,13 +305,13 @@ def _full(
     return board
 
 
-def recent_token(session: Session, since: dt.datetime | None) -> RecentToken:
+def recent_token(session: Session, since: dt.datetime | None) -> tuple[int, int | None, dt.datetime | None]:
     """Changes whenever another match is done, as ``done_token`` does, but counts only the
     matches that finished in a window from ``_SLACK`` before ``since`` (the newest finish the
     live model has), on a 5-minute grid, so that it costs what is recent: counting every
     done match took 0.7 s at 10 million. Sound because a done match is never undone or
     deleted, and commits within ``_SLACK`` of its finish time, the same bound the update
-    reads new matches by. Its first item is None where ``done_token``'s is the count."""
+    reads new matches by: (that count, the largest done id, the window's start)."""
     start = None
     if since is not None:
         edge = since - _SLACK
@@ -320,7 +320,7 @@ def recent_token(session: Session, since: dt.datetime | None) -> RecentToken:
     recent = done if start is None else done & (Match.finished_at >= start)
     count = session.scalar(select(func.count()).select_from(Match).where(recent))
     largest = session.scalar(select(func.max(Match.id)).where(done))
-    return (None, int(count or 0), None if largest is None else int(largest), start)
+    return (int(count or 0), None if largest is None else int(largest), start)
 
 
 def current_versions(session: Session) -> dict[int, tuple[int, int]]:
