@@ -95,10 +95,11 @@ def test_the_same_seed_gives_the_same_pick(pool: list[Candidate], seats: int, se
     seed=st.integers(0, 2**32),
     opts=SETTINGS,
 )
-def test_a_batch_of_tables_shares_out_each_bots_free_slots(
+def test_a_batch_of_tables_shares_out_each_bots_free_slots_the_same_for_a_seed(
     pool: list[Candidate], seats: int, count: int, seed: int, opts: MatchmakingSettings
 ) -> None:
     picks = choose_tables(pool, seats, random.Random(seed), count, opts)
+    assert picks == choose_tables(list(pool), seats, random.Random(seed), count, opts), "not reproducible"
     assert len(picks) <= count
     by_id = {c.bot_id: c for c in pool}
     used = Counter(b for p in picks for b in p.bot_ids)
@@ -110,21 +111,6 @@ def test_a_batch_of_tables_shares_out_each_bots_free_slots(
     if len(picks) < count:  # stopped early: no valid table is left in the slots that remain
         left = [replace(c, free=c.free - used[c.bot_id]) for c in pool]
         assert not valid_table_exists(left, seats, opts.allow_same_owner)
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    pool=pools(),
-    seats=st.integers(min_value=2, max_value=4),
-    count=st.integers(min_value=1, max_value=12),
-    seed=st.integers(0, 2**32),
-    opts=SETTINGS,
-)
-def test_the_same_seed_gives_the_same_batch(
-    pool: list[Candidate], seats: int, count: int, seed: int, opts: MatchmakingSettings
-) -> None:
-    first = choose_tables(pool, seats, random.Random(seed), count, opts)
-    assert first == choose_tables(list(pool), seats, random.Random(seed), count, opts)
 
 
 def board(size: int, seed: int = 1, matches: int = 40) -> list[Candidate]:
