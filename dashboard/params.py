@@ -113,6 +113,17 @@ def paging(args: Mapping[str, str], default_per_page: int = DEFAULT_PER_PAGE) ->
     return Paging(page, per_page)
 
 
+def board_args(page: Paging, q: str | None, default_per_page: int) -> dict[str, Any]:
+    """What a paged board's pager links (and a ladder's poll) keep in the URL besides ``page``:
+    ``per_page`` when not the page's default, and the search."""
+    args: dict[str, Any] = {}
+    if page.per_page != default_per_page:
+        args["per_page"] = page.per_page
+    if q:
+        args["q"] = q
+    return args
+
+
 def search_arg(args: Mapping[str, str], name: str = "q") -> str | None:
     """``?q=``: a part of a bot's or owner's name, matched without regard to case (returned in
     lower case; None when empty). Names are letters, digits, '_', '.' and '-', so anything

@@ -25,7 +25,7 @@ from arena.queries.live import now_showing
 from arena.tournaments.lifecycle import resolve_bots
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
-from dashboard.params import MAX_PER_PAGE, choice_arg, paging, search_arg
+from dashboard.params import MAX_PER_PAGE, board_args, choice_arg, paging, search_arg
 from dashboard.views.api import _body
 from dashboard.views.common import db_url, settings
 
@@ -53,7 +53,7 @@ def detail(ladder_id: int) -> str:
     page, q = paging(request.args, PAGE_ROWS), search_arg(request.args)
     d = _detail(ladder_id, page, q, ladder_version(session(), ladder_id))
     return render_template(
-        "ladder.html", d=d, now_showing=now_showing(session(), ladder_id), args=_board_args(page, q)
+        "ladder.html", d=d, now_showing=now_showing(session(), ladder_id), args=board_args(page, q, PAGE_ROWS)
     )
 
 
@@ -86,7 +86,7 @@ def api_live(ladder_id: int) -> Response:
         data["board_page"] = d["board_page"]
         data["now_showing"] = now_showing(db, ladder_id)
         if html:
-            args = {"board": (d, _board_args(page, q))}
+            args = {"board": (d, board_args(page, q, PAGE_ROWS))}
             data["html"] = {part: str(_macro(part)(*args.get(part, (d,)))) for part in LIVE_PARTS}
             showing: Callable[..., Any] = get_template_attribute("_now_showing.html", "now_showing")
             data["html"]["now_showing"] = str(showing(data["now_showing"]))
@@ -103,16 +103,6 @@ def _detail(ladder_id: int, page: Paging, q: str | None, version: Hashable) -> d
     db = session()
     order = cached(("ladder-board", db_url(), ladder_id), version, lambda: board_order(db, ladder_id))
     return ladder_detail(db, ladder_id, page=page.page, per_page=page.per_page, q=q, order=order)
-
-
-def _board_args(page: Paging, q: str | None) -> dict[str, Any]:
-    """What the board's pager links and the poll keep in the URL besides ``page``."""
-    args: dict[str, Any] = {}
-    if page.per_page != PAGE_ROWS:
-        args["per_page"] = page.per_page
-    if q:
-        args["q"] = q
-    return args
 
 
 def _etag(version: Hashable, page: Paging, q: str | None, html: bool) -> str:

@@ -11,7 +11,7 @@ from arena.queries.leaderboard import leaderboard_page
 from arena.queries.live import now_showing
 from dashboard import charts
 from dashboard.db import session
-from dashboard.params import paging, search_arg
+from dashboard.params import board_args, paging, search_arg
 from dashboard.views.common import db_url
 
 bp = Blueprint("leaderboard", __name__)
@@ -25,10 +25,7 @@ def index() -> str:
     page, q = paging(request.args, PAGE_ROWS), search_arg(request.args)
     db = session()
     data = leaderboard_page(db, db_url(), page, q)
-    args: dict[str, object] = {"q": q} if q else {}
-    if page.per_page != PAGE_ROWS:
-        args["per_page"] = page.per_page
     return render_template(
-        "leaderboard.html", rows=data["rows"], data=data, args=args,
+        "leaderboard.html", rows=data["rows"], data=data, args=board_args(page, q, PAGE_ROWS),
         chart=charts.interval_chart(data["rows"]), now_showing=now_showing(db),
     )  # fmt: skip
