@@ -59,7 +59,6 @@ def load_done(session: Session, model: RatingModel) -> bool:
     # Match ids are below ``top``: a done match's row is found by indexing, not searching.
     row_of = np.full(top + 1, -1, dtype=np.int64)
     row_of[matches["id"].astype(np.int64)] = np.arange(len(matches))
-    done = matches
     match = seats["match"].astype(np.int64)
     at = row_of[match]
     keep = at >= 0
@@ -77,7 +76,7 @@ def load_done(session: Session, model: RatingModel) -> bool:
         seats, at = seats[seat_keep], at[seat_keep]
         starts, sizes = starts[played], sizes[played]
         starts = np.cumsum(sizes) - sizes
-    rows = done[at[starts]]
+    rows = matches[at[starts]]
     model.add_columns(
         rows["id"].astype(np.int64),
         sizes,

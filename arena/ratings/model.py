@@ -57,6 +57,7 @@ Provisional
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Iterable, Sequence
@@ -445,10 +446,11 @@ class RatingModel:
         copy = RatingModel.__new__(RatingModel)
         copy.opts = self.opts
         d = self.data
-        copy.data = RatingData(
-            list(d.names), dict(d.codes), list(d.blocks), d.points.copy(), d.weights.copy(),
-            d.matches.copy(), d.total, dict(d.deal_codes), d.named, d.bulk,
-        )  # fmt: skip
+        # Every mutable part copied by name (bulk and the blocks' arrays never change once in).
+        copy.data = dataclasses.replace(
+            d, names=list(d.names), codes=dict(d.codes), blocks=list(d.blocks), points=d.points.copy(),
+            weights=d.weights.copy(), matches=d.matches.copy(), deal_codes=dict(d.deal_codes),
+        )
         copy._ids, copy._bulk_ids = set(), self._bulk_ids
         copy._last = self._last  # a warm start: fit() only reads it
         copy._elo, copy._covariance = np.zeros(0), None
