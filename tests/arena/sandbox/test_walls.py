@@ -26,7 +26,7 @@ from arena.sandbox.runner import Sandbox, sandbox_root
 from arena.sandbox.runtime import staged_runtime
 from bots.random_bot import RandomBot
 from sdk.grpc_player import GrpcPlayer
-from sdk.referee import FaultKind, LocalPlayer, RefereeConfig, play_match
+from sdk.referee import Fault, FaultKind, LocalPlayer, RefereeConfig, play_match
 
 pytestmark = requires_bwrap
 
@@ -140,8 +140,9 @@ MEMORY_BOMB = """
 CONFIG = RefereeConfig(decision_deadline_ms=300, max_faults=3, lifecycle_deadline_ms=5000)
 
 
-def play_hostile(tmp_path: Path, name: str, attack: str, limits: Limits) -> tuple[list[object], HostedPlayer]:
-    """A match of the hostile bot (seat 0) against a house bot; its faults and its player."""
+def play_hostile(tmp_path: Path, name: str, attack: str, limits: Limits) -> tuple[list[Fault], HostedPlayer]:
+    """A match of the hostile bot (seat 0) against a house bot; its own faults (at least one)
+    and its player."""
     bundle = write_bundle(tmp_path, name, attack)
     hosted = HostedPlayer(name, lambda: bundle, Launch("python", entry=entry(name)), limits=limits)
     try:
@@ -155,16 +156,15 @@ def play_hostile(tmp_path: Path, name: str, attack: str, limits: Limits) -> tupl
     assert [f for f in result.faults if f.seat == 1] == []
     assert len(result.hands) >= 1
     mine = [f for f in result.faults if f.seat == 0]
+    assert mine, "the bomb never faulted"
     if len(mine) >= CONFIG.max_faults:
         assert result.forfeited == 0
-    return list(result.faults), hosted
+    return mine, hosted
 
 
 def test_a_fork_bombs_fault_names_the_process_limit(walls: str, tmp_path: Path) -> None:
-    faults, hosted = play_hostile(tmp_path, "forker", FORK_BOMB, Limits(processes=48, start_s=60))
-    mine = [f for f in faults if f.seat == 0]  # type: ignore[attr-defined]
-    assert mine, "the bomb never faulted"
-    first = mine[0].reason  # type: ignore[attr-defined]
+    mine, hosted = play_hostile(tmp_path, "forker", FORK_BOMB, Limits(processes=48, start_s=60))
+    first = mine[0].reason
     assert first.startswith(PREFIX + "process limit ("), first
     assert "processes and threads" in first and re.search(r"\b48\b", first)
     assert len(first) <= 1000
@@ -175,16 +175,14 @@ def test_a_fork_bombs_fault_names_the_process_limit(walls: str, tmp_path: Path) 
 
 
 def test_a_memory_bombs_fault_names_out_of_memory(walls: str, tmp_path: Path) -> None:
-    faults, hosted = play_hostile(tmp_path, "hoarder", MEMORY_BOMB, Limits(memory_mb=768, start_s=60))
-    mine = [f for f in faults if f.seat == 0]  # type: ignore[attr-defined]
-    assert mine, "the bomb never faulted"
-    first = mine[0].reason  # type: ignore[attr-defined]
+    mine, hosted = play_hostile(tmp_path, "hoarder", MEMORY_BOMB, Limits(memory_mb=768, start_s=60))
+    first = mine[0].reason
     assert first.startswith(PREFIX + "out of memory ("), first
     assert "768 MB" in first
     if walls == "cgroup":  # the kernel's OOM killer ended it: the connection dropped, it forfeits
-        assert mine[0].kind is FaultKind.UNREACHABLE  # type: ignore[attr-defined]
+        assert mine[0].kind is FaultKind.UNREACHABLE
     else:  # a resource limit refused the memory: its runtime raised, the bot lives on
-        assert mine[0].kind is FaultKind.CRASH  # type: ignore[attr-defined]
+        assert mine[0].kind is FaultKind.CRASH
     output = hosted.output()
     assert output is not None and hosted.limit_hit and output.text.rstrip().endswith(hosted.limit_hit)
 
