@@ -182,7 +182,9 @@ def test_a_top_line_table_seats_bots_in_doubt_on_both_sides_of_the_line(seats: i
     doubt = {c.bot_id for c in top[7:13]}
     pool = [replace(c, sd=30.0 if c.bot_id in doubt else 1.0) for c in pool]
     line = 0.5 * (top[9].elo + top[10].elo)
-    for pick in choose_tables(pool, seats, random.Random(4), len(doubt) // seats):  # a slot each
+    picks = choose_tables(pool, seats, random.Random(4), len(doubt) // seats)  # a slot each
+    assert len(picks) == len(doubt) // seats
+    for pick in picks:
         assert pick.reason.startswith("top 10: uncertain pair #"), pick
         assert set(pick.bot_ids) <= doubt and len(set(pick.bot_ids)) == seats
         sides = {pool[b].elo > line for b in pick.bot_ids[:2]}
