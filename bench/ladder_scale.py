@@ -266,6 +266,10 @@ def main() -> int:
         print(f"peak memory after the ticks: {peak:,.0f} MB")
         worst, rows = largest_difference(url)
         print(f"incremental board vs a full refit: largest difference {worst:.3f} Elo over {rows:,} ratings")
+        # The row of docs/arena.md's table ("A board that costs what changed"), as measured here.
+        print(f"docs row: | {args.bots:,} bots x {args.matches:,} matches | {first:.1f} s "
+              f"| {first_peak / 1024:.1f} GB | {median:.2f} s ({median / base:.1f}x the count) "
+              f"| {worst:.3f} Elo |")  # fmt: skip
     finally:
         dispose_engines()
         if args.url is None and not args.keep:
