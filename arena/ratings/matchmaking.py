@@ -153,7 +153,6 @@ class Pick:
 
 _DEFAULT = MatchmakingSettings()
 _BOT_ID = operator.attrgetter("bot_id")
-_OWNER = operator.attrgetter("owner_id")
 _ELO = operator.attrgetter("elo")
 _SD = operator.attrgetter("sd")
 _MATCHES = operator.attrgetter("matches")
@@ -193,8 +192,8 @@ def choose_tables(
 ) -> list[Pick]:
     """Up to ``count`` tables at once (the ladder's free tables), each chosen as
     :func:`choose_table` would with the earlier ones scheduled (their bots' matches counted,
-    their free slots taken); fewer when no valid table remains. The board is read once, so a
-    table costs O(log n) after an O(n log n) start."""
+    their free slots taken); fewer when no valid table remains. The pool is read once for the
+    whole batch (see _Planner)."""
     if isinstance(seats, bool) or not isinstance(seats, int) or seats < 2:
         raise MatchmakingError(f"a table has at least 2 seats, not {seats!r}")
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
