@@ -202,9 +202,6 @@ class Covariance:
         out: FloatArray = np.sqrt(np.maximum(np.einsum("ij,ij->i", self.bm, self.bread), 0.0))
         return out
 
-    def cov(self, a: int, b: int) -> float:
-        return float(self.bm[a] @ self.bread[b])
-
 
 def los(order: list[int], finite: BoolArray, elo: FloatArray, covariance: Covariance) -> list[float | None]:
     """The likelihood of superiority of each bot of ``order`` (codes) over the next one, by
