@@ -15,7 +15,7 @@ matches counted; :func:`ladder_version` is the cheap fingerprint the page's poll
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from arena.ladder.lease import current_holder, lease_name
 from arena.ladder.scheduler import active_pool
 from arena.ladder.setup import get_ladder_row, ladder_settings
+from arena.queries import board_page
 from arena.ratings.leaderboard import LeaderboardRow, current_leaderboard
 from arena.ratings.terms import rating_text
 from arena.store import tokens
@@ -77,16 +78,9 @@ def ladder_detail(
     order = order or board_order(session, ladder_id)
     playing = order.playing
     entries = order.entries
-    found: Sequence[Entry] = entries
-    if q:
-        found = [e for e in entries if q in e[0].name.lower() or q in e[0].owner.lower()]
-    if per_page is None:
-        shown, per_bot = found, _per_bot(session, ladder_id, None)
-    else:
-        shown = found[(page - 1) * per_page : page * per_page]
-        per_bot = _per_bot(session, ladder_id, [bot.id for bot, _ in shown])
+    shown, where = board_page(entries, lambda e: (e[0].name, e[0].owner), q, page, per_page)
+    per_bot = _per_bot(session, ladder_id, None if per_page is None else [bot.id for bot, _ in shown])
     board = [_board_row(bot, per_bot, playing) | _rating(rated) for bot, rated in shown]
-    rows = len(found) if per_page is None else per_page
     matches = _counts(session, [ladder_id]).get(ladder_id, _zero())
     tables = session.execute(
         select(func.count(func.distinct(Match.table_index))).where(Match.tournament_id == ladder_id)
@@ -119,14 +113,7 @@ def ladder_detail(
         "tables": int(tables),
         "reasons": [{"reason": k or "", "tables": v} for k, v in reasons.most_common()],
         "board": board,
-        "board_page": {
-            "page": page,
-            "per_page": rows,
-            "total": len(found),  # the rows the search found (every row without one)
-            "pages": max(1, -(-len(found) // max(rows, 1))),
-            "q": q,
-            "bots": len(entries),  # the whole board
-        },
+        "board_page": where,
         "recent": recent_matches(session, ladder_id, recent),
         "created_at": row.created_at.isoformat(timespec="seconds"),
     }

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.queries import Paging
+from arena.queries import Paging, board_page
 from arena.queries.cache import revalidated, throttled
 from arena.queries.stats import BotStats, bot_stats, record
 from arena.ratings.leaderboard import Leaderboard, LeaderboardRow, VersionRating, current_leaderboard
@@ -127,17 +127,8 @@ def leaderboard_page(session: Session, url: str, page: Paging, q: str | None = N
     Only the page's rows get their record and links read."""
     ratings = board(session, url)
     order = _order(session, ratings)
-    found = order if not q else [e for e in order if q in e[0][1].lower() or q in e[0][3].lower()]
-    shown = found[page.offset : page.offset + page.per_page]
-    return {
-        "rows": _rows(session, url, ratings, shown),
-        "page": page.page,
-        "per_page": page.per_page,
-        "total": len(found),
-        "pages": max(1, -(-len(found) // page.per_page)),
-        "q": q,
-        "bots": len(order),
-    }
+    shown, where = board_page(order, lambda e: (e[0][1], e[0][3]), q, page.page, page.per_page)
+    return {"rows": _rows(session, url, ratings, list(shown)), **where}
 
 
 #: A row's bot (id, name, status, owner name) and its rating (None: unranked).
