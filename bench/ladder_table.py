@@ -17,6 +17,7 @@ import argparse
 import os
 import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 
 if __name__ == "__main__":  # one BLAS thread, as bench/ladder.py run as a script: see there
@@ -59,6 +60,21 @@ def misses(runs: dict[str, ladder.Run]) -> list[str]:
     return out
 
 
+GOALS = ("(a) vs random", "(a) vs nearest", "(b) vs random", "(b) vs nearest", "(c)", "share")
+
+
+def tally(missed: list[list[str]], spearman: list[float]) -> str:
+    """The goals-missed column added up: each goal on how many worlds x seeds (how many of
+    them undecided), and the (c) misses' tables as a multiple of random's."""
+    labels = [m for row in missed for m in row]
+    counts = Counter(m.split(":")[0] for m in labels)
+    undecided = Counter(m.split(":")[0] for m in labels if m.endswith("neither reached"))
+    parts = [f"{g} on {counts[g]}" + (f" ({undecided[g]} undecided)" if undecided[g] else "") for g in GOALS]
+    if spearman:
+        parts[4] += f" ({min(spearman):.2f}{DASH}{max(spearman):.2f}{TIMES} random's tables)"
+    return "Missed: " + ", ".join(parts) + "."
+
+
 def table(args: argparse.Namespace, command: str) -> str:
     lines = [
         f"Made by `{command}` (seeds {args.seed0}{DASH}{args.seed0 + args.seeds - 1}, checkpoints every "
@@ -70,6 +86,8 @@ def table(args: argparse.Namespace, command: str) -> str:
     ]
     settings = ladder.parse_settings(args.set)
     total = met = 0
+    missed_all: list[list[str]] = []
+    spearman: list[float] = []
     for bots in (int(b) for b in args.bots.split(",")):
         horizon = args.horizon or (400_000 if bots <= 200 else 2_000_000)
         for spread, seats in ladder.GRID:
@@ -92,13 +110,17 @@ def table(args: argparse.Namespace, command: str) -> str:
                 order = [runs[p] for p in ("matchmaking", "random", "nearest")]
                 crit = [cell([r.needed[k] for r in order], [r.tables for r in order]) for k in range(3)]
                 missed = misses(runs)
+                missed_all.append(missed)
+                mine, theirs = runs["matchmaking"].needed[2], runs["random"].needed[2]
+                if "(c)" in missed and mine is not None and theirs is not None:
+                    spearman.append(mine / theirs)
                 total += 1
                 met += not missed
                 lines.append(
                     f"| {bots:,}, {spread:.0f}, {seats} | {seed} ({gap:.1f} Elo) | {crit[0]} | {crit[1]} "
                     f"| {crit[2]} | {runs['matchmaking'].share_max:.2f} | {', '.join(missed) or '—'} |"
                 )
-    lines += ["", f"Every goal met on {met} of {total} worlds {TIMES} seeds."]
+    lines += ["", f"Every goal met on {met} of {total} worlds {TIMES} seeds. {tally(missed_all, spearman)}"]
     return "\n".join(lines)
 
 

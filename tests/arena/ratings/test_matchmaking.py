@@ -286,3 +286,7 @@ def test_the_docs_table_is_spliced_between_its_markers_and_judged_per_goal() -> 
         assert table.misses(runs([100, 100, 110])) == []
         assert table.misses(runs([101, 100, 111], share=5.01)) == ["(a) vs random", "(c)", "share"]
         assert table.misses(runs([None, 100, 100])) == ["(a) vs random", "(a) vs nearest"]
+        assert table.tally([["(a) vs random: neither reached", "(c)"], ["(c)"], []], [1.2, 1.5]) == (
+            "Missed: (a) vs random on 1 (1 undecided), (a) vs nearest on 0, (b) vs random on 0, "
+            f"(b) vs nearest on 0, (c) on 2 (1.20{table.DASH}1.50{table.TIMES} random's tables), share on 0."
+        )
