@@ -145,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=DOCS)
     args = parser.parse_args(argv)
     shown = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--check"]
-    shown = [a for a, prev in zip(shown, ["", *shown[:-1]], strict=True) if "--cache" not in (a, prev)]
+    shown = [  # the cache changes no number: "--cache FILE" and "--cache=FILE" stay out
+        a for a, prev in zip(shown, ["", *shown[:-1]], strict=True)
+        if "--cache" not in (a, prev) and not a.startswith("--cache=")
+    ]
     command = shlex.join([".venv/bin/python", "bench/ladder_table.py", *shown])
     block = table(args, command)
     text = args.docs.read_text()
