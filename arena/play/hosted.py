@@ -200,12 +200,16 @@ class HostedPlayer:
         self.limit_hit = cause
         return PlayerFaultError(exc.kind, f"{cause}; {exc.reason}"[:REASON_LIMIT])
 
-    def match_start(self, info: MatchInfo) -> None:
+    def _notify(self, call: Callable[[GrpcPlayer], None]) -> None:
+        """A lifecycle call to the bot; a fault names the limit it ran into, as in :meth:`act`."""
         player = self._player()
         try:
-            player.match_start(info)
+            call(player)
         except PlayerFaultError as exc:
             raise self._named(exc) from None
+
+    def match_start(self, info: MatchInfo) -> None:
+        self._notify(lambda player: player.match_start(info))
 
     def act(self, request: DecisionRequest) -> Action | int:
         player = self._player()
@@ -227,25 +231,13 @@ class HostedPlayer:
             self.last_charged_us = max(0, box.cpu_ns() - cpu_before) // 1000
 
     def hand_end(self, result: HandResult) -> None:
-        player = self._player()
-        try:
-            player.hand_end(result)
-        except PlayerFaultError as exc:
-            raise self._named(exc) from None
+        self._notify(lambda player: player.hand_end(result))
 
     def match_end(self, summary: MatchSummary) -> None:
-        player = self._player()
-        try:
-            player.match_end(summary)
-        except PlayerFaultError as exc:
-            raise self._named(exc) from None
+        self._notify(lambda player: player.match_end(summary))
 
     def deal_end(self, deal: DealSummary) -> None:
-        player = self._player()
-        try:
-            player.deal_end(deal)
-        except PlayerFaultError as exc:
-            raise self._named(exc) from None
+        self._notify(lambda player: player.deal_end(deal))
 
     def close(self) -> None:
         if self._grpc is not None:
