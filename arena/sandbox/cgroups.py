@@ -72,12 +72,9 @@ class Group:
 
     def cpu_ns(self) -> int:
         """CPU time (user + system) of every process that was ever in the group."""
+        if self.v2:
+            return _counter_in(self.dirs[0] / "cpu.stat", "usage_usec") * 1000
         try:
-            if self.v2:
-                for line in (self.dirs[0] / "cpu.stat").read_text().splitlines():
-                    if line.startswith("usage_usec "):
-                        return int(line.split()[1]) * 1000
-                return 0
             return int(self._file("cpuacct", "cpuacct.usage").read_text())
         except (OSError, ValueError):
             return 0
