@@ -228,7 +228,9 @@ def host_problem(actions_file: Path = _ACTIONS) -> str | None:
 
 @functools.cache
 def check_host() -> None:
-    """Raise SeccompUnavailableError, once per process, if the filter cannot be installed here."""
+    """Raise SeccompUnavailableError if the filter cannot be installed here (a passed check is
+    remembered for the process; a failed one is made again, as functools.cache keeps no
+    exception)."""
     problem = host_problem()
     if problem is not None:
         raise SeccompUnavailableError(problem + " (see docs/operator-guide.md, 'Hosted bots: the sandbox')")
