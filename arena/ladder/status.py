@@ -25,8 +25,7 @@ from sqlalchemy.orm import Session
 from arena.ladder.lease import current_holder, lease_name
 from arena.ladder.scheduler import active_pool
 from arena.ladder.setup import get_ladder_row, ladder_settings
-from arena.queries import board_page
-from arena.ratings.leaderboard import LeaderboardRow, current_leaderboard
+from arena.ratings.leaderboard import LeaderboardRow, board_page, current_leaderboard
 from arena.ratings.terms import rating_text
 from arena.store import tokens
 from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament

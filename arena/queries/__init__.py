@@ -19,7 +19,6 @@ The arena must not import the dashboard: this package depends on arena and sdk o
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -49,27 +48,6 @@ class Paging:
     @property
     def offset(self) -> int:
         return (self.page - 1) * self.per_page
-
-
-def board_page(
-    entries: Sequence[T], names: Callable[[T], tuple[str, str]], q: str | None, page: int,
-    per_page: int | None,
-) -> tuple[Sequence[T], dict[str, Any]]:
-    """A page of a board (the leaderboard, a ladder's): page ``page`` (from 1) of ``per_page``
-    rows (every row: None) of ``entries`` whose bot or owner name (``names``) holds ``q`` (lower
-    case; checked by the caller), and where it is: ``page``, ``per_page``, ``total`` (the rows
-    found), ``pages``, ``q`` and ``bots`` (the whole board). Ranks stay the whole board's."""
-    found = entries if not q else [e for e in entries if any(q in n.lower() for n in names(e))]
-    rows = len(found) if per_page is None else per_page
-    shown = found if per_page is None else found[(page - 1) * per_page : page * per_page]
-    return shown, {
-        "page": page,
-        "per_page": rows,
-        "total": len(found),
-        "pages": max(1, -(-len(found) // max(rows, 1))),
-        "q": q,
-        "bots": len(entries),
-    }
 
 
 def iso(value: dt.datetime | None) -> str | None:

@@ -10,10 +10,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.queries import Paging, board_page
+from arena.queries import Paging
 from arena.queries.cache import revalidated, throttled
 from arena.queries.stats import BotStats, bot_stats, record
-from arena.ratings.leaderboard import Leaderboard, LeaderboardRow, VersionRating, current_leaderboard
+from arena.ratings.leaderboard import (
+    Leaderboard,
+    LeaderboardRow,
+    VersionRating,
+    board_page,
+    current_leaderboard,
+)
 from arena.ratings.terms import rating_text, reason_text
 from arena.store import tokens
 from arena.store.db import session_scope

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
@@ -167,6 +168,31 @@ def reset() -> None:
     (benchmarks compare the incremental board with a fresh fit this way)."""
     with _models_lock:
         _models.clear()
+
+
+_Row = TypeVar("_Row")
+
+
+def board_page(
+    entries: Sequence[_Row], names: Callable[[_Row], tuple[str, str]], q: str | None, page: int,
+    per_page: int | None,
+) -> tuple[Sequence[_Row], dict[str, Any]]:
+    """A page of a board (the leaderboard, a ladder's: here, below both, as a ladder may not
+    import arena.queries, its own floor): page ``page`` (from 1) of ``per_page``
+    rows (every row: None) of ``entries`` whose bot or owner name (``names``) holds ``q`` (lower
+    case; checked by the caller), and where it is: ``page``, ``per_page``, ``total`` (the rows
+    found), ``pages``, ``q`` and ``bots`` (the whole board). Ranks stay the whole board's."""
+    found = entries if not q else [e for e in entries if any(q in n.lower() for n in names(e))]
+    rows = len(found) if per_page is None else per_page
+    shown = found if per_page is None else found[(page - 1) * per_page : page * per_page]
+    return shown, {
+        "page": page,
+        "per_page": rows,
+        "total": len(found),
+        "pages": max(1, -(-len(found) // max(rows, 1))),
+        "q": q,
+        "bots": len(entries),
+    }
 
 
 def match_results(
