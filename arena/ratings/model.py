@@ -50,9 +50,13 @@ Intervals
     included); it is None next to a one-sided bound.
 
 Provisional
+    What a reader takes ``?`` for: a bot that has not played enough to have a rating yet.
     A bot is provisional, with the first reason that applies: ``"one-sided"`` (its record
-    against the pool is all wins or all losses), ``"few-matches"`` (fewer than
-    ``min_matches``), ``"wide-interval"`` (wider than ``max_width`` Elo).
+    against the pool is all wins or all losses: a bound, not a rating) or ``"few-matches"``
+    (fewer than ``min_matches``). How sure a rating is, is its interval's job: a width rule
+    marked every bot of a 4-bot demo ``?`` after 100 matches (issue #38), where Tonk's luck
+    keeps intervals 400 Elo wide. ``max_width`` (off by default) brings back
+    ``"wide-interval"`` for a caller that wants it.
 """
 
 from __future__ import annotations
@@ -218,19 +222,19 @@ class _Options:
     anchor: float
     level: float
     min_matches: int
-    max_width: float
+    max_width: float | None
 
 
-def _options(anchor: float, level: float, min_matches: int, max_width: float) -> _Options:
+def _options(anchor: float, level: float, min_matches: int, max_width: float | None) -> _Options:
     if not (isinstance(anchor, numbers.Real) and math.isfinite(anchor)):
         raise OptionError(f"anchor {anchor!r} is not a finite number")
     if not (isinstance(level, numbers.Real) and 0 < level < 1):
         raise OptionError(f"level {level!r} must be between 0 and 1")
     if type(min_matches) is not int or min_matches < 0:
         raise OptionError(f"min_matches {min_matches!r} must be a non-negative integer")
-    if not (isinstance(max_width, numbers.Real) and max_width > 0):
-        raise OptionError(f"max_width {max_width!r} must be positive")
-    return _Options(float(anchor), float(level), min_matches, float(max_width))
+    if max_width is not None and not (isinstance(max_width, numbers.Real) and max_width > 0):
+        raise OptionError(f"max_width {max_width!r} must be positive (or None: no width rule)")
+    return _Options(float(anchor), float(level), min_matches, None if max_width is None else float(max_width))
 
 
 @dataclass
@@ -266,7 +270,7 @@ class RatingModel:
         anchor: float = 1500.0,
         level: float = 0.95,
         min_matches: int = 20,
-        max_width: float = 200.0,
+        max_width: float | None = None,
     ) -> None:
         self.opts = _options(anchor, level, min_matches, max_width)
         self.data = RatingData()
@@ -544,8 +548,8 @@ class RatingModel:
                 reason = "one-sided"
             elif int(data.matches[i]) < opts.min_matches:
                 reason = "few-matches"
-            elif lo is not None and hi is not None and hi - lo > opts.max_width:
-                reason = "wide-interval"
+            elif opts.max_width is not None and lo is not None and hi is not None:
+                reason = "wide-interval" if hi - lo > opts.max_width else None
             ratings.append(
                 Rating(data.names[i], float(elo[i]), lo, hi, int(data.matches[i]), reason is not None,
                        basis[i], reason)
@@ -609,13 +613,13 @@ def fit(
     anchor: float = 1500.0,
     level: float = 0.95,
     min_matches: int = 20,
-    max_width: float = 200.0,
+    max_width: float | None = None,
 ) -> RatingTable:
     """Fit the ratings of every bot in ``results``.
 
     ``anchor`` is the established pool's mean rating, ``level`` the coverage of intervals and
     one-sided bounds, ``min_matches`` both the pool's entry bar and the provisional bar,
-    ``max_width`` the widest interval that is not provisional.
+    ``max_width`` (None: no such rule) the widest interval that is not provisional.
 
     Raises :class:`RatedMatchError`, :class:`DuplicateMatchError` or :class:`OptionError`.
     """
@@ -630,7 +634,7 @@ def history(
     anchor: float = 1500.0,
     level: float = 0.95,
     min_matches: int = 20,
-    max_width: float = 200.0,
+    max_width: float | None = None,
 ) -> list[tuple[str, RatingTable]]:
     """The ratings after each tournament, in the order given: entry ``t`` is ``fit`` over the
     matches of tournaments ``0..t`` (options as for :func:`fit`). Match ids must be unique

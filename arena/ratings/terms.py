@@ -31,9 +31,14 @@ LOS = "LOS: the chance that a bot is really stronger than the next one down the 
 REASONS: dict[str, str] = {
     "few-matches": "few matches (fewer than {min_matches})",
     "one-sided": "one-sided record (won or lost every comparison): a bound, not a rating",
-    "wide-interval": "its interval is wider than 200 Elo",
+    "wide-interval": "its interval is wider than the fit's width bar",  # only if a caller asks
 }
-PROVISIONAL = "Provisional (marked ?): " + "; ".join(REASONS.values()) + "."
+#: ``?`` means not rated yet; how sure a rating is, its interval says (arena/ratings/model.py).
+PROVISIONAL = (
+    "Provisional (marked ?): not enough play for a rating yet: "
+    + "; ".join(v for k, v in REASONS.items() if k != "wide-interval")
+    + ". Every other bot has a rating; its interval says how sure it is."
+)
 #: What the pairwise matrix shows.
 PAIRWISE = (
     "Pairwise score: the share of comparisons a bot won against another (ahead 1, level \u00bd, "

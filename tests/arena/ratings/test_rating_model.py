@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.ratings import intervals
+from arena.ratings import intervals, terms
 from arena.ratings.model import (
     ELO_SCALE,
     DuplicateMatchError,
@@ -318,6 +318,23 @@ def test_provisional_and_match_counts() -> None:
     strict = by_bot(fit(results, max_width=1.0))
     assert all(r.provisional for r in strict.values())
     assert {r.reason for bot, r in strict.items() if bot != "new"} == {"wide-interval"}
+
+
+def test_a_bot_with_many_matches_is_not_provisional_however_wide_its_interval() -> None:
+    # Issue #38: a 4-bot demo 900 Elo apart marked every bot ``?`` by the width rule after
+    # 100 matches each. ``?`` says "not rated yet" (few matches, or a bound), nothing else.
+    rng = np.random.default_rng(38)
+    results = simulate(rng, [0.0, 300.0, 600.0, 900.0], 170, sizes=(2, 3))
+    results += [RatedMatch(f"n{m}", ("new", f"b{m % 4}"), (m % 2, 1 - m % 2)) for m in range(19)]
+    ratings = by_bot(fit(results))
+    wide = [r for bot, r in ratings.items() if bot != "new" and r.high is not None and r.low is not None
+            and r.high - r.low > 200]
+    assert wide and all(r.matches >= 100 for r in wide)  # the case the issue met
+    assert not any(r.provisional for bot, r in ratings.items() if bot != "new")
+    assert (ratings["new"].provisional, ratings["new"].reason) == (True, "few-matches")
+    legend = " ".join(terms.legend())
+    assert "not enough play for a rating yet" in legend and "fewer than 20" in legend
+    assert "wider" not in terms.PROVISIONAL
 
 
 def test_history_fits_cumulatively() -> None:
