@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -62,6 +63,11 @@ _SANDBOX_DIR = tempfile.mkdtemp(prefix="tonk-test-sandbox-")
 os.chmod(_SANDBOX_DIR, 0o711)
 os.environ["TONK_SANDBOX_DIR"] = _SANDBOX_DIR
 atexit.register(shutil.rmtree, _SANDBOX_DIR, True)
+# Nor in the user's config folder (sdk/login.py: the arena `tonk login` remembers): a test or
+# a command it starts finds no remembered arena but one it wrote itself.
+_CONFIG_DIR = tempfile.mkdtemp(prefix="tonk-test-config-")
+os.environ["TONK_CONFIG_DIR"] = _CONFIG_DIR
+atexit.register(shutil.rmtree, _CONFIG_DIR, True)
 
 # CI (.ci/run) draws the same Hypothesis examples every run, so a landing is never blocked by
 # a draw nobody has seen; `make test` elsewhere explores anew each time (the default profile).
@@ -69,6 +75,17 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("TONK_HYPOTHESIS_PROFILE", "default"))
 
 from helpers.services import PG_ADMIN_URL, REDIS_TEST_URL  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _spares_closed() -> Iterator[None]:
+    """The sandboxes started ahead of a hosted bot's next match (arena/sandbox/spares.py) are
+    the test's: closed at its end, before the check that it left no process running (whose
+    fixture, named first, is set up first and so torn down last)."""
+    yield
+    module = sys.modules.get("arena.sandbox.spares")
+    if module is not None:
+        module.SPARES.close_all()
 
 
 def _unavailable(what: str, exc: Exception) -> None:

@@ -17,9 +17,18 @@ of what it printed: "unreachable" alone would leave its owner guessing.
 **Clock.** A decision is charged the CPU time (user and system) of all the sandbox's
 processes between sending the request and receiving the reply, as the kernel counts it
 (arena/sandbox/cgroups.py), so a loaded worker machine never costs a hosted bot a decision;
-a wall-clock ceiling of ``WALL_FACTOR`` times the deadline (plus a second) cuts off a bot
-that sleeps or blocks instead of thinking. In a shared sandbox (deal, worker) the CPU of
-concurrent matches is charged together: the clock is exact only per match.
+one whose CPU passes the request's deadline is cut off then. A wall-clock ceiling of
+``WALL_FACTOR`` times the deadline (plus a second) cuts off a bot that sleeps or blocks
+instead of thinking; it does not count the time the sandbox's threads waited for a CPU (the
+kernel's run delay: ``Sandbox.run_delay_ns``), so the host's load cannot reach it, and only
+``BACKSTOP_FACTOR`` times the ceiling of plain wall time is a hard stop. In a shared sandbox
+(deal, worker) the CPU of concurrent matches is charged together: the clock is exact only
+per match.
+
+**Its own clock only.** Between its calls the bot's processes do not run at all (frozen:
+arena/sandbox/freeze.py), so no thread or child of it thinks while the other seats play;
+what it uses from launch to serving is charged to its start-up budget
+(``Limits.start_cpu_s``), and a bot over it faults naming that limit.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from arena.sandbox.limits import MEMORY_SCOPES as MEMORY_SCOPES  # re-exported
 from arena.sandbox.limits import Limits
 from arena.sandbox.limits import memory_scope as memory_scope  # re-exported
 from arena.sandbox.runner import Sandbox, SandboxStartError
+from arena.sandbox.spares import SPARES
 from sdk.actions import Action
 from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.grpc_player import GrpcPlayer
@@ -46,6 +56,9 @@ from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
 #: The wall-clock ceiling of a decision, as a multiple of its deadline (plus ``WALL_EXTRA_S``).
 WALL_FACTOR: Final = 5
 WALL_EXTRA_S: Final = 1.0
+#: The hard stop of a decision in plain wall time, as a multiple of its ceiling (reached only
+#: where the host leaves the bot under a tenth of the CPU it needs).
+BACKSTOP_FACTOR: Final = 10
 #: How long a kept (deal or worker) sandbox outlives its last match.
 IDLE_S: Final = 60.0
 #: How long a fault waits for a bot that lost its connection to be seen to end, so the
@@ -53,8 +66,14 @@ IDLE_S: Final = 60.0
 SETTLE_S: Final = 1.0
 #: Bound of a fault's reason (the store cuts at 2,000: the cause leads, so it is kept).
 REASON_LIMIT: Final = 1000
+
+
 def wall_ceiling_s(deadline_ms: int) -> float:
     return WALL_FACTOR * max(deadline_ms, 1) / 1000 + WALL_EXTRA_S
+
+
+def backstop_s(deadline_ms: int) -> float:
+    return BACKSTOP_FACTOR * wall_ceiling_s(deadline_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +83,38 @@ class SeatOutput:
     text: str
     total_bytes: int
     truncated: bool
+
+
+#: Leads the reason of a decision the watch cut off (told apart from the transport's backstop).
+_CUT: Final = "cut off: "
+
+
+class _Watch:
+    """Watches one Decide in flight (sdk.grpc_player.GrpcPlayer.watch): cut off once the
+    sandbox's CPU passes the deadline, or once the call's wall time, less what the host's
+    load took from the bot, passes the ceiling."""
+
+    def __init__(self, box: Sandbox, deadline_ms: int, cpu_before: int):
+        self.box = box
+        self.deadline_ms = deadline_ms
+        self.cpu_before = cpu_before
+        self.delay_before = box.run_delay_ns()
+
+    def __call__(self, elapsed_s: float) -> str | None:
+        used_ms = (self.box.cpu_ns() - self.cpu_before) / 1e6
+        if used_ms > self.deadline_ms:
+            return f"{_CUT}it used {used_ms:.0f} ms of CPU, past its {self.deadline_ms} ms"
+        ceiling = wall_ceiling_s(self.deadline_ms)
+        if elapsed_s <= ceiling:
+            return None
+        waited_s = max(0, self.box.run_delay_ns() - self.delay_before) / 1e9
+        if elapsed_s - waited_s <= ceiling:
+            return None
+        return (
+            f"{_CUT}no reply within the wall-clock ceiling of {ceiling:g} s, not counting the "
+            f"{waited_s:.1f} s it waited for a CPU (a hosted bot is charged CPU time; "
+            f"it used {used_ms:.0f} ms)"
+        )
 
 
 class _Kept:
@@ -164,9 +215,15 @@ class HostedPlayer:
             bundle = self._bundle()
 
             def start() -> Sandbox:
-                return Sandbox(bundle, self.launch, limits=self.limits).start()
+                box = Sandbox(bundle, self.launch, limits=self.limits).start()
+                box.freeze_between_calls()  # charges its start-up budget (closes it if over)
+                return box
 
-            self.box = start() if self.scope == "match" else POOL.acquire(self._key, start)
+            # A match's own sandbox is a spare started ahead of it (arena/sandbox/spares.py).
+            if self.scope == "match":
+                self.box = SPARES.take(bundle, self.launch, self.limits)
+            else:
+                self.box = POOL.acquire(self._key, start)
         except SandboxStartError as exc:
             self.limit_hit = exc.cause
             lead = f"{exc.cause}; " if exc.cause else ""
@@ -176,15 +233,22 @@ class HostedPlayer:
             self._failed = f"the hosted bot did not start: {exc}"[:REASON_LIMIT]
             raise PlayerFaultError(FaultKind.UNREACHABLE, self._failed) from None
         self._since = self.box.counters()
-        self._grpc = GrpcPlayer(self.box.address, transport_timeout_s=wall_ceiling_s)
+        self._grpc = GrpcPlayer(self.box.address, transport_timeout_s=backstop_s)
         self._grpc.address = f"hosted {self.name}"
         return self._grpc
 
     # -- the Player protocol ------------------------------------------------------------------
 
+    def _awake(self) -> contextlib.AbstractContextManager[None]:
+        """The sandbox runs for the length of one call (arena/sandbox/freeze.py)."""
+        freezer = self.box.freezer if self.box is not None else None
+        return freezer.awake() if freezer is not None else contextlib.nullcontext()
+
     def describe(self) -> dict[str, str]:
         try:
-            return self._player().describe()
+            player = self._player()
+            with self._awake():
+                return player.describe()
         except PlayerFaultError:
             return {"name": self.name, "version": "", "author": "", "protocol_version": ""}
 
@@ -204,7 +268,8 @@ class HostedPlayer:
         """A lifecycle call to the bot; a fault names the limit it ran into, as in :meth:`act`."""
         player = self._player()
         try:
-            call(player)
+            with self._awake():
+                call(player)
         except PlayerFaultError as exc:
             raise self._named(exc) from None
 
@@ -216,19 +281,25 @@ class HostedPlayer:
         assert self.box is not None
         box = self.box
         self.last_charged_us = None
-        cpu_before = box.cpu_ns()
-        try:
-            return player.act(request)
-        except PlayerFaultError as exc:
-            if exc.kind is FaultKind.TIMEOUT:
-                exc = PlayerFaultError(
-                    FaultKind.TIMEOUT,
-                    f"no reply within the wall-clock ceiling of {wall_ceiling_s(request.deadline_ms):g} s "
-                    f"(a hosted bot is charged CPU time; it used {(box.cpu_ns() - cpu_before) / 1e6:.0f} ms)",
-                )
-            raise self._named(exc) from None
-        finally:
-            self.last_charged_us = max(0, box.cpu_ns() - cpu_before) // 1000
+        with self._awake():
+            cpu_before = box.cpu_ns()
+            # Watched from half the deadline on (a cut saves wall time only: it is charged its
+            # CPU either way).
+            player.watch = _Watch(box, request.deadline_ms, cpu_before)
+            player.watch_after_s = request.deadline_ms / 2000
+            try:
+                return player.act(request)
+            except PlayerFaultError as exc:
+                if exc.kind is FaultKind.TIMEOUT and "Decide: " + _CUT not in exc.reason:
+                    exc = PlayerFaultError(
+                        FaultKind.TIMEOUT,
+                        f"no reply within {backstop_s(request.deadline_ms):g} s of wall-clock time "
+                        "(a hosted bot is charged CPU time; "
+                        f"it used {(box.cpu_ns() - cpu_before) / 1e6:.0f} ms)",
+                    )
+                raise self._named(exc) from None
+            finally:
+                self.last_charged_us = max(0, box.cpu_ns() - cpu_before) // 1000
 
     def hand_end(self, result: HandResult) -> None:
         self._notify(lambda player: player.hand_end(result))

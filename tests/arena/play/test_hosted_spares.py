@@ -1,0 +1,248 @@
+"""Fast starts (arena/sandbox/spares.py): a hosted bot's match takes a fresh sandbox started
+ahead of it, by default, and nothing of one match reaches the next: the persistence probe
+below plants files, a process, a socket and memory in one match and looks for them in the
+next (and, as the probe's own check, finds them all in a sandbox kept across matches)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from helpers.sandbox import requires_bwrap
+from helpers.uploads import entry, write_bundle
+
+from arena.play import hosted
+from arena.play.hosted import POOL, HostedPlayer
+from arena.sandbox import spares
+from arena.sandbox.causes import PREFIX
+from arena.sandbox.launch import Launch
+from arena.sandbox.limits import Limits
+from arena.sandbox.spares import SPARES, Spares, spare_count
+from bots.random_bot import RandomBot
+from sdk.bot import MatchInfo
+from sdk.referee import LocalPlayer, RefereeConfig, play_match
+from sdk.rules import Rules
+
+LIMITS = Limits(start_s=60)
+
+PROBE = """
+import builtins, os, socket, subprocess, sys
+from sdk.bot import Bot
+
+MARK = "tonk-probe"
+FILES = {"tmp": "/tmp/" + MARK, "shm": "/dev/shm/" + MARK, "run": "/run/tonk/" + MARK}
+
+def earlier():
+    found = [what for what, path in FILES.items() if os.path.exists(path)]
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and (MARK + "-sleeper").encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                found.append("process")
+                break
+        except OSError:
+            pass
+    if getattr(builtins, "_tonk_probe", False) or os.environ.get("TONK_PROBE"):
+        found.append("memory")
+    return found
+
+class UploadedBot(Bot):
+    name = "probe"
+    def on_match_start(self, info):
+        found = earlier()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:  # an abstract socket: it lives as long as its network namespace holds it
+            sock.bind("\\0" + MARK)
+            sock.listen(1)
+            builtins._tonk_probe_socket = sock
+        except OSError:
+            found.append("socket")
+        print("PROBE " + ("found " + " ".join(found) if found else "clean"), flush=True)
+        for path in FILES.values():
+            with open(path, "w") as f:
+                f.write(info.match_id)
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", MARK + "-sleeper"],
+                         start_new_session=True)
+        builtins._tonk_probe = True
+        os.environ["TONK_PROBE"] = info.match_id
+        print("PROBE planted", flush=True)
+    def act(self, obs):
+        return obs.legal_actions[0]
+"""
+EVERYTHING = {"tmp", "shm", "run", "process", "memory", "socket"}
+
+
+def probe_bundle(root: Path) -> Path:
+    bundle = root / "probe"
+    (bundle / "code").mkdir(parents=True)
+    (bundle / "deps").mkdir()
+    (bundle / "code" / "bot_probe.py").write_text(PROBE)
+    return bundle
+
+
+def probe_match(player: HostedPlayer, match_id: str) -> set[str] | None:
+    """One match's start for the probe; what it found of earlier ones (None: it found nothing)."""
+    info = MatchInfo(match_id=match_id, seat=0, players=("probe", "other"), rules=Rules(), hands=1)
+    player.match_start(info)
+    player.close()
+    output = player.output()
+    assert output is not None and "PROBE planted" in output.text, output
+    # The last report: a kept sandbox's output holds its earlier matches' too.
+    line = [x for x in output.text.splitlines() if x.startswith("PROBE ") and x != "PROBE planted"][-1]
+    return None if line == "PROBE clean" else set(line.removeprefix("PROBE found ").split())
+
+
+def test_the_spares_setting_is_read_strictly() -> None:
+    assert spare_count({}) == spares.DEFAULT_SPARES > 0  # on unless turned off
+    assert spare_count({"TONK_SANDBOX_SPARES": "0"}) == 0
+    assert spare_count({"TONK_SANDBOX_SPARES": " 3 "}) == 3
+    for bad in ("x", "1.5", "-1", str(spares.MAX_SPARES + 1)):
+        with pytest.raises(ValueError, match="TONK_SANDBOX_SPARES"):
+            spare_count({"TONK_SANDBOX_SPARES": bad})
+
+
+@requires_bwrap
+def test_a_match_takes_a_sandbox_started_before_it_asked_by_default(tmp_path: Path) -> None:
+    assert hosted.SPARES is SPARES
+    bundle = write_bundle(tmp_path, "honest")
+    launch = Launch("python", entry=entry("honest"))
+    hits = SPARES.hits
+    first = HostedPlayer("honest", lambda: bundle, launch, limits=LIMITS)
+    first.prepare()
+    first.close()
+    SPARES.wait_started()
+    asked = time.monotonic_ns()
+    second = HostedPlayer("honest", lambda: bundle, launch, limits=LIMITS)
+    try:
+        assert second.describe()["name"] == "honest"
+        assert second.box is not None and second.box is not first.box
+        assert second.box.ready_ns < asked  # it served before the match asked for it
+        assert SPARES.hits == hits + 1
+    finally:
+        second.close()
+    assert first.box is not None and first.box.workdir is None  # each match's sandbox is closed
+
+
+@requires_bwrap
+def test_nothing_of_one_match_reaches_the_next(tmp_path: Path) -> None:
+    bundle = probe_bundle(tmp_path)
+    launch = Launch("python", entry="bot_probe:UploadedBot")
+    hits = SPARES.hits
+    for n in range(3):
+        found = probe_match(HostedPlayer("probe", lambda: bundle, launch, limits=LIMITS), f"match-{n}")
+        assert found is None, f"match {n} found {found} of an earlier match"
+    assert SPARES.hits == hits + 2  # the second and third matches took spares
+    # The probe sees all it planted when the sandbox is the same: it would see a leak.
+    try:
+        kept = [
+            HostedPlayer("probe", lambda: bundle, launch, limits=LIMITS, scope="worker", scope_key="k")
+            for _ in range(2)
+        ]
+        assert probe_match(kept[0], "kept-0") is None
+        assert probe_match(kept[1], "kept-1") == EVERYTHING
+    finally:
+        POOL.close_all()
+
+
+@requires_bwrap
+def test_a_bot_that_does_not_start_faults_as_before_and_no_spare_is_kept(tmp_path: Path) -> None:
+    attack = 'if when == "import":\n    raise RuntimeError("will not start")'
+    bundle = write_bundle(tmp_path, "broken", attack)
+    launch = Launch("python", entry=entry("broken"))
+    misses = SPARES.misses
+    for _ in range(2):
+        player = HostedPlayer("broken", lambda: bundle, launch, limits=LIMITS)
+        player.prepare()
+        player.close()
+        output = player.output()
+        assert output is not None and "the hosted bot did not start" in output.text
+        assert "the bot exited with status 1" in output.text
+    assert SPARES.kept() == 0 and SPARES.misses == misses  # two failed starts, nothing kept
+
+
+@requires_bwrap
+def test_a_spare_whose_bot_died_while_it_waited_is_replaced(tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path, "honest")
+    launch = Launch("python", entry=entry("honest"))
+    first = HostedPlayer("honest", lambda: bundle, launch, limits=LIMITS)
+    first.prepare()
+    first.close()
+    SPARES.wait_started()
+    (spare,) = [s.future.result() for kept in SPARES._kept.values() for s in kept]
+    assert spare.process is not None
+    os.killpg(spare.process.pid, signal.SIGKILL)
+    spare.process.wait(30)
+    misses = SPARES.misses
+    second = HostedPlayer("honest", lambda: bundle, launch, limits=LIMITS)
+    try:
+        assert second.describe()["name"] == "honest"
+        assert second.box is not spare and SPARES.misses == misses + 1
+    finally:
+        second.close()
+    assert spare.workdir is None  # the dead spare was closed
+
+
+FORK_BOMB = """
+    if when != "decision":
+        return
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            time.sleep(0.05)
+"""
+
+
+@requires_bwrap
+def test_a_limit_hit_in_a_spare_is_named_as_before(tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path, "forker", FORK_BOMB)
+    launch = Launch("python", entry=entry("forker"))
+    limits = Limits(processes=48, start_s=60)
+    first = HostedPlayer("forker", lambda: bundle, launch, limits=limits)
+    first.prepare()  # no decision: no bomb
+    first.close()
+    SPARES.wait_started()
+    hits = SPARES.hits
+    player = HostedPlayer("forker", lambda: bundle, launch, limits=limits)
+    config = RefereeConfig(decision_deadline_ms=300, max_faults=3, lifecycle_deadline_ms=5000)
+    try:
+        result = play_match([player, LocalPlayer(RandomBot)], seed=20261207, hands=2, config=config)
+    finally:
+        player.close()
+    assert SPARES.hits == hits + 1
+    mine = [f for f in result.faults if f.seat == 0]
+    assert mine and mine[0].reason.startswith(PREFIX + "process limit ("), mine
+    output = player.output()
+    assert output is not None and player.limit_hit and output.text.rstrip().endswith(player.limit_hit)
+
+
+@requires_bwrap
+def test_spares_beyond_the_capacity_are_closed_least_recently_used_first(tmp_path: Path) -> None:
+    pool = Spares(capacity=1)
+    try:
+        for name in ("one", "two"):
+            bundle = write_bundle(tmp_path, name)
+            pool.take(bundle, Launch("python", entry=entry(name)), LIMITS).close()
+            pool.wait_started()
+            if name == "one":
+                (older,) = [s.future.result() for kept in pool._kept.values() for s in kept]
+        assert pool.kept() == 1
+        assert older.workdir is None and older.process is not None and older.process.poll() is not None
+    finally:
+        pool.close_all()
+
+
+@requires_bwrap
+def test_with_spares_off_each_match_starts_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TONK_SANDBOX_SPARES", "0")
+    bundle = write_bundle(tmp_path, "honest")
+    launch = Launch("python", entry=entry("honest"))
+    for _ in range(2):
+        asked = time.monotonic_ns()
+        player = HostedPlayer("honest", lambda: bundle, launch, limits=LIMITS)
+        player.prepare()
+        player.close()
+        assert player.box is not None and player.box.started_ns >= asked
+    assert SPARES.kept() == 0
