@@ -26,13 +26,16 @@ COMMANDS = {
     "replay-decision": "sdk.commands.replay_decision",
     "owner": "sdk.commands.owner",
     "sprt": "sdk.commands.sprt",
+    "login": "sdk.commands.login",
+    "logout": "sdk.commands.login",
 }
 #: The modules, in the order ``tonk --help`` lists their commands.
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 #: Commands the SDK shares with plug-ins, and the actions of each that are the SDK's own
 #: (sdk.commands.owner.ACTIONS: not imported, the command modules are this one's neighbours).
 SHARED = {"owner": ("join", "rotate-token")}
-#: Commands the SDK runs over an arena's API when one is named (``--arena`` or ``TONK_ARENA``),
+#: Commands the SDK runs over an arena's API when one is named (``--arena``, ``TONK_ARENA`` or
+#: the arena ``tonk login`` remembered),
 #: and a plug-in runs on the arena's store otherwise (the operator's form: sdk.commands.sprt).
 REMOTE = ("sprt",)
 
@@ -48,7 +51,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     command = words[0] if words else None
     if command in REMOTE:
         named = any(a == "--arena" or a.startswith("--arena=") for a in argv or ())
-        sdk_only = named or bool(os.environ.get("TONK_ARENA", "").strip())
+        sdk_only = named or bool(os.environ.get("TONK_ARENA", "").strip()) or _remembered()
     else:
         sdk_only = command not in SHARED or (len(words) > 1 and words[1] in SHARED[command])
     own = command in COMMANDS and sdk_only
@@ -68,6 +71,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             continue  # the server extras are not installed: their commands are simply absent
         register(subparsers)
     return parser
+
+
+def _remembered() -> bool:
+    from sdk.login import remembered_arena
+
+    return bool(remembered_arena())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

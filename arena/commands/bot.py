@@ -118,10 +118,13 @@ def version_line(version: dict[str, Any]) -> str:
 
 
 def page_url(path: str) -> str:
-    """A dashboard page: its address under TONK_ARENA (the arena's URL) when set; else its
-    path, as this process cannot know where the dashboard of its store is served."""
-    base = os.environ.get("TONK_ARENA", "").strip().rstrip("/")
-    return f"{base}/{path}" if base else f"the dashboard's /{path} (TONK_ARENA=URL gives its address)"
+    """A dashboard page: its address under TONK_ARENA (the arena's URL) when set, else under
+    the arena ``tonk login`` remembered; else its path, as this process cannot know where the
+    dashboard of its store is served."""
+    from sdk.login import remembered_arena
+
+    base = (os.environ.get("TONK_ARENA", "").strip() or remembered_arena()).rstrip("/")
+    return f"{base}/{path}" if base else f"the dashboard's /{path} (tonk login --arena URL gives its address)"
 
 
 def _pct(rate: float | None) -> str:

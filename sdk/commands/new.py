@@ -122,10 +122,13 @@ def run_new(args: argparse.Namespace) -> int:
     spec = f"{values['module']}:{values['class_name']}"
     print(f"created {folder}/ with {values['module']}.py ({values['class_name']}), tests and a README")
     print(f"its requirements: {values['sdk_requirement']}, pytest")
-    print("next (in a virtualenv: python3 -m venv .venv && . .venv/bin/activate):")
-    print(f"  cd {folder} && pip install -r requirements.txt && pytest")
+    # Every line runs in the project's folder (the --upload below sends "."): say so first.
+    print(f"next, in its folder ({values['module']}:{values['class_name']} is imported from there):")
+    print(f"  cd {folder}")
+    print("  python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/pytest")
     print(f"  tonk play {spec} random --hands 200")
     print(f"  tonk check {spec}")
     print(f"  tonk serve {spec} --port 50051")
-    print(f"  tonk submit --name {values['folder']} --upload --arena URL --token TOKEN   # the arena runs it")
+    print("  tonk login --arena URL --token TOKEN   # once: the arena and your token, remembered")
+    print(f"  tonk submit --name {values['folder']} --upload .   # this folder: the arena builds and runs it")
     return 0

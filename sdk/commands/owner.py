@@ -32,6 +32,15 @@ import sys
 from typing import Any
 
 from sdk.commands.submit import _call, _common, _target
+from sdk.login import (
+    ArenaURLError,
+    Login,
+    LoginFileError,
+    TokenError,
+    check_arena_url,
+    read_login,
+    write_login,
+)
 
 #: Generous for two small writes; the arena checks nothing remote here.
 DEFAULT_TIMEOUT_S = 30.0
@@ -61,7 +70,8 @@ def register(subparsers: Any) -> None:
     join = sub.add_parser("join", help="become an owner of an arena with an invite code; prints your token")
     join.add_argument("code", help="the invite code (tonki_...) the arena's operator gave you")
     join.add_argument("--name", required=True, help="your owner name: 2 to 64 of a-z, 0-9, '_', '.', '-'")
-    join.add_argument("--arena", default=None, metavar="URL", help="the arena's URL (default: $TONK_ARENA)")
+    join.add_argument("--arena", default=None, metavar="URL",
+                      help="the arena's URL (default: $TONK_ARENA, else tonk login's)")
     join.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds to wait")
     join.add_argument("--json", action="store_true", help="print the arena's JSON answer")
     join.set_defaults(func=run_join)
@@ -94,7 +104,25 @@ def run_rotate_token(args: argparse.Namespace) -> int:
     if answer is None:
         return 1
     name = (answer.get("owner") or {}).get("name", "?")
-    return _say_token(answer, args, f"new token for owner {name!r}; the old one no longer works.")
+    done = _say_token(answer, args, f"new token for owner {name!r}; the old one no longer works.")
+    if done == 0:
+        _renew_remembered(base, token, str(answer["token"]))
+    return done
+
+
+def _renew_remembered(base: str, old: str, new: str) -> None:
+    """The token tonk login remembered for this arena was the old one: remember the new one,
+    or the next command would send a token that no longer works."""
+    try:
+        login = read_login()
+        if login is None or login.token != old or login.arena != check_arena_url(_arena(base)):
+            return
+        path = write_login(Login(login.arena, new))
+    except (LoginFileError, ArenaURLError, TokenError, OSError) as exc:
+        print(f"tonk owner rotate-token: the remembered token is the old one ({exc}); "
+              "tonk login --token NEW replaces it", file=sys.stderr)  # fmt: skip
+        return
+    print(f"the new token replaces the old in {path} (tonk login)", file=sys.stderr)
 
 
 def _say_token(answer: dict[str, Any], args: argparse.Namespace, done: str) -> int:
@@ -106,7 +134,8 @@ def _say_token(answer: dict[str, Any], args: argparse.Namespace, done: str) -> i
     print(done, file=sys.stderr)
     print(
         "the token above is shown only this once: keep it secret. Use it as TONK_TOKEN (or --token) "
-        "with tonk submit, and in 'Authorization: Bearer' for the API.",
+        "with tonk submit, or remember it with the arena's URL (tonk login --arena URL --token TOKEN), "
+        "and in 'Authorization: Bearer' for the API.",
         file=sys.stderr,
     )
     return 0

@@ -3,7 +3,7 @@ interrupted. The arena, ``tonk play HOST:PORT`` and ``tonk check HOST:PORT`` can
 
 ``tonk serve BOT --connect [--arena URL] [--token TOKEN] [--name NAME]`` listens on nothing:
 the bot connects out to the arena's gateway (sdk/link.py) and plays from there; ``TONK_ARENA``
-and ``TONK_TOKEN`` are read as by ``tonk submit``."""
+and ``TONK_TOKEN`` (or what ``tonk login`` remembered) are read as by ``tonk submit``."""
 
 from __future__ import annotations
 
@@ -57,8 +57,10 @@ def register(subparsers: Any) -> None:
     )
     link = parser.add_argument_group("connecting out (no listening port)")
     link.add_argument("--connect", action="store_true", help="connect to the arena instead of serving")
-    link.add_argument("--arena", default=None, help="the arena's URL (default: TONK_ARENA)")
-    link.add_argument("--token", default=None, help="your owner token (default: TONK_TOKEN)")
+    link.add_argument("--arena", default=None,
+                      help="the arena's URL (default: TONK_ARENA, else tonk login's)")
+    link.add_argument("--token", default=None,
+                      help="your owner token (default: TONK_TOKEN, else tonk login's)")
     link.add_argument("--name", default=None, help="the bot's name in the arena (default: its own)")
     link.add_argument("--link", default=None, help="the gateway's HOST:PORT (default: asked of the arena)")
     parser.set_defaults(func=run_serve)
@@ -99,17 +101,22 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _run_connect(args: argparse.Namespace, bot: Any) -> int:
-    import os
-
     from sdk.link import ArenaDiscoveryError, LinkRefusedError, connect
+    from sdk.login import LoginFileError, resolve
 
-    arena = args.arena or os.environ.get("TONK_ARENA", "")
-    token = args.token or os.environ.get("TONK_TOKEN", "")
+    try:  # as tonk submit's: flag, environment, then what tonk login remembered
+        found = resolve(args.arena, args.token)
+    except LoginFileError as exc:
+        print(f"tonk serve --connect: {exc}", file=sys.stderr)
+        return 2
+    arena, token = found.arena, found.token
     if not token:
-        print("tonk serve --connect: give --token or set TONK_TOKEN (your owner token)", file=sys.stderr)
+        print("tonk serve --connect: give --token, set TONK_TOKEN or remember it with tonk login "
+              "(your owner token)", file=sys.stderr)  # fmt: skip
         return 2
     if not arena and not args.link:
-        print("tonk serve --connect: give --arena URL or set TONK_ARENA", file=sys.stderr)
+        print("tonk serve --connect: give --arena URL, set TONK_ARENA or remember it with tonk login",
+              file=sys.stderr)  # fmt: skip
         return 2
     # A connection's capacity is what the bot declares, as for a served bot; 4 when it says nothing.
     capacity = args.max_matches or int(getattr(bot, "max_concurrent_matches", 0) or 0) or 4

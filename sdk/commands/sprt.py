@@ -20,9 +20,9 @@ The API: ``POST /api/v1/sprt`` ``{"new", "old", "elo0", "elo1", "alpha", "beta",
 "hands_per_match", "max_pairs"}`` -> 201 ``{"tournament": {"id", "status", "sprt", "url"}}``;
 ``GET /api/v1/tournaments/<id>/progress`` (its ``sprt`` state); ``POST /api/v1/sprt/<id>/stop``.
 
-Without ``--arena`` (and no ``TONK_ARENA``), where the arena is installed, ``tonk sprt`` is the
-operator's form that works on the store directly (arena/commands/tournament.py: it adds its
-options to this command).
+Without ``--arena`` (and no ``TONK_ARENA``, nor an arena ``tonk login`` remembered), where the
+arena is installed, ``tonk sprt`` is the operator's form that works on the store directly
+(arena/commands/tournament.py: it adds its options to this command).
 
 Exit status: 0 decided (H1 or H0: either is an answer), or stopped with ``--stop``; 1 the
 arena refused, failed or could not be reached; 2 bad usage; 3 undecided (max pairs reached,
@@ -39,6 +39,7 @@ from typing import Any
 
 from sdk.commands.submit import API_PREFIX, _call, _common, _target
 from sdk.compare import EloEstimate
+from sdk.login import remembered_arena
 
 PROG = "tonk sprt"
 #: Seconds between two looks at the test's state.
@@ -83,7 +84,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_sprt(args: argparse.Namespace) -> int:
-    arena = (args.arena or os.environ.get("TONK_ARENA", "")).strip()
+    arena = (args.arena or os.environ.get("TONK_ARENA", "")).strip() or remembered_arena()
     if not arena and args.watch is None and args.stop is None:
         operator = getattr(args, "operator_sprt", None)  # the arena installed: its store
         if operator is not None:
@@ -91,7 +92,8 @@ def run_sprt(args: argparse.Namespace) -> int:
                 print(f"{PROG}: name the two bots: tonk sprt V2 V1", file=sys.stderr)
                 return 2
             return int(operator(args))
-        print(f"{PROG}: no arena: pass --arena URL or set TONK_ARENA", file=sys.stderr)
+        print(f"{PROG}: no arena: pass --arena URL, set TONK_ARENA, or remember one with "
+              "tonk login --arena URL", file=sys.stderr)  # fmt: skip
         return 2
     if (args.watch is not None) + (args.stop is not None) + (args.new is not None) != 1 or (
         args.new is not None and args.old is None

@@ -10,10 +10,11 @@ back, read what an uploaded bot printed.
     tonk restore lowball
 
 The token comes from ``--token`` or the ``TONK_TOKEN`` environment variable, the arena from
-``--arena`` or ``TONK_ARENA``. Before accepting a bot the arena dials it, checks its health
-service and GetInfo, and plays a short match against its ``random`` bot: the bot must be
-running and reachable from the arena when you submit (``tonk check HOST:PORT`` runs the same
-checks first). A refusal prints the arena's reason; success prints the bot's dashboard page.
+``--arena`` or ``TONK_ARENA``; without them, from what ``tonk login`` remembered (sdk/login.py).
+Before accepting a bot the arena dials it, checks its health service and GetInfo, and plays a
+short match against its ``random`` bot: the bot must be running and reachable from the arena
+when you submit (``tonk check HOST:PORT`` runs the same checks first). A refusal prints the
+arena's reason; success prints the bot's dashboard page.
 docs/bot-author-guide.md lists every refusal code with its fix.
 
 Exit status: 0 done; 1 the arena refused, failed, or could not be reached; 2 bad usage
@@ -67,7 +68,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
-import os
 import sys
 import urllib.error
 import urllib.parse
@@ -76,6 +76,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sdk.login import ArenaURLError, LoginFileError, TokenError, check_arena_url, check_token, resolve
 from sdk.terminal import shown
 
 DEFAULT_TIMEOUT_S = 120.0  # the arena plays a short match before it answers
@@ -93,7 +94,9 @@ _OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 def register(subparsers: Any) -> None:
-    submit = subparsers.add_parser("submit", help="register a bot served at HOST:PORT with an arena")
+    submit = subparsers.add_parser(
+        "submit", help="enter a bot in an arena: its code (--upload DIR) or where it is served (--address)"
+    )
     submit.add_argument("--name", required=True, help="the bot's name in the arena (a-z, 0-9, '_', '-')")
     where = submit.add_mutually_exclusive_group(required=True)
     where.add_argument("--address", metavar="HOST:PORT", help="where the arena can reach it")
@@ -136,8 +139,10 @@ def register(subparsers: Any) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--arena", default=None, metavar="URL", help="the arena's URL (default: $TONK_ARENA)")
-    parser.add_argument("--token", default=None, help="your API token (default: $TONK_TOKEN)")
+    parser.add_argument("--arena", default=None, metavar="URL",
+                        help="the arena's URL (default: $TONK_ARENA, else tonk login's)")
+    parser.add_argument("--token", default=None,
+                        help="your API token (default: $TONK_TOKEN, else tonk login's)")
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds to wait for the arena"
     )
@@ -294,13 +299,31 @@ def run_logs(args: argparse.Namespace) -> int:
     else:
         logs = answer.get("logs") or []
         if not logs:
-            print(f"no match logs of {args.name!r} yet")
+            print(shown(_why_no_logs(args, prog, base, token)))
         for log in logs:
             cut = ", cut" if log.get("truncated") else ""
             print(f"match {log.get('match')}  seat {log.get('seat')}  {log.get('bytes')} bytes{cut}")
         if logs:
             print(f"one match's output: tonk logs {args.name} --match ID", file=sys.stderr)
     return 0
+
+
+def _why_no_logs(args: argparse.Namespace, prog: str, base: str, token: str) -> str:
+    """Why a bot has no match logs: the arena keeps what it runs itself (an upload) printed; a
+    bot served elsewhere or connecting out prints where it runs, and never will have any."""
+    answer = _call(prog, "GET", f"{base}/bots/{_quote(args.name)}", token, None, args.timeout)
+    bot = (answer or {}).get("bot") or {}
+    plays = bot.get("plays")  # arena/queries/bots.py: connected, hosted, uploaded or dialled
+    if plays == "connected":
+        where = "it connects out (tonk serve --connect), so it prints in the terminal where it runs"
+    elif plays == "dialled":
+        where = f"it is served at {bot.get('address') or 'its address'}, so it prints where you serve it"
+    elif plays == "hosted":
+        where = "it is one of the arena's house bots"
+    else:  # an upload that has not played yet, or an answer without the field
+        return f"no match logs of {args.name!r} yet"
+    return (f"no match logs of {args.name!r}: the arena keeps what a bot it runs from an upload "
+            f"prints (tonk submit --upload); {where}")  # fmt: skip
 
 
 def run_retire(args: argparse.Namespace) -> int:
@@ -345,24 +368,34 @@ def _bot_command(
 
 
 def _target(args: argparse.Namespace, prog: str, *, secret: str = "token") -> tuple[str, str] | None:
-    """The API's base URL and the token, or None after saying what is missing. ``secret``
+    """The API's base URL and the token, or None after saying what is missing: each from its
+    flag, else the environment, else what ``tonk login`` remembered (sdk/login.py). ``secret``
     names what is sent instead when the command takes no token (an invite code)."""
-    arena = (args.arena or os.environ.get("TONK_ARENA", "")).strip()
-    token = "" if secret != "token" else (args.token or os.environ.get("TONK_TOKEN", "")).strip()
-    if not arena:
-        print(f"{prog}: no arena: pass --arena URL or set TONK_ARENA", file=sys.stderr)
+    try:
+        found = resolve(args.arena, getattr(args, "token", None))
+    except LoginFileError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
         return None
-    parts = urllib.parse.urlsplit(arena)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        print(f"{prog}: --arena {arena!r} is not an http:// or https:// URL", file=sys.stderr)
+    token = found.token if secret == "token" else ""
+    if not found.arena:
+        print(f"{prog}: no arena: pass --arena URL, set TONK_ARENA, or remember one with "
+              "tonk login --arena URL", file=sys.stderr)  # fmt: skip
+        return None
+    try:
+        arena = check_arena_url(found.arena)
+        if token:
+            check_token(token)
+    except (ArenaURLError, TokenError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
         return None
     if not token and secret == "token":
-        print(f"{prog}: no API token: pass --token or set TONK_TOKEN", file=sys.stderr)
+        print(f"{prog}: no API token for {arena}: pass --token, set TONK_TOKEN, or remember it with "
+              f"tonk login --arena {arena} --token T", file=sys.stderr)  # fmt: skip
         return None
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        print(f"{prog}: warning: sending your {secret} to {parts.hostname} over plain http", file=sys.stderr)
-    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-    return base + API_PREFIX, token
+    host = urllib.parse.urlsplit(arena).hostname or ""
+    if arena.startswith("http:") and not _is_loopback(host):
+        print(f"{prog}: warning: sending your {secret} to {host} over plain http", file=sys.stderr)
+    return arena + API_PREFIX, token
 
 
 def _call(

@@ -177,7 +177,8 @@ def test_an_owner_tests_v2_against_v1_to_a_verdict_with_the_sdk_alone(
     assert code == 1 and "test 1 has finished: there is nothing to stop" in err, err
     # Without an arena, the SDK alone says what is missing.
     done = sdk_only("sprt", "alice-v2", "alice-v1")
-    assert done.returncode == 2 and "no arena: pass --arena URL or set TONK_ARENA" in done.stderr, done.stderr
+    missing = "no arena: pass --arena URL, set TONK_ARENA, or remember one with tonk login"
+    assert done.returncode == 2 and missing in done.stderr, done.stderr
 
 
 def test_refusals_change_nothing_and_only_the_owner_stops_a_test(

@@ -82,6 +82,29 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, capsys: pytest.Capture
     assert "tonk serve night_owl:NightOwlBot" in (folder / "README.md").read_text()
 
 
+def test_new_says_where_its_next_steps_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue #40: the hint made the virtualenv before `cd` and sent `--upload` with no folder.
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["new", "owl"]) == 0
+    steps = [line.strip() for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    assert steps[0] == "cd owl"
+    assert steps[1].startswith("python3 -m venv .venv && .venv/bin/pip install -r requirements.txt")
+    assert any(step.startswith("tonk login --arena URL --token TOKEN") for step in steps), steps
+    assert steps[-1].startswith("tonk submit --name owl --upload . "), steps
+
+
+def test_help_says_submit_takes_code_or_an_address(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one line a command
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("submit ")]
+    assert "--upload" in line and "--address" in line, line
+
+
 def test_new_refuses_a_folder_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     create_project("owl", tmp_path)
     assert cli.main(["new", "owl", "--dir", str(tmp_path)]) == 2
