@@ -173,6 +173,12 @@ def _interval_svg(rated: list[dict[str, Any]], width: int) -> str:
         parts.append(f'<g class="bot {klass}"><title>{tip}</title>')
         label = escape(fit(row["bot"], left - 16, 8.6))  # bold 14-unit text
         parts.append(f'<text class="label" x="{left - 10}" y="{cy + 5:.1f}" text-anchor="end">{label}</text>')
+        if r["low"] is None or r["high"] is None:
+            # A bound, not a rating: no dot; an open bar from the bound to the side it opens on.
+            edge = left if r["low"] is None else width - right
+            parts.append(_line("interval open", x(r["elo"]), cy, edge, cy))
+            parts.append(_line("whisker", x(r["elo"]), cy - 6, x(r["elo"]), cy + 6) + "</g>")
+            continue
         parts.append(_line("interval", x(_low(r)), cy, x(_high(r)), cy))
         for end in (_low(r), _high(r)):
             parts.append(_line("whisker", x(end), cy - 6, x(end), cy + 6))

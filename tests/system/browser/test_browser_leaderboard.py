@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from helpers.browser import expect, expect_step, fitting_chart
+from helpers.browser import expect, expect_step, fitting_chart, new_context
 
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
@@ -61,3 +61,27 @@ def test_charts_and_their_text(page: Any, base_url: str, seeded_sqlite: Seeded) 
     assert len(examples) >= 12
     for href in examples:  # every example works on this arena
         assert page.request.get(base_url + href).status == 200, href
+
+
+def test_a_phones_first_screen_shows_the_board(browser: Any, base_url: str) -> None:
+    """At 390 x 844 the leaderboard leads with its table: its first rows are on the first
+    screen, and the legend of what the numbers mean is folded (a <details>) below it, where
+    before its four bullets filled the screen and only bot #1 showed (issue #40, point 11)."""
+    context = new_context(browser, 390, 844)
+    try:
+        tab = context.new_page()
+        tab.goto(base_url + "/")
+        expect(tab.locator("table.leaderboard.stacks")).to_have_count(1)  # laid out as cards
+        rows = tab.locator("table.leaderboard tbody tr")
+        expect(rows).to_have_count(4)
+        for k in (0, 1):
+            box = rows.nth(k).bounding_box()
+            assert box and box["y"] >= 0 and box["y"] + box["height"] <= 844, (k, box)
+        legend = tab.locator("details.rating-legend")
+        expect(legend).to_have_count(1)
+        assert legend.get_attribute("open") is None
+        expect(legend.locator("li").first).to_be_hidden()
+        legend.locator("summary").click()
+        expect(legend.locator("li").first).to_be_visible()
+    finally:
+        context.close()

@@ -1,0 +1,41 @@
+"""What a newcomer reads on the spectator's pages without guessing (issue #40, points 11-18):
+one-sided bounds that do not read as ratings, the replay's "seating", the live tournament's
+notes in plain words, the ladder's state and who really plays, and every rated bot over time."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, render_template_string
+
+from dashboard.charts import interval_chart
+
+
+def _rating(elo: float, low: float | None, high: float | None, text: str) -> dict[str, Any]:
+    basis = "one-sided" if low is None or high is None else "pool"
+    return {"elo": elo, "low": low, "high": high, "text": text, "provisional": True,
+            "why_provisional": "one-sided record", "basis": basis}
+
+
+def test_a_one_sided_bound_is_said_in_words_not_shown_as_a_rating(app_factory: Any, tmp_path: Path) -> None:
+    """Rank 7 "≤ 1516" read higher than ranks 4-6 (issue #40, point 12): a bound is now words
+    ("beat nobody yet") with the number muted beside them, never the bold rating figure; the
+    chart draws it as an open bar with no dot."""
+    app: Flask = app_factory(f"sqlite:///{tmp_path / 'a.sqlite'}")
+    source = '{% from "_macros.html" import rating %}{{ rating(r) }}'
+    with app.test_request_context("/"):
+        lower = render_template_string(source, r=_rating(1516, None, 1516, "\u2264 1516"))
+        upper = render_template_string(source, r=_rating(1890, 1890, None, "\u2265 1890"))
+        rated = render_template_string(source, r=_rating(1480, 1400, 1560, "1480 [1400, 1560]"))
+    assert "beat nobody yet" in lower and 'class="elo' not in lower
+    assert re.search(r'<span class="ci bound">\u2264 1516</span>', lower)
+    assert "beat everyone so far" in upper and 'class="elo' not in upper
+    assert '<span class="elo">1,480</span>' in rated and "bound" not in rated
+    rows = [{"bot": "four", "rating": _rating(1480, 1400, 1560, "")},
+            {"bot": "seven", "rating": _rating(1516, None, 1516, "\u2264 1516")}]
+    svg = str(interval_chart(rows)).split('<div class="chart-size w760">')[1]
+    four, seven = svg.split('<g class="bot')[1:3]
+    assert 'class="point"' in four and 'class="point"' not in seven
+    assert 'class="interval open"' in seven
