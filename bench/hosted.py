@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
-"""Hosted bots: what the sandbox costs (issue #23).
+"""Hosted bots: what the sandbox costs (issues #23, #37).
 
-    .venv/bin/python bench/hosted.py [--starts 20] [--deals 2] [--hands 20] [--flight 40]
+    .venv/bin/python bench/hosted.py [--starts 20] [--rounds 3] [--deals 2] [--hands 20] [--flight 40]
 
 Reported in one run, each beside its baseline measured in the same process:
 
-1. **start-up**: from starting a hosted bot to its first answer (a GetInfo), median and p95
-   over ``--starts`` sandboxes; beside it the same interpreter serving the same bot with the
-   same imports on a Unix socket without the sandbox (a bare start).
+1. **start-up to first answer** (a GetInfo), median and p95 over ``--starts`` starts of each
+   kind, interleaved: the default fast start (a match takes the bot's spare, started ahead of
+   it: arena/sandbox/spares.py; the spare has finished starting, as it does while a match
+   plays), a cold start (a sandbox started when asked: ``TONK_SANDBOX_SPARES=0``), and the
+   same interpreter serving the same bot with the same imports without the sandbox (bare).
 2. **throughput**: a 2-seat round-robin of four uploaded bots (the house bots, uploaded as an
    author would), a fresh sandbox per match, ``--hands`` hands a match, on the embedded pool;
-   then the same four bots dialled over gRPC (each served once by its own process, as authors
-   run them). Matches per second, and their ratio (goal: at least 0.5).
-3. **memory** per hosted bot: the control group's peak after a match (or, without control
+   and the same four bots dialled over gRPC (each served once by its own process, as authors
+   run them), on the same deals. Hosted and dialled alternate (ABAB, ``--rounds`` pairs, each
+   pair its own seed), so load drifting during the run lands in both halves of a pair; the
+   hosted/dialled ratio of matches per second is reported per pair, min/median/max (goal: at
+   least 0.8).
+3. **persistence probe**, in the same run: ``--probes`` matches in a row of a bot that plants
+   files (``/tmp``, ``/dev/shm``, ``/run/tonk``), a process, an abstract socket and memory at
+   its match start and looks for an earlier match's: none may be found.
+4. **memory** per hosted bot: the control group's peak after a match (or, without control
    groups, the resident size of its processes).
-4. **in flight**: ``--flight`` sandboxes started at once and held: their total memory, and
+5. **in flight**: ``--flight`` sandboxes started at once and held: their total memory, and
    what that gives on a 2-core, 24 GB machine (memory bound) beside the start-up CPU per
    match (the CPU bound on starting matches).
 """
@@ -40,16 +48,21 @@ from arena.bots.owners import create_owner  # noqa: E402
 from arena.bots.registry import register_bot  # noqa: E402
 from arena.bots.uploaded import submit_upload  # noqa: E402
 from arena.config import Settings, load_settings  # noqa: E402
+from arena.play.hosted import HostedPlayer  # noqa: E402
 from arena.runtime.backends import EmbeddedBackend  # noqa: E402
 from arena.runtime.driver import run_tournament  # noqa: E402
 from arena.sandbox.launch import Launch  # noqa: E402
+from arena.sandbox.limits import Limits  # noqa: E402
 from arena.sandbox.runner import Sandbox  # noqa: E402
+from arena.sandbox.spares import SPARES  # noqa: E402
 from arena.store.db import dispose_engines, session_scope  # noqa: E402
 from arena.store.secrets import arena_secret, set_secret  # noqa: E402
 from arena.tournaments.lifecycle import create_tournament  # noqa: E402
+from sdk.bot import MatchInfo  # noqa: E402
 from sdk.fresh_process import serve_in_fresh_process  # noqa: E402
 from sdk.grpc_player import GrpcPlayer  # noqa: E402
 from sdk.packing import pack  # noqa: E402
+from sdk.rules import Rules  # noqa: E402
 
 BOTS = {
     "greedy": "bots.greedy:GreedyBot",
@@ -66,6 +79,55 @@ running = start_server(load_bot_class({entry!r}), unix_socket={sock!r}, max_work
 signal.signal(signal.SIGTERM, lambda *_: running.stop(0))
 running.server.wait_for_termination()
 """
+#: The persistence probe (tests/arena/play/test_hosted_spares.py checks that it finds what it
+#: planted when the sandbox is kept): at each match start it reports what it finds of an
+#: earlier match ("PROBE clean", or "PROBE found tmp shm ..."), then plants all of it.
+PROBE = """
+import builtins, os, socket, subprocess, sys
+from sdk.bot import Bot
+
+MARK = "tonk-probe"
+FILES = {"tmp": "/tmp/" + MARK, "shm": "/dev/shm/" + MARK, "run": "/run/tonk/" + MARK}
+
+def earlier():
+    found = [what for what, path in FILES.items() if os.path.exists(path)]
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and (MARK + "-sleeper").encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                found.append("process")
+                break
+        except OSError:
+            pass
+    if getattr(builtins, "_tonk_probe", False) or os.environ.get("TONK_PROBE"):
+        found.append("memory")
+    return found
+
+class ProbeBot(Bot):
+    name = "probe"
+    def on_match_start(self, info):
+        found = earlier()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:  # an abstract socket: it lives as long as its network namespace holds it
+            sock.bind("\\0" + MARK)
+            sock.listen(1)
+            builtins._tonk_probe_socket = sock
+        except OSError:
+            found.append("socket")
+        print("PROBE " + ("found " + " ".join(found) if found else "clean"), flush=True)
+        for path in FILES.values():
+            with open(path, "w") as f:
+                f.write(info.match_id)
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", MARK + "-sleeper"],
+                         start_new_session=True)
+        builtins._tonk_probe = True
+        os.environ["TONK_PROBE"] = info.match_id
+        print("PROBE planted", flush=True)
+    def act(self, obs):
+        return obs.legal_actions[0]
+"""
+PROBE_ENTRY = "bot_probe:ProbeBot"
+#: Everything the probe plants, which it finds when a sandbox is kept across matches.
+PLANTED = frozenset({"tmp", "shm", "run", "process", "memory", "socket"})
 
 
 def project(root: Path, name: str, entry: str) -> Path:
@@ -102,22 +164,72 @@ def first_answer(address: str) -> bool:
         player.close()
 
 
-def startup(root: Path, starts: int) -> tuple[list[float], list[float], list[float]]:
-    """Seconds to a first answer, sandboxed and bare; and the sandboxes' start-up CPU."""
+def probe_bundle(root: Path) -> Path:
+    """The persistence probe as a built bundle (``code/bot_probe.py``)."""
+    folder = root / "probe"
+    (folder / "code").mkdir(parents=True)
+    (folder / "deps").mkdir()
+    (folder / "code" / "bot_probe.py").write_text(PROBE)
+    for path in [root, folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return folder
+
+
+def probe_match(player: HostedPlayer, match_id: str) -> frozenset[str]:
+    """One match's start of the probe; what it found of earlier matches (empty: nothing)."""
+    info = MatchInfo(match_id=match_id, seat=0, players=("probe", "other"), rules=Rules(), hands=1)
+    player.match_start(info)
+    player.close()
+    output = player.output()
+    text = output.text if output is not None else ""
+    if "PROBE planted" not in text:
+        raise RuntimeError(f"the probe did not plant its markers: {text[-500:]}")
+    # The last report: a kept sandbox's output holds its earlier matches' too.
+    line = [x for x in text.splitlines() if x.startswith("PROBE ") and x != "PROBE planted"][-1]
+    return frozenset() if line == "PROBE clean" else frozenset(line.removeprefix("PROBE found ").split())
+
+
+def persistence(root: Path, matches: int) -> tuple[int, list[str]]:
+    """``matches`` probe matches in a row on the default path: (how many took a spare, what
+    any of them found of an earlier one)."""
+    folder = probe_bundle(root)
+    launch = Launch("python", entry=PROBE_ENTRY)
+    hits = SPARES.hits
+    found: list[str] = []
+    for n in range(matches):
+        seen = probe_match(HostedPlayer("probe", lambda: folder, launch), f"probe-{n}")
+        if seen:
+            found.append(f"match {n}: {' '.join(sorted(seen))}")
+        SPARES.wait_started()  # a match lasts longer than a start
+    return SPARES.hits - hits, found
+
+
+def startup(root: Path, starts: int) -> dict[str, list[float]]:
+    """Seconds to a first answer of each kind of start (fast, cold, bare), interleaved; and
+    the cold starts' CPU ("cpu")."""
     folder = bundle(root, BOTS["greedy"])
     launch = Launch("python", entry=BOTS["greedy"])
-    boxed: list[float] = []
-    bare: list[float] = []
-    cpu: list[float] = []
+    limits = Limits.from_env()
+    got: dict[str, list[float]] = {"fast": [], "cold": [], "bare": [], "cpu": []}
     Sandbox(folder, launch).start().close()  # the runtime is staged once per machine: not a match's cost
+    SPARES.take(folder, launch, limits).close()  # the bot's first match on this worker starts its spare
     for i in range(starts):
+        SPARES.wait_started()  # its spare has started, as it has while a match plays
         started = time.perf_counter()
-        box = Sandbox(folder, launch).start()
+        box = SPARES.take(folder, launch, limits)
         try:
             if not first_answer(box.address):
                 raise RuntimeError("a sandboxed bot did not answer once started")
-            boxed.append(time.perf_counter() - started)
-            cpu.append(box.cpu_ns() / 1e9)
+            got["fast"].append(time.perf_counter() - started)
+        finally:
+            box.close()
+        started = time.perf_counter()
+        box = Sandbox(folder, launch, limits=limits).start()
+        try:
+            if not first_answer(box.address):
+                raise RuntimeError("a sandboxed bot did not answer once started")
+            got["cold"].append(time.perf_counter() - started)
+            got["cpu"].append(box.cpu_ns() / 1e9)
         finally:
             box.close()
         sock = root / f"bare-{i}.sock"
@@ -132,23 +244,24 @@ def startup(root: Path, starts: int) -> tuple[list[float], list[float], list[flo
                 if time.monotonic() > give_up or proc.poll() is not None:
                     raise RuntimeError("the bare interpreter's bot never answered")
                 time.sleep(0.002)
-            bare.append(time.perf_counter() - started)
+            got["bare"].append(time.perf_counter() - started)
         finally:
             proc.kill()
             proc.wait()
-    return boxed, bare, cpu
+    SPARES.close_all()
+    return got
 
 
-def tournament(url: str, ids: list[int], deals: int, hands: int) -> tuple[float, int]:
+def tournament(url: str, ids: list[int], deals: int, hands: int, seed: int) -> tuple[float, int]:
     with session_scope(url) as session:
         tid = create_tournament(
             session,
-            name="bench",
+            name=f"bench-{seed}",
             bot_ids=ids,
             table_sizes=[2],
             deals_per_table=deals,
             hands_per_match=hands,
-            seed=2026,
+            seed=seed,
             settings=Settings(allowed_bot_hosts=("127.0.0.1",)),
         ).id
     backend = EmbeddedBackend(url, 2)
@@ -162,10 +275,12 @@ def tournament(url: str, ids: list[int], deals: int, hands: int) -> tuple[float,
     return elapsed, progress.total
 
 
-def throughput(root: Path, deals: int, hands: int) -> tuple[float, float, int]:
+def throughput(root: Path, rounds: int, deals: int, hands: int) -> tuple[list[float], list[float], int]:
+    """Matches per second, hosted and dialled, of ``rounds`` pairs played alternately (ABAB),
+    each pair on its own seed; and the matches of one tournament."""
     settings = load_settings()
-    url = f"sqlite:///{root}/bench.sqlite"
-    with session_scope(url) as session:
+    hosted_url = f"sqlite:///{root}/bench.sqlite"
+    with session_scope(hosted_url) as session:
         owner, _ = create_owner(session, "author")
         uploaded = [
             submit_upload(
@@ -174,22 +289,34 @@ def throughput(root: Path, deals: int, hands: int) -> tuple[float, float, int]:
             for name, entry in BOTS.items()
         ]
         deal_secret = arena_secret(session, "deal")
-    hosted_s, matches = tournament(url, uploaded, deals, hands)
-    # The dialled run plays the same deals: a store of its own (an arena deals a seed once,
+    # The dialled runs play the same deals: a store of their own (an arena deals a seed once,
     # docs/dealing.md) given the first store's deal secret.
-    url = f"sqlite:///{root}/bench-dialled.sqlite"
+    dialled_url = f"sqlite:///{root}/bench-dialled.sqlite"
+    hosted: list[float] = []
+    dialled: list[float] = []
+    matches = 0
     with _Served(list(BOTS.values())) as addresses:
-        with session_scope(url) as session:
+        with session_scope(dialled_url) as session:
             set_secret(session, "deal", deal_secret)
             owner, _ = create_owner(session, "dialler")
             dial = Settings(allowed_bot_hosts=("127.0.0.1",))
-            dialled = [
+            dialled_ids = [
                 register_bot(session, owner, f"dial-{name}", address, settings=dial, check=False).id
                 for name, address in zip(BOTS, addresses, strict=True)
             ]
-        dialled_s, _ = tournament(url, dialled, deals, hands)
+        for r in range(rounds):
+            seed = 2026 + r
+            took, matches = tournament(hosted_url, uploaded, deals, hands, seed)
+            hosted.append(matches / took)
+            took, _ = tournament(dialled_url, dialled_ids, deals, hands, seed)
+            dialled.append(matches / took)
+            print(
+                f"  pair {r + 1}: hosted {hosted[-1]:.2f} matches/s, dialled {dialled[-1]:.2f}, "
+                f"ratio {hosted[-1] / dialled[-1]:.2f}",
+                flush=True,
+            )
     dispose_engines()
-    return matches / hosted_s, matches / dialled_s, matches
+    return hosted, dialled, matches
 
 
 class _Served:
@@ -250,44 +377,62 @@ def in_flight(root: Path, count: int) -> tuple[float, float, float]:
     return per, took, (24 * 1024 * 0.8) / per if per else 0.0
 
 
+def ms(values: list[float]) -> str:
+    return f"median {statistics.median(values) * 1000:.0f} ms, p95 {pct(values, 0.95) * 1000:.0f} ms"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--starts", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3, help="hosted/dialled pairs of round-robins")
     parser.add_argument("--deals", type=int, default=2, help="deals per table of the round-robins")
     parser.add_argument("--hands", type=int, default=20, help="hands per match")
+    parser.add_argument("--probes", type=int, default=4, help="persistence probe matches in a row")
     parser.add_argument("--flight", type=int, default=40, help="sandboxes held at once")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-hosted-") as tmp:
         root = Path(tmp)
         root.chmod(0o755)
         os.environ["TONK_DATA_DIR"] = str(root / "data")
-        boxed, bare, cpu = startup(root / "startup", args.starts)
-        box_ms, bare_ms, cpu_ms = (statistics.median(v) * 1000 for v in (boxed, bare, cpu))
+        got = startup(root / "startup", args.starts)
+        fast, cold, bare = (statistics.median(got[k]) for k in ("fast", "cold", "bare"))
         print(
-            f"start-up to first answer ({args.starts} starts): sandboxed median {box_ms:.0f} ms, "
-            f"p95 {pct(boxed, 0.95) * 1000:.0f} ms; bare interpreter, same imports: median "
-            f"{bare_ms:.0f} ms, p95 {pct(bare, 0.95) * 1000:.0f} ms; ratio {box_ms / bare_ms:.2f}x; "
-            f"start-up CPU {cpu_ms:.0f} ms",
+            f"start-up to first answer ({args.starts} starts of each, interleaved): fast start (a spare) "
+            f"{ms(got['fast'])} (goal: median < 30 ms); cold start (TONK_SANDBOX_SPARES=0) "
+            f"{ms(got['cold'])}; bare interpreter, same imports: {ms(got['bare'])}; fast/bare "
+            f"{fast / bare:.2f}x, cold/bare {cold / bare:.2f}x; "
+            f"start-up CPU {statistics.median(got['cpu']) * 1000:.0f} ms",
             flush=True,
         )
-        hosted, dialled, matches = throughput(root / "rr", args.deals, args.hands)
+        hosted, dialled, matches = throughput(root / "rr", args.rounds, args.deals, args.hands)
+        ratios = sorted(h / d for h, d in zip(hosted, dialled, strict=True))
         print(
-            f"round-robin of 4 bots, {matches} matches of {args.hands} hands: hosted (fresh sandbox "
-            f"per match) {hosted:.2f} matches/s, dialled over gRPC {dialled:.2f} matches/s, "
-            f"ratio {hosted / dialled:.2f} (goal >= 0.5)",
+            f"round-robin of 4 bots, {matches} matches of {args.hands} hands, {args.rounds} hosted/dialled "
+            f"pairs (ABAB): hosted (fresh sandbox per match) median {statistics.median(hosted):.2f} "
+            f"matches/s, "
+            f"dialled over gRPC median {statistics.median(dialled):.2f}; hosted/dialled ratio min "
+            f"{ratios[0]:.2f}, median {statistics.median(ratios):.2f}, max {ratios[-1]:.2f} (goal >= 0.8)",
+            flush=True,
+        )
+        took, found = persistence(root / "probe", args.probes)
+        verdict = "found nothing of an earlier match" if not found else "FOUND " + "; ".join(found)
+        print(
+            f"persistence probe, {args.probes} matches in a row ({took} took a spare): {verdict} "
+            f"(looked for: {', '.join(sorted(PLANTED))})",
             flush=True,
         )
         mb, how = memory(root / "mem")
         print(f"memory per hosted bot: {mb:.1f} MB ({how})", flush=True)
-        per, took, holds = in_flight(root / "flight", args.flight)
+        per, took_s, holds = in_flight(root / "flight", args.flight)
+        cpu = statistics.median(got["cpu"])
         print(
-            f"{args.flight} sandboxes held at once: {per:.1f} MB each, all started in {took:.1f} s; "
+            f"{args.flight} sandboxes held at once: {per:.1f} MB each, all started in {took_s:.1f} s; "
             f"a 24 GB machine holds about {holds:.0f} by memory (80% of it); at "
-            f"{statistics.median(cpu) * 1000:.0f} ms of CPU a start, 2 cores start at most "
-            f"{2 / statistics.median(cpu):.0f} matches/s",
+            f"{cpu * 1000:.0f} ms of CPU a start, 2 cores start at most {2 / cpu:.0f} matches/s",
             flush=True,
         )
-    return 0
+        SPARES.close_all()
+    return 1 if found else 0
 
 
 if __name__ == "__main__":
