@@ -98,6 +98,11 @@ class GrpcPlayer:
         #: a wall-clock ceiling of its own here.
         self.transport_timeout_s = transport_timeout_s or _default_timeout_s
         self.max_reply_bytes = max_reply_bytes
+        #: While a Decide is in flight, called now and then (past ``watch_after_s``) with the
+        #: seconds since it was sent; a reason it returns cuts the call as a TIMEOUT. The arena
+        #: watches the bots it hosts by their CPU time and the time the host's load took.
+        self.watch: Callable[[float], str | None] | None = None
+        self.watch_after_s = 0.0
         self.seat = 0
         #: What the last Decide is charged, in µs: send to reply, without this process's own
         #: lag (sdk.clock); the referee charges this rather than its own wall time.
@@ -153,7 +158,10 @@ class GrpcPlayer:
         timeout_s = self.transport_timeout_s(deadline_ms)
         started = time.perf_counter_ns()
         try:
-            reply = self._decide(data, timeout=timeout_s)
+            if self.watch is None:
+                reply = self._decide(data, timeout=timeout_s)
+            else:
+                reply = self._watched(data, timeout_s)
         except grpc.RpcError as exc:
             raise rpc_fault(exc, "Decide", self.address, deadline_ms) from None
         except ValueError as exc:  # e.g. the channel was closed under us
@@ -185,6 +193,23 @@ class GrpcPlayer:
         self.close()
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _watched(self, data: bytes, timeout_s: float) -> bytes:
+        watch = self.watch
+        assert watch is not None
+        started = time.perf_counter()
+        call = self._decide.future(data, timeout=timeout_s)
+        wait = self.watch_after_s
+        while True:
+            try:
+                reply: bytes = call.result(timeout=max(wait, 0.001))
+                return reply
+            except grpc.FutureTimeoutError:
+                reason = watch(time.perf_counter() - started)
+                if reason is not None:
+                    call.cancel()
+                    raise PlayerFaultError(FaultKind.TIMEOUT, f"Decide: {reason}"[:_MAX_REASON]) from None
+                wait = 0.02
 
     def _lifecycle(self, call: Any, message: Any, rpc: str) -> None:
         try:

@@ -16,12 +16,13 @@ of what it printed: "unreachable" alone would leave its owner guessing.
 
 **Clock.** A decision is charged the CPU time (user and system) of all the sandbox's
 processes between sending the request and receiving the reply, as the kernel counts it
-(arena/sandbox/cgroups.py), so a loaded worker machine never costs a hosted bot a decision;
-one whose CPU passes the request's deadline is cut off then. A wall-clock ceiling of
+(arena/sandbox/cgroups.py), so a loaded worker machine never costs a hosted bot a decision.
+A wall-clock ceiling of
 ``WALL_FACTOR`` times the deadline (plus a second) cuts off a bot that sleeps or blocks
 instead of thinking; it does not count the time the sandbox's threads waited for a CPU (the
 kernel's run delay: ``Sandbox.run_delay_ns``), so the host's load cannot reach it, and only
-``BACKSTOP_FACTOR`` times the ceiling of plain wall time is a hard stop. In a shared sandbox
+``BACKSTOP_FACTOR`` times the ceiling of plain wall time is a hard stop. Its CPU past the
+ceiling is cut off too. In a shared sandbox
 (deal, worker) the CPU of concurrent matches is charged together: the clock is exact only
 per match.
 
@@ -91,8 +92,9 @@ _CUT: Final = "cut off: "
 
 class _Watch:
     """Watches one Decide in flight (sdk.grpc_player.GrpcPlayer.watch): cut off once the
-    sandbox's CPU passes the deadline, or once the call's wall time, less what the host's
-    load took from the bot, passes the ceiling."""
+    call's wall time, less what the host's load took from the bot, passes the ceiling, or
+    once the sandbox's CPU does (threads waiting for a CPU together could otherwise hold the
+    first off until the backstop)."""
 
     def __init__(self, box: Sandbox, deadline_ms: int, cpu_before: int):
         self.box = box
@@ -102,9 +104,9 @@ class _Watch:
 
     def __call__(self, elapsed_s: float) -> str | None:
         used_ms = (self.box.cpu_ns() - self.cpu_before) / 1e6
-        if used_ms > self.deadline_ms:
-            return f"{_CUT}it used {used_ms:.0f} ms of CPU, past its {self.deadline_ms} ms"
         ceiling = wall_ceiling_s(self.deadline_ms)
+        if used_ms > ceiling * 1000:
+            return f"{_CUT}it used {used_ms:.0f} ms of CPU, past the ceiling of {ceiling:g} s"
         if elapsed_s <= ceiling:
             return None
         waited_s = max(0, self.box.run_delay_ns() - self.delay_before) / 1e9
@@ -283,10 +285,8 @@ class HostedPlayer:
         self.last_charged_us = None
         with self._awake():
             cpu_before = box.cpu_ns()
-            # Watched from half the deadline on (a cut saves wall time only: it is charged its
-            # CPU either way).
             player.watch = _Watch(box, request.deadline_ms, cpu_before)
-            player.watch_after_s = request.deadline_ms / 2000
+            player.watch_after_s = request.deadline_ms / 1000
             try:
                 return player.act(request)
             except PlayerFaultError as exc:

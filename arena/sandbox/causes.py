@@ -7,6 +7,7 @@ sandbox"), from the most certain evidence there is:
 
 - with a control group, the kernel's own counters: ``oom_kill`` in ``memory.events`` (v1:
   ``memory.oom_control``) and ``max`` in ``pids.events`` (arena/sandbox/cgroups.py);
+- the CPU it used before it served, against its start-up budget (``from_startup``);
 - in every case, how bubblewrap ended (it exits with 128 + the signal that killed the bot):
   ``SIGXCPU`` is the CPU-seconds limit, ``SIGXFSZ`` the file-size limit;
 - a writable place (``/tmp``, ``/dev/shm``, the socket folder) that is full, read through a
@@ -40,6 +41,7 @@ class Cause(enum.Enum):
     PROCESSES = "process limit"
     DISK = "disk cap"
     CPU = "CPU budget"
+    STARTUP = "start-up CPU budget"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,20 @@ def from_exit(returncode: int | None, limits: Limits) -> list[Finding]:
     if sig == signal.SIGXFSZ:
         return [Finding(Cause.DISK, f"a file reached the {limits.tmp_mb} MB a file may have")]
     return []
+
+
+def from_startup(cpu_ns: int, limits: Limits) -> list[Finding]:
+    """The start-up budget: the CPU its processes used from launch to serving (importing,
+    loading: arena/sandbox/freeze.py), against ``Limits.start_cpu_s``."""
+    if cpu_ns <= limits.start_cpu_s * 1e9:
+        return []
+    return [
+        Finding(
+            Cause.STARTUP,
+            f"its processes used {cpu_ns / 1e9:.1f} s of CPU before serving; the start-up budget "
+            f"is {limits.start_cpu_s:g} s",
+        )
+    ]
 
 
 def full_places(places: dict[str, int], sizes_mb: dict[str, int]) -> list[Finding]:

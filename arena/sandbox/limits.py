@@ -27,6 +27,24 @@ def memory_scope(environ: Mapping[str, str] | None = None) -> str:
     return raw
 
 
+def sandbox_nice(environ: Mapping[str, str] | None = None) -> int:
+    """``TONK_SANDBOX_NICE``: the nice value every sandbox runs at (default 0), whatever the
+    worker's own: a worker started under ``nice`` must not slow its bots' decisions."""
+    raw = (os.environ if environ is None else environ).get("TONK_SANDBOX_NICE", "").strip() or "0"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(
+            f"environment variable TONK_SANDBOX_NICE must be a whole number, got {raw!r}"
+        ) from None
+    if not -20 <= value <= 19:
+        raise ValueError(f"environment variable TONK_SANDBOX_NICE must be from -20 to 19, got {raw!r}")
+    return value
+
+
+_SECONDS: Final = ("start_s", "start_cpu_s")
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     #: Memory of all the sandbox's processes together (without a control group: address
@@ -49,6 +67,9 @@ class Limits:
     output_kb: int = 256
     #: Seconds from the start of the sandbox to the bot answering on its socket.
     start_s: float = 30.0
+    #: The start-up budget: CPU seconds of all its processes from launch to serving (imports,
+    #: loading), charged like a decision; over it, the bot faults (arena/sandbox/causes.py).
+    start_cpu_s: float = 10.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
@@ -61,7 +82,7 @@ class Limits:
             if not raw:
                 continue
             try:
-                value = float(raw) if f.name == "start_s" else int(raw)
+                value = float(raw) if f.name in _SECONDS else int(raw)
             except ValueError:
                 raise ValueError(f"environment variable {name} must be a number, got {raw!r}") from None
             if value <= 0:

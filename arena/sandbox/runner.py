@@ -55,8 +55,9 @@ from types import TracebackType
 from arena import processes
 from arena.errors import ArenaError
 from arena.sandbox import causes, cgroups, seccomp
+from arena.sandbox.freeze import Freezer
 from arena.sandbox.launch import SOCKET_PLACEHOLDER, Launch
-from arena.sandbox.limits import Limits
+from arena.sandbox.limits import Limits, sandbox_nice
 from arena.sandbox.runtime import LAUNCHER, staged_bundle, staged_runtime
 
 SOCKET = "/run/tonk/bot.sock"
@@ -211,6 +212,10 @@ class Sandbox:
         self._places: dict[str, int] = {}  # path inside -> O_PATH handle on its mount
         self.started_ns = 0
         self.ready_ns = 0
+        #: Stops its processes between calls, once :meth:`freeze_between_calls` (freeze.py).
+        self.freezer: Freezer | None = None
+        #: CPU of its processes from launch to serving (to its first freeze), once measured.
+        self.startup_cpu_ns = 0
 
     # -- life ------------------------------------------------------------------------------
 
@@ -242,7 +247,7 @@ class Sandbox:
             argv = self._argv(bwrap, uid, filter_fd)
             env = {"PATH": "/usr/bin:/bin", "TONK_CGROUP_PROCS": self._procs_files()}
             self.process = _SPAWNER.submit(
-                subprocess.Popen,
+                _popen_at_nice,
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -264,7 +269,23 @@ class Sandbox:
             self.close()
             raise
         self.ready_ns = time.monotonic_ns()
+        self.freezer = Freezer(self.group, self.process.pid)
         return self
+
+    def freeze_between_calls(self) -> None:
+        """From now on the bot runs only while a call is in flight (``freezer.awake()``:
+        arena/sandbox/freeze.py). The first time, what it used from launch to now is charged
+        to its start-up budget: over it, the sandbox is closed and SandboxStartError names
+        the limit."""
+        assert self.freezer is not None, "the sandbox is not started"
+        first = not self.freezer.enabled
+        self.freezer.enable()
+        if first:
+            self.startup_cpu_ns = self.cpu_ns()
+            if self.startup_cpu_ns > self.limits.start_cpu_s * 1e9:
+                error = self._start_failure("it was frozen before its first call")
+                self.close()
+                raise error
 
     def _procs_files(self) -> str:
         # Split on spaces by the shell: the group's folders have none (arena/sandbox/cgroups.py).
@@ -358,6 +379,10 @@ class Sandbox:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise self._start_failure(f"the bot exited with status {self.process.returncode}")
+            used = self.cpu_ns()
+            if used > self.limits.start_cpu_s * 1e9:  # the start-up budget (causes.from_startup)
+                self.startup_cpu_ns = used
+                raise self._start_failure("it was still starting")
             if not self._places:
                 self._places = _open_places(self.process.pid)
             if self._places and os.path.exists(f"/proc/self/fd/{self._places['/run/tonk']}/bot.sock"):
@@ -387,6 +412,8 @@ class Sandbox:
 
     def close(self) -> None:
         """End the bot and everything it started; idempotent."""
+        if self.freezer is not None:
+            self.freezer.disable()  # a stopped process dies of SIGKILL, a v1-frozen one not
         proc = self.process
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -430,6 +457,28 @@ class Sandbox:
         table = processes.all_processes()
         return sum(_cpu_of(p.pid) for p in processes.descendants(self.process.pid, table))
 
+    def run_delay_ns(self) -> int:
+        """How long the sandbox's threads have waited, runnable, for a CPU (the kernel's
+        schedstat, summed over the threads alive now): the time the host's load took from
+        them, which a decision's wall-clock ceiling does not count (arena/play/hosted.py)."""
+        if self.process is None:
+            return 0
+        group = self.group
+        pids = group.pids() if group is not None else [p.pid for p in processes.descendants(self.process.pid)]
+        total = 0
+        for pid in pids:
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tasks:
+                with (
+                    contextlib.suppress(OSError, ValueError, IndexError),
+                    open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f,
+                ):
+                    total += int(f.read().split()[1])
+        return total
+
     def memory_peak(self) -> int:
         return self.group.memory_peak() if self.group is not None else 0
 
@@ -443,13 +492,14 @@ class Sandbox:
         """The sentence naming each limit the bot ran into since ``since`` (default: its
         start), or None. ``settle_s``: how long to let a dying bot's bubblewrap exit first, so
         the signal that ended it can be read."""
+        found = causes.from_startup(self.startup_cpu_ns, self.limits) if since is None else []
         since = since or causes.Counters()
         proc = self.process
         if proc is not None and settle_s > 0:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(settle_s)
         lim = self.limits
-        found = causes.from_counters(since, self.counters(), lim) if self.group is not None else []
+        found += causes.from_counters(since, self.counters(), lim) if self.group is not None else []
         found += causes.from_exit(proc.poll() if proc is not None else None, lim)
         sizes = {"/run/tonk": lim.run_mb, "/tmp": lim.tmp_mb, "/dev/shm": lim.shm_mb}
         found += causes.full_places(self._places, sizes)
@@ -475,6 +525,20 @@ class Sandbox:
 
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _popen_at_nice(argv: list[str], **options: object) -> subprocess.Popen[bytes]:
+    """Popen from the spawner thread at ``TONK_SANDBOX_NICE``: Linux keeps a nice value per
+    thread and a child inherits its thread's, so the sandbox runs at that value whatever the
+    worker's, and only this thread changes. Lowering it below the worker's needs
+    CAP_SYS_NICE (or RLIMIT_NICE); refused, the sandbox keeps the worker's (the decision's
+    wall ceiling does not count the time the load takes from it: arena/play/hosted.py)."""
+    tid = threading.get_native_id()
+    want = sandbox_nice()
+    if os.getpriority(os.PRIO_PROCESS, tid) != want:
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, tid, want)
+    return subprocess.Popen(argv, **options)  # type: ignore[call-overload,no-any-return]
 
 
 def _open_places(bwrap_pid: int) -> dict[str, int]:

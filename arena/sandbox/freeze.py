@@ -1,0 +1,139 @@
+"""A hosted bot thinks only on its own clock: between its calls its processes do not run.
+
+A bot's decision is charged the CPU of all its processes from request to reply
+(arena/play/hosted.py); without more, a thread or a child it leaves running would think for
+free while the other seats play. So the sandbox is stopped whenever none of its calls is in
+flight, and let run just before each one (every call: GetInfo, StartMatch, Decide, EndHand,
+EndMatch, EndDeal; the arena sends no health ping to a running hosted bot, so a frozen bot
+is never taken for a dead one):
+
+- **with a control group** that can be frozen (v2's ``cgroup.freeze``, v1's freezer): the
+  kernel freezes every task of the group, threads and children, wherever they moved in the
+  process tree, and none can thaw itself (arena/sandbox/cgroups.py);
+- **without one**, by ``SIGSTOP`` to every process below bubblewrap, which cannot be caught
+  or ignored and stops all the threads of a process. A child that started its own session,
+  or whose parent exited, is still below bubblewrap (orphans of the sandbox's PID namespace
+  go to its init); the tree is walked again until every process in it is stopped, so a fork,
+  or a ``SIGCONT`` one of its processes sent another (or the kernel's, to a process group
+  orphaned while stopped), during a pass is caught by the next.
+
+**Shared sandboxes** (memory scope deal or worker serve matches at once): the sandbox is
+frozen only when no call of any of its matches is in flight; while one match's call runs,
+the others' bots, the same processes, run too (their CPU is charged to that call).
+
+The CPU the bot uses before it serves (importing, loading) is charged to its start-up budget
+(``Limits.start_cpu_s``), and it is frozen from then until its first call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Final
+
+from arena import processes
+from arena.sandbox import cgroups
+
+#: Process states that run no code: stopped (by a signal, or traced), zombie, dead.
+_STILL: Final = frozenset("TtZX")
+#: How long stopping the tree by signals may take before it is given up (a task in an
+#: uninterruptible sleep stops when it wakes; the next freeze tries again).
+STOP_TIMEOUT_S: Final = 2.0
+
+
+class Freezer:
+    """Stops one sandbox's processes while none of its calls is in flight (once enabled)."""
+
+    def __init__(self, group: cgroups.Group | None, root_pid: int):
+        self.group = group if group is not None and group.can_freeze else None
+        self.root_pid = root_pid
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._enabled = False
+        self._frozen_by: str | None = None  # "cgroup" or "signals" while frozen
+
+    @property
+    def method(self) -> str:
+        """How this sandbox is frozen: ``cgroup`` or ``signals``."""
+        return "cgroup" if self.group is not None else "signals"
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen_by is not None
+
+    def enable(self) -> None:
+        """From now on, freeze whenever no call is in flight (now, if none is)."""
+        with self._lock:
+            self._enabled = True
+            if self._in_flight == 0 and self._frozen_by is None:
+                self._freeze()
+
+    def disable(self) -> None:
+        """Thaw for good (before the sandbox is closed: a v1-frozen task cannot even die)."""
+        with self._lock:
+            self._enabled = False
+            self._thaw()
+
+    @contextlib.contextmanager
+    def awake(self) -> Iterator[None]:
+        """Around one call: the sandbox runs from before the request to after the reply."""
+        with self._lock:
+            self._in_flight += 1
+            self._thaw()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                if self._in_flight == 0 and self._enabled:
+                    self._freeze()
+
+    # -- with the lock held -----------------------------------------------------------------
+
+    def _freeze(self) -> None:
+        if self.group is not None and self.group.freeze(True):
+            self._frozen_by = "cgroup"
+            return
+        # No freezer, or it did not settle: stop what it holds by signals as well.
+        self._frozen_by = "signals"
+        stop_tree(self.root_pid)
+
+    def _thaw(self) -> None:
+        how, self._frozen_by = self._frozen_by, None
+        if how is None:
+            return
+        if self.group is not None:
+            self.group.freeze(False)
+        if how == "signals":
+            continue_tree(self.root_pid)
+
+
+def stop_tree(root_pid: int, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    """``SIGSTOP`` every process below ``root_pid`` until all are seen stopped; True if they
+    were within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = [p.pid for p in processes.descendants(root_pid) if p.state not in _STILL]
+        if not running:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        for pid in running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.0005)  # the signal is taken when the task is next scheduled
+
+
+def continue_tree(root_pid: int) -> None:
+    """``SIGCONT`` every process below ``root_pid``."""
+    for p in processes.descendants(root_pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p.pid, signal.SIGCONT)
