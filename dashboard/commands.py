@@ -16,6 +16,7 @@ import datetime as dt
 import os
 import secrets
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from arena.config import Settings, load_settings
@@ -32,7 +33,9 @@ def register(subparsers: Any) -> None:
     demo.add_argument("--seed", type=int, default=None, help="tournament seed (default: random)")
     demo.add_argument("--bots", default="", help="house bots to enter, comma separated (default: all)")
     demo.add_argument("--host", default="127.0.0.1", help="address the dashboard listens on")
-    demo.add_argument("--port", type=int, default=8000, help="port the dashboard listens on (default 8000)")
+    demo.add_argument("--port", type=_demo_port, default=8000,
+                      help="port the dashboard listens on (default 8000); its gateway takes the next two "
+                      "(8001, 8002), unless TONK_GATEWAY_PORT and TONK_GATEWAY_RELAY_PORT name others")
     demo.add_argument("--no-serve", action="store_true", help="exit after printing the leaderboard")
     demo.add_argument("--access-log", action="store_true", help="log every HTTP request (default: 5xx only)")
     demo.add_argument("--fresh", action="store_true",
@@ -62,6 +65,30 @@ DEMO_ALLOWED_HOSTS = ("127.0.0.0/8", "::1")
 DEMO_TOURNAMENT_PREFIX = "demo round-robin"
 
 
+def _demo_port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535 - 2:  # the gateway takes the next two
+        raise argparse.ArgumentTypeError(f"{port}: the demo takes this port and the next two, so 1 to 65533")
+    return port
+
+
+def demo_ports(settings: Settings, port: int, environ: Mapping[str, str] | None = None) -> Settings:
+    """The demo's gateway listens on the two ports after its dashboard's (for bots, then for
+    workers), so that one option, ``--port`` (``make demo PORT=...``), moves all three and a
+    second demo on the machine need not clash with the first; ``TONK_GATEWAY_PORT`` and
+    ``TONK_GATEWAY_RELAY_PORT`` still name others (0: no gateway)."""
+    env = os.environ if environ is None else environ
+    moved: dict[str, int] = {}
+    if not env.get("TONK_GATEWAY_PORT", "").strip():
+        moved["gateway_port"] = port + 1
+    if not env.get("TONK_GATEWAY_RELAY_PORT", "").strip():
+        moved["gateway_relay_port"] = port + 2
+    return dataclasses.replace(settings, **moved)
+
+
 def demo_settings(settings: Settings) -> Settings:
     """The demo is a single-machine arena: its dashboard accepts bots on loopback addresses
     (a deployed arena refuses them unless TONK_ALLOWED_BOT_HOSTS lists them), and it has an
@@ -79,7 +106,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from arena.store.migrate import migrate
     from sdk.players import did_you_mean
 
-    settings = demo_settings(load_settings())
+    settings = demo_ports(demo_settings(load_settings()), args.port)
     # The search bot thinks for 200 ms a decision by default; a demo should finish in a minute.
     os.environ.setdefault("TONK_SEARCH_BUDGET_MS", "20")
     available = house_bots()

@@ -17,6 +17,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports_from(count: int) -> int:
+    """A port that is free with the ``count - 1`` after it (`tonk demo --port P` takes P and
+    the next two), held by nothing when this returns."""
+    for _ in range(100):
+        first = free_port()
+        if first + count - 1 > 65535:
+            continue
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first, first + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return first
+    raise RuntimeError(f"no {count} free ports in a row")
+
+
 def wait_for(what: str, check: Any, timeout: float, poll: float = 0.2) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.guides import stop
-from helpers.net import free_port
+from helpers.net import free_port, free_ports_from
 from helpers.paths import ROOT
 from sqlalchemy import select, text
 
@@ -102,6 +102,54 @@ def test_a_demo_whose_gateway_port_is_taken_stops_before_playing(tmp_path: Path)
     assert "TONK_GATEWAY_PORT" in done.stderr
     assert "tournament" not in done.stdout and "dashboard at" not in done.stdout, done.stdout
     dispose_engines()
+
+
+def test_one_port_moves_the_demos_dashboard_and_gateway() -> None:
+    # Issue #40: a second demo on the machine clashed on the gateway's fixed 7061/7062.
+    from arena.config import load_settings
+    from dashboard.commands import demo_ports, register
+
+    settings = load_settings({})
+    moved = demo_ports(settings, 8123, {})
+    assert (moved.gateway_port, moved.gateway_relay_port) == (8124, 8125)
+    named = {"TONK_GATEWAY_PORT": "7000", "TONK_GATEWAY_RELAY_PORT": "7001"}
+    kept = demo_ports(load_settings(named), 8123, named)
+    assert (kept.gateway_port, kept.gateway_relay_port) == (7000, 7001)  # named: kept
+    off = {"TONK_GATEWAY_PORT": "0"}
+    assert demo_ports(load_settings(off), 8123, off).gateway_port == 0  # no gateway at all
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    assert parser.parse_args(["demo", "--port", "65533"]).port == 65533
+    for bad in ("65534", "0", "80a"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["demo", "--port", bad])
+
+
+def test_the_demo_gateway_listens_beside_its_dashboard(tmp_path: Path) -> None:
+    port = free_ports_from(3)
+    env = {**os.environ, "TONK_DATA_DIR": str(tmp_path / "data"), "TONK_REDIS_URL": ""}
+    for name in ("TONK_DATABASE_URL", "TONK_GATEWAY_PORT", "TONK_GATEWAY_RELAY_PORT"):
+        env.pop(name, None)
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "sdk.cli", "demo", "--bots", "random,greedy", "--tables", "2", "--deals", "1",
+         "--hands", "2", "--port", str(port)],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert demo.stdout is not None
+        said = []
+        for line in demo.stdout:
+            said.append(line)
+            if line.startswith("gateway for connected bots"):
+                break
+    finally:
+        left = stop(demo)
+    expected = f"gateway for connected bots at 127.0.0.1:{port + 1} (relay 127.0.0.1:{port + 2})"
+    assert said[-1].strip() == expected, said
+    assert not left, left
 
 
 def test_make_demo_takes_a_port() -> None:
