@@ -81,12 +81,12 @@ def demo_ports(settings: Settings, port: int, environ: Mapping[str, str] | None 
     second demo on the machine need not clash with the first; ``TONK_GATEWAY_PORT`` and
     ``TONK_GATEWAY_RELAY_PORT`` still name others (0: no gateway)."""
     env = os.environ if environ is None else environ
-    moved: dict[str, int] = {}
-    if not env.get("TONK_GATEWAY_PORT", "").strip():
-        moved["gateway_port"] = port + 1
-    if not env.get("TONK_GATEWAY_RELAY_PORT", "").strip():
-        moved["gateway_relay_port"] = port + 2
-    return dataclasses.replace(settings, **moved)
+    named = {name: bool(env.get(name, "").strip()) for name in ("TONK_GATEWAY_PORT", "TONK_GATEWAY_RELAY_PORT")}
+    return dataclasses.replace(
+        settings,
+        gateway_port=settings.gateway_port if named["TONK_GATEWAY_PORT"] else port + 1,
+        gateway_relay_port=settings.gateway_relay_port if named["TONK_GATEWAY_RELAY_PORT"] else port + 2,
+    )
 
 
 def demo_settings(settings: Settings) -> Settings:
