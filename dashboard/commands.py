@@ -81,11 +81,12 @@ def demo_ports(settings: Settings, port: int, environ: Mapping[str, str] | None 
     second demo on the machine need not clash with the first; ``TONK_GATEWAY_PORT`` and
     ``TONK_GATEWAY_RELAY_PORT`` still name others (0: no gateway)."""
     env = os.environ if environ is None else environ
-    named = {name: bool(env.get(name, "").strip()) for name in ("TONK_GATEWAY_PORT", "TONK_GATEWAY_RELAY_PORT")}
+    bots = bool(env.get("TONK_GATEWAY_PORT", "").strip())
+    workers = bool(env.get("TONK_GATEWAY_RELAY_PORT", "").strip())
     return dataclasses.replace(
         settings,
-        gateway_port=settings.gateway_port if named["TONK_GATEWAY_PORT"] else port + 1,
-        gateway_relay_port=settings.gateway_relay_port if named["TONK_GATEWAY_RELAY_PORT"] else port + 2,
+        gateway_port=settings.gateway_port if bots else port + 1,
+        gateway_relay_port=settings.gateway_relay_port if workers else port + 2,
     )
 
 
