@@ -125,6 +125,10 @@ class Settings:
     sprt_max_hands: int = 50
     sprt_max_running: int = 1
     sprt_max_per_day: int = 20
+    #: Dashboard sign-in (dashboard/signin.py): the session cookie is sent over https only
+    #: (set it where the dashboard is served over https), and lasts this many hours.
+    session_secure: bool = False
+    session_hours: int = 168
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -143,6 +147,18 @@ def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: in
     if not low <= value <= high:
         raise ValueError(f"environment variable {name} must be an integer from {low} to {high}, got {value}")
     return value
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """A yes/no setting: 1/true/yes or 0/false/no, anything else refused (not guessed)."""
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes"):
+        return True
+    if raw in ("0", "false", "no"):
+        return False
+    raise ValueError(f"environment variable {name} must be 1/true/yes or 0/false/no, got {raw[:40]!r}")
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
@@ -197,6 +213,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         sprt_max_hands=max(1, _int(env, "TONK_SPRT_MAX_HANDS", 50)),
         sprt_max_running=max(0, _int(env, "TONK_SPRT_MAX_RUNNING", 1)),
         sprt_max_per_day=max(0, _int(env, "TONK_SPRT_MAX_PER_DAY", 20)),
+        session_secure=_flag(env, "TONK_SESSION_SECURE", False),
+        session_hours=_bounded(env, "TONK_SESSION_HOURS", 168, 1, 24 * 90),
     )
 
 

@@ -63,7 +63,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
     from arena.queries import cache
-    from dashboard import checks, compression, db, errors, ratelimit, security, templating
+    from dashboard import checks, compression, db, errors, ratelimit, security, signin, templating
     from dashboard.views import register_blueprints
 
     cache.configure(cache_settings)
@@ -74,6 +74,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     errors.init_app(app)
     ratelimit.init_app(app)
     security.init_app(app)
+    signin.init_app(app)
     templating.init_app(app)
     register_blueprints(app)
     return app

@@ -133,6 +133,16 @@ def authenticate(session: Session, token: str | None, settings: Settings | None 
     return owner
 
 
+def credential_digest(owner: Owner, settings: Settings | None = None) -> str | None:
+    """The hash of the token that authenticates ``owner`` now: its own, or for the operator
+    owner made from ``TONK_OPERATOR_TOKEN`` that one's (None when there is none). A dashboard
+    session keeps a fingerprint of it, so a rotated token ends the sessions it opened."""
+    if owner.name == OPERATOR_OWNER and owner.token_hash == _NO_TOKEN:
+        token = settings.operator_token if settings is not None else ""
+        return hash_token(token) if token else None
+    return owner.token_hash
+
+
 def require_operator(owner: Owner) -> Owner:
     """``owner`` if it is an operator, else :class:`PermissionDeniedError`."""
     if not owner.is_operator:

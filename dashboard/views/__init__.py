@@ -9,6 +9,7 @@ from dashboard.params import IdConverter, IndexConverter
 
 def register_blueprints(app: Flask) -> None:
     from dashboard.views import (
+        account,
         api,
         api_spectator,
         api_uploads,
@@ -23,6 +24,6 @@ def register_blueprints(app: Flask) -> None:
 
     app.url_map.converters["id"] = IdConverter
     app.url_map.converters["index"] = IndexConverter
-    for module in (health, leaderboard, tournaments, ladders, matches, bots, api, api_spectator, spectator):
+    pages = (health, leaderboard, tournaments, ladders, matches, bots, account)
+    for module in (*pages, api, api_spectator, spectator, api_uploads):
         app.register_blueprint(module.bp)
-    app.register_blueprint(api_uploads.bp)

@@ -53,10 +53,16 @@ def match_filter(session: Session, args: Mapping[str, str]) -> MatchFilter:
 
 
 def viewer(session: Session) -> Owner | None:
-    """Who is asking, when the request carries a token (a wrong one is a 401), else None."""
+    """Who is asking, when the request carries a token (a wrong one is a 401), or on a page
+    the owner signed in (dashboard/signin.py; never under /api, which takes tokens alone),
+    else None."""
     header = request.headers.get("Authorization")
     if header is None or not header.strip():
-        return None
+        if request.path.startswith("/api/"):
+            return None
+        from dashboard.signin import signed_in
+
+        return signed_in(session, settings())
     return authenticate(session, parse_bearer(header), settings())
 
 
