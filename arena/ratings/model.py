@@ -45,7 +45,10 @@ Intervals
     duplicate play are one independent unit; a match given no deal is its own) over the stacked
     estimating equations: the
     pool's and each outsider's, so an outsider's interval includes the pool's own uncertainty.
-    The pool's intervals are those of ``R_i`` minus the zero. LOS is the probability that a bot
+    The pool's intervals are those of ``R_i`` minus the zero. The quantile is Student's t on
+    the bot's independent deals less one (its matches over the store's matches per deal;
+    ``intervals.t_quantile``): the normal quantile under-covered at 20 deals per bot (93%,
+    92% with card luck; bench/rating_checks.py coverage). LOS is the probability that a bot
     is stronger than the next one down the table (normal approximation, covariances
     included); it is None next to a one-sided bound.
 
@@ -66,7 +69,6 @@ import math
 import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -206,8 +208,10 @@ class RatingTable:
     likelihood of superiority of ``ratings[i]`` over ``ratings[i + 1]`` (None next to a
     one-sided bound). ``pairwise[(a, b)]`` is ``(points of a against b, weight)``: the model's
     weighted pairwise score and weighted number of comparisons (``points / weight`` is a's
-    score rate), for every ordered pair that met. ``pool`` lists the established pool (whose
-    mean is the anchor); ``unrated`` the bots with no result against it.
+    score rate), for every ordered pair that met. ``pool`` lists the established pool;
+    ``reference`` the members whose mean is the anchor (the fit's reference bots in the pool,
+    or the whole pool when none is: see "The established pool, and the scale"); ``unrated``
+    the bots with no result against the pool.
     """
 
     ratings: list[Rating] = field(default_factory=list)
@@ -215,6 +219,7 @@ class RatingTable:
     pairwise: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
     pool: list[str] = field(default_factory=list)
     unrated: list[str] = field(default_factory=list)
+    reference: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -271,8 +276,10 @@ class RatingModel:
         level: float = 0.95,
         min_matches: int = 20,
         max_width: float | None = None,
+        reference: Iterable[str] = (),
     ) -> None:
         self.opts = _options(anchor, level, min_matches, max_width)
+        self.reference: frozenset[str] = _reference(reference)
         self.data = RatingData()
         self._ids: set[str | int] = set()
         self._bulk_ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # sorted: add_columns'
@@ -286,6 +293,15 @@ class RatingModel:
     def total(self) -> int:
         """Matches added."""
         return self.data.total
+
+    def set_reference(self, bots: Iterable[str]) -> None:
+        """The bots whose mean is the anchor from the next fit or update on (the house bots'
+        versions: arena/ratings/leaderboard.py). An update reads them as a full fit does."""
+        self.reference = _reference(bots)
+
+    def _reference_mask(self, k: int) -> BoolArray:
+        names = self.data.names
+        return np.fromiter((names[i] in self.reference for i in range(k)), dtype=bool, count=k)
 
     def __contains__(self, match_id: object) -> bool:
         """Whether a match with this id was added (by :meth:`add` or :meth:`add_columns`)."""
@@ -430,7 +446,7 @@ class RatingModel:
         if k == 0:
             return RatingTable()
         pool = find_pool(data, self.opts.min_matches)
-        share = shares(data, pool, self.opts.min_matches)
+        share = shares(data, pool, self.opts.min_matches, self._reference_mask(k))
         last = self._last
         # Warm start from the last fit when the pool is the same (the maximum is unique).
         same = last is not None and len(last.pool) == k and np.array_equal(last.pool, pool)
@@ -448,7 +464,7 @@ class RatingModel:
         one takes more (:meth:`adopt` takes its fit back). The blocks of matches are shared
         (they never change once added); the sums are copied."""
         copy = RatingModel.__new__(RatingModel)
-        copy.opts = self.opts
+        copy.opts, copy.reference = self.opts, self.reference
         d = self.data
         # Every mutable part copied by name (bulk and the blocks' arrays never change once in).
         copy.data = dataclasses.replace(
@@ -485,7 +501,7 @@ class RatingModel:
         k = data.k
         pool = np.zeros(k, dtype=bool)
         pool[: len(last.pool)] = last.pool[:k]
-        share = shares(data, pool, self.opts.min_matches)
+        share = shares(data, pool, self.opts.min_matches, self._reference_mask(k))
         new = data.blocks[last.blocks :]
         # The pool's inverse information gains the new pairs' (Woodbury: bots x pairs work),
         # so the steps below converge fast and the intervals see the new information.
@@ -515,14 +531,16 @@ class RatingModel:
         # Clustered by deal: the named deals plus every match given none.
         covariance = intervals.Covariance.of(last.bread, last.meat, data.deals, ELO_SCALE)
         self._covariance = covariance
-        z = NormalDist().inv_cdf(0.5 + opts.level / 2)
         members = np.flatnonzero(pool)
         rated = np.flatnonzero(finite)
         sd = np.zeros(k)
         sd[rated] = covariance.sd()
+        # Student's t on the bot's own deals less one, not the normal quantile (see "Intervals").
+        clusters = intervals.effective_clusters(data.matches[:k], data.deals, data.total)
+        half = intervals.t_quantile(0.5 + opts.level / 2, clusters - 1.0) * sd
         elo = opts.anchor + x / ELO_SCALE
-        low: list[float | None] = (elo - z * sd).tolist()
-        high: list[float | None] = (elo + z * sd).tolist()
+        low: list[float | None] = (elo - half).tolist()
+        high: list[float | None] = (elo + half).tolist()
         basis: list[Basis] = ["pool" if pool[i] else "fitted" for i in range(k)]
         unrated: list[str] = []
         shown = set(rated.tolist())
@@ -564,7 +582,9 @@ class RatingModel:
                 for a, b in zip(a_idx.tolist(), b_idx.tolist(), strict=True)
             }
         pool_names = sorted(data.names[i] for i in members.tolist())
-        return RatingTable(ratings, los, pairs, pool_names, sorted(unrated))
+        anchored = members[self._reference_mask(k)[members]]
+        reference = sorted(data.names[i] for i in (anchored if len(anchored) else members).tolist())
+        return RatingTable(ratings, los, pairs, pool_names, sorted(unrated), reference)
 
     def los(self, bots: Sequence[str]) -> list[float | None]:
         """The likelihood of superiority of each of ``bots`` over the next one in the order
@@ -577,6 +597,16 @@ class RatingModel:
         if self._last is None or self._covariance is None:
             return [None] * max(0, len(order) - 1)
         return intervals.los(order, self._last.finite, self._elo, self._covariance)
+
+
+def _reference(bots: Iterable[str]) -> frozenset[str]:
+    if isinstance(bots, str):
+        raise OptionError(f"reference {bots!r} is one string; give a collection of bot ids")
+    out = frozenset(bots)
+    for bot in out:
+        if not isinstance(bot, str):
+            raise OptionError(f"reference bot {bot!r} is not a bot id (a string)")
+    return out
 
 
 def _pool_pairs(blocks: list[Block], pool: BoolArray, x: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:
@@ -614,16 +644,20 @@ def fit(
     level: float = 0.95,
     min_matches: int = 20,
     max_width: float | None = None,
+    reference: Iterable[str] = (),
 ) -> RatingTable:
     """Fit the ratings of every bot in ``results``.
 
     ``anchor`` is the established pool's mean rating, ``level`` the coverage of intervals and
     one-sided bounds, ``min_matches`` both the pool's entry bar and the provisional bar,
-    ``max_width`` (None: no such rule) the widest interval that is not provisional.
+    ``max_width`` (None: no such rule) the widest interval that is not provisional,
+    ``reference`` the bots whose mean is ``anchor`` (those in the pool; none there: the pool).
 
     Raises :class:`RatedMatchError`, :class:`DuplicateMatchError` or :class:`OptionError`.
     """
-    model = RatingModel(anchor=anchor, level=level, min_matches=min_matches, max_width=max_width)
+    model = RatingModel(
+        anchor=anchor, level=level, min_matches=min_matches, max_width=max_width, reference=reference
+    )
     model.add(results)
     return model.fit()
 
@@ -635,11 +669,14 @@ def history(
     level: float = 0.95,
     min_matches: int = 20,
     max_width: float | None = None,
+    reference: Iterable[str] = (),
 ) -> list[tuple[str, RatingTable]]:
     """The ratings after each tournament, in the order given: entry ``t`` is ``fit`` over the
     matches of tournaments ``0..t`` (options as for :func:`fit`). Match ids must be unique
     across tournaments."""
-    model = RatingModel(anchor=anchor, level=level, min_matches=min_matches, max_width=max_width)
+    model = RatingModel(
+        anchor=anchor, level=level, min_matches=min_matches, max_width=max_width, reference=reference
+    )
     out: list[tuple[str, RatingTable]] = []
     for name, results in tournaments:
         model.add(results)

@@ -69,14 +69,40 @@ def _largest_two_sided(
     return best
 
 
-def shares(data: RatingData, pool: BoolArray, min_matches: int) -> FloatArray:
-    """The pool members' shares of the scale's zero (:func:`centre_weights`), in code order,
-    from their records against everyone they met."""
+def shares(
+    data: RatingData, pool: BoolArray, min_matches: int, reference: BoolArray | None = None
+) -> FloatArray:
+    """The pool members' shares of the scale's zero, in code order, from their records
+    against everyone they met: the *reference* members of the pool only (``reference`` over
+    bot codes: the house bots) if any is in it, else every member (:func:`centre_weights`).
+
+    A fixed reference is what rating lists anchor on (a fixed engine): no other bot's games
+    and no other bot's versions are in the zero, so none of them can drag it (issue #38: a
+    hopeless bot's 2nd-5th draws moved every established bot by 23 Elo, four versions of one
+    bot moved everyone else by -56). Among the reference the ramps still apply, so that a
+    house bot crossing into the pool enters the zero gradually."""
     k = data.k
     members = np.flatnonzero(pool)
     scored = data.points[members, :k].sum(axis=1)
     conceded = data.weights[members, :k].sum(axis=1) - scored
-    return centre_weights(scored, conceded, data.matches[members], min_matches)
+    matches = data.matches[members]
+    ref = None if reference is None else reference[members]
+    if ref is None or not ref.any():
+        return centre_weights(scored, conceded, matches, min_matches)
+    share = ramp(scored, conceded, matches, min_matches) * ref
+    if share.sum() <= 0:  # no reference member counts yet: their plain mean
+        share = ref.astype(np.float64)
+    out: FloatArray = share / share.sum()
+    return out
+
+
+def ramp(scored: FloatArray, conceded: FloatArray, matches: IntArray, min_matches: int) -> FloatArray:
+    """Each member's unnormalised share (:func:`centre_weights`): 0 to 1 by matches past
+    ``min_matches`` times 0 to 1 by points both scored and conceded."""
+    by_matches = np.clip((matches - min_matches) / RAMP_MATCHES, 0.0, 1.0)
+    by_points = np.clip((np.minimum(scored, conceded) - MIN_POINTS) / RAMP_POINTS, 0.0, 1.0)
+    out: FloatArray = by_matches * by_points
+    return out
 
 
 def centre_weights(
@@ -99,9 +125,7 @@ def centre_weights(
     cannot jump when someone else's results change."""
     if len(matches) == 0:
         return np.zeros(0)
-    by_matches = np.clip((matches - min_matches) / RAMP_MATCHES, 0.0, 1.0)
-    by_points = np.clip((np.minimum(scored, conceded) - MIN_POINTS) / RAMP_POINTS, 0.0, 1.0)
-    share = by_matches * by_points
+    share = ramp(scored, conceded, matches, min_matches)
     total = float(share.sum())
     if total <= 0:  # nobody has started counting (a young arena): the plain mean
         return np.full(len(matches), 1.0 / len(matches))
