@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from sqlalchemy import func, select
@@ -165,7 +165,8 @@ def board_order(session: Session, ladder_id: int) -> BoardOrder:
 
 def _board_order(session: Session, ladder_id: int, playing: frozenset[int]) -> list[Entry]:
     """The ladder's bots (those that play now and those that have played on it) in the
-    board's order: rated ones as the arena's board ranks them, then the unrated by name."""
+    board's order: rated ones as the arena's board ranks them, ranked again 1 to n among
+    themselves, then the unrated by name."""
     seated = set(
         session.scalars(
             select(MatchSeat.bot_id)
@@ -187,7 +188,9 @@ def _board_order(session: Session, ladder_id: int, playing: frozenset[int]) -> l
     order: list[Entry] = []
     for r in current_leaderboard(session).rows:
         if r.bot_id in bots:
-            order.append((bots.pop(r.bot_id), r))
+            # The ladder's own rank, 1 to n down its board: the arena's read 1, 2, 5, 6, 7 on
+            # a ladder without the arena's 3rd and 4th (issue #40); `/` shows the arena's.
+            order.append((bots.pop(r.bot_id), replace(r, rank=len(order) + 1)))
     order.extend((bot, None) for bot in sorted(bots.values(), key=lambda b: b.name))
     return order
 
