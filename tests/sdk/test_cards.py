@@ -6,6 +6,7 @@ import copy
 import pickle
 
 import pytest
+from helpers.paths import ROOT
 
 from sdk.cards import DECK, DECK_SET, RANKS, SUITS, Card, format_cards, hand_value, parse_cards, sort_hand
 from sdk.errors import NotationError
@@ -84,3 +85,17 @@ def test_sort_orders() -> None:
     hand = parse_cards(["Ks", "2c", "Ah", "2h"])
     assert [c.text for c in sort_hand(hand)] == ["2c", "Ah", "2h", "Ks"]  # by suit, then rank
     assert [c.text for c in sorted(hand)] == ["Ah", "2c", "2h", "Ks"]  # by rank, then suit
+
+
+def test_the_guides_card_table_is_what_a_card_holds() -> None:
+    # Issue #40: a newcomer took `card.rank` for text (print shows 10) and their v2 crashed.
+    guide = (ROOT / "docs" / "bot-author-guide.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line for line in guide.splitlines() if line.startswith("| `")}
+    kinds = {"rank": "int", "suit": "str", "value": "int", "text": "str", "index": "int"}
+    for field, kind in kinds.items():
+        assert f"| `{kind}` |" in rows[field], rows.get(field)
+        assert type(getattr(Card.parse("Qh"), field)).__name__ == kind
+    ace, queen, ten = Card.parse("Ac"), Card.parse("qH"), Card.parse("Ts")
+    assert (ace.rank, ace.value, queen.rank, queen.value, ten.rank, ten.value) == (1, 1, 12, 10, 10, 10)
+    assert (str(ten), ten.text, ten.suit, ten.index) == ("10s", "10s", "s", 3 * 13 + 10 - 1)
+    assert Card("10s") is ten and sorted([queen, ace, ten]) == [ace, ten, queen]
