@@ -31,7 +31,7 @@ UPLOAD_MODES = ("new", "version")
 
 def _private(response: Response | str, status: int = 200) -> Response:
     """A page that names its viewer or shows a secret: never kept by a shared cache."""
-    answer = response if isinstance(response, Response) else Response(response, status=status)
+    answer = response if isinstance(response, Response) else Response(response, status, mimetype="text/html")
     answer.headers["Cache-Control"] = "no-store"
     return answer
 

@@ -71,6 +71,7 @@ def test_an_owner_signs_in_sees_their_own_and_signs_out(arena: dict[str, Any]) -
     page = client.get("/me")
     text = page.get_data(as_text=True)
     assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+    assert page.mimetype == "text/html"
     assert 'data-bot="alice-bot"' in text and "bob-bot" not in text
     assert "My page" in client.get("/").get_data(as_text=True)  # the header greets the owner
 

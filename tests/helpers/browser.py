@@ -163,8 +163,8 @@ _PHONE = """([targets, unlabelled]) => {
   if (document.querySelector(unlabelled)) return null;
   const small = [...document.querySelectorAll(targets)]
     .filter(e => e.offsetParent !== null && getComputedStyle(e).visibility !== 'hidden')
-    // A checkbox is hit through its label.
-    .map(e => e.type === 'checkbox' && e.closest('label') || e)
+    // A checkbox or a radio button is hit through its label.
+    .map(e => (e.type === 'checkbox' || e.type === 'radio') && e.closest('label') || e)
     .map(e => [e.outerHTML.slice(0, 80), e.getBoundingClientRect()])
     .map(([html, r]) => [html, r.width, r.height])
     .filter(([_, w, h]) => w < 44 || h < 44);
