@@ -5,6 +5,7 @@ Colours come from classes styled in static/css/site.css.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -259,11 +260,16 @@ def _sprt_svg(points: Sequence[dict[str, Any]], test: dict[str, Any], width: int
         parts.append(_text("tick", x(tick), height - bottom + 18, "middle", str(tick)))
     parts.append(_text("tick", width - right, height - 4, "end", "pairs"))
     for key, name in (("upper", "H1"), ("lower", "H0")):
-        line = " ".join(f"{x(p['pairs']):.1f},{y(p[key]):.1f}" for p in points)
-        parts.append(f'<polyline class="bound bound-{key}" points="{line}"/>')
+        line = [(x(p["pairs"]), y(p[key])) for p in points]
+        drawn = " ".join(f"{a:.1f},{b:.1f}" for a, b in line)
+        parts.append(f'<polyline class="bound bound-{key}" points="{drawn}"/>')
         end = points[-1][key]
-        parts.append(_text("tick", left + 4, y(end) + (-6 if key == "upper" else 16), "start",
-                           f"accept {name} ({end:.2f})"))
+        text = f"accept {name} ({end:.2f})"
+        # Above the upper line and below the lower one all along the label's width: the bounds
+        # move as the test goes, so the line's height at the label's end is not enough.
+        ys = _heights(line, left + 4, left + 4 + len(text) * CHAR)
+        at = min(ys) - 6 if key == "upper" else max(ys) + 15
+        parts.append(_text(f"tick bound-label bound-label-{key}", left + 4, at, "start", text))
     line = " ".join(f"{x(p['pairs']):.1f},{y(p['llr']):.1f}" for p in points)
     parts.append(f'<polyline class="line" points="{line}"/>')
     for p in points[1:]:
@@ -272,6 +278,19 @@ def _sprt_svg(points: Sequence[dict[str, Any]], test: dict[str, Any], width: int
                      f'cy="{y(p["llr"]):.1f}" r="3.5"/></g>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _heights(line: Sequence[tuple[float, float]], start: float, stop: float) -> list[float]:
+    """The heights a polyline (points by x) takes between x ``start`` and ``stop``: at both
+    ends (interpolated) and at every point in between."""
+
+    def at(v: float) -> float:
+        for (x0, y0), (x1, y1) in itertools.pairwise(line):
+            if x0 <= v <= x1:
+                return y0 if x1 == x0 else y0 + (y1 - y0) * (v - x0) / (x1 - x0)
+        return line[0][1] if v < line[0][0] else line[-1][1]
+
+    return [at(start), at(stop), *(b for a, b in line if start <= a <= stop)]
 
 
 def _pair_ticks(most: int, plot_w: float) -> list[int]:

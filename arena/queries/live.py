@@ -121,11 +121,12 @@ def now_showing(
     while a deal with a rotation still to play (or running) never appears."""
     picked = _latest_finished_deals(session, tournament_id, deals)
     out = []
-    for (t_id, seed), finished in picked.items():
+    for (t_id, table, deal), finished in picked.items():
         rows = session.execute(
             select(Match.id, Match.table_index, Match.deal_index, Match.hands, Tournament.name)
             .join(Tournament, Tournament.id == Match.tournament_id)
-            .where(Match.tournament_id == t_id, Match.seed == seed, Match.status == MatchStatus.DONE)
+            .where(Match.tournament_id == t_id, Match.table_index == table, Match.deal_index == deal,
+                   Match.status == MatchStatus.DONE)
             .order_by(Match.id)
         ).all()
         if not rows:
@@ -144,22 +145,25 @@ def now_showing(
 
 def _latest_finished_deals(
     session: Session, tournament_id: int | None, deals: int
-) -> dict[tuple[int, int], Any]:
-    """The latest ``deals`` finished deals, (tournament, seed) -> when their last match ended.
-    Reads recent matches by ``finished_at`` (ix_matches_finished: a correlated "is the deal
-    done" test on every done match took a second on 100,000), then tests each deal once."""
-    query = select(Match.tournament_id, Match.seed, Match.status, Match.finished_at).where(
-        Match.finished_at.is_not(None)
-    )
+) -> dict[tuple[int, int, int], Any]:
+    """The latest ``deals`` finished deals, (tournament, table, deal) -> when their last match
+    ended. A deal is its table and deal index, not its seed: a table dealt independently (a
+    ladder's or an ``auto`` tournament's, where a bot keeps memory) gives each seat order its
+    own seed, and by seed one deal was listed twice, or with one of its two matches. Reads
+    recent matches by ``finished_at`` (ix_matches_finished: a correlated "is the deal done"
+    test on every done match took a second on 100,000), then tests each deal once."""
+    query = select(
+        Match.tournament_id, Match.table_index, Match.deal_index, Match.status, Match.finished_at
+    ).where(Match.finished_at.is_not(None))
     if tournament_id is not None:
         query = query.where(Match.tournament_id == tournament_id)
     query = query.order_by(Match.finished_at.desc())
-    picked: dict[tuple[int, int], Any] = {}
-    seen: set[tuple[int, int]] = set()
+    picked: dict[tuple[int, int, int], Any] = {}
+    seen: set[tuple[int, int, int]] = set()
     for batch in range(_BATCHES):
         rows = session.execute(query.limit(_BATCH).offset(batch * _BATCH)).all()
         for r in rows:
-            deal = (r.tournament_id, r.seed)
+            deal = (r.tournament_id, r.table_index, r.deal_index)
             if deal in seen:
                 continue
             seen.add(deal)
@@ -172,11 +176,13 @@ def _latest_finished_deals(
     return picked
 
 
-def _unfinished(session: Session, tournament_id: int, seed: int) -> bool:
-    """Whether a match of this deal is not done (ix_matches_deal)."""
+def _unfinished(session: Session, tournament_id: int, table: int, deal: int) -> bool:
+    """Whether a match of this deal is not done (ix_matches_table). Every match dealt from
+    one seed is of one table and deal, so a deal done here has no rotation left to play."""
     return session.execute(
         select(Match.id)
-        .where(Match.tournament_id == tournament_id, Match.seed == seed, Match.status != MatchStatus.DONE)
+        .where(Match.tournament_id == tournament_id, Match.table_index == table, Match.deal_index == deal,
+               Match.status != MatchStatus.DONE)
         .limit(1)
     ).first() is not None
 

@@ -4,6 +4,7 @@ notes in plain words, the ladder's state and who really plays, and every rated b
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -39,3 +40,31 @@ def test_a_one_sided_bound_is_said_in_words_not_shown_as_a_rating(app_factory: A
     four, seven = svg.split('<g class="bot')[1:3]
     assert 'class="point"' in four and 'class="point"' not in seven
     assert 'class="interval open"' in seven
+
+
+def test_the_sprt_charts_bound_labels_clear_their_lines() -> None:
+    """The bounds move as the overshoot estimate settles: a label placed by the line's last
+    height was struck through by the line where it starts (issue #40, point 16). Each label
+    now clears its line all along its width, at every width the chart is drawn at."""
+    from dashboard.charts import CHAR, WIDTHS, sprt_chart
+
+    points = [{"pairs": 6 * k, "llr": 0.3 * k, "lower": -3.6 + 0.08 * k, "upper": 3.6 - 0.08 * k}
+              for k in range(9)]
+    last = points[-1]
+    test = {"history": {"points": points}, "llr": last["llr"], "pairs": last["pairs"],
+            "lower": last["lower"], "upper": last["upper"]}
+    drawn = str(sprt_chart(test))
+    for width in WIDTHS:
+        svg = drawn.split(f'<div class="chart-size w{width}">')[1].split("</svg>")[0]
+        for key, name in (("upper", "H1"), ("lower", "H0")):
+            line = [tuple(map(float, p.split(","))) for p in
+                    re.search(rf'class="bound bound-{key}" points="([^"]+)"', svg)[1].split()]  # type: ignore[index]
+            label = re.search(rf'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(accept {name} [^<]+)<',
+                              svg)
+            assert label, (width, key)
+            x0, base, text = float(label[1]), float(label[2]), label[3]
+            top, foot = base - 11, base + 3  # 13-unit text: its ascent and descent
+            for x in range(int(x0), int(x0 + len(text) * CHAR) + 1):
+                y = next(y0 + (y1 - y0) * (x - a) / (b - a) for (a, y0), (b, y1) in itertools.pairwise(line)
+                         if a <= x <= b)
+                assert not top <= y <= foot, (width, key, x, y, base)

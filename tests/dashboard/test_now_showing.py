@@ -83,6 +83,9 @@ def test_now_showing_lists_finished_deals_only_and_leaks_nothing_of_a_running_on
     assert [s["score"] for s in running["seats"]] == [None, None]
     assert f"/matches/{a1}#hand=0&amp;step=0&amp;play=1" in live["html"]["running"]
     assert "watch the latest finished deal" in live["html"]["running"]
+    # Why a score waits is said once, under the list, not repeated on each row (issue #40, point 17).
+    assert live["html"]["running"].count("score-later-note") == 1
+    assert "other rotations" not in live["html"]["running"]
     assert "+5" not in live["html"]["running"] and "\u22125" not in live["html"]["running"]
 
     # The pages: the tournament's and the home page's "now showing" link to deal A alone.
@@ -116,3 +119,27 @@ def test_now_showing_lists_finished_deals_only_and_leaks_nothing_of_a_running_on
     assert json.dumps(live["now_showing"]).count('"id"') == 4
     # The replay it links to is public now.
     assert client.get(f"/api/v1/matches/{c1}/steps").status_code == 200
+
+
+def test_a_deal_dealt_independently_is_listed_once_with_all_its_matches(
+    db_url: str, app_factory: Any
+) -> None:
+    """A table dealt independently (a ladder's or an ``auto`` tournament's where a bot keeps
+    memory) gives each seat order its own seed. Grouped by seed, such a deal was listed twice,
+    or with one of its two matches (issue #40, point 13); a deal is its table and deal index."""
+    tournament_id, matches = live_arena(db_url)
+    (a1, a2), _, (c1, c2) = _deals(db_url, matches)
+    with session_scope(db_url) as session:
+        for k, match_id in enumerate(matches):  # each match its own cards, as independent dealing does
+            session.execute(update(Match).where(Match.id == match_id).values(seed=1000 + k))
+    for match_id in (a1, a2, c1):
+        assert play_match_job(match_id, db_url) == "done"
+    client = app_factory(db_url).test_client()
+    live = _live(client, tournament_id)
+    # Deal A once, both its matches; deal C (one seat order still to play) not at all.
+    assert [[m["id"] for m in d["matches"]] for d in live["now_showing"]] == [[a1, a2]]
+    assert _linked(live["html"]["now_showing"]) == {a1, a2}
+    assert play_match_job(c2, db_url) == "done"
+    deals = _live(client, tournament_id)["now_showing"]
+    assert [[m["id"] for m in d["matches"]] for d in deals] == [[c1, c2], [a1, a2]]
+    assert len({(d["table"], d["deal"]) for d in deals}) == 2

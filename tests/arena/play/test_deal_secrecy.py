@@ -270,7 +270,7 @@ def test_independent_deals_give_every_match_its_own_cards(
     assert client.get(f"/api/v1/matches/{first.id}/replay").status_code == 200
     detail = client.get(f"/api/v1/tournaments/{tid}").get_json()["tournament"]
     assert detail["deal_mode"] == "independent"
-    assert "independent deals" in client.get(f"/tournaments/{tid}").get_data(as_text=True)
+    assert "fresh cards for every match" in client.get(f"/tournaments/{tid}").get_data(as_text=True)
 
 
 def test_a_deal_mode_that_does_not_exist_is_refused(db_url: str, app_factory: Any) -> None:

@@ -38,6 +38,27 @@ def heuristic_vs_random_sprt(path: Path) -> tuple[str, int]:
     return url, tid
 
 
+# The bound labels a bound line runs through: each label's box (as drawn) against the height
+# of its line at every point across the label's width.
+STRUCK = """svg => [...svg.querySelectorAll('text.bound-label')].filter(t => {
+  const key = t.classList.contains('bound-label-upper') ? 'upper' : 'lower';
+  const points = [...svg.querySelector('polyline.bound-' + key).points].map(p => [p.x, p.y]);
+  const box = t.getBBox();
+  const at = x => {
+    for (let k = 1; k < points.length; k++) {
+      const [x0, y0] = points[k - 1], [x1, y1] = points[k];
+      if (x0 <= x && x <= x1) return x1 === x0 ? y0 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+    return x < points[0][0] ? points[0][1] : points[points.length - 1][1];
+  };
+  for (let x = box.x; x <= box.x + box.width; x += 1) {
+    const y = at(x);
+    if (y >= box.y && y <= box.y + box.height) return true;
+  }
+  return false;
+}).map(t => t.textContent)"""
+
+
 class StopPlayingError(Exception):
     """The test ended before the tournament did: its player stops."""
 
@@ -144,7 +165,14 @@ def test_a_sequential_test_page_fits_both_widths(browser: Any, tmp_path: Path, s
                 tab = context.new_page()
                 path = f"/tournaments/{tid}"
                 tab.goto(f"{base}{path}")
-                fitting_chart(tab, "svg.sprt-chart", "#sprt")  # one of the widths it is drawn at
+                # The verdict is what the page is for: on the first screen as it opens, at a
+                # laptop's 1360 x 900 and a phone's 390 x 844 (issue #40, point 16).
+                verdict = tab.locator("#sprt .verdict")
+                expect(verdict).to_contain_text("better")
+                box = verdict.bounding_box()
+                assert box and box["y"] >= 0 and box["y"] + box["height"] <= height, (width, box)
+                chart = fitting_chart(tab, "svg.sprt-chart", "#sprt")  # one of the widths it is drawn at
+                assert not chart.evaluate(STRUCK), width
                 expect(tab.locator("#headline")).to_have_count(1)
                 check_layout(tab, path, width)
                 tab.screenshot(path=str(screenshots / f"sprt-{width}.png"), full_page=True)
