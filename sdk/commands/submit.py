@@ -210,6 +210,7 @@ def run_submit(args: argparse.Namespace) -> int:
         by = f" by {info['author']}" if info.get("author") else ""
         protocol = info.get("protocol_version")
         print(shown(f"  it says: {info.get('name')} {info.get('version', '')}{by}, protocol {protocol}"))
+        print(shown(_which_version(name, number, info)))
     arena = base.removesuffix(API_PREFIX)
     print(f"  its page: {arena}/bots/{_quote(str(name))}")
     return 0
@@ -220,6 +221,12 @@ KEPT = (
     "  nothing that plays changed (the same address or archive, the same GetInfo): the version, "
     "its rating and record go on; raise your bot's version to be rated apart"
 )
+
+
+def _which_version(name: object, number: object, info: dict[str, Any]) -> str:
+    """Which number is which: a v2 that says 0.2.0 is registered as "version 1" of its name."""
+    own = f"; {info['version']} is the bot's own, from its GetInfo" if info.get("version") else ""
+    return f"  version {number} is the arena's count of {name}'s versions (an --update adds one){own}"
 
 
 def _verb(args: argparse.Namespace, version: dict[str, Any]) -> str:
@@ -266,6 +273,7 @@ def _submit_upload(args: argparse.Namespace, base: str, token: str) -> int:
             f"  it says: {info.get('name')} {info.get('version', '')}, "
             f"protocol {info.get('protocol_version')}"
         )
+        print(shown(_which_version(name, version.get("number", "?"), info)))
     print("  it starts fresh every match; what it prints: tonk logs " + name)
     print(f"  its page: {base.removesuffix(API_PREFIX)}/bots/{_quote(name)}")
     return 0

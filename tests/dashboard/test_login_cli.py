@@ -77,6 +77,9 @@ def test_login_once_then_no_arena_or_token_on_any_command(
         code, out, err = tonk(capsys, "submit", "--name", "lg-bot", "--address", server.address)
         assert code == 0, err
         assert "registered bot 'lg-bot' (version 1)" in out and f"{arena['url']}/bots/lg-bot" in out
+        # Which number is which (issue #40: a v2 saying 0.2.0 registered as "version 1").
+        which = "version 1 is the arena's count of lg-bot's versions (an --update adds one); 1.0.0 is"
+        assert f"{which} the bot's own, from its GetInfo" in out, out
         # A bot served elsewhere never has arena logs: said so, not "yet".
         code, out, err = tonk(capsys, "logs", "lg-bot")
         assert code == 0, err
