@@ -223,7 +223,11 @@ class HostedPlayer:
 
             # A match's own sandbox is a spare started ahead of it (arena/sandbox/spares.py).
             if self.scope == "match":
-                self.box = SPARES.take(bundle, self.launch, self.limits)
+                box = SPARES.take(bundle, self.launch, self.limits)
+                # Frozen from now until its first call; what it used since its launch (a spare
+                # waited unfrozen) is charged to its start-up budget (closed if over).
+                box.freeze_between_calls()
+                self.box = box
             else:
                 self.box = POOL.acquire(self._key, start)
         except SandboxStartError as exc:

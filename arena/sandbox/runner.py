@@ -277,7 +277,9 @@ class Sandbox:
         arena/sandbox/freeze.py). The first time, what it used from launch to now is charged
         to its start-up budget: over it, the sandbox is closed and SandboxStartError names
         the limit."""
-        assert self.freezer is not None, "the sandbox is not started"
+        if self.freezer is None:  # a sandbox started another way (arena/sandbox/template.py)
+            assert self.process is not None, "the sandbox is not started"
+            self.freezer = Freezer(self.group, self.process.pid)
         first = not self.freezer.enabled
         self.freezer.enable()
         if first:
