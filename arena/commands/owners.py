@@ -91,11 +91,12 @@ def cmd_create(args: argparse.Namespace) -> int:
     except OwnerNameTakenError as exc:
         if args.name.lower() == OPERATOR_OWNER:
             return _fail("create", exc)
-        # Typically `export TONK_TOKEN=$(tonk owner create me)` run twice: the variable is now
-        # empty, and the token made the first time cannot be shown again, only replaced.
-        print(f"tonk owner create: {exc}; nothing was printed, so a TONK_TOKEN=$(...) just set is "
-              f"empty. A token is shown only once: if you lost {args.name!r}'s, replace it with "
-              f"`export TONK_TOKEN=$(tonk owner rotate {args.name})`", file=sys.stderr)  # fmt: skip
+        # Typically the README's `tonk login ... --token $(tonk owner create me)` run twice: the
+        # token is now empty, and the one made the first time cannot be shown again, only replaced.
+        print(f"tonk owner create: {exc}; nothing was printed, so a --token $(...) or TONK_TOKEN=$(...) "
+              f"just given is empty. A token is shown only once: if you lost {args.name!r}'s, replace "
+              f"it with `tonk login --arena URL --token $(tonk owner rotate {args.name})`",
+              file=sys.stderr)  # fmt: skip
         return 1
     except ArenaError as exc:
         return _fail("create", exc)

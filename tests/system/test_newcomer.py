@@ -1,9 +1,11 @@
 """The newcomer's whole path, walked as a user would from a fresh clone: `make demo PORT=...`
 in the background, then the README's "Your bot in the demo arena" block from the clone's
-parent folder: `tonk new my-bot`, the project's own install and tests, `tonk owner create`,
-`tonk submit --upload .` to the running demo (which builds the bot and checks it in its
-sandbox), `tonk tournament create --run` (the arena runs the uploaded bot in its sandbox for
-each match), and the bot's rating from `/api/v1/bots/my-bot`; then the README's next block,
+parent folder: `tonk new my-bot`, the project's own install and tests, `tonk owner create`
+and `tonk login` (the arena and token remembered: no command after it names either, and
+``TONK_ARENA`` is set nowhere), `tonk submit --upload .` to the running demo (which builds the
+bot and checks it in its sandbox), `tonk tournament create --run` (the arena runs the uploaded
+bot in its sandbox for each match), `tonk logs my-bot` (what it printed), and the bot's rating
+from `/api/v1/bots/my-bot`; then the README's next block,
 issue #27's loop: a v2 compared with v1 on the same cards locally (`tonk play --duplicate`),
 submitted beside it, tested by the owner's own `tonk sprt --arena`, made the bot's current
 version with `--update`, and rated apart from v1.
@@ -11,8 +13,9 @@ version with `--update`, and rated apart from v1.
 To save ten minutes of installing, the clone's `.venv` is a copy of this one with the clone
 installed in it (no download) and `make`'s install marker set, so `make demo` starts at once;
 everything after that is the README's own commands. The store is the per-user one, with
-``XDG_DATA_HOME`` pointing into the test's folder. Nothing is left running: the demo and
-whatever the block started go with their process groups."""
+``XDG_DATA_HOME`` pointing into the test's folder, and the remembered login is in the test's
+folder too (``TONK_CONFIG_DIR``: ``HOME`` stays the user's, for pip's cache and configuration).
+Nothing is left running: the demo and whatever the block started go with their process groups."""
 
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ import pytest
 from helpers.guides import PROLOGUE, run_script, sh_blocks, stop
 from helpers.net import free_port
 from helpers.paths import ROOT
+
+from arena.processes import spawn
 
 README = ROOT / "README.md"
 
@@ -73,13 +78,14 @@ def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> N
         "HOME": os.environ.get("HOME", str(tmp_path)),  # pip's cache
         "LANG": "C.UTF-8",
         "XDG_DATA_HOME": str(tmp_path / "xdg"),  # the per-user store, inside the test's folder
+        "TONK_CONFIG_DIR": str(tmp_path / "config"),  # where `tonk login` remembers the arena
         "PYTHONUNBUFFERED": "1",
         "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
     }
     for name in ("PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK"):
         if name in os.environ:
             env[name] = os.environ[name]
-    demo = subprocess.Popen(["make", "demo", f"PORT={port}"], cwd=clone, env=env, stdout=subprocess.PIPE,
+    demo = spawn(["make", "demo", f"PORT={port}"], cwd=clone, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
     shown: list[str] = []
     try:
@@ -110,6 +116,12 @@ def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> N
     assert (project / "my_bot.py").exists() and (project / ".venv" / "bin" / "pytest").exists()
     assert f"tonk-arena @ file://{clone}" in (project / "requirements.txt").read_text()
     assert re.search(r"\b3 passed\b", out), out
+    # Remembered once: nothing after `tonk login` names the arena, nor asks for TONK_ARENA.
+    assert "TONK_ARENA" not in env and "TONK_TOKEN" not in env
+    assert f"remembered http://127.0.0.1:{port} and your token in {tmp_path / 'config' / 'arena.json'}" in out
+    assert "TONK_ARENA" not in out + result.stderr, out + result.stderr
+    assert f"the whole tournament: tonk tournament status 2, or http://127.0.0.1:{port}/tournaments/2" in out
+    assert re.search(r"^match \d+  seat \d  \d+ bytes", out, re.MULTILINE), out  # tonk logs my-bot
     assert "registered bot 'my-bot' (version 1), built and run by the arena" in out, out
     assert f"its page: http://127.0.0.1:{port}/bots/my-bot" in out
     assert re.search(r"tournament 2: finished; (\d+)/\1 done, 0 failed", out), out
@@ -122,6 +134,7 @@ def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> N
     assert re.search(r"^A - B = [+-]\d+ \+/- \d+ Elo \[[+-]\d+, [+-]\d+\]: ", out, re.MULTILINE), out
     # ... by the owner's own sequential test in the arena, whose verdict carries the estimate ...
     assert "registered bot 'my-bot-v2' (version 1), built and run by the arena" in out, out
+    assert "version 1 is the arena's count of my-bot-v2's versions (an --update adds one); 0.2.0 is" in out
     verdict = r"^my-bot-v2 - my-bot = [+-]\d+ \+/- \d+ Elo \[[+-]\d+, [+-]\d+\]: accepted H[01] "
     assert re.search(verdict, out, re.MULTILINE), out
     # ... then made the bot's current version, and rated apart from v1.
