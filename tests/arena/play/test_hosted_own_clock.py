@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -114,7 +115,7 @@ class OtherSeat(LocalPlayer):
         return super().act(request)
 
 
-def hosted(root: Path, name: str, attack: str, limits: Limits) -> HostedPlayer:
+def hosted(root: Path, name: str, attack: str | None, limits: Limits) -> HostedPlayer:
     bundle = write_bundle(root, name, attack)
     return HostedPlayer(name, lambda: bundle, Launch("python", entry=entry(name)), limits=limits)
 
@@ -203,3 +204,70 @@ with Sandbox({str(bundle)!r}, Launch("python", entry={entry("honest")!r}), limit
         ).stdout.split(maxsplit=1)
         assert out[0] == "10"  # the worker itself stays niced
         assert out[1].strip() == f"[{expected}]", out
+
+
+NEAR_BUDGET = """
+import time
+from sdk.bot import Bot
+
+class UploadedBot(Bot):
+    name = "near-budget"
+    def act(self, obs):
+        start = time.thread_time()
+        while time.thread_time() - start < 0.090:  # 90% of its 100 ms, however long that takes
+            pass
+        return self.rng.choice(obs.legal_actions)
+"""
+NEAR_CONFIG = RefereeConfig(
+    decision_deadline_ms=100, time_bank_ms=0, max_faults=1000, lifecycle_deadline_ms=10_000
+)
+
+
+@contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """``count`` busy processes, each in a session of its own (the kernel's autogroups share
+    the CPU between sessions first), as ``make test-under-load`` runs them."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+def starve(pids: list[int], nice: int) -> None:
+    """Leave the sandbox's processes a small share of the CPU: their sessions' autogroups and
+    every thread at ``nice``, so the load beside them takes most of the time from them."""
+    for pid in pids:
+        with suppress(OSError):
+            Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+        with suppress(OSError):
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+
+
+def test_a_bot_using_90_percent_of_its_budget_never_times_out_however_loaded_the_host(tmp_path: Path) -> None:
+    """Two busy loops per core beside it, its processes niced to a small share of what is left:
+    its decisions take many times their deadline in wall time and none is a timeout, since the
+    wall ceiling does not count the time it waited for a CPU (before, the 1.5 s ceiling cut
+    them off)."""
+    player = hosted(tmp_path, "near", None, Limits(start_s=60))
+    (tmp_path / "near" / "code" / "bot_near.py").write_text(NEAR_BUDGET)
+    with busy_loops(2 * (os.cpu_count() or 1)):
+        try:
+            player.prepare()
+            assert player.box is not None and player.box.process is not None
+            starve([p.pid for p in processes.descendants(player.box.process.pid)], 10)
+            result = play_match([player, LocalPlayer(RandomBot)], seed=20261207, hands=2, config=NEAR_CONFIG)
+        finally:
+            player.close()
+    assert [f for f in result.faults if f.seat == 0] == []
+    assert sum(1 for log in result.hands for seat, _ in log.record.actions if seat == 0) >= 4
