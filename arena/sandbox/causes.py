@@ -41,7 +41,7 @@ class Cause(enum.Enum):
     PROCESSES = "process limit"
     DISK = "disk cap"
     CPU = "CPU budget"
-    STARTUP = "start-up CPU budget"
+    STARTUP = "start-up budget"  # not "... CPU budget (": the log page finds causes by "<name> ("
 
 
 @dataclass(frozen=True, slots=True)

@@ -169,12 +169,12 @@ def test_a_bot_over_its_start_up_budget_faults_naming_it(freezing: str, tmp_path
     mine = [f for f in result.faults if f.seat == 0]
     assert mine and mine[0].kind is FaultKind.UNREACHABLE
     reason = mine[0].reason
-    assert reason.startswith(PREFIX + "start-up CPU budget ("), reason
+    assert reason.startswith(PREFIX + "start-up budget ("), reason
     assert "the start-up budget is 1.5 s" in reason
-    assert player.limit_hit is not None and "start-up CPU budget" in player.limit_hit
+    assert player.limit_hit is not None and "start-up budget" in player.limit_hit
     # The owner's log page shows it (the seat's output is its reason when it never started).
     output = player.output()
-    assert output is not None and "start-up CPU budget" in output.text
+    assert output is not None and "start-up budget" in output.text
     assert player.box is None or player.box.process is None or player.box.process.poll() is not None
 
 

@@ -18,6 +18,7 @@ from arena.sandbox.causes import (
     from_counters,
     from_exit,
     from_rlimits,
+    from_startup,
     full_places,
 )
 from arena.sandbox.limits import Limits
@@ -72,3 +73,21 @@ def test_the_sentence_is_bounded_and_names_each_cause_once() -> None:
     assert text is not None and len(text) == MAX_LENGTH and text.endswith("\u2026")
     assert text.count("disk cap") == 1
     assert causes.describe([Finding(Cause.CPU, "y")]) == PREFIX + "CPU budget (y)"
+
+
+def test_the_start_up_budget_is_named_past_it_and_not_within() -> None:
+    limits = Limits(start_cpu_s=2.5)
+    assert from_startup(2_500_000_000, limits) == []
+    found = from_startup(2_600_000_000, limits)
+    assert [f.cause for f in found] == [Cause.STARTUP]
+    assert causes.describe(found) == (
+        PREFIX + "start-up budget (its processes used 2.6 s of CPU before serving; "
+        "the start-up budget is 2.5 s)"
+    )
+
+
+def test_no_causes_sentence_holds_another_causes_name() -> None:
+    # The owner's log page finds the causes in a reason by "<name> (" (dashboard/views/bots.py).
+    for cause in Cause:
+        sentence = causes.describe([Finding(cause, "detail")]) or ""
+        assert [c for c in Cause if f"{c.value} (" in sentence] == [cause]
