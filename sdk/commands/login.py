@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from sdk.commands.submit import _OPENER
 from sdk.login import (
     ArenaURLError,
     Login,
@@ -33,6 +34,7 @@ from sdk.login import (
     read_login,
     write_login,
 )
+from sdk.terminal import shown
 
 CHECK_TIMEOUT_S = 20.0
 
@@ -100,12 +102,14 @@ def _show(prog: str, token_given: bool) -> int:
 def _is_arena(prog: str, arena: str) -> bool:
     """Whether a Tonk arena answers ``GET /api/v1/`` at ``arena``, after saying why not."""
     request = urllib.request.Request(arena + "/api/v1/", headers={"Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=CHECK_TIMEOUT_S) as response:
+    try:  # redirects not followed: the commands that send the token follow none either
+        with _OPENER.open(request, timeout=CHECK_TIMEOUT_S) as response:
             answer = json.loads(response.read(64 * 1024))
     except urllib.error.HTTPError as exc:
-        print(f"{prog}: {arena} is not a Tonk arena: GET /api/v1/ answered HTTP {exc.code}; nothing "
-              "remembered (--no-check remembers it all the same)", file=sys.stderr)  # fmt: skip
+        where = exc.headers.get("Location") if 300 <= exc.code < 400 else None
+        hint = shown(f" to {where[:300]}: log in at that URL") if where else ""
+        print(f"{prog}: {arena} is not a Tonk arena: GET /api/v1/ answered HTTP {exc.code}{hint}; "
+              "nothing remembered (--no-check remembers it all the same)", file=sys.stderr)  # fmt: skip
         return False
     except (urllib.error.URLError, OSError) as exc:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc

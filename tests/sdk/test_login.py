@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import stat
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,40 @@ def test_login_refuses_bad_input_and_writes_nothing(home: Path, capsys: pytest.C
     assert main(["login"]) == 0
     out, err = capsys.readouterr()
     assert "https://arena.example.org (with a token)" in out and "tonk_sec" not in out + err
+
+
+class _Elsewhere(BaseHTTPRequestHandler):
+    """A server that is no arena: a redirect, then a page that is not the API's index."""
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/moved"):
+            self.send_response(301)
+            self.send_header("Location", "https://arena.example.org/api/v1/")
+            body = b""
+        else:
+            self.send_response(200)
+            body = b"<html>a blog</html>"
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_login_follows_no_redirect_and_wants_the_api(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server = HTTPServer(("127.0.0.1", 0), _Elsewhere)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        assert main(["login", "--arena", base + "/moved", "--token", "tonk_x"]) == 1
+        err = capsys.readouterr().err
+        assert "answered HTTP 301 to https://arena.example.org/api/v1/: log in at that URL" in err, err
+        assert main(["login", "--arena", base, "--token", "tonk_x"]) == 1
+        assert "is not a Tonk arena (GET /api/v1/ is not its API index)" in capsys.readouterr().err
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert not (home / ".config" / "tonk" / "arena.json").exists()
