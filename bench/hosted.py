@@ -6,10 +6,12 @@
 Reported in one run, each beside its baseline measured in the same process:
 
 1. **start-up to first answer** (a GetInfo), median and p95 over ``--starts`` starts of each
-   kind, interleaved: the default fast start (a match takes the bot's spare, started ahead of
-   it: arena/sandbox/spares.py; the spare has finished starting, as it does while a match
-   plays), a cold start (a sandbox started when asked: ``TONK_SANDBOX_SPARES=0``), and the
-   same interpreter serving the same bot with the same imports without the sandbox (bare).
+   kind, interleaved: the default (a match takes the bot's spare, started ahead of it:
+   arena/sandbox/spares.py; the spare has finished starting, as it has while a match plays),
+   a sandbox forked from the bot's template when asked (arena/sandbox/template.py:
+   ``TONK_SANDBOX_SPARES=0``), a sandbox of its own started when asked (both set to 0: the
+   path before issue #37), and the same interpreter serving the same bot with the same
+   imports without the sandbox (bare); and the start-up CPU of the forked and own starts.
 2. **throughput**: a 2-seat round-robin of four uploaded bots (the house bots, uploaded as an
    author would), a fresh sandbox per match, ``--hands`` hands a match, on the embedded pool;
    and the same four bots dialled over gRPC (each served once by its own process, as authors
@@ -30,6 +32,7 @@ Reported in one run, each beside its baseline measured in the same process:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -37,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -55,6 +59,7 @@ from arena.sandbox.launch import Launch  # noqa: E402
 from arena.sandbox.limits import Limits  # noqa: E402
 from arena.sandbox.runner import Sandbox  # noqa: E402
 from arena.sandbox.spares import SPARES  # noqa: E402
+from arena.sandbox.template import TEMPLATES  # noqa: E402
 from arena.store.db import dispose_engines, session_scope  # noqa: E402
 from arena.store.secrets import arena_secret, set_secret  # noqa: E402
 from arena.tournaments.lifecycle import create_tournament  # noqa: E402
@@ -205,33 +210,39 @@ def persistence(root: Path, matches: int) -> tuple[int, list[str]]:
 
 
 def startup(root: Path, starts: int) -> dict[str, list[float]]:
-    """Seconds to a first answer of each kind of start (fast, cold, bare), interleaved; and
-    the cold starts' CPU ("cpu")."""
+    """Seconds to a first answer of each kind of start, interleaved: "spare" (the default: the
+    match takes a sandbox started ahead of it), "forked" (forked from the bot's template when
+    asked), "own" (a sandbox of its own started when asked), "bare"; and the CPU of the forked
+    and own starts ("forked_cpu", "own_cpu")."""
     folder = bundle(root, BOTS["greedy"])
     launch = Launch("python", entry=BOTS["greedy"])
     limits = Limits.from_env()
-    got: dict[str, list[float]] = {"fast": [], "cold": [], "bare": [], "cpu": []}
+    got: dict[str, list[float]] = {k: [] for k in ("spare", "forked", "own", "bare", "forked_cpu", "own_cpu")}
     Sandbox(folder, launch).start().close()  # the runtime is staged once per machine: not a match's cost
     SPARES.take(folder, launch, limits).close()  # the bot's first match on this worker starts its spare
+
+    def timed(kind: str, start: Callable[[], Sandbox | None]) -> None:
+        started = time.perf_counter()
+        box = start()
+        if box is None:
+            raise RuntimeError(f"no {kind} start on this machine (see docs/operator-guide.md)")
+        try:
+            freezer = box.freezer  # a spare waits frozen until its match's first call
+            with freezer.awake() if freezer is not None else contextlib.nullcontext():
+                if not first_answer(box.address):
+                    raise RuntimeError("a sandboxed bot did not answer once started")
+            got[kind].append(time.perf_counter() - started)
+            if f"{kind}_cpu" in got:
+                got[f"{kind}_cpu"].append(box.cpu_ns() / 1e9)
+        finally:
+            box.close()
+
     for i in range(starts):
         SPARES.wait_started()  # its spare has started, as it has while a match plays
-        started = time.perf_counter()
-        box = SPARES.take(folder, launch, limits)
-        try:
-            if not first_answer(box.address):
-                raise RuntimeError("a sandboxed bot did not answer once started")
-            got["fast"].append(time.perf_counter() - started)
-        finally:
-            box.close()
-        started = time.perf_counter()
-        box = Sandbox(folder, launch, limits=limits).start()
-        try:
-            if not first_answer(box.address):
-                raise RuntimeError("a sandboxed bot did not answer once started")
-            got["cold"].append(time.perf_counter() - started)
-            got["cpu"].append(box.cpu_ns() / 1e9)
-        finally:
-            box.close()
+        timed("spare", lambda: SPARES.take(folder, launch, limits))
+        SPARES.wait_started()  # not starting while the next is measured
+        timed("forked", lambda: TEMPLATES.start(folder, launch, limits))
+        timed("own", lambda: Sandbox(folder, launch, limits=limits).start())
         sock = root / f"bare-{i}.sock"
         started = time.perf_counter()
         code = BARE.format(code=str(folder / "code"), entry=BOTS["greedy"], sock=str(sock))
@@ -395,13 +406,15 @@ def main() -> int:
         root.chmod(0o755)
         os.environ["TONK_DATA_DIR"] = str(root / "data")
         got = startup(root / "startup", args.starts)
-        fast, cold, bare = (statistics.median(got[k]) for k in ("fast", "cold", "bare"))
+        spare, forked, own, bare = (statistics.median(got[k]) for k in ("spare", "forked", "own", "bare"))
         print(
-            f"start-up to first answer ({args.starts} starts of each, interleaved): fast start (a spare) "
-            f"{ms(got['fast'])} (goal: median < 30 ms); cold start (TONK_SANDBOX_SPARES=0) "
-            f"{ms(got['cold'])}; bare interpreter, same imports: {ms(got['bare'])}; fast/bare "
-            f"{fast / bare:.2f}x, cold/bare {cold / bare:.2f}x; "
-            f"start-up CPU {statistics.median(got['cpu']) * 1000:.0f} ms",
+            f"start-up to first answer ({args.starts} starts of each, interleaved): default (a spare) "
+            f"{ms(got['spare'])} (goal: median < 30 ms); forked from the template when asked "
+            f"{ms(got['forked'])}; a sandbox of its own {ms(got['own'])}; bare interpreter, same "
+            f"imports: {ms(got['bare'])}; spare/bare {spare / bare:.2f}x, forked/bare {forked / bare:.2f}x, "
+            f"own/bare {own / bare:.2f}x; start-up CPU: forked median "
+            f"{statistics.median(got['forked_cpu']) * 1000:.0f} ms, own "
+            f"{statistics.median(got['own_cpu']) * 1000:.0f} ms",
             flush=True,
         )
         hosted, dialled, matches = throughput(root / "rr", args.rounds, args.deals, args.hands)
@@ -424,14 +437,15 @@ def main() -> int:
         mb, how = memory(root / "mem")
         print(f"memory per hosted bot: {mb:.1f} MB ({how})", flush=True)
         per, took_s, holds = in_flight(root / "flight", args.flight)
-        cpu = statistics.median(got["cpu"])
+        cpu = statistics.median(got["forked_cpu"])
         print(
             f"{args.flight} sandboxes held at once: {per:.1f} MB each, all started in {took_s:.1f} s; "
             f"a 24 GB machine holds about {holds:.0f} by memory (80% of it); at "
-            f"{cpu * 1000:.0f} ms of CPU a start, 2 cores start at most {2 / cpu:.0f} matches/s",
+            f"{cpu * 1000:.0f} ms of CPU a (forked) start, 2 cores start at most {2 / cpu:.0f} sandboxes/s",
             flush=True,
         )
         SPARES.close_all()
+        TEMPLATES.close_all()
     return 1 if found else 0
 
 

@@ -79,13 +79,17 @@ from helpers.services import PG_ADMIN_URL, REDIS_TEST_URL  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _spares_closed() -> Iterator[None]:
-    """The sandboxes started ahead of a hosted bot's next match (arena/sandbox/spares.py) are
-    the test's: closed at its end, before the check that it left no process running (whose
-    fixture, named first, is set up first and so torn down last)."""
+    """The sandboxes started ahead of a hosted bot's next match (arena/sandbox/spares.py) and
+    the templates matches are forked from (arena/sandbox/template.py) are the test's: closed at
+    its end, before the check that it left no process running (whose fixture, named first, is
+    set up first and so torn down last)."""
     yield
-    module = sys.modules.get("arena.sandbox.spares")
-    if module is not None:
-        module.SPARES.close_all()
+    spares = sys.modules.get("arena.sandbox.spares")
+    if spares is not None:
+        spares.SPARES.close_all()
+    template = sys.modules.get("arena.sandbox.template")
+    if template is not None:
+        template.TEMPLATES.close_all()
 
 
 def _unavailable(what: str, exc: Exception) -> None:

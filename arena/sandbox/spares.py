@@ -1,19 +1,17 @@
 """Fast starts that carry nothing: a match's fresh sandbox, started before the match asks.
 
-A hosted bot's start costs ~200 ms of CPU and a quarter of a second of wall time, nearly all
-of it its interpreter importing the SDK and gRPC (issue #37). A fresh sandbox per match stays
-the default (``TONK_SANDBOX_MEMORY=match``, arena/play/hosted.py), so that cost cannot be
-shared between matches without sharing the process; what can go is the wait. When a match
-takes a sandbox for a bot version (bundle, launch, limits), the worker starts the next one
-in the background, and the bot's next match on this worker takes that **spare**, already
-serving: its start is only the handshake.
+A fresh sandbox per match stays the default (``TONK_SANDBOX_MEMORY=match``, arena/play/
+hosted.py). Its start is forked from the bot's template where that path is taken (arena/
+sandbox/template.py: tens of milliseconds of CPU instead of ~200), else a sandbox of its own;
+either way the match need not wait for it. When a match takes a sandbox for a bot version
+(bundle, launch, limits), the worker starts the next one in the background, and the bot's
+next match on this worker takes that **spare**, already serving: its start is only the
+handshake (issue #37).
 
-A spare is a sandbox like any other (arena/sandbox/runner.py: the same bubblewrap launch,
-namespaces, private ``/tmp`` and ``/dev/shm``, system-call filter, limits and control group)
-that no match has used: nothing of one match reaches the next, by construction. A forked
-template (a process that has imported the SDK and gRPC, forked per match) would save the
-CPU as well, but its child would have to build every wall of the sandbox itself, outside
-bubblewrap; that is left for later (issue #37).
+A spare is a sandbox like any other (the same namespaces, private ``/tmp`` and ``/dev/shm``,
+system-call filter, limits and control group) that no match has used: nothing of one match
+reaches the next, by construction. It waits frozen (arena/sandbox/freeze.py): it uses no CPU
+until its match's first call.
 
 What it costs: one sandbox's memory per bot version that played on the worker lately
 (``TONK_SANDBOX_SPARES`` of them at most, the least recently used closed first; 0 turns the
@@ -39,6 +37,7 @@ from typing import Final
 from arena.sandbox.launch import Launch
 from arena.sandbox.limits import Limits
 from arena.sandbox.runner import Sandbox
+from arena.sandbox.template import TEMPLATES
 
 #: Spares kept per worker process when ``TONK_SANDBOX_SPARES`` is not set.
 DEFAULT_SPARES: Final = 8
@@ -62,6 +61,26 @@ def spare_count(environ: Mapping[str, str] | None = None) -> int:
     if not 0 <= value <= MAX_SPARES:
         raise ValueError(f"{what} from 0 to {MAX_SPARES}, got {raw!r}")
     return value
+
+
+def fresh(bundle: Path, launch: Launch, limits: Limits) -> Sandbox:
+    """A new sandbox, started: forked from the bot's template where that path is taken
+    (arena/sandbox/template.py: tens of milliseconds of CPU), else a sandbox of its own."""
+    forked = TEMPLATES.start(bundle, launch, limits)
+    return forked if forked is not None else Sandbox(bundle, launch, limits=limits).start()
+
+
+def _spare(bundle: Path, launch: Launch, limits: Limits) -> Sandbox:
+    """A spare: started, then frozen until its match's first call (arena/sandbox/freeze.py),
+    so it thinks on no one's clock while it waits, and only what its start used is charged to
+    its start-up budget (over it: SandboxStartError, for the match that takes it)."""
+    box = fresh(bundle, launch, limits)
+    try:
+        box.freeze_between_calls()
+    except BaseException:
+        box.close()
+        raise
+    return box
 
 
 @dataclass(slots=True)
@@ -102,7 +121,7 @@ class Spares:
         serves, the bot's next spare is started in the background."""
         capacity = self.capacity()
         if capacity == 0:
-            return Sandbox(bundle, launch, limits=limits).start()
+            return fresh(bundle, launch, limits)
         key: Key = (Path(bundle).resolve(), launch, limits)
         with self._lock:
             spares = self._kept.get(key, [])
@@ -111,7 +130,7 @@ class Spares:
                 self._kept.pop(key, None)
         box = self._claim(spare) if spare is not None else None
         if box is None:
-            box = Sandbox(bundle, launch, limits=limits).start()
+            box = fresh(bundle, launch, limits)
             self.misses += 1
         else:
             self.hits += 1
@@ -137,7 +156,7 @@ class Spares:
         if self._starter is None:
             self._starter = ThreadPoolExecutor(2, thread_name_prefix="tonk-sandbox-spare")
         bundle, launch, limits = key
-        return self._starter.submit(lambda: Sandbox(bundle, launch, limits=limits).start())
+        return self._starter.submit(_spare, bundle, launch, limits)
 
     def _trim(self, capacity: int) -> None:
         """Close the least recently used spares beyond ``capacity`` (lock held)."""

@@ -171,7 +171,8 @@ def test_a_spare_whose_bot_died_while_it_waited_is_replaced(tmp_path: Path) -> N
     first.close()
     SPARES.wait_started()
     (spare,) = [s.future.result() for kept in SPARES._kept.values() for s in kept]
-    assert spare.process is not None
+    assert spare.process is not None and spare.freezer is not None
+    spare.freezer.disable()  # it waits frozen: under cgroup v1 a frozen process cannot die
     os.killpg(spare.process.pid, signal.SIGKILL)
     spare.process.wait(30)
     misses = SPARES.misses
@@ -246,3 +247,44 @@ def test_with_spares_off_each_match_starts_its_own(tmp_path: Path, monkeypatch: 
         player.close()
         assert player.box is not None and player.box.started_ns >= asked
     assert SPARES.kept() == 0
+
+
+SPINNER = """
+import threading
+from sdk.bot import Bot
+
+def spin():
+    while True:  # thinks on no one's clock, if it can
+        pass
+
+threading.Thread(target=spin, daemon=True).start()
+
+class UploadedBot(Bot):
+    name = "spinner"
+    def act(self, obs):
+        return obs.legal_actions[0]
+"""
+
+
+@requires_bwrap
+def test_a_spare_waits_frozen_and_uses_no_cpu(tmp_path: Path) -> None:
+    bundle = tmp_path / "spinner"
+    (bundle / "code").mkdir(parents=True)
+    (bundle / "deps").mkdir()
+    (bundle / "code" / "bot_spinner.py").write_text(SPINNER)
+    launch = Launch("python", entry="bot_spinner:UploadedBot")
+    first = HostedPlayer("spinner", lambda: bundle, launch, limits=LIMITS)
+    first.prepare()
+    first.close()
+    SPARES.wait_started()
+    (spare,) = [s.future.result() for kept in SPARES._kept.values() for s in kept]
+    assert spare.freezer is not None and spare.freezer.enabled
+    before = spare.cpu_ns()
+    time.sleep(0.5)
+    assert spare.cpu_ns() == before  # its spinning thread is frozen with it
+    second = HostedPlayer("spinner", lambda: bundle, launch, limits=LIMITS)
+    try:
+        assert second.describe()["name"] == "spinner"  # thawed for its calls
+        assert second.box is spare
+    finally:
+        second.close()
