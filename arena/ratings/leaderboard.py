@@ -6,7 +6,9 @@ version of a bot is rated as a player of its own (``tonk submit --update`` with 
 starts afresh, and an old version's results never lift or sink a new one); a bot's rating
 is its current (latest) version's, and a bot whose current version has no rating yet is
 unranked. Duplicate rotations are separate matches; the rating model weighs each seat of
-each one equally.
+each one equally. The scale is anchored on the house bots (every version of a bot of the
+``house`` operator: :func:`reference_versions`), fixed players whose mean no other bot's
+games or versions can move; a store where none is established falls back on the pool's mean.
 
 - :func:`current_leaderboard` rates every done match, kept per process and brought up to
   date when matches finish: the new ones are added to the process's RatingModel and rated
@@ -38,7 +40,7 @@ from sqlalchemy.orm import Session
 
 from arena.ratings.columns import load_done
 from arena.ratings.model import RatedMatch, RatingModel, RatingTable, fit
-from arena.store.models import Bot, BotVersion, Match, MatchSeat, RatingSnapshot, Tournament, utcnow
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, Owner, RatingSnapshot, Tournament, utcnow
 from arena.store.statuses import MatchStatus, TournamentStatus
 from arena.store.tokens import done_token, versions_token
 
@@ -115,6 +117,8 @@ REFIT_AFTER = dt.timedelta(seconds=60)
 #: A store with at least this many matches refits in the background (the board meanwhile
 #: updated cheaply); a smaller one inline, as its fit takes well under a second.
 BACKGROUND_MATCHES = 200_000
+#: The owner of the reference bots, the house bots (arena.bots.hosting.HOUSE_OWNER, a floor up).
+REFERENCE_OWNER = "house"
 #: Rows from which every version's (and bot's) row is read rather than a list of ids.
 _EVERY_ROW = 500
 #: Matches that finish within this long of each other may be committed out of order.
@@ -195,6 +199,20 @@ def board_page(
     }
 
 
+def reference_versions(session: Session) -> list[str]:
+    """The rating ids (version ids as strings) of the scale's reference players: every
+    version of every bot of the house operator. Every version, retired ones too: a retired
+    version's rating stays tied to its old games, so it keeps holding the scale."""
+    query = (
+        select(BotVersion.id)
+        .join(Bot, Bot.id == BotVersion.bot_id)
+        .join(Owner, Owner.id == Bot.owner_id)
+        .where(Owner.name == REFERENCE_OWNER, Owner.is_operator.is_(True))
+        .order_by(BotVersion.id)
+    )
+    return [str(int(v)) for v in session.scalars(query)]
+
+
 def match_results(
     session: Session, *, finished_only: bool = False, finished_since: dt.datetime | None = None
 ) -> list[RatedMatch]:
@@ -266,6 +284,7 @@ def current_leaderboard(session: Session) -> Leaderboard:
         if done is not None and live.model.total + len(new) < done:  # a finish far out of order
             return _full(session, key, token, current, versions)
         live.model.add(new)
+        live.model.set_reference(reference_versions(session))  # a house bot may have joined
         live.added += len(new)
         due = live.added >= REFIT_SHARE * live.model.total or utcnow() - live.fitted_at >= REFIT_AFTER
         if live.model.total < BACKGROUND_MATCHES:
@@ -321,7 +340,7 @@ def _full(
     versions: Hashable,
 ) -> Leaderboard:
     since = _latest_finish(session)
-    model = RatingModel()
+    model = RatingModel(reference=reference_versions(session))
     if not load_done(session, model):  # PostgreSQL sends columns; others the matches
         model.add(match_results(session))
     table = model.fit(pairwise=False)
@@ -429,7 +448,7 @@ def write_snapshot(session: Session, tournament_id: int) -> int:
     """(Re)write the rating snapshot taken when ``tournament_id`` finished: a fit over every
     finished tournament's matches, one row per bot whose current version is rated (that
     version's rating). Idempotent; returns the number of bots rated."""
-    table = fit(match_results(session, finished_only=True))
+    table = fit(match_results(session, finished_only=True), reference=reference_versions(session))
     session.execute(delete(RatingSnapshot).where(RatingSnapshot.tournament_id == tournament_id))
     now = {vid: bot for bot, (vid, _number) in current_versions(session).items()}
     rows = [

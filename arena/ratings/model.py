@@ -1,5 +1,6 @@
-"""The official Tonk Arena rating: a Bradley-Terry fit on the Elo scale, anchored on the
-established pool so that a newcomer or a one-sided record cannot move anyone else.
+"""The official Tonk Arena rating: a Bradley-Terry fit on the Elo scale, anchored on fixed
+reference bots (the house bots) within the established pool, so that a newcomer, a one-sided
+record or another bot's versions cannot move anyone else.
 
 This module is the rating's face: what goes in (:class:`RatedMatch`, checked here once), what
 comes out (:class:`Rating`, :class:`RatingTable`), the errors, and :class:`RatingModel`, which
@@ -22,8 +23,12 @@ The established pool, and the scale
     matches and whose results are two-sided within the group: every member both scored
     against and conceded to the others, directly or round a chain (a strongly connected
     group, which is exactly when the maximum-likelihood fit is finite without a prior). The
-    pool is fitted by plain maximum likelihood on the pairs among its members, and its
-    weighted mean is ``anchor`` (1500): **1500 is the average of the established pool**, every
+    pool is fitted by plain maximum likelihood on the pairs among its members. Its members
+    in ``reference`` (the house bots: fixed players, as rating lists anchor on a fixed
+    engine) have the weighted mean ``anchor`` (1500), so no other bot's games or versions are
+    in the zero (issue #38: they dragged it 23-56 Elo; bench/rating_checks.py anchor). With
+    no reference member in the pool, the rule before: its weighted mean is ``anchor``
+    (1500): **1500 is the average of the established pool**, every
     member counting the same once it has played ``min_matches + 60`` matches and has both
     scored and conceded 2 points (comparisons won and lost, a pair weighted as in the fit);
     before that its share grows linearly from nothing at ``min_matches`` matches and at ½

@@ -12,11 +12,13 @@ if TYPE_CHECKING:  # numpy stays unimported for commands that only print words
 
 #: The scale: what 1500 is.
 SCALE = (
-    "Elo scale: 1500 is the average of the established pool (the bots with at least "
-    "{min_matches} rated matches and a two-sided record: points won and lost among themselves), "
-    "every member counting the same once it has {full_matches} matches and has both won and lost "
-    "{full_points} points, and in part before, so a bot joining or leaving the pool barely moves "
-    "anyone else; "
+    "Elo scale: 1500 is the average of the house bots (the arena's own bots): fixed reference "
+    "players, as a rating list anchors on a fixed engine, so no other bot's games or versions "
+    "move the scale. Where no house bot is established, 1500 is the average of the established "
+    "pool (the bots with at least {min_matches} rated matches and a two-sided record: points won "
+    "and lost among themselves). A bot in either average counts in part at first, every member "
+    "counting the same once it has {full_matches} matches and has both won and lost "
+    "{full_points} points, so a bot joining it barely moves anyone else; "
     "a bot 200 points above another finishes ahead of it about 76% of the time."
 )
 #: The interval.

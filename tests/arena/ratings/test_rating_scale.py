@@ -15,9 +15,19 @@ import math
 
 import numpy as np
 import pytest
+from helpers.arena import hosted_bots, new_tournament
+from sqlalchemy import select
 
-from arena.ratings import intervals
+from arena.bots.hosting import HOUSE_OWNER
+from arena.bots.owners import get_or_create_operator
+from arena.bots.registry import host_bot
+from arena.ratings import intervals, leaderboard
 from arena.ratings.model import ELO_SCALE, OptionError, RatedMatch, RatingModel, fit
+from arena.ratings.pool import shares
+from arena.runtime.jobs import play_match_job
+from arena.store.db import dispose_engines, session_scope
+from arena.store.models import BotVersion, Match
+from arena.tournaments.lifecycle import start_tournament
 
 K = 6
 BOTS = [f"b{i}" for i in range(K)]
@@ -143,3 +153,46 @@ def test_intervals_use_t_on_the_bots_own_deals() -> None:
         code = model.data.codes[row.bot]
         assert (row.high - row.low) / 2 == pytest.approx(2.093024 * sd[code], rel=1e-4)
     assert math.isclose(float(intervals.effective_clusters(np.array([60]), 20, 60)[0]), 20.0)
+
+
+def test_the_board_anchors_on_the_house_bots(sqlite_url: str) -> None:
+    # The house bots are the reference; a guest operator's bot (hosted alike) is not.
+    house = hosted_bots(sqlite_url, ["random", "greedy", "heuristic"])
+    with session_scope(sqlite_url) as session:
+        guest_owner = get_or_create_operator(session, "guest")
+        guest = host_bot(session, guest_owner, "mine", "heuristic", check=False).id
+    options = {"table_sizes": [2, 3], "deals_per_table": 2, "hands_per_match": 4}
+    tid = new_tournament(sqlite_url, [*house, guest], **options)
+    with session_scope(sqlite_url) as session:
+        start_tournament(session, tid)
+        ids = session.scalars(select(Match.id).where(Match.tournament_id == tid)).all()
+    for match_id in ids:
+        assert play_match_job(match_id, sqlite_url) == "done"
+    with session_scope(sqlite_url) as session:
+        reference = leaderboard.reference_versions(session)
+        houses = {str(v) for v in session.scalars(select(BotVersion.id).where(BotVersion.bot_id.in_(house)))}
+        board = leaderboard.current_leaderboard(session)
+        results = leaderboard.match_results(session)
+    assert set(reference) == houses and len(houses) == 3
+    assert leaderboard.REFERENCE_OWNER == HOUSE_OWNER
+    model = RatingModel(reference=reference)
+    model.add(results)
+    table = model.fit()
+    assert set(table.reference) <= houses and table.reference
+    for row in board.rows:  # the board is that fit
+        r = next(r for r in table.ratings if r.bot == str(row.version_id))
+        assert row.elo == pytest.approx(r.elo, abs=1e-6)
+    # The zero: the house bots' mean, each weighted by its share (arena/ratings/pool.py); the
+    # guest's rating is not in it.
+    names, elo = model.data.names, {r.bot: r.elo for r in table.ratings}
+    in_pool = np.array([n in table.pool for n in names])
+    share = shares(model.data, in_pool, 20, np.array([n in houses for n in names]))
+    members = [n for n in names if n in table.pool]
+    assert share[members.index(str(guest_version(sqlite_url, guest)))] == 0.0
+    assert float(share @ np.array([elo[n] for n in members])) == pytest.approx(1500.0, abs=1e-6)
+    dispose_engines()
+
+
+def guest_version(url: str, bot_id: int) -> int:
+    with session_scope(url) as session:
+        return int(session.scalars(select(BotVersion.id).where(BotVersion.bot_id == bot_id)).one())

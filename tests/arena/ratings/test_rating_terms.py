@@ -17,6 +17,7 @@ def test_numbers_and_bounds_are_written_one_way() -> None:
 def test_the_legend_says_what_1500_the_interval_los_and_provisional_mean() -> None:
     text = " ".join(legend(min_matches=30))
     assert "1500 is the average of the established pool" in text and "at least 30 rated matches" in text
+    assert "1500 is the average of the house bots" in text  # the reference, when established
     assert "counting the same once it has 90 matches and has both won and lost 2 points" in text
     assert "95% interval" in text and "LOS" in text and "fewer than 30" in text
     assert "one-sided record" in text
