@@ -61,15 +61,28 @@
     });
     var num = function (k) { return /^\d+$/.test(q[k] || "") ? +q[k] : null; };
     // step=end: the hand's last step (where a fault shows; links from a bot's faults use it).
-    return { hand: num("hand") || 0, step: q.step === "end" ? -1 : num("step") || 0, view: num("view"), results: q.results === "1", play: q.play === "1" };
+    // hasView/hasResults: whether the hash says them at all (a link to a hand keeps the rest).
+    return { hand: num("hand") || 0, step: q.step === "end" ? -1 : num("step") || 0, view: num("view"), results: q.results === "1", play: q.play === "1",
+             hasView: "view" in q, hasResults: "results" in q };
   }
   function writeHash() {
     var hash = "#hand=" + h + "&step=" + i + (viewer !== null ? "&view=" + viewer : "") + (showing() ? "&results=1" : "");
     if (location.hash !== hash) history.replaceState(null, "", hash);
   }
+  // A hash typed or linked to: its view and results apply too (before, only its hand and step
+  // did, and the next write dropped the rest); what it leaves out stays as it is.
   window.addEventListener("hashchange", function () {
-    var at = readHash();
+    var at = readHash(), changed = false;
+    if (!hands.length) return;
+    if (at.hasView) {
+      var seats = names().length, want = at.view !== null && at.view < seats ? at.view : null;
+      if (want !== viewer) { viewer = want; perspective.value = want === null ? "all" : String(want); changed = true; }
+    }
+    if (at.hasResults && at.results !== showing()) { results.checked = at.results; changed = true; }
+    if (changed) drawHandLists();
     if (at.hand !== h || at.step !== i) { stop(); loadHand(at.hand, at.step < 0, at.step); }
+    else if (changed) { drawLog(); render(); }
+    else writeHash();
   });
 
   /* --- hands: the select list, the strip across the match, the payoffs table ----------- */

@@ -306,3 +306,52 @@ def test_a_seats_view_names_no_winner_ahead_of_the_moment(page: Any, base_url: s
         " return c.measureText(s.options[s.selectedIndex].text).width + 24 <= s.clientWidth; }",
     )
     assert fits
+
+
+def test_a_hash_changed_by_hand_keeps_its_view_and_results(
+    page: Any, base_url: str, seeded_sqlite: Seeded
+) -> None:
+    """Changing only the URL's ``#...`` (typed, or a link within the page) applies its view and
+    results as well as its hand and step; what it leaves out stays as shown, and stays in the
+    address (before, view and results were ignored and then dropped: issue #40, point 15)."""
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}")
+    page.wait_for_selector("#viewer.ready")
+    expect_step(page, 0, 0)
+    assert not page.locator("#show-results").is_checked()
+    page.evaluate("location.hash = '#hand=0&step=2&view=1&results=1'")
+    expect_step(page, 0, 2)
+    expect(page.locator("#felt")).to_have_attribute("data-view", "1")
+    expect(page.locator("#show-results")).to_be_checked()
+    expect(page.locator("#perspective")).to_have_value("1")
+    expect(page).to_have_url(re.compile(r"#hand=0&step=2&view=1&results=1$"))
+    # A hash naming only a moment: the view and results stay, in the page and in the address.
+    page.evaluate("location.hash = '#hand=2&step=0'")
+    expect_step(page, 2, 0)
+    expect(page).to_have_url(re.compile(r"#hand=2&step=0&view=1&results=1$"))
+    expect(page.locator("#felt")).to_have_attribute("data-view", "1")
+    # ...and one that changes only them redraws the same moment.
+    page.evaluate("location.hash = '#hand=2&step=0&view=all&results=0'")
+    expect(page.locator("#felt")).to_have_attribute("data-view", "all")
+    expect(page.locator("#show-results")).not_to_be_checked()
+    expect(page).to_have_url(re.compile(r"#hand=2&step=0$"))
+    expect_step(page, 2, 0)
+
+
+def test_a_hands_label_is_not_cut_with_results_shown(page: Any, base_url: str, seeded_sqlite: Seeded) -> None:
+    """With results shown a hand's label in the hand list names its winners and how it ended:
+    the list is as wide as that label (it was cut at 220 px: issue #40, point 15)."""
+    page.goto(f"{base_url}/matches/{seeded_sqlite.done_match}#hand=1&step=0&results=1")
+    page.wait_for_selector("#viewer.ready")
+    expect(page.locator("#hand-select option").nth(1)).to_contain_text("\u00b7")
+    room = page.eval_on_selector("#hand-select", """s => {
+      const probe = document.createElement('span');
+      probe.style.font = getComputedStyle(s).font;
+      probe.style.whiteSpace = 'pre';
+      probe.style.position = 'absolute';
+      probe.textContent = s.selectedOptions[0].textContent;
+      document.body.appendChild(probe);
+      const text = probe.getBoundingClientRect().width;
+      probe.remove();
+      return s.clientWidth - text;
+    }""")
+    assert room >= 20, room  # the text, and the list's padding and arrow beside it

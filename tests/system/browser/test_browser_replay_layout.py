@@ -152,3 +152,50 @@ def test_the_replay_is_usable_on_a_phone(browser: Any, base_url: str, seeded_sql
             assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
     finally:
         context.close()
+
+
+def _dealer_to_play(base_url: str) -> tuple[int, int, int]:
+    """A match, hand and step of the seeded arena where the dealer is the seat to play, in a
+    two-seat match (each seat alone on its row: its head is as narrow as a phone makes it)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    with urllib.request.urlopen(f"{base_url}/api/v1/matches?per_page=100&status=done") as r:
+        matches = json.load(r)["matches"]
+    for m in matches:
+        if len(m["seats"]) != 2:
+            continue
+        try:
+            with urllib.request.urlopen(f"{base_url}/api/v1/matches/{m['id']}/steps") as r:
+                hands = json.load(r)["hands"]
+        except urllib.error.HTTPError:  # 409: a deal with a seat order still to play is withheld
+            continue
+        for h, hand in enumerate(hands):
+            for s, step in enumerate(hand.get("steps", [])):
+                if step.get("to_act") is not None and step["to_act"] == hand.get("dealer"):
+                    return m["id"], h, s
+    raise AssertionError("no step with the dealer to play in the seeded arena")
+
+
+def test_a_seat_name_is_never_cut_on_a_phone(browser: Any, base_url: str) -> None:
+    """At 390 px a seat showing both DEALER and TO PLAY cut its bot's name to "s." (issue #40,
+    point 15): the name is shown whole, the chips going under it when they do not fit; and
+    the lede's "seating" says what it is."""
+    match_id, hand, step = _dealer_to_play(base_url)
+    context = new_context(browser, 390, 844)
+    try:
+        tab = context.new_page()
+        tab.goto(f"{base_url}/matches/{match_id}#hand={hand}&step={step}")
+        tab.wait_for_selector("#viewer.ready")
+        head = tab.locator("#felt .seat-head:has(.chip.dealer):has(.chip.turn)")
+        expect(head).to_have_count(1)
+        name = head.locator(".name")
+        sizes = name.evaluate("e => [e.scrollWidth, e.clientWidth, e.getBoundingClientRect().width]")
+        assert sizes[0] <= sizes[1] and sizes[2] > 0, sizes
+        text = name.inner_text()
+        assert text and name.evaluate("e => e.textContent") == text  # no ellipsis, nothing hidden
+        seating = tab.locator(".lede abbr.seating")
+        assert "seat order" in (seating.get_attribute("title") or ""), seating.get_attribute("title")
+    finally:
+        context.close()
