@@ -129,6 +129,12 @@ class Settings:
     #: (set it where the dashboard is served over https), and lasts this many hours.
     session_secure: bool = False
     session_hours: int = 168
+    #: Challenges (arena/tournaments/challenges.py): deals a challenge may ask for, and how
+    #: many an owner may have running and start in a day, and one bot may face at once.
+    challenge_max_deals: int = 10
+    challenge_max_running: int = 2
+    challenge_max_per_day: int = 30
+    challenge_max_per_target: int = 3
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -215,6 +221,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         sprt_max_per_day=max(0, _int(env, "TONK_SPRT_MAX_PER_DAY", 20)),
         session_secure=_flag(env, "TONK_SESSION_SECURE", False),
         session_hours=_bounded(env, "TONK_SESSION_HOURS", 168, 1, 24 * 90),
+        challenge_max_deals=_bounded(env, "TONK_CHALLENGE_MAX_DEALS", 10, 1, 500),
+        challenge_max_running=_bounded(env, "TONK_CHALLENGE_MAX_RUNNING", 2, 0, 1000),
+        challenge_max_per_day=_bounded(env, "TONK_CHALLENGE_MAX_PER_DAY", 30, 0, 100_000),
+        challenge_max_per_target=_bounded(env, "TONK_CHALLENGE_MAX_PER_TARGET", 3, 1, 1000),
     )
 
 

@@ -97,6 +97,7 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         if versions and versions[0]["uploaded"]
         else "dialled",
         "link": _link(session, bot),
+        "accepts_challenges": bot.accepts_challenges,  # arena/tournaments/challenges.py
         "created_at": iso(bot.created_at),
         "rank": rated.rank if rated else None,
         "rating": rating_json(rated),  # its current version's

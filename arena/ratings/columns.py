@@ -21,6 +21,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from arena.ratings.model import RatingModel
+from arena.store.statuses import UNRATED_KINDS
 
 #: One seat, as the server packs it (``int4send``: big-endian), and one done match.
 _SEATS = np.dtype([("match", ">i4"), ("seat", ">i4"), ("version", ">i4"), ("score", ">i4")])
@@ -34,7 +35,12 @@ SEATS_SQL = (
 )
 MATCHES_SQL = (
     "SELECT string_agg(int4send(id) || int4send(tournament_id) || int8send(seed), ''::bytea) "
-    "FROM matches WHERE status = 'done' AND id BETWEEN :lo AND :hi"
+    "FROM matches WHERE status = 'done' AND id BETWEEN :lo AND :hi "
+    # Matches of unrated kinds (challenges: arena.store.statuses.UNRATED_KINDS) are left out;
+    # their seats then have no match to join and are dropped with those of unfinished ones.
+    "AND tournament_id NOT IN (SELECT id FROM tournaments WHERE kind IN ("
+    + ", ".join(f"'{kind}'" for kind in UNRATED_KINDS)
+    + "))"
 )
 
 

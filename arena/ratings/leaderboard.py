@@ -41,8 +41,8 @@ from sqlalchemy.orm import Session
 from arena.ratings.columns import load_done
 from arena.ratings.model import RatedMatch, RatingModel, RatingTable, fit
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, Owner, RatingSnapshot, Tournament, utcnow
-from arena.store.statuses import MatchStatus, TournamentStatus
-from arena.store.tokens import done_token, versions_token
+from arena.store.statuses import UNRATED_KINDS, MatchStatus, TournamentStatus
+from arena.store.tokens import rated_done_token, versions_token
 
 
 @dataclass(frozen=True)
@@ -224,6 +224,8 @@ def match_results(
         select(MatchSeat.match_id, MatchSeat.bot_version_id, MatchSeat.score, Match.tournament_id, Match.seed)
         .join(Match, Match.id == MatchSeat.match_id)
         .where(Match.status == MatchStatus.DONE, MatchSeat.score.is_not(None))
+        # A challenge is a scrimmage one side chose: no rating counts it (UNRATED_KINDS).
+        .where(Match.tournament_id.not_in(select(Tournament.id).where(Tournament.kind.in_(UNRATED_KINDS))))
         .order_by(MatchSeat.match_id, MatchSeat.seat)
     )
     if finished_since is not None:
@@ -260,7 +262,7 @@ def current_leaderboard(session: Session) -> Leaderboard:
         live = _models.get(key)
     # A small store's token is the exact count of done matches (it also tells that matches
     # went away); a big one's counts only the recent ones (recent_token).
-    exact = done_token(session) if live is None or live.model.total < BACKGROUND_MATCHES else None
+    exact = rated_done_token(session) if live is None or live.model.total < BACKGROUND_MATCHES else None
     token: Hashable = exact if exact is not None or live is None else recent_token(session, live.since)
     done = None if exact is None else exact[0]
     versions = versions_token(session)

@@ -109,6 +109,8 @@ class Bot(Base):
     status: Mapped[str] = mapped_column(String(16), default=BotStatus.ACTIVE.value)  # BotStatus
     #: The bot connects out to a gateway (protos/tonk/v1/link.proto) instead of being dialled.
     connected: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    #: Other owners may challenge it (arena/tournaments/challenges.py); its owner can say no.
+    accepts_challenges: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     owner: Mapped[Owner] = relationship(back_populates="bots")

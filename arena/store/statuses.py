@@ -37,13 +37,19 @@ BOT_STATUSES: tuple[str, ...] = tuple(s.value for s in BotStatus)
 
 class TournamentKind(StrEnum):
     """What a tournament is (``tournaments.kind``): every table of the entrants, every table
-    holding one challenger, a sequential test of two bots (arena/tournaments/sprt.py), or a
-    ladder: open-ended, its tables chosen as results come in (arena/ladder)."""
+    holding one challenger, a sequential test of two bots (arena/tournaments/sprt.py), a
+    ladder: open-ended, its tables chosen as results come in (arena/ladder), or a challenge."""
 
     ROUND_ROBIN = "round-robin"
     GAUNTLET = "gauntlet"
     SPRT = "sprt"
     LADDER = "ladder"
+    #: An owner's bot against any bot that accepts challenges, now and unrated
+    #: (arena/tournaments/challenges.py).
+    CHALLENGE = "challenge"
 
+
+#: Kinds whose matches no rating counts: a challenge is a scrimmage, chosen by one side.
+UNRATED_KINDS: tuple[str, ...] = (TournamentKind.CHALLENGE.value,)
 
 TOURNAMENT_KINDS: tuple[str, ...] = tuple(k.value for k in TournamentKind)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.store.models import BotVersion, Match
-from arena.store.statuses import MatchStatus
+from arena.store.models import BotVersion, Match, Tournament
+from arena.store.statuses import UNRATED_KINDS, MatchStatus
 
 
 def done_token(session: Session, tournament_id: int | None = None) -> tuple[int, int | None]:
@@ -20,6 +20,20 @@ def done_token(session: Session, tournament_id: int | None = None) -> tuple[int,
     count = session.scalar(select(func.count()).select_from(Match).where(done))
     largest = session.scalar(select(func.max(Match.id)).where(done))
     return (int(count or 0), None if largest is None else int(largest))
+
+
+def rated_done_token(session: Session) -> tuple[int, int | None]:
+    """``done_token`` of the matches a rating counts: the done matches of unrated kinds
+    (challenges, arena/tournaments/challenges.py) are taken off the count. They are few (their
+    owners' bounds keep them so), so this costs an index read on their tournaments' matches."""
+    count, largest = done_token(session)
+    unrated = select(Tournament.id).where(Tournament.kind.in_(UNRATED_KINDS))
+    off = session.scalar(
+        select(func.count())
+        .select_from(Match)
+        .where(Match.tournament_id.in_(unrated), Match.status == MatchStatus.DONE)
+    )
+    return (count - int(off or 0), largest)
 
 
 def versions_token(session: Session) -> tuple[int, int | None]:

@@ -11,6 +11,7 @@ def register_blueprints(app: Flask) -> None:
     from dashboard.views import (
         account,
         api,
+        api_challenges,
         api_spectator,
         api_uploads,
         bots,
@@ -25,5 +26,5 @@ def register_blueprints(app: Flask) -> None:
     app.url_map.converters["id"] = IdConverter
     app.url_map.converters["index"] = IndexConverter
     pages = (health, leaderboard, tournaments, ladders, matches, bots, account)
-    for module in (*pages, api, api_spectator, spectator, api_uploads):
+    for module in (*pages, api, api_spectator, spectator, api_uploads, api_challenges):
         app.register_blueprint(module.bp)

@@ -117,7 +117,8 @@ def _owned(owner: Owner) -> dict[str, Any]:
         "owner": owner,
         "bots": bots,
         "tournaments": [
-            {"id": t.id, "name": t.name, "kind": t.kind, "status": t.status, "created_at": t.created_at}
+            {"id": t.id, "name": t.name, "kind": t.kind, "status": t.status,
+             "created_at": t.created_at.isoformat()}
             for t in tournaments
         ],
         "upload_limit": settings().upload_max_bytes,

@@ -29,7 +29,17 @@ def detail(name: str) -> str:
     if not BOT_NAME_RE.fullmatch(name):
         raise NotFoundError(f"there is no bot named {name[:80]!r}")
     bot = with_outage(session(), private_bot(session(), bot_detail(session(), db_url(), name)))
-    return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]), upload=_upload(bot))
+    return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]), upload=_upload(bot),
+                           challenges=_challenges(session(), name))  # fmt: skip
+
+
+def _challenges(db: Session, name: str) -> list[Any]:
+    """The latest challenges the bot played either side of (unrated: they are listed, not
+    counted; arena/tournaments/challenges.py)."""
+    from arena.tournaments.challenges import challenges_of
+
+    bot_id = db.scalar(select(Bot.id).where(Bot.name == name))
+    return [] if bot_id is None else challenges_of(db, bot_id, limit=10)
 
 
 def with_outage(db: Session, detail: dict[str, Any]) -> dict[str, Any]:

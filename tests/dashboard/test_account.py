@@ -25,6 +25,7 @@ from arena.bots.uploaded import submit_upload
 from arena.config import Settings
 from arena.store.db import session_scope
 from arena.store.models import Bot, Invite, Owner
+from arena.tournaments.lifecycle import create_tournament
 
 OPERATOR = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -41,6 +42,10 @@ def arena(app_factory: Callable[..., Flask], writable_url: str, tmp_path: Path) 
             owner, tokens[name] = create_owner(session, name)
             submit_upload(session, owner, f"{name}-bot", tar_gz(project()), settings=settings, check=False)
     return {"app": app, "url": writable_url, **tokens}
+
+
+def owner_id_of(session: Any, name: str) -> int:
+    return int(session.scalar(select(Owner.id).where(Owner.name == name)))
 
 
 def csrf_of(client: FlaskClient, path: str) -> str:
@@ -68,8 +73,15 @@ def test_an_owner_signs_in_sees_their_own_and_signs_out(arena: dict[str, Any]) -
         assert attribute in head, head
     assert arena["alice"] not in head  # the cookie never carries the token
 
+    with session_scope(arena["url"]) as session:  # a test alice started, and one of nobody's
+        bots = list(session.scalars(select(Bot.id).order_by(Bot.id)))
+        for owner_id, name in ((owner_id_of(session, "alice"), "alice's test"), (None, "an operator's")):
+            made = create_tournament(session, name=name, bot_ids=bots, table_sizes=[2], deals_per_table=1,
+                                     hands_per_match=2)  # fmt: skip
+            made.owner_id = owner_id
     page = client.get("/me")
     text = page.get_data(as_text=True)
+    assert "alice&#39;s test" in text and "an operator" not in text
     assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
     assert page.mimetype == "text/html"
     assert 'data-bot="alice-bot"' in text and "bob-bot" not in text
