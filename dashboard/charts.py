@@ -223,8 +223,8 @@ def _history_svg(history: Sequence[dict[str, Any]], width: int) -> str:
 
 def sprt_chart(test: dict[str, Any]) -> Markup:
     """A sequential test's LLR after each look against the pairs played, between its bounds
-    (accept H0 below the lower, H1 above the upper), as fishtest draws it; the bounds move
-    inward as the overshoot estimate settles, so each is drawn as a line of its own."""
+    (accept H0 below the lower, H1 above the upper), as fishtest draws it. Each bound is drawn
+    as a line through the history's points (level since the bounds are fixed, issue #38)."""
     points = test.get("history", {}).get("points", [])
     if len(points) < 2:
         return Markup('<p class="empty">No pair of this test is scored yet.</p>')
@@ -260,14 +260,14 @@ def _sprt_svg(points: Sequence[dict[str, Any]], test: dict[str, Any], width: int
         parts.append(_text("tick", x(tick), height - bottom + 18, "middle", str(tick)))
     parts.append(_text("tick", width - right, height - 4, "end", "pairs"))
     for key, name in (("upper", "H1"), ("lower", "H0")):
-        line = [(x(p["pairs"]), y(p[key])) for p in points]
-        drawn = " ".join(f"{a:.1f},{b:.1f}" for a, b in line)
+        bound = [(x(p["pairs"]), y(p[key])) for p in points]
+        drawn = " ".join(f"{a:.1f},{b:.1f}" for a, b in bound)
         parts.append(f'<polyline class="bound bound-{key}" points="{drawn}"/>')
         end = points[-1][key]
         text = f"accept {name} ({end:.2f})"
         # Above the upper line and below the lower one all along the label's width: the bounds
         # move as the test goes, so the line's height at the label's end is not enough.
-        ys = _heights(line, left + 4, left + 4 + len(text) * CHAR)
+        ys = _heights(bound, left + 4, left + 4 + len(text) * CHAR)
         at = min(ys) - 6 if key == "upper" else max(ys) + 15
         parts.append(_text(f"tick bound-label bound-label-{key}", left + 4, at, "start", text))
     line = " ".join(f"{x(p['pairs']):.1f},{y(p['llr']):.1f}" for p in points)
