@@ -117,6 +117,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _state_words(d: dict[str, Any]) -> str:
+    """The ladder's state as its page's badge says it: paused is not "scheduler stopped" (no
+    scheduler takes a paused ladder's lease, whether one runs or not)."""
+    if d["state"] == "paused":
+        return f"paused: no new tables until `tonk ladder resume {d['id']}`"
+    if d["state"] == "stopped":
+        return f"running, but no scheduler holds it: no new tables until `tonk ladder run {d['id']}`"
+    if d["state"] == "running":
+        return "running, scheduler running"
+    return str(d["state"])
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from arena.ladder.status import ladder_detail
     from arena.store.db import session_scope
@@ -129,7 +141,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return _fail("ladder status", exc)
     m = d["matches"]
     pool = "every active bot" if d["pool"] is None else ", ".join(d["pool"])
-    print(f"ladder {d['id']} {d['name']!r}: {d['status']}, scheduler {d['scheduler']}")
+    print(f"ladder {d['id']} {d['name']!r}: {_state_words(d)}")
     print(f"  pool: {pool}; tables of {d['table_size']}, {d['hands_per_match']} hands a match, "
           f"{d['versions_per_owner']} version(s) per owner, {d['target']} matches kept queued")  # fmt: skip
     print(f"  {d['tables']} tables; matches: {m['done']} done, {m['running']} running, "
@@ -140,8 +152,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {'#':>3}  {'bot':<24} {'Elo [95% interval]':<22} {'ladder':>7}  playing")
         for b in d["board"]:
             rank = "" if b["rank"] is None else b["rank"]
+            plays = "yes" if b["playing"] else "offline" if b["offline"] else "no"
             print(f"  {rank:>3}  {b['bot'][:24]:<24} {b['rating_text']:<22} {b['ladder_matches']:>7}  "
-                  f"{'yes' if b['playing'] else 'no'}")  # fmt: skip
+                  f"{plays}")  # fmt: skip
     for r in d["recent"]:
         seats = " v ".join(r["seats"])
         print(f"  match {r['id']} table {r['table']} {r['status']:<8} {seats}: {r['reason']}")

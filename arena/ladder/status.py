@@ -22,14 +22,16 @@ from typing import Any, Final
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.bots.reachability import offline_among
 from arena.ladder.lease import current_holder, lease_name
 from arena.ladder.scheduler import active_pool
 from arena.ladder.setup import get_ladder_row, ladder_settings
+from arena.link.directory import link_status
 from arena.ratings.leaderboard import LeaderboardRow, board_page, current_leaderboard
 from arena.ratings.terms import rating_text
 from arena.store import tokens
-from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament
-from arena.store.statuses import MatchStatus, TournamentKind
+from arena.store.models import Bot, BotOutage, Match, MatchSeat, Owner, Tournament
+from arena.store.statuses import MatchStatus, TournamentKind, TournamentStatus
 
 #: Matches listed as recent.
 RECENT: Final = 30
@@ -49,6 +51,7 @@ def list_ladders(session: Session) -> list[dict[str, Any]]:
             "id": r.id,
             "name": r.name,
             "status": r.status,
+            "state": ladder_state(r.status, _scheduler(session, r.id)),
             "table_size": int(r.table_sizes[0]),
             "matches": counts.get(r.id, _zero()),
             "created_at": r.created_at.isoformat(timespec="seconds"),
@@ -74,12 +77,14 @@ def ladder_detail(
     :func:`board_order`, if the caller kept it (it reads every bot: 0.2 s at 10,000)."""
     row = get_ladder_row(session, ladder_id)
     settings = ladder_settings(row)
+    scheduler = _scheduler(session, ladder_id)
     order = order or board_order(session, ladder_id)
     playing = order.playing
     entries = order.entries
     shown, where = board_page(entries, lambda e: (e[0].name, e[0].owner), q, page, per_page)
     per_bot = _per_bot(session, ladder_id, None if per_page is None else [bot.id for bot, _ in shown])
-    board = [_board_row(bot, per_bot, playing) | _rating(rated) for bot, rated in shown]
+    offline = _offline(session, [bot.id for bot, _ in shown if bot.id in playing])
+    board = [_board_row(bot, per_bot, playing, offline) | _rating(rated) for bot, rated in shown]
     matches = _counts(session, [ladder_id]).get(ladder_id, _zero())
     tables = session.execute(
         select(func.count(func.distinct(Match.table_index))).where(Match.tournament_id == ladder_id)
@@ -107,7 +112,8 @@ def ladder_detail(
         "matchmaking": {
             k: getattr(settings.matchmaking, k) for k in settings.matchmaking.__dataclass_fields__
         },
-        "scheduler": "running" if current_holder(session, lease_name(ladder_id)) else "stopped",
+        "scheduler": scheduler,
+        "state": ladder_state(row.status, scheduler),
         "matches": matches,
         "tables": int(tables),
         "reasons": [{"reason": k or "", "tables": v} for k, v in reasons.most_common()],
@@ -116,6 +122,21 @@ def ladder_detail(
         "recent": recent_matches(session, ladder_id, recent),
         "created_at": row.created_at.isoformat(timespec="seconds"),
     }
+
+
+def _scheduler(session: Session, ladder_id: int) -> str:
+    """Whether a scheduler (``tonk ladder run``) holds the ladder's lease now."""
+    return "running" if current_holder(session, lease_name(ladder_id)) else "stopped"
+
+
+def ladder_state(status: str, scheduler: str) -> str:
+    """What a ladder is doing, in one word for its badge: ``running`` only while a scheduler
+    holds it (a ladder whose ``tonk ladder run`` stopped is ``stopped``, though its status
+    stays running), ``paused`` while paused (no scheduler takes a paused ladder's lease, so
+    "scheduler stopped" there said nothing of the scheduler), else its status."""
+    if status == TournamentStatus.RUNNING:
+        return "running" if scheduler == "running" else "stopped"
+    return str(status)
 
 
 def ladder_version(session: Session, ladder_id: int) -> tuple[Hashable, ...]:
@@ -141,7 +162,25 @@ def ladder_version(session: Session, ladder_id: int) -> tuple[Hashable, ...]:
         tokens.done_token(session),
         tokens.versions_token(session),
         tuple((str(status), int(n), int(ids or 0)) for status, n, ids in bots),
+        _reachability(session),
     )
+
+
+def _reachability(session: Session) -> tuple[Hashable, ...]:
+    """Which connected bots have a live connection and which dialled bots are down: a bot
+    going offline or coming back changes who plays (the board's "Plays")."""
+    connected = list(session.scalars(select(Bot.id).where(Bot.connected.is_(True))))
+    down = session.scalars(select(BotOutage.bot_id).order_by(BotOutage.bot_id))
+    return tuple(sorted(link_status(session, connected))), tuple(down)
+
+
+def _offline(session: Session, ids: list[int]) -> set[int]:
+    """Those of ``ids`` the scheduler gives no new table for want of an answer: a connected bot
+    with no live connection, a dialled bot found offline (arena.play.capacity, live)."""
+    if not ids:
+        return set()
+    connected = set(session.scalars(select(Bot.id).where(Bot.id.in_(ids), Bot.connected.is_(True))))
+    return (connected - set(link_status(session, connected))) | offline_among(session, ids)
 
 
 #: A board row's bot (id, name, status, owner) and its rating (None: unrated).
@@ -257,13 +296,18 @@ def recent_matches(session: Session, ladder_id: int, limit: int = RECENT) -> lis
     ]
 
 
-def _board_row(bot: Any, per_bot: dict[int, Counter[str]], playing: frozenset[int]) -> dict[str, Any]:
+def _board_row(
+    bot: Any, per_bot: dict[int, Counter[str]], playing: frozenset[int], offline: set[int]
+) -> dict[str, Any]:
     counts = per_bot.get(bot.id, Counter())
     return {
         "bot": bot.name,
         "owner": bot.owner,
         "status": bot.status,
-        "playing": bot.id in playing,
+        # In the pool and answering: it gets new tables. In the pool but unreachable: none
+        # until it answers again (its tables already made still play).
+        "playing": bot.id in playing and bot.id not in offline,
+        "offline": bot.id in playing and bot.id in offline,
         "ladder_matches": sum(counts.values()),
         "ladder_done": counts.get(MatchStatus.DONE, 0),
         "ladder_waiting": counts.get(MatchStatus.PENDING, 0) + counts.get(MatchStatus.RUNNING, 0),

@@ -82,7 +82,7 @@ def api_live(ladder_id: int) -> Response:
         response = Response(status=304)
     else:
         d = _detail(ladder_id, page, q, version)
-        data: dict[str, Any] = {k: d[k] for k in ("id", "status", "scheduler", "matches", "tables")}
+        data: dict[str, Any] = {k: d[k] for k in ("id", "status", "state", "scheduler", "matches", "tables")}
         data["board_page"] = d["board_page"]
         data["now_showing"] = now_showing(db, ladder_id)
         if html:

@@ -118,3 +118,65 @@ def test_creating_a_ladder_over_the_api(writable_url: str, app_factory: Callable
     assert ladder["pool"] == ["b0", "b1"] and ladder["matchmaking"]["placement_sd"] == 80.0
     assert created.headers["Location"].endswith(f"/api/v1/ladders/{ladder['id']}")
     assert run_tick(url, ladder["id"])[1]
+
+
+def _badge(page: str) -> str:
+    found = re.search(r'<span id="l-status"><span class="status status-(\w+)">(\w+)</span>', page)
+    assert found and found[1] == found[2], page[:2000]
+    return found[1]
+
+
+def test_the_ladder_says_what_it_does_and_who_really_plays(
+    writable_url: str, app_factory: Callable[..., Flask], monkeypatch: Any, capsys: Any
+) -> None:
+    """Issue #40, point 14: after the scheduler stopped the badge still said "running"; "Plays
+    yes" stayed for a disconnected bot (the scheduler gives it no table); and `tonk ladder
+    status` said "scheduler stopped" while the ladder was paused."""
+    import argparse
+
+    from sqlalchemy import update
+
+    from arena.commands.ladder import cmd_status
+    from arena.ladder.lease import give_up, lease_name
+    from arena.store.models import Bot, BotVersion
+
+    url = writable_url
+    ladder = ladder_arena(url, bots=3, rounds=1)
+    client = app_factory(url).test_client()
+    monkeypatch.setenv("TONK_DATABASE_URL", url)
+
+    def cli() -> str:
+        assert cmd_status(argparse.Namespace(id=ladder)) == 0
+        return str(capsys.readouterr().out)
+
+    # The test's tick holds the lease: a scheduler runs it.
+    assert _badge(client.get(f"/ladders/{ladder}").get_data(as_text=True)) == "running"
+    assert "running, scheduler running" in cli()
+    # Its scheduler stops: the ladder's status stays running, but it is not scheduling.
+    with session_scope(url) as session:
+        give_up(session, lease_name(ladder), "me")
+    page = client.get(f"/ladders/{ladder}").get_data(as_text=True)
+    assert _badge(page) == "stopped" and "no scheduler" in page
+    live = client.get(f"/api/v1/ladders/{ladder}/live?html=1").get_json()["live"]
+    assert live["status"] == "running" and live["state"] == "stopped" and live["scheduler"] == "stopped"
+    assert "no scheduler holds it" in cli()
+    assert "stopped" in client.get("/ladders/").get_data(as_text=True)
+    # Paused: said so, not "scheduler stopped".
+    assert client.post(f"/api/v1/ladders/{ladder}/pause", headers=AUTH).status_code == 200
+    assert _badge(client.get(f"/ladders/{ladder}").get_data(as_text=True)) == "paused"
+    out = cli()
+    assert "paused: no new tables" in out and "scheduler stopped" not in out
+    assert client.post(f"/api/v1/ladders/{ladder}/resume", headers=AUTH).status_code == 200
+
+    # b1 becomes a connected bot with no live connection: in the pool, but it gets no table.
+    with session_scope(url) as session:
+        b1 = session.scalar(select(Bot.id).where(Bot.name == "b1"))
+        session.execute(update(Bot).where(Bot.id == b1).values(connected=True))
+        session.execute(update(BotVersion).where(BotVersion.bot_id == b1).values(connected=True))
+    board = {b["bot"]: b for b in client.get(f"/api/v1/ladders/{ladder}").get_json()["ladder"]["board"]}
+    assert board["b1"]["playing"] is False and board["b1"]["offline"] is True
+    assert board["b0"]["playing"] is True and board["b0"]["offline"] is False
+    live = client.get(f"/api/v1/ladders/{ladder}/live?html=1").get_json()["live"]
+    plays = dict(re.findall(r'href="/bots/(b\d)".*?<td class="plays">(.*?)</td>', live["html"]["board"]))
+    assert plays["b0"] == "yes" and "offline" in plays["b1"], plays
+    assert re.search(r"b1\s.*offline", cli())

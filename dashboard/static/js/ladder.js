@@ -22,7 +22,9 @@
     });
     if (badge) {
       var span = badge.querySelector(".status");
-      if (span) { span.textContent = live.status; span.className = "status status-" + live.status; }
+      // Its state, not its status: a ladder whose scheduler stopped is "stopped", not "running".
+      var state = live.state || live.status;
+      if (span) { span.textContent = state; span.className = "status status-" + state; }
     }
   }
 
