@@ -26,6 +26,7 @@ COMMANDS = {
     "replay-decision": "sdk.commands.replay_decision",
     "owner": "sdk.commands.owner",
     "sprt": "sdk.commands.sprt",
+    "challenge": "sdk.commands.challenge",
     "login": "sdk.commands.login",
     "logout": "sdk.commands.login",
 }

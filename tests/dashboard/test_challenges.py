@@ -6,10 +6,12 @@ on a real RQ queue; an owner turns their bot's challenges off."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -206,3 +208,52 @@ def test_the_bounds_hold_under_a_burst(queued: tuple[str, dict[str, str]], writa
         assert len(running) == 2 + statuses.count(201)
         assert all(t.status == "running" for t in running)
         assert session.scalar(select(func.count()).select_from(Bot)) == 4
+
+
+@pytest.fixture
+def served_inline(
+    app_factory: Callable[..., Flask], sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """The app on loopback, playing each match as it is queued; no arena or token remembered."""
+    from werkzeug.serving import make_server
+
+    for name in ("TONK_ARENA", "TONK_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TONK_CONFIG_DIR", str(Path(sqlite_url.split("///", 1)[1]).parent / "config"))
+    app = app_factory(sqlite_url, TOURNAMENT_BACKEND=InlineBackend(sqlite_url))
+    tokens = store(sqlite_url)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", tokens
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def test_tonk_challenge_plays_and_reports_and_turns_off(
+    served_inline: tuple[str, dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sdk.cli import main
+
+    arena, tokens = served_inline
+    alice = ["--arena", arena, "--token", tokens["alice"]]
+    assert main(["challenge", "alice-bot", "bob-bot", "--deals", "1", "--hands", "3", *alice]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("challenge ") and "alice-bot vs bob-bot, 1 deal (2 matches" in out[0], out
+    finished = re.fullmatch(r"finished: alice-bot ([+-]\d+), bob-bot ([+-]\d+) chips over 2 matches", out[1])
+    assert finished and int(finished.group(1)) + int(finished.group(2)) == 0, out
+    assert out[2].startswith(f"its page: {arena}/tournaments/")
+
+    # Bob turns his bot's challenges off: alice is refused, with the reason, and nothing starts.
+    assert main(["challenge", "bob-bot", "--off", "--arena", arena, "--token", tokens["bob"]]) == 0
+    assert capsys.readouterr().out.strip() == "bob-bot refuses challenges from now on"
+    assert main(["challenge", "alice-bot", "bob-bot", *alice]) == 1
+    assert "refused (403 challenges_off)" in capsys.readouterr().err
+    # Alice cannot turn bob's back on; usage mistakes say what to give.
+    assert main(["challenge", "bob-bot", "--on", *alice]) == 1
+    assert "bot_not_found" in capsys.readouterr().err
+    assert main(["challenge", "alice-bot", *alice]) == 2
+    assert main(["challenge", "alice-bot", "bob-bot", "--off", *alice]) == 2
+    assert "give MY-BOT OPPONENT" in capsys.readouterr().err
