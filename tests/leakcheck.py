@@ -16,20 +16,45 @@ worker by it. Two checks:
 
 The resource tracker multiprocessing starts for this process is not a test's: it serves the
 whole process and ends with it. It is stopped before the session's last look.
+
+Both need the session to end. When the run itself is killed, two more things hold:
+
+- the run's first pytest starts a watchdog (arena/processes.py's ``watch_run``): when that
+  pytest ends, however it ends (SIGKILL included), every process carrying the run's mark or
+  seen in its tree is killed (xdist's workers and all they started, in whatever session) and
+  the run's temporary folder (tests/scratch.py) is removed. Every pytest of the run adopts its
+  orphans (``adopt_orphans``), so what daemonises stays in its tree; and what the tests start
+  through ``arena.processes.spawn`` (every helper does) dies the moment its starter does;
+- SIGTERM ends a pytest as Ctrl-C does (KeyboardInterrupt in the main thread: the fixtures'
+  finalizers run), and xdist's controller passes it on to its workers first, as a terminal
+  passes Ctrl-C to its whole process group.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import pytest
+import scratch
 
-from arena.processes import ProcessInfo, all_processes, descendants, kill_all, with_environment
+from arena.processes import (
+    ProcessInfo,
+    adopt_orphans,
+    all_processes,
+    descendants,
+    kill_all,
+    watch_run,
+    with_environment,
+)
 
 MARKER = "TONK_TEST_SESSION"
 #: The whole run's marker: set by the pytest that the run started, inherited by xdist's workers.
@@ -92,6 +117,41 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[MARKER] = uuid.uuid4().hex
     if not _is_worker(config):  # a worker keeps its run's; a pytest run by a test starts its own
         os.environ[RUN_MARKER] = os.environ[MARKER]
+        watch_run(scratch.made())
+    adopt_orphans()  # what daemonises stays in the tree: checked after each test, seen by the watchdog
+    _end_on_sigterm(config)
+
+
+def _end_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM raises KeyboardInterrupt in the main thread, once (a second one while the
+    finalizers run is let pass: SIGKILL is the hard stop, and the watchdog cleans up then)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    received = False
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        nonlocal received
+        if received:
+            return
+        received = True
+        for pid in _worker_pids(config):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _worker_pids(config: pytest.Config) -> list[int]:
+    """The pids of pytest-xdist's workers, in its controller (none elsewhere, or without xdist)."""
+    dsession = config.pluginmanager.getplugin("dsession")
+    group = getattr(getattr(dsession, "nodemanager", None), "group", None)
+    pids = []
+    for gateway in group or ():
+        popen = getattr(getattr(gateway, "_io", None), "popen", None)  # execnet's popen gateways
+        if popen is not None:
+            pids.append(popen.pid)
+    return pids
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,8 @@ starts with an environment built from scratch should carry ``TMPDIR`` on
 (:func:`helpers.environment.scratch_env`).
 
 ``TONK_KEEP_TMP=1`` keeps it, to look at a failed test's files; its path is printed then.
+A run killed by SIGKILL never gets to its exit handlers: its watchdog (tests/leakcheck.py,
+arena/processes.py's ``watch_run``) removes the folders :func:`made` names.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 RUN_TMP = "TONK_TEST_TMPDIR"
+_made: list[Path] = []
 
 
 def enter() -> Path:
@@ -38,9 +41,15 @@ def enter() -> Path:
         folder.chmod(0o711)
         os.environ[RUN_TMP] = str(folder)
         atexit.register(_remove, folder)
+        _made.append(folder)
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again (it caches its first answer)
     return folder
+
+
+def made() -> list[Path]:
+    """The folders this pytest made and is to remove at its end (none if they are kept)."""
+    return [] if os.environ.get("TONK_KEEP_TMP") else list(_made)
 
 
 def _remove(folder: Path) -> None:

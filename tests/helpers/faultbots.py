@@ -317,10 +317,14 @@ def serve_fault(
 
 
 def _spawn(fault: str, *, after: int, every: int, delay_s: float, base: str) -> FaultServer:
+    # Here, not at the top: run as a script, this file's folder comes first on sys.path, and
+    # its arena.py would be taken for the arena package.
+    from arena.processes import spawn
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     args = [sys.executable, str(Path(__file__).resolve()), fault, "--after", str(after)]
     args += ["--every", str(every), "--delay", str(delay_s), "--base", base]
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    process = spawn(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     assert process.stdout is not None
     line = process.stdout.readline()  # "PORT n" once it listens (or EOF if it failed)
     if not line.startswith("PORT "):
@@ -407,9 +411,11 @@ def start_worker(
 ) -> subprocess.Popen[bytes]:
     """``tonk worker`` in its own process group (so a test can SIGKILL it and its children).
     Its output goes to ``log`` (never to an unread pipe, which would block it once full)."""
+    from arena.processes import spawn
+
     out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - the child owns it
     try:
-        return subprocess.Popen(
+        return spawn(
             [sys.executable, "-m", "sdk.cli", "worker", "--name", name],
             env=worker_env(database_url, redis_url, queue),
             cwd=ROOT,

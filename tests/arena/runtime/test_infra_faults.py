@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,10 +26,11 @@ from typing import Any
 import pytest
 from helpers.arena import InlineBackend, fix_deal_secret
 from helpers.faultbots import ROOT, serve_fault, start_worker, stop_process, worker_env
+from helpers.services import PrivateRedis
 
 import arena.play.lifecycle
 import arena.runtime.driver
-from arena.processes import descendants, process_info
+from arena.processes import descendants, process_info, run_process, spawn
 from arena.queries.tournaments import Progress
 from arena.runtime.driver import run_tournament
 from arena.runtime.jobs import play_match_job
@@ -174,55 +174,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-class PrivateRedis:
-    """``redis-server`` on a free loopback port, without persistence: a restart is empty."""
-
-    def __init__(self) -> None:
-        exe = shutil.which("redis-server")
-        if exe is None:
-            if os.environ.get("CI"):
-                pytest.fail("redis-server is not installed")
-            pytest.skip("redis-server is not installed")
-        self.exe = exe
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-        self.restarts = 0
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--daemonize", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-        from redis import Redis
-
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(Exception):
-                if Redis.from_url(self.url, socket_connect_timeout=0.2).ping():
-                    return
-            if time.monotonic() > deadline:
-                raise RuntimeError("the private redis-server did not start")
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        if self.process is not None:
-            stop_process(self.process, signal.SIGKILL)
-            self.process = None
-
-    def restart(self) -> None:
-        self.kill()
-        time.sleep(0.3)
-        self.start()
-        self.restarts += 1
 
 
 # -- driving a tournament through disruptions --------------------------------------------------
@@ -489,7 +440,7 @@ def test_embedded_runner_killed_mid_tournament_resumes(
     dispose_engines()
     env = {**worker_env(url, "", "unused"), "TONK_REDIS_URL": "", "TONK_EMBEDDED_WORKERS": "2"}
     command = [sys.executable, "-m", "sdk.cli", "tournament"]
-    runner = subprocess.Popen(
+    runner = spawn(
         [*command, "run", str(tid), "--quiet"],
         env=env,
         cwd=ROOT,
@@ -527,7 +478,7 @@ def test_embedded_runner_killed_mid_tournament_resumes(
     assert runner.returncode == -signal.SIGKILL
     # Read after the kill: a match seen running a moment before may have finished since.
     caught = matches_by_status(url, tid).get("running", [])
-    resumed = subprocess.run(
+    resumed = run_process(
         [*command, "resume", str(tid), "--quiet"],
         env=env,
         cwd=ROOT,
