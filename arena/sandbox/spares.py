@@ -67,7 +67,11 @@ def fresh(bundle: Path, launch: Launch, limits: Limits) -> Sandbox:
     """A new sandbox, started: forked from the bot's template where that path is taken
     (arena/sandbox/template.py: tens of milliseconds of CPU), else a sandbox of its own."""
     forked = TEMPLATES.start(bundle, launch, limits)
-    return forked if forked is not None else Sandbox(bundle, launch, limits=limits).start()
+    box = forked if forked is not None else Sandbox(bundle, launch, limits=limits).start()
+    # A spare waits frozen until its match's first call (arena/sandbox/freeze.py): it thinks
+    # nothing for free; its start-up CPU is charged now (over its budget: SandboxStartError).
+    box.freeze_between_calls()
+    return box
 
 
 def _spare(bundle: Path, launch: Launch, limits: Limits) -> Sandbox:
