@@ -224,8 +224,8 @@ class HostedPlayer:
             # A match's own sandbox is a spare started ahead of it (arena/sandbox/spares.py).
             if self.scope == "match":
                 box = SPARES.take(bundle, self.launch, self.limits)
-                # Frozen from now until its first call; what it used since its launch (a spare
-                # waited unfrozen) is charged to its start-up budget (closed if over).
+                # A spare is frozen once it serves (spares.fresh); a box from elsewhere is here,
+                # its start-up CPU charged (closed if over its budget).
                 box.freeze_between_calls()
                 self.box = box
             else:
