@@ -254,6 +254,8 @@ def ratings_chart(history: Sequence[dict[str, Any]]) -> Markup:
 #: Direct labels at the lines' ends: their room to the right of the plot, and the narrowest
 #: chart that has it (narrower ones keep to the legend).
 LABEL_ROOM = 150
+#: How far right of its line's end a label starts: room for its leader.
+LEADER = 22
 LABELLED_FROM = 760
 
 
@@ -304,8 +306,12 @@ def _end_labels(names: Sequence[str], series: dict[str, list[tuple[int, float]]]
         for j in range(len(placed) - 2, -1, -1):
             placed[j] = min(placed[j], placed[j + 1] - 16)
     out = []
-    for (_, k, name), at in zip(ends, placed, strict=True):
-        last = series[name][-1][0]
-        out.append(f'<text class="series-label t{k % SERIES}" x="{x(last) + 8:.1f}" y="{at + 4:.1f}">'
-                   f"{escape(fit(name, LABEL_ROOM - 14, 8.6))}</text>")  # bold 13-unit text
+    for (want, k, name), at in zip(ends, placed, strict=True):
+        # Close lines push their labels apart into a column: a leader joins each label to the
+        # end of its own line, so the column does not leave the reader guessing whose is whose.
+        end = x(series[name][-1][0])
+        out.append(f'<line class="leader s{k % SERIES}" x1="{end + 4:.1f}" y1="{want:.1f}" '
+                   f'x2="{end + LEADER - 4:.1f}" y2="{at:.1f}"/>')
+        out.append(f'<text class="series-label t{k % SERIES}" x="{end + LEADER:.1f}" y="{at + 4:.1f}">'
+                   f"{escape(fit(name, LABEL_ROOM - LEADER - 6, 8.6))}</text>")  # bold 13-unit text
     return out

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from arena.queries import iso
 from arena.queries.cache import cached
+from arena.queries.leaderboard import board
 from arena.queries.matches import deal_finished
 from arena.ratings.leaderboard import rating_history
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, RatingSnapshot, Tournament
@@ -68,9 +69,16 @@ def recent_matches(session: Session, bot_id: int) -> list[dict[str, Any]]:
     ]
 
 
+#: The last point of the ratings over time: the board as it is now.
+NOW = "now"
+
+
 def ratings_over_time(session: Session, url: str) -> list[dict[str, Any]]:
     """Every snapshot as ``{tournament, order, bot, elo}``, ``order`` counting the rated
-    tournaments in the order they finished. Cached until a snapshot is added."""
+    tournaments in the order they finished (cached until a snapshot is added), and then, when
+    the board has moved since (ladder matches and unfinished tournaments are rated but never
+    snapshotted: a bot rated only on a ladder had no point at all), every rated bot's rating
+    now, as a last point named :data:`NOW`. A one-sided bound is no rating and gets no point."""
     token = session.execute(select(func.count(RatingSnapshot.id), func.max(RatingSnapshot.id))).one()
 
     def compute() -> list[dict[str, Any]]:
@@ -81,4 +89,10 @@ def ratings_over_time(session: Session, url: str) -> list[dict[str, Any]]:
             out.append({"tournament": row.tournament_name, "order": index, "bot": row.name, "elo": row.elo})
         return out
 
-    return cached(("ratings-over-time", url), tuple(token), compute)
+    history: list[dict[str, Any]] = cached(("ratings-over-time", url), tuple(token), compute)
+    latest = {row["bot"]: row["elo"] for row in history}  # in order: each bot's last snapshot
+    now = [r for r in board(session, url).rows if r.low is not None and r.high is not None]
+    if all(r.name in latest and abs(latest[r.name] - r.elo) < 0.5 for r in now):
+        return history
+    last = max((row["order"] for row in history), default=-1) + 1
+    return history + [{"tournament": NOW, "order": last, "bot": r.name, "elo": r.elo} for r in now]

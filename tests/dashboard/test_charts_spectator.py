@@ -128,3 +128,26 @@ def test_more_than_five_rating_lines_are_named_at_their_ends() -> None:
         ys = sorted(y for _, y, _, _ in labels)
         assert all(b - a >= 15.9 for a, b in itertools.pairwise(ys)), ys  # lines 1 Elo apart
         assert all(x + len(t) * CHAR <= width for x, _, _, t in labels)
+
+
+def test_rating_lines_close_together_have_their_labels_joined_to_them() -> None:
+    """Lines ending close together push their labels into a column at the right edge, away from
+    their lines (issue #40, point 18): a leader runs from each line's end to its own label."""
+    history = [{"tournament": f"T{t}", "order": t, "bot": f"bot-{b}", "elo": 1500 + b + t}
+               for t in range(3) for b in range(6)]
+    svg = at_width(ratings_chart(history), 1100)
+    labels = {k: (float(x), float(y)) for k, x, y in
+              re.findall(r'<text class="series-label t(\d)" x="([\d.]+)" y="([\d.]+)">', svg)}
+    number = r'"([\d.]+)"'
+    leader = rf'<line class="leader s(\d)" x1={number} y1={number} x2={number} y2={number}/>'
+    leaders = re.findall(leader, svg)
+    assert len(leaders) == len(labels) == 6
+    moved = 0
+    for k, x1, y1, x2, y2 in leaders:
+        dots = re.findall(rf'<circle class="dot s{k}" cx={number} cy={number}', svg)
+        end_x, end_y = map(float, dots[-1])
+        assert abs(float(y1) - end_y) < 0.2 and float(x1) > end_x, (k, y1, end_y)  # from its line's end...
+        label_x, label_y = labels[k]
+        assert abs(float(y2) - (label_y - 4)) < 0.2 and float(x2) < label_x, k  # ...to its own label
+        moved += abs(float(y2) - float(y1)) > 3
+    assert moved >= 3  # lines 1 Elo apart: most labels had to move, and their leaders show where

@@ -68,3 +68,24 @@ def test_the_sprt_charts_bound_labels_clear_their_lines() -> None:
                 y = next(y0 + (y1 - y0) * (x - a) / (b - a) for (a, y0), (b, y1) in itertools.pairwise(line)
                          if a <= x <= b)
                 assert not top <= y <= foot, (width, key, x, y, base)
+
+
+def test_bots_rated_only_on_a_ladder_are_in_the_ratings_over_time(app_factory: Any, tmp_path: Path) -> None:
+    """A ladder never finishes, so its matches never made a snapshot: a bot rated only there
+    was missing from the ratings over time (issue #40, point 18). The chart ends with the
+    board as it is now whenever that moved since the last snapshot."""
+    from helpers.ladder import ladder_arena
+
+    url = f"sqlite:///{tmp_path / 'ladder.sqlite'}"
+    ladder_arena(url, bots=3, rounds=3)
+    client = app_factory(url).test_client()
+    rows = client.get("/api/v1/leaderboard").get_json()["leaderboard"]
+    rated = {r["bot"] for r in rows if r.get("rating") and r["rating"]["low"] is not None
+             and r["rating"]["high"] is not None}
+    assert rated, rows  # the ladder rated someone: the test means something
+    page = client.get("/").get_data(as_text=True)
+    chart = page[page.index("<h2>Ratings over time</h2>"):]
+    assert "No rating history yet" not in chart
+    assert 'class="chart ratings-chart"' in chart and ">now<" in chart
+    for bot in rated:
+        assert f"<title>{bot}</title>" in chart, bot
