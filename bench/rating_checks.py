@@ -252,7 +252,9 @@ def splice(text: str, what: str, lines: list[str]) -> str:
         raise SystemExit(f"docs/arena.md has no {begin!r} ... {end!r} markers")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
-    return head + begin + "\n" + "\n".join(lines) + "\n" + end + tail
+    indent = head[head.rfind("\n") + 1 :]  # the markers' own, inside a list item
+    body = "".join(indent + line + "\n" if line else "\n" for line in lines)
+    return head + begin + "\n" + body + indent + end + tail
 
 
 def main() -> None:
@@ -260,7 +262,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     kinds = ["anchor", "coverage"]
     parser.add_argument("what", nargs="*", help=f"any of {', '.join(kinds)} (default: all)")
-    parser.add_argument("--anchor-runs", type=int, default=40)
+    parser.add_argument("--anchor-runs", type=int, default=30)
     parser.add_argument("--coverage-runs", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--write-docs", action="store_true", help="write the tables into docs/arena.md")
