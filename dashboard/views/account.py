@@ -169,3 +169,30 @@ def upload_post() -> Response:
     except ArenaError as exc:
         return _refused("me.html", exc, **_owned(owner))
     return _private(redirect(url_for("bots.detail", name=registry.bot_to_json(bot)["name"]), 303))
+
+
+@bp.post("/me/challenge")
+def challenge_post() -> Response:
+    """A challenge from a bot's page (arena/tournaments/challenges.py), as ``tonk challenge``
+    starts one; its live page follows. A refusal is shown with its reason (the error page)."""
+    from flask import current_app
+
+    from arena.tournaments.challenges import start_challenge
+    from dashboard import operations
+
+    db = session()
+    owner = signin.signed_in(db, settings())
+    if owner is None:
+        return _private(redirect(url_for("account.signin_form")))
+    signin.check_csrf()
+    deals = request.form.get("deals", "2").strip()
+    if not (deals.isascii() and deals.isdigit() and len(deals) < 4):
+        raise InvalidParameterError(f"deals must be a whole number, got {deals[:20]!r}")
+    body = {"bot": _field("bot", "your bot"), "opponent": _field("opponent", "the opponent"),
+            "deals": int(deals)}  # fmt: skip
+    tournament = start_challenge(db, owner, body, settings())
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    operations.run(app, db, tournament.id, settings(), resume=False)
+    db.commit()
+    return _private(redirect(url_for("tournaments.detail", tournament_id=tournament.id), 303))
+

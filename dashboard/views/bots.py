@@ -29,8 +29,24 @@ def detail(name: str) -> str:
     if not BOT_NAME_RE.fullmatch(name):
         raise NotFoundError(f"there is no bot named {name[:80]!r}")
     bot = with_outage(session(), private_bot(session(), bot_detail(session(), db_url(), name)))
-    return render_template("bot.html", b=bot, chart=charts.history_chart(bot["history"]), upload=_upload(bot),
-                           challenges=_challenges(session(), name))  # fmt: skip
+    return render_template(
+        "bot.html", b=bot, chart=charts.history_chart(bot["history"]), upload=_upload(bot),
+        challenges=_challenges(session(), name), challengers=_challengers(bot),
+    )  # fmt: skip
+
+
+def _challengers(bot: dict[str, Any]) -> list[str] | None:
+    """The signed-in owner's active bots that may challenge this one from its page, or None
+    where no form is shown (nobody signed in, the bot is theirs, or it takes no challenges)."""
+    from arena.store.statuses import BotStatus
+
+    db = session()
+    who = viewer(db)
+    takes = bot.get("accepts_challenges") and bot["status"] == "active"
+    if who is None or who.name == bot["owner"] or not takes:
+        return None
+    return list(db.scalars(select(Bot.name).where(Bot.owner_id == who.id, Bot.status == BotStatus.ACTIVE)
+                           .order_by(Bot.name)))  # fmt: skip
 
 
 def _challenges(db: Session, name: str) -> list[Any]:

@@ -257,3 +257,35 @@ def test_tonk_challenge_plays_and_reports_and_turns_off(
     assert main(["challenge", "alice-bot", *alice]) == 2
     assert main(["challenge", "alice-bot", "bob-bot", "--off", *alice]) == 2
     assert "give MY-BOT OPPONENT" in capsys.readouterr().err
+
+
+def test_a_signed_in_owner_challenges_from_the_bots_page(
+    inline: tuple[Flask, dict[str, str]], writable_url: str
+) -> None:
+    app, tokens = inline
+    client = app.test_client()
+    signin = re.search(r'name="csrf" value="([^"]+)"', client.get("/signin").get_data(as_text=True))
+    assert signin is not None
+    client.post("/signin", data={"csrf": signin.group(1), "token": tokens["alice"]})
+    page = client.get("/bots/bob-bot").get_data(as_text=True)
+    form = re.search(r'<form class="challenge[^>]*>.*?</form>', page, re.S)
+    assert form is not None and "<option>alice-bot</option>" in form.group(0)
+    assert '<form class="challenge' not in client.get("/bots/alice-bot").get_data(as_text=True)  # her own
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.group(0))
+    assert csrf is not None
+    fields = {"csrf": csrf.group(1), "bot": "alice-bot", "opponent": "bob-bot", "deals": "1"}
+
+    for bad, status in (({"csrf": "stale"}, 400), ({"deals": "1e3"}, 400), ({"bot": "bob-bot"}, 404)):
+        assert client.post("/me/challenge", data={**fields, **bad}).status_code == status, bad
+    assert tournaments(writable_url) == 0
+    answer = client.post("/me/challenge", data=fields)
+    assert answer.status_code == 303 and "/tournaments/" in answer.headers["Location"]
+    assert tournaments(writable_url) == 1
+
+    # Turned off, the page offers no form, and a form sent anyway is refused with the reason.
+    off = {"accept": False}
+    app.test_client().put("/api/v1/bots/bob-bot/challenges", json=off, headers=bearer(tokens["bob"]))
+    assert '<form class="challenge' not in client.get("/bots/bob-bot").get_data(as_text=True)
+    refused = client.post("/me/challenge", data=fields)
+    assert refused.status_code == 403 and "turned them off" in refused.get_data(as_text=True)
+    assert tournaments(writable_url) == 1
