@@ -19,6 +19,7 @@ The point estimate itself is arena/ratings/solve.py's; nothing here changes it.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -230,9 +231,19 @@ def t_quantile(p: float, df: FloatArray) -> FloatArray:
     g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
     g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
     out: FloatArray = z + g1 / nu + g2 / nu**2 + g3 / nu**3 + g4 / nu**4
-    for i in np.flatnonzero(nu < 3.0).tolist():
-        out[i] = _exact_t_quantile(p, float(nu[i]))
+    small = nu < 3.0
+    if small.any():  # interpolated in 1/df on exact values, computed once per level
+        grid, exact = _small_df_table(p)
+        out[small] = np.interp(1.0 / nu[small], grid, exact)
     return out
+
+
+@functools.cache
+def _small_df_table(p: float) -> tuple[FloatArray, FloatArray]:
+    """Exact quantiles at ``p`` on a grid of ``1/df`` from 1/3 to 1 (df from 3 down to 1):
+    a few milliseconds each, so a board of many young bots interpolates instead."""
+    grid = np.linspace(1.0 / 3.0, 1.0, 121)
+    return grid, np.array([_exact_t_quantile(p, 1.0 / g) for g in grid.tolist()])
 
 
 def _exact_t_quantile(p: float, nu: float) -> float:
