@@ -1,7 +1,8 @@
 """The freezer of a sandbox (arena/sandbox/freeze.py) on a real process tree: a parent and a
 child that left its session, both burning CPU, stopped by signals (the way without a control
-group; the control group's freezer is exercised by tests/arena/play/test_hosted_own_clock.py).
-A sandbox that serves several matches is frozen only when none of their calls is in flight."""
+group) and by cgroup v2's ``cgroup.freeze`` wherever the machine has a v2 tree (a v1 machine's
+freezer runs in tests/arena/play/test_hosted_own_clock.py, with the sandbox's own group). A
+sandbox that serves several matches is frozen only when none of their calls is in flight."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from arena import processes
+from arena.sandbox import cgroups
 from arena.sandbox.freeze import Freezer
 
 # A parent that starts a child in a session of its own, then both spin.
@@ -93,3 +96,47 @@ def test_a_shared_sandbox_is_frozen_only_when_no_call_of_any_match_is_in_flight(
         second_done.set()
         thread.join()
         freezer.disable()
+
+
+def v2_tree() -> Path | None:
+    """A cgroup v2 hierarchy this test may make a group in: the root where the machine runs v2
+    alone, or the unified one a hybrid (v1) machine mounts beside its controllers."""
+    for root in (cgroups.ROOT, cgroups.ROOT / "unified"):
+        v2 = (root / "cgroup.max.depth").exists()  # a v1 hierarchy has no such file
+        if v2 and os.access(root, os.W_OK):
+            return root
+    return None
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = (processes.PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_cgroup_v2s_freezer_stops_every_process_of_the_group(tree: int) -> None:
+    """``cgroup.freeze`` (the v2 path of cgroups.Group.freeze), on whatever v2 tree this
+    machine has: the spinning tree gets no CPU while frozen, and runs again once thawed."""
+    root = v2_tree()
+    if root is None:
+        pytest.skip("no writable cgroup v2 hierarchy on this machine")
+    folder = root / f"tonk-test-freeze-{os.getpid()}"
+    folder.mkdir()
+    group = cgroups.Group([folder])
+    try:
+        pids = [p.pid for p in processes.descendants(tree)]
+        for pid in pids:
+            (folder / "cgroup.procs").write_text(str(pid))
+        assert group.can_freeze
+        assert group.freeze(True)
+        before = [cpu_ticks(pid) for pid in pids]
+        time.sleep(0.3)
+        assert [cpu_ticks(pid) for pid in pids] == before
+        assert group.freeze(False)
+        time.sleep(0.3)
+        assert all(cpu_ticks(pid) > b for pid, b in zip(pids, before, strict=True))
+    finally:
+        group.freeze(False)
+        for pid in group.pids():  # back to the root, so the folder can go
+            with contextlib.suppress(OSError):
+                (root / "cgroup.procs").write_text(str(pid))
+        folder.rmdir()
