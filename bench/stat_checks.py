@@ -1,22 +1,15 @@
 """Simulation bench for the arena's statistics (issue #26): does each one keep its promise?
 
-    .venv/bin/python bench/stat_checks.py [sprt] [estimate] [intervals] [anchor] [fairplay]
+    .venv/bin/python bench/stat_checks.py [estimate] [intervals] [anchor] [fairplay]
                                          [--runs 1000] [--seed 1]
 
-``sprt`` plays simulated sequential tests (arena/tournaments/sprt.py, elo0 0, elo1 20, alpha =
-beta = 0.05, batches of 8 pairs; no cap that matters: at most 20,000 pairs, and the share
-of tests still undecided at the default cap of 2000 is printed) on pair distributions shaped like Tonk
-(most pairs split at ½, few decisive) and on pairs of two independent matches, with the true
-pair score exactly at elo1 (power: how often H1 is accepted; target >= 0.93) and at elo0
-(false positives: how often H1 is accepted; target <= alpha + 0.01), and the mean and 95th
-percentile of pairs to a decision. The same runs are decided by the old rule (the logistic
-approximation against Wald's bounds) as the baseline.
+The SPRT and the verdict of ``tonk play A B --duplicate`` are checked by bench/sprt_checks.py.
 
-``estimate`` checks the effect size that ``tonk play A B --duplicate`` and the SPRT state print
-(sdk/compare.py ``elo_estimate``): on the same pair shapes at a true difference of 0, 20 and
-200 Elo, after 20 to 800 pairs, the coverage of its 95% interval (target >= 0.93) and how
-often the interval leaves 0 out, i.e. a verdict "A is better" or "B is better": at a true 0 a
-false verdict (the complement of coverage), elsewhere the power to tell the two apart.
+``estimate`` checks the effect size that the SPRT state prints (sdk/compare.py
+``elo_estimate``): on pair shapes like Tonk's (most pairs split at ½) and on pairs of two
+independent matches, at a true difference of 0, 20 and 200 Elo, after 20 to 800 pairs, the
+coverage of its 95% interval (target >= 0.93) and how often the interval leaves 0 out (at a
+true 0 the complement of coverage; ``tonk play --duplicate`` no longer decides on it).
 
 ``intervals`` simulates seasons of duplicate play (6 bots, every 3-seat table, each deal played
 in its 3 seat rotations) under three dependence structures: independent matches; shared card
@@ -47,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import sys
 from pathlib import Path
 
@@ -57,10 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from arena.ratings import fairplay as fp
 from arena.ratings.model import ELO_SCALE, RatedMatch, fit
-from arena.tournaments.sprt import OUTCOMES, bounds, expected_score, llr_logistic, look
+from arena.tournaments.sprt import OUTCOMES, expected_score
 from sdk.compare import elo_estimate
-
-ELO0, ELO1, ALPHA, BETA, BATCH, MAX_PAIRS = 0.0, 20.0, 0.05, 0.05, 8, 20_000
 
 
 def tilted(base: list[float], s: float) -> np.ndarray:
@@ -94,46 +84,6 @@ def shapes(elo: float) -> dict[str, np.ndarray]:
     out = {name: tilted(base, s) for name, base in SHAPES.items()}
     out["independent halves"] = independent(s)
     return out
-
-
-def one_test(rng: np.random.Generator, p: np.ndarray) -> tuple[tuple[str, int], tuple[str, int]]:
-    """One simulated test, decided by the arena's rule and by the old one on the same pairs:
-    (verdict, pairs) for each."""
-    counts = [0] * 5
-    new: tuple[str, int] | None = None
-    old: tuple[str, int] | None = None
-    lower0, upper0 = bounds(ALPHA, BETA)
-    while new is None or old is None:
-        counts = [c + int(k) for c, k in zip(counts, rng.multinomial(BATCH, p), strict=True)]
-        n = sum(counts)
-        if new is None:
-            value, lower, upper = look(counts, ELO0, ELO1, ALPHA, BETA, BATCH)
-            if value >= upper or value <= lower or n >= MAX_PAIRS:
-                new = ("H1" if value >= upper else "H0" if value <= lower else "-", n)
-        if old is None:
-            value = llr_logistic(counts, ELO0, ELO1)
-            if value >= upper0 or value <= lower0 or n >= MAX_PAIRS:
-                old = ("H1" if value >= upper0 else "H0" if value <= lower0 else "-", n)
-    return new, old
-
-
-def sprt(runs: int, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    print(f"SPRT elo0 {ELO0:g}, elo1 {ELO1:g}, alpha {ALPHA}, beta {BETA}, batch {BATCH}, {runs} runs each")
-    print(f"{'pairs':<20} {'true':>5}  {'rule':<22} {'P(H1)':>6} {'target':>9} {'mean n':>7} {'p95 n':>6}")
-    for elo in (ELO1, ELO0):
-        for name, p in shapes(elo).items():
-            results = [one_test(rng, p) for _ in range(runs)]
-            for label, which in (("exact GSPRT+overshoot", 0), ("logistic, Wald (old)", 1)):
-                verdicts = [r[which][0] for r in results]
-                n = np.array([r[which][1] for r in results])
-                h1 = verdicts.count("H1") / runs
-                target = f">= {1 - BETA - 0.02:.2f}" if elo == ELO1 else f"<= {ALPHA + 0.01:.2f}"
-                se = math.sqrt(h1 * (1 - h1) / runs)
-                print(
-                    f"{name:<20} {elo:>5g}  {label:<22} {h1:>6.3f} {target:>9} {n.mean():>7.0f} "
-                    f"{np.percentile(n, 95):>6.0f} {np.mean(n > 2000):>6.3f}  (±{1.96 * se:.3f})"
-                )
 
 
 def estimate(runs: int, seed: int) -> None:
@@ -340,7 +290,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    kinds = ["sprt", "estimate", "intervals", "anchor", "fairplay"]
+    kinds = ["estimate", "intervals", "anchor", "fairplay"]
     parser.add_argument("what", nargs="*", help=f"any of {', '.join(kinds)} (default: all)")
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
@@ -349,8 +299,6 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown check(s) {', '.join(sorted(unknown))!r}; choose from {', '.join(kinds)}")
     args.what = args.what or kinds
-    if "sprt" in args.what:
-        sprt(args.runs, args.seed)
     if "estimate" in args.what:
         estimate(args.runs, args.seed)
     if "intervals" in args.what:

@@ -221,17 +221,17 @@ def sprt_history(session: Session, tournament: Tournament) -> dict[str, Any]:
         for results in per_deal.values() if len(results) == 2
     )
     counts = [0] * len(OUTCOMES)
-    points = [{"pairs": 0, "llr": 0.0, **_bounds(counts, params, batch)}]
+    points = [{"pairs": 0, "llr": 0.0, **_bounds(counts, params)}]
     for n, (_, outcome) in enumerate(pairs, start=1):
         counts[OUTCOMES.index(outcome)] += 1
         if n % batch == 0 or n == len(pairs):
             value, lower, upper = look(counts, params["elo0"], params["elo1"], params["alpha"],
-                                       params["beta"], batch)
+                                       params["beta"])
             points.append({"pairs": n, "llr": round(value, 4), "lower": round(lower, 4),
                            "upper": round(upper, 4)})
     return {"points": points}
 
 
-def _bounds(counts: list[int], params: Mapping[str, Any], batch: int) -> dict[str, float]:
-    _, lower, upper = look(counts, params["elo0"], params["elo1"], params["alpha"], params["beta"], batch)
+def _bounds(counts: list[int], params: Mapping[str, Any]) -> dict[str, float]:
+    _, lower, upper = look(counts, params["elo0"], params["elo1"], params["alpha"], params["beta"])
     return {"lower": round(lower, 4), "upper": round(upper, 4)}

@@ -17,13 +17,19 @@ distribution closest to the observed one with mean ``s`` is ``p_i / (1 + lam (x_
 ``lam`` the root of ``sum p_i (x_i - s) / (1 + lam (x_i - s)) = 0`` (monotone, so bisection).
 The logistic ("alt2") approximation ``N (s1 - s0)(2 mean - s0 - s1) / (2 var)`` is kept for
 display only: it divides by the pairs' variance, which is nearly zero when most pairs split
-at ½ (as in Tonk), and then accepted H0 after one batch (bench/stat_checks.py sprt).
+at ½ (as in Tonk), and then accepted H0 after one batch (bench/sprt_checks.py sprt).
 
-The test is looked at once per batch, so the LLR overshoots its bound by part of a batch's
-step; Wald's bounds ignore that and lose power for nothing. As Siegmund (Sequential Analysis,
-Corollary 8.33) and fishtest do, each bound is moved inward by the expected overshoot,
-``0.583`` times the standard deviation of one look's LLR step (estimated from the pairs so far),
-never by more than half the bound. The stop: LLR <= lower (accept H0), LLR >= upper (accept H1).
+The test is looked at once per batch and stops at fixed bounds, the same for the whole test:
+LLR <= ``ln(beta)`` accepts H0, LLR >= ``ln(1 / alpha)`` accepts H1. These are Ville's: the
+likelihood ratio of two fixed hypotheses is a martingale of mean 1 under the one below, so it
+ever reaches ``1 / alpha`` with probability at most ``alpha``, at every look and whatever the
+overshoot (Wald's ``ln((1 - beta) / alpha)`` and ``ln(beta / (1 - alpha))`` only approximate
+this). The GSPRT fits the hypotheses to the pairs, so the guarantee is measured rather than
+proved: bench/sprt_checks.py sprt (10,000 simulated tests per row, intervals in docs/arena.md).
+An earlier version moved Wald's bounds inward by the expected overshoot of a batch
+(Siegmund's 0.583 standard deviations of a step, as fishtest does): it rejected H0 wrongly in
+5.5-6.1% of tests at alpha 0.05 on Tonk's pair shapes (issue #38), and its bounds moved at
+every look; plain Wald's still reached 4.7% [4.3, 5.1] on a skewed shape.
 
 Beside the verdict, the state carries the effect size: V2 - V1 in Elo with its 95% interval
 from the same pair scores (sdk.compare.elo_estimate, as ``tonk play A B --duplicate`` reports
@@ -80,8 +86,9 @@ def expected_score(elo: float) -> float:
 
 
 def bounds(alpha: float, beta: float) -> tuple[float, float]:
-    """Wald's (lower, upper): accept H0 at or below the first, H1 at or above the second."""
-    return math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
+    """Ville's (lower, upper), ``(ln beta, ln(1 / alpha))``: accept H0 at or below the first,
+    H1 at or above the second."""
+    return math.log(beta), -math.log(alpha)
 
 
 def _regularised(counts: list[int]) -> list[float]:
@@ -113,21 +120,19 @@ def mle(freqs: list[float], outcomes: tuple[float, ...], s: float) -> list[float
 
 def _per_pair(
     counts: list[int], outcomes: tuple[float, ...], elo0: float, elo1: float
-) -> tuple[float, float]:
-    """Mean and variance, over the observed pairs, of one pair's log-likelihood ratio."""
+) -> float:
+    """The mean, over the observed pairs, of one pair's log-likelihood ratio."""
     freqs = _regularised(counts)
     p0 = mle(freqs, outcomes, expected_score(elo0))
     p1 = mle(freqs, outcomes, expected_score(elo1))
-    steps = [math.log(a / b) for a, b in zip(p1, p0, strict=True)]
-    mean = sum(p * x for p, x in zip(freqs, steps, strict=True))
-    return mean, sum(p * (x - mean) ** 2 for p, x in zip(freqs, steps, strict=True))
+    return sum(p * math.log(a / b) for p, a, b in zip(freqs, p1, p0, strict=True))
 
 
 def llr(counts: list[int], elo0: float, elo1: float, outcomes: tuple[float, ...] = OUTCOMES) -> float:
     """The exact GSPRT log-likelihood ratio of H1 against H0 after ``counts[i]`` pairs scored
     ``outcomes[i]`` (pentanomial by default; ``(0, 0.5, 1)`` for single matches)."""
     n = sum(counts)
-    return 0.0 if n == 0 else n * _per_pair(counts, outcomes, elo0, elo1)[0]
+    return 0.0 if n == 0 else n * _per_pair(counts, outcomes, elo0, elo1)
 
 
 def llr_logistic(counts: list[int], elo0: float, elo1: float) -> float:
@@ -142,23 +147,13 @@ def llr_logistic(counts: list[int], elo0: float, elo1: float) -> float:
     return n * (s1 - s0) * (2.0 * mean - s0 - s1) / (2.0 * var)
 
 
-#: Siegmund's expected overshoot of a normal random walk, in steps' standard deviations.
-OVERSHOOT = 0.583
-
-
 def look(
-    counts: list[int], elo0: float, elo1: float, alpha: float, beta: float, batch: int,
+    counts: list[int], elo0: float, elo1: float, alpha: float, beta: float,
     outcomes: tuple[float, ...] = OUTCOMES,
 ) -> tuple[float, float, float]:
-    """(LLR, lower, upper) after ``counts``: the exact LLR, and Wald's bounds moved inward by
-    the expected overshoot of one look's step (``batch`` pairs), at most half of each bound."""
-    lower, upper = bounds(alpha, beta)
-    n = sum(counts)
-    if n == 0:
-        return 0.0, lower, upper
-    mean, var = _per_pair(counts, outcomes, elo0, elo1)
-    step = OVERSHOOT * math.sqrt(batch * var)
-    return n * mean, lower - max(lower / 2.0, -step), upper - min(upper / 2.0, step)
+    """(LLR, lower, upper) after ``counts``: the exact LLR and the test's bounds, the same at
+    every look (they do not depend on the pairs)."""
+    return llr(counts, elo0, elo1, outcomes), *bounds(alpha, beta)
 
 
 #: Pairs after which a test stops undecided, unless told otherwise.
@@ -199,7 +194,7 @@ class SprtState:
     pairs: int
     counts: list[int]  # pairs per outcome, OUTCOMES order
     llr: float
-    lower: float  # the bounds in force: Wald's, moved inward by the expected overshoot
+    lower: float  # the bounds (:func:`bounds`), fixed for the test
     upper: float
     llr_logistic: float  # the alt2 approximation, for display beside fishtest's figures
     verdict: str | None  # "H1" (better by elo1), "H0" (not better than elo0), "inconclusive"
@@ -207,13 +202,16 @@ class SprtState:
     #: V2 - V1 in Elo with its 95% interval, from the pairs so far (None before the first):
     #: the verdict only says which bound was crossed, this says by how much.
     estimate: EloEstimate | None = None
+    #: The pairs at which the test next decides (the end of the batch being played; None once
+    #: decided): between two looks the LLR may stray past a bound and come back (issue #40).
+    next_look: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pairs": self.pairs, "counts": self.counts, "llr": round(self.llr, 4),
             "estimate": None if self.estimate is None else self.estimate.to_json(),
             "lower": round(self.lower, 4), "upper": round(self.upper, 4), "verdict": self.verdict,
-            "llr_logistic": round(self.llr_logistic, 4),
+            "llr_logistic": round(self.llr_logistic, 4), "next_look": self.next_look,
             "stopped": bool(self.params.get("stopped")),  # by its owner (arena/tournaments/owner_sprt.py)
             **{k: self.params[k] for k in ("elo0", "elo1", "alpha", "beta", "batch", "max_pairs")},
         }
@@ -243,10 +241,12 @@ def sprt_state(session: Session, tournament: Tournament) -> SprtState:
         if len(results) == 2:
             counts[OUTCOMES.index(sum(results) / 2)] += 1
     elo0, elo1 = params["elo0"], params["elo1"]
-    value, lower, upper = look(counts, elo0, elo1, params["alpha"], params["beta"], params["batch"])
+    value, lower, upper = look(counts, elo0, elo1, params["alpha"], params["beta"])
+    verdict = params.get("verdict")
     return SprtState(
         sum(counts), counts, value, lower, upper, llr_logistic(counts, elo0, elo1),
-        params.get("verdict"), params, elo_estimate(counts, OUTCOMES),
+        verdict, params, elo_estimate(counts, OUTCOMES),
+        None if verdict else tournament.deals_per_table,  # every deal scheduled so far is one pair
     )
 
 

@@ -8,9 +8,15 @@ arena, over its HTTP API, with an owner's token (only the SDK needed):
 V2 and V1 are two of your own active bots (two versions served at once under two names, or
 uploaded). The arena plays them heads-up in duplicate pairs until the test decides
 (arena/tournaments/sprt.py); this prints a progress line as the pairs come in, then the verdict
-with the estimate of V2 - V1 and its 95% interval, and the test's page::
+with the estimate of V2 - V1 and its 95% interval, the final LLR between the test's fixed
+bounds (as the test's page shows it), and the page::
 
     my-bot-v2 - my-bot = +31 +/- 22 Elo [+9, +53]: accepted H1 (better by >= 20 Elo) after 120 pairs
+    final: 120 pairs, LLR 3.04 in [-3.00, 3.00]
+
+The progress line says when the test next decides ("decides at 56 pairs"): only at the end of
+a batch, so in between the LLR may stray past a bound and come back. A test stopped with
+``--stop`` ends, for ``--watch``, once the pairs being played are in.
 
 The arena's operator bounds owners' tests (pairs per test, hands per match, tests at once and
 per day); a test beyond them is refused, naming the bound. Ctrl-C stops watching, not the test:
@@ -160,7 +166,7 @@ def _stop(args: argparse.Namespace, base: str, token: str) -> int:
     new, old, url = names
     state = (answer.get("tournament") or {}).get("sprt") or {}
     print(f"test {args.stop} stopped: no more pairs start (those being played finish and count)")
-    print(verdict_line(new, old, state))
+    print(verdict_line(new, old, state))  # so far: the pairs being played are not in yet
     print(f"its page: {url}")
     return 0
 
@@ -180,7 +186,10 @@ def _follow(
             progress = answer.get("progress") or {}
             state = progress.get("sprt") or {}
             status = progress.get("status")
-            ended = status == "finished" or (status == "paused" and state.get("stopped"))
+            # A stopped test has ended once the matches being played have finished: they count,
+            # and its page shows them (issue #40: the last line and the page disagreed).
+            running = (progress.get("matches") or {}).get("running", 0)
+            ended = status == "finished" or (status == "paused" and state.get("stopped") and not running)
             shown = (state.get("pairs"), state.get("llr"), status)
             if not args.quiet and shown != seen and not ended:
                 line = progress_line(new, old, state) + ("" if status == "running" else f" ({status})")
@@ -200,6 +209,7 @@ def _follow(
     if tty and not args.quiet and seen is not None:
         print(file=sys.stderr)
     print(verdict_line(new, old, state))
+    print(final_line(state))
     print(f"its page: {url}")
     return 0 if state.get("verdict") in ("H0", "H1") else UNDECIDED
 
@@ -211,12 +221,18 @@ def _estimate(new: str, old: str, state: dict[str, Any]) -> str:
     return EloEstimate(**est).text(new, old)
 
 
+def _llr(state: dict[str, Any]) -> str:
+    lower, upper = state.get("lower", 0.0), state.get("upper", 0.0)
+    return f"LLR {state.get('llr', 0.0):.2f} in [{lower:.2f}, {upper:.2f}]"
+
+
 def progress_line(new: str, old: str, state: dict[str, Any]) -> str:
-    """Where the test stands: pairs, LLR between its bounds, the estimate so far."""
-    return (
-        f"{state.get('pairs', 0)} pairs, LLR {state.get('llr', 0.0):.2f} in "
-        f"[{state.get('lower', 0.0):.2f}, {state.get('upper', 0.0):.2f}]; {_estimate(new, old, state)}"
-    )
+    """Where the test stands: pairs, LLR between its bounds (fixed for the test), when it next
+    decides (only at the end of a batch: in between, the LLR may stray past a bound and come
+    back), the estimate so far."""
+    look = state.get("next_look")
+    when = f", decides at {look} pairs" if look and look != state.get("pairs") else ""
+    return f"{state.get('pairs', 0)} pairs, {_llr(state)}{when}; {_estimate(new, old, state)}"
 
 
 def verdict_text(state: dict[str, Any]) -> str:
@@ -234,4 +250,12 @@ def verdict_line(new: str, old: str, state: dict[str, Any]) -> str:
     return f"{_estimate(new, old, state)}: {verdict_text(state)} after {state.get('pairs', 0)} pairs"
 
 
-__all__ = ["progress_line", "register", "run_sprt", "sprt_parser", "verdict_line", "verdict_text"]
+def final_line(state: dict[str, Any]) -> str:
+    """The state the test ended in, as its page shows it (the last progress line may be from
+    before the last pairs of a batch were in)."""
+    return f"final: {state.get('pairs', 0)} pairs, {_llr(state)}"
+
+
+__all__ = [
+    "final_line", "progress_line", "register", "run_sprt", "sprt_parser", "verdict_line", "verdict_text",
+]  # fmt: skip

@@ -38,8 +38,11 @@ def test_a_sequential_test_draws_its_llr_line_to_the_verdict(
     assert [p["pairs"] for p in points] == list(range(0, 55, 6))
     assert points[-1]["llr"] == test["llr"] and points[-1]["upper"] == test["upper"]
     assert points[-1]["llr"] >= points[-1]["upper"]
-    # It went on until then: no earlier look was past either bound.
+    # It went on until then: no earlier look was past either bound. The bounds are fixed
+    # (issue #38): the same at every look, the ones the state and `tonk sprt` show.
     assert all(p["lower"] < p["llr"] < p["upper"] for p in points[1:-1]), points
+    fixed = {(test["lower"], test["upper"])}
+    assert {(p["lower"], p["upper"]) for p in points} == fixed == {(-2.9957, 2.9957)}
     elo = test["estimate"]  # the state's (arena/tournaments/sprt.py, sdk.compare.elo_estimate)
     assert elo["pairs"] == 54 and 0 < elo["low"] < elo["elo"] < elo["high"], elo
 
