@@ -1,18 +1,33 @@
 """``tonk play A B --duplicate`` and its statistics (sdk/compare.py): the seats swapped on the
-same cards, the paired intervals, the verdict on house bots of known different strength."""
+same cards, the paired intervals, the verdict's false-verdict rate by exact enumeration, the
+verdict on house bots of known different strength."""
 
 from __future__ import annotations
 
 import importlib
+import itertools
 import math
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdk import cli
-from sdk.compare import Z95, compare_pairs, elo_estimate, elo_of_score, pair_score
+from sdk.compare import (
+    OUTCOMES,
+    TARGET,
+    Z95,
+    compare_pairs,
+    elo_estimate,
+    elo_of_score,
+    log_wealth,
+    pair_score,
+    pair_test,
+)
 
 # -- the statistics on fixed input ------------------------------------------------------------
 
@@ -52,7 +67,106 @@ def test_chips_interval_is_paired_by_deal() -> None:
     assert cmp.chips_per_100 == pytest.approx(40.0)
     assert cmp.chips_margin == pytest.approx(Z95 * 40.0 / math.sqrt(3))  # sd of 80, 40, 0 is 40
     assert cmp.counts == [0, 0, 2, 0, 1]  # deal 1: both won; deal 2: won 1, lost 1; deal 3: drawn
-    assert cmp.verdict == "not distinguishable at 3 deals: play more"
+    assert cmp.test.needed is not None
+    more = cmp.test.needed - 3
+    so_far = "more deals if the pairs go on as so far"
+    assert cmp.verdict == f"not distinguishable at 3 deals: about {more} {so_far}"
+
+
+# -- the verdict's promise: "better" of two equal bots at most 5% of the time -----------------
+
+
+def _compositions(n: int, parts: int = 5) -> Iterator[tuple[int, ...]]:
+    if parts == 1:
+        yield (n,)
+        return
+    for first in range(n + 1):
+        for rest in _compositions(n - first, parts - 1):
+            yield (first, *rest)
+
+
+def _probability(counts: tuple[int, ...], p: list[float]) -> float:
+    log = math.lgamma(sum(counts) + 1)
+    for c, q in zip(counts, p, strict=True):
+        if c:
+            log += c * math.log(q) - math.lgamma(c + 1)
+    return math.exp(log)
+
+
+def _says_better(counts: tuple[int, ...]) -> bool:
+    """pair_test(counts).better is not None, without the interval's bisection (the two are the
+    same rule: test_the_verdict_is_the_interval_leaving_zero_out)."""
+    return any(log_wealth(counts, 0.5, side) >= math.log(TARGET) for side in (1, -1))
+
+
+def _false_verdicts(p: list[float], n: int) -> float:
+    """P("A is better" or "B is better") over every count vector of n pairs drawn from ``p``."""
+    return sum(_probability(c, p) for c in _compositions(n) if _says_better(c))
+
+
+def _with_mean_half(base: list[float]) -> list[float]:
+    """``base`` tilted (p_i exp(t x_i)) to a mean pair score of exactly 1/2: A and B equal."""
+    lo, hi = -60.0, 60.0
+    for _ in range(200):
+        t = (lo + hi) / 2
+        q = [b * math.exp(t * x) for b, x in zip(base, OUTCOMES, strict=True)]
+        lo, hi = (t, hi) if sum(w * x for w, x in zip(q, OUTCOMES, strict=True)) / sum(q) < 0.5 else (lo, t)
+    q = [b * math.exp(lo * x) for b, x in zip(base, OUTCOMES, strict=True)]
+    return [w / sum(q) for w in q]
+
+
+#: A symmetric Tonk-like shape, a skewed one (both matches lost more often than both won, made
+#: up in pairs won 3/4), and two independent matches: at 5-20 pairs the old normal interval
+#: said "better" of equal bots in 6.6%, 9.3% and 12.2% of comparisons.
+NULL_SHAPES = {
+    "symmetric": [0.03, 0.145, 0.65, 0.145, 0.03],
+    "skewed": _with_mean_half([0.08, 0.03, 0.72, 0.15, 0.02]),
+    "independent": [0.2025, 0.09, 0.415, 0.09, 0.2025],
+}
+
+
+@pytest.mark.parametrize("n", [5, 10, 20])
+@pytest.mark.parametrize("shape", sorted(NULL_SHAPES))
+def test_false_verdicts_stay_under_five_percent_by_exact_enumeration(shape: str, n: int) -> None:
+    assert _false_verdicts(NULL_SHAPES[shape], n) <= 0.05
+
+
+@settings(max_examples=25, deadline=None)
+@given(base=st.lists(st.floats(0.01, 1.0), min_size=5, max_size=5), n=st.integers(1, 14))
+def test_false_verdicts_stay_under_five_percent_on_any_shape(base: list[float], n: int) -> None:
+    # The bound holds for every pair shape with mean 1/2 (the bets are fair), not only Tonk's.
+    assert _false_verdicts(_with_mean_half(base), n) <= 0.05
+
+
+def test_the_verdict_is_the_interval_leaving_zero_out() -> None:
+    grid = (range(0, 7, 3), range(0, 9, 4), range(0, 31, 15), range(0, 9, 4), range(0, 7, 3))
+    for counts in itertools.product(*grid):
+        if not sum(counts):
+            continue
+        test = pair_test(counts)
+        assert (test.better == "A") == (test.elo.low > 0), counts
+        assert (test.better == "B") == (test.elo.high < 0), counts
+        assert test.elo.low <= test.elo.elo <= test.elo.high, counts
+        up, down = (log_wealth(counts, 0.5, side) >= math.log(TARGET) for side in (1, -1))
+        assert test.better == ("A" if up else "B" if down else None), counts
+
+
+def test_it_says_how_many_more_deals() -> None:
+    test = pair_test([1, 5, 30, 8, 0])  # 44 pairs, A slightly ahead
+    assert test.better is None and test.needed is not None and test.needed > 44
+    more = test.needed - 44
+    so_far = "more deals if the pairs go on as so far"
+    assert test.verdict == f"not distinguishable at 44 deals: about {more:,} {so_far}"
+    # ``needed`` pairs like these (the counts scaled up) reach the target, one fewer does not.
+    for total, reached in ((test.needed, True), (test.needed - 1, False)):
+        scaled = [c * total / 44 for c in (1, 5, 30, 8, 0)]
+        assert (log_wealth(scaled, 0.5, 1) >= math.log(TARGET)) is reached
+    # Whole pairs: four times these 44 are not enough either.
+    assert test.needed > 4 * 44 and pair_test([4 * c for c in (1, 5, 30, 8, 0)]).better is None
+    # No difference seen: no number can be promised.
+    assert pair_test([0, 0, 50, 0, 0]).verdict == (
+        "not distinguishable at 50 deals: no difference seen, so no number of deals can be promised"
+    )
 
 
 def test_compare_refuses_unpaired_input() -> None:
@@ -133,7 +247,10 @@ def test_greedy_is_better_than_random(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_greedy_against_itself_is_not_distinguishable(capsys: pytest.CaptureFixture[str]) -> None:
     assert _duplicate("greedy", "greedy", 10) == 0
-    assert _verdict(capsys.readouterr().out) == "not distinguishable at 10 deals: play more"
+    out = capsys.readouterr().out
+    nothing = "no difference seen, so no number of deals can be promised"
+    assert _verdict(out) == f"not distinguishable at 10 deals: {nothing}"
+    assert "chips say by how much a bot finishes ahead, Elo and the verdict how often" in out
 
 
 @pytest.mark.parametrize(
