@@ -6,17 +6,18 @@ intervals that cover the true rating at small samples.
     .venv/bin/python bench/rating_checks.py --check        # rerun and compare with the docs
 
 ``anchor`` measures how far the scale moves for bots that did nothing, over the whole of an
-event, not one step of it: seasons of 6 or 12 established bots (60 matches each at 2- to
-4-seat tables, ratings spread over 600 Elo), every third of them a house bot (the reference:
-``fit(reference=...)``), then (a) a hopeless bot that lost all of its 30 matches draws 5
-times, (b) a newcomer 400 Elo above the average plays 40 matches, (c) one of the
-non-house bots brings 4 new versions, each 50 Elo stronger than the last, each playing 60
-matches and then retiring. The scale's shift is the established bots' mean move (the house
-bots' and the others'; the moving bot's own versions excluded); the target is <= 5 Elo at
-every point of the event (the largest over its steps, from before its first match). The
-same seasons are fitted with no reference (the pool's mean, the rule before) as the baseline.
-The largest single bot's move is printed too: it includes what the new games say about the
-bots they were played against, which is evidence, not drift.
+event, not one step of it: seasons of 6 or 12 established bots (careers of 60 or 600 matches
+each at 2- to 4-seat tables, ratings spread over 600 Elo), every third of them a house bot
+(the reference: ``fit(reference=...)``), then (a) a hopeless bot that lost all of its 30
+matches draws 5 times, (b) a newcomer 400 Elo above the average plays 40 matches, (c) one of
+the non-house bots brings 4 new versions, each 50 Elo stronger than the last, each playing
+60 matches and then retiring. The scale's shift is the established bots' mean move (the
+house bots' and the others'; the moving bot's own versions excluded); the target is <= 5 Elo
+at every point of the event (the largest over its steps, from before its first match); each
+cell also gives the drift, the signed shift at the end averaged over the runs with its 95%
+interval. The same seasons are fitted with no reference (the pool's mean, the rule before)
+as the baseline. The largest single bot's move is printed too: it includes what the new
+games say about the bots they were played against, which is evidence, not drift.
 
 ``coverage`` simulates duplicate seasons (6 bots, every 3-seat table, each deal in its 3 seat
 rotations) at 20, 40 and 100 deals per bot under three dependence structures (independent
