@@ -16,16 +16,18 @@ house bots' and the others'; the moving bot's own versions excluded); the target
 at every point of the event (the largest over its steps, from before its first match); each
 cell also gives the drift, the signed shift at the end averaged over the runs with its 95%
 interval. The same seasons are fitted with no reference (the pool's mean, the rule before)
-as the baseline. The largest single bot's move is printed too: it includes what the new
-games say about the bots they were played against, which is evidence, not drift.
+as the baseline. A run's shift holds what the new games say about the bots they were played
+against too, which is evidence, not drift: the drift column tells the two apart.
 
-``coverage`` simulates duplicate seasons (6 bots, every 3-seat table, each deal in its 3 seat
-rotations) at 20, 40 and 100 deals per bot under three dependence structures (independent
-matches; shared card luck, which duplicate cancels; a bot x deal effect) and prints how often
-the 95% interval holds the *true* rating on the fit's scale (the truth minus its mean: with
-no reference the pool's equal-share mean, as every member counts alike here), target >= 94%,
+``coverage`` simulates duplicate seasons (6 bots, every 3-seat table, each deal in its 3
+seat rotations) at 20, 40 and 100 deals per bot under three dependence structures
+(independent matches; shared card luck, which duplicate cancels; a bot x deal effect) and
+prints how often the 95% interval holds the *true* rating on the fit's scale
+(:func:`pseudo_truth`: the fit of one 4,000-deal season, as extra noise makes a
+Bradley-Terry fit read play as closer), target >= 94%, with the coverage's own 95% interval,
 and the reported standard error over the estimates' spread (SE/SD). Rows: the arena's
-interval and the one before (normal quantile, meat times G/(G-1)).
+interval (Student's t on the bot's deals less one) and the one before (the normal quantile),
+read from the same fits.
 """
 
 from __future__ import annotations
