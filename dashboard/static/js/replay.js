@@ -183,7 +183,7 @@
     var head = node("div", "seat-head", null, box);
     node("span", "name", hand.players[seat], head);
     if (hand.dealer === seat) node("span", "chip dealer", "dealer", head).title = "Dealer of this hand";
-    if (step.to_act === seat) node("span", "chip turn", "to play", head);
+    if (step.to_act === seat) node("span", "chip turn", "to play", head).title = "To play now";
     var cards = step.hands[seat];
     var meta = node("span", "meta", hidden(seat) ? cards.length + " cards" : step.totals[seat] + " pts", head);
     meta.setAttribute("data-total", hidden(seat) ? "" : step.totals[seat]);
