@@ -20,6 +20,9 @@ def test_the_ladder_page_follows_a_ladder_live_on_a_laptop_and_a_phone(
     the ladder goes on (no reload); it fits a laptop and a phone, targets a finger can hit."""
     from helpers.ladder import ladder_arena, play_pending, run_tick
 
+    from arena.ladder.lease import give_up, lease_name
+    from arena.store.db import session_scope
+
     url = f"sqlite:///{tmp_path / 'ladder.sqlite'}"
     ladder = ladder_arena(url, bots=4, rounds=2, target=4)
     with served(url, PROGRESS_POLL_MS=250) as base:
@@ -48,6 +51,14 @@ def test_the_ladder_page_follows_a_ladder_live_on_a_laptop_and_a_phone(
                 page.wait_for_function("t => document.getElementById('counts').innerText !== t", arg=first)
                 expect(page.locator("#ladder-live .live-dot")).to_be_visible()
                 assert page.evaluate("window.tonkMarker") == 7 and not errors
+                # Its scheduler stops: the badge says so as the page polls (it said "running").
+                expect(page.locator("#l-status .status")).to_have_text("running")
+                with session_scope(url) as session:
+                    give_up(session, lease_name(ladder), "me")
+                expect(page.locator("#l-status .status")).to_have_text("stopped")
+                expect(page.locator("#counts")).to_contain_text("no scheduler")
+                run_tick(url, ladder)  # ...and it is running again once one takes it
+                expect(page.locator("#l-status .status")).to_have_text("running")
                 # A bot's count opens its ladder matches, each with its reason.
                 page.locator("table.ladder-board tbody tr:first-child td.num a").click()
                 page.wait_for_selector("span.reason")
