@@ -20,6 +20,8 @@ from flask import Flask
 from helpers.net import free_port, listening, wait_for
 from helpers.paths import ROOT
 
+from arena.processes import run_process, spawn
+
 # -- ?page=--1 ---------------------------------------------------------------------------------
 
 
@@ -68,7 +70,7 @@ def test_good_and_out_of_range_numbers_still_work(app: Flask) -> None:
 
 
 def tonk_record(action: str, *files: str, cwd: Path) -> tuple[int, list[dict[str, object]], str]:
-    proc = subprocess.run(
+    proc = run_process(
         [sys.executable, "-m", "sdk.cli", "record", action, *files],
         cwd=cwd, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -138,7 +140,7 @@ def gunicorn_served(tmp_path: Path) -> Iterator[int]:
     store = f"sqlite:///{tmp_path / 'arena.sqlite'}"
     env = {**os.environ, "TONK_DATABASE_URL": store, "PYTHONPATH": str(ROOT)}
     env.pop("TONK_REDIS_URL", None)
-    server = subprocess.Popen(
+    server = spawn(
         [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
          "--worker-class", "dashboard.gunicorn_worker.DashboardWorker", "--graceful-timeout", "2",
          "dashboard.wsgi:app"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -229,7 +231,7 @@ def test_tonk_dashboard_answers_a_huge_api_request_with_json(tmp_path: Path, pro
     env.pop("TONK_REDIS_URL", None)
     tonk = str(Path(sys.executable).with_name("tonk"))
     extra = ["--production", "--workers", "1"] if production else []
-    dashboard = subprocess.Popen(
+    dashboard = spawn(
         [tonk, "dashboard", "--port", str(port), *extra], cwd=tmp_path, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

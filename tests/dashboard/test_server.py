@@ -21,6 +21,8 @@ import pytest
 from helpers.net import listening, wait_for
 from helpers.paths import ROOT
 
+from arena.processes import spawn
+
 if TYPE_CHECKING:
     from helpers.dashboard_fixtures import Seeded
 
@@ -48,7 +50,7 @@ def fetch(url: str, timeout: float = 20.0) -> Any:
 
 def run_server(args: list[str], url: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "TONK_DATABASE_URL": url, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return spawn(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -150,7 +152,7 @@ def test_a_signal_landing_in_a_weakref_callback_still_stops_the_dashboard(
     port = free_port()
     code = SIGNAL_IN_A_WEAKREF_CALLBACK.format(port=port, signal=signum)
     env = {**os.environ, "TONK_DATABASE_URL": seeded_sqlite.url, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    process = spawn([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         out, err = process.communicate(timeout=60)
@@ -184,7 +186,7 @@ def _sigterm_under_flood(store: Path) -> tuple[int, str]:
     env = {**os.environ, "TONK_DATABASE_URL": f"sqlite:///{store}", "TONK_GATEWAY_PORT": "0"}
     env.pop("TONK_REDIS_URL", None)
     tonk = str(Path(sys.executable).with_name("tonk"))
-    dashboard = subprocess.Popen([tonk, "dashboard", "--port", str(port)], cwd=store.parent, env=env,
+    dashboard = spawn([tonk, "dashboard", "--port", str(port)], cwd=store.parent, env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
     stop_flood = threading.Event()
     clients = [threading.Thread(target=_flood, args=(port, stop_flood)) for _ in range(6)]
@@ -238,7 +240,7 @@ def test_tonk_dashboard_threads_come_back_after_a_link_flood(tmp_path: Path) -> 
            "TONK_GATEWAY_RELAY_PORT": str(relay)}  # fmt: skip
     env.pop("TONK_REDIS_URL", None)
     tonk = str(Path(sys.executable).with_name("tonk"))
-    dashboard = subprocess.Popen([tonk, "dashboard", "--port", str(port)], cwd=tmp_path, env=env,
+    dashboard = spawn([tonk, "dashboard", "--port", str(port)], cwd=tmp_path, env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
     clients: list[tuple[LinkClient, threading.Thread]] = []
     try:

@@ -27,6 +27,7 @@ from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner
 from arena.config import Settings
+from arena.processes import run_process, spawn
 from arena.store.db import session_scope
 from arena.store.models import Owner, Tournament
 from bots.heuristic import HeuristicBot
@@ -133,7 +134,7 @@ def sdk_only(*argv: str, env: dict[str, str] | None = None) -> subprocess.Comple
     import os
 
     environ = {k: v for k, v in os.environ.items() if k not in ("TONK_ARENA", "TONK_TOKEN")}
-    return subprocess.run([sys.executable, "-c", SDK_ONLY, *argv], cwd=ROOT, capture_output=True, text=True,
+    return run_process([sys.executable, "-c", SDK_ONLY, *argv], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env={**environ, **(env or {})})  # fmt: skip
 
 
@@ -270,7 +271,7 @@ def test_ctrl_c_stops_watching_not_the_test(serve: Callable[..., dict[str, str]]
     # SIGINT ignored, which a child inherits and Python then leaves ignored; the CLI hung on for
     # the full minute so in two parallel runs.
     as_at_a_terminal = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
-    with subprocess.Popen([sys.executable, "-c", SDK_ONLY, *argv], cwd=ROOT, stdout=subprocess.PIPE,
+    with spawn([sys.executable, "-c", SDK_ONLY, *argv], cwd=ROOT, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, env=environ,
                           preexec_fn=as_at_a_terminal) as child:  # fmt: skip
         assert child.stderr is not None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
 import sys
 import textwrap
 import threading
@@ -20,6 +19,7 @@ from sqlalchemy import select
 
 from arena.bots.owners import create_owner
 from arena.config import Settings
+from arena.processes import run_process
 from arena.store.db import session_scope
 from arena.store.models import Bot
 from bots.random_bot import RandomBot
@@ -308,7 +308,7 @@ def test_the_command_needs_only_the_sdk() -> None:
         sys.exit(status)
         """
     )
-    done = subprocess.run(
+    done = run_process(
         [sys.executable, "-c", code],
         cwd=ROOT,
         capture_output=True,

@@ -17,6 +17,7 @@ from typing import IO, Any
 
 import yaml
 
+from arena.processes import run_process, spawn
 from helpers.net import free_port, listening, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -228,7 +229,7 @@ class ComposeStack:
                     self.start(name, f"{name}-{i + 1}")
 
     def run(self, name: str) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
+        result = run_process(
             self.command(name), env=self.env(name), cwd=self.workdir, capture_output=True, text=True,
             timeout=180, stdin=subprocess.DEVNULL,
         )  # fmt: skip
@@ -239,7 +240,7 @@ class ComposeStack:
         log_path = self.workdir / f"{instance}.log"
         log = log_path.open("wb")
         env = self.env(name)
-        process = subprocess.Popen(
+        process = spawn(
             self.command(name), env=env, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
@@ -273,7 +274,7 @@ class ComposeStack:
         assert test is not None, f"{name} is waited on as healthy but has no healthcheck"
         timeout = float(str(self.services[name]["healthcheck"].get("timeout", "30s")).rstrip("s"))
         try:
-            result = subprocess.run(
+            result = run_process(
                 test, env=instance.env, cwd=self.workdir, capture_output=True, timeout=timeout
             )
         except subprocess.TimeoutExpired:

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena.processes import run_process, spawn
 from helpers.compose import BIN
 from helpers.net import free_port
 
@@ -68,7 +69,7 @@ def run_script(
     text: str, cwd: Path, env: dict[str, str], timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     cwd.mkdir(parents=True, exist_ok=True)
-    process = subprocess.Popen(
+    process = spawn(
         ["bash", "-c", text], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL, text=True, start_new_session=True,
     )  # fmt: skip
@@ -88,7 +89,7 @@ def run_script(
 
 def running_in_group(pgid: int) -> list[str]:
     """The processes of group ``pgid`` still running (exited ones may await their reaper)."""
-    table = subprocess.run(["ps", "-eo", "pgid=,stat=,args="], capture_output=True, text=True, timeout=60)
+    table = run_process(["ps", "-eo", "pgid=,stat=,args="], capture_output=True, text=True, timeout=60)
     return [line for line in table.stdout.splitlines()
             if line.split()[0] == str(pgid) and not line.split()[1].startswith("Z")]  # fmt: skip
 

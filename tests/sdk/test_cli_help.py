@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 from helpers.paths import ROOT
 
+from arena.processes import run_process
 from sdk.cli import build_parser
 
 HEAVY = ("sqlalchemy", "flask", "alembic", "numpy", "rq", "redis", "psycopg", "werkzeug")
@@ -32,7 +32,7 @@ print(json.dumps({"help": out.getvalue(), "modules": sorted(sys.modules)}))
 
 
 def run_help(*args: str) -> dict[str, object]:
-    run = subprocess.run(
+    run = run_process(
         [sys.executable, "-c", PROBE, *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
     )
     data: dict[str, object] = json.loads(run.stdout)

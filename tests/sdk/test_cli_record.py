@@ -22,6 +22,8 @@ import pytest
 from helpers.case_files import CASES
 from helpers.paths import ROOT
 
+from arena.processes import spawn
+
 REPO = ROOT
 CASE_FILES = sorted(CASES.glob("*.json"))
 EXAMPLE: dict[str, Any] = json.loads((CASES / "seed-example-1.json").read_text())
@@ -76,7 +78,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
     procs = {
         name: (
             args,
-            subprocess.Popen(
+            spawn(
                 [sys.executable, "-m", "sdk.cli", "record", *args],
                 cwd=work,
                 stdout=subprocess.PIPE,

@@ -23,6 +23,8 @@ from helpers.paths import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arena.processes import run_process, spawn
+
 EXAMPLE = CASES / "seed-example-1.json"
 ONE_LINE = json.dumps(json.loads(EXAMPLE.read_text())) + "\n"
 OUTCOME = json.loads(EXAMPLE.read_text())["outcome"]
@@ -47,7 +49,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 @pytest.mark.parametrize("action", ["simulate", "verify"])
 def test_record_loads_neither_grpc_nor_the_bot_server_nor_asyncio(action: str) -> None:
-    run = subprocess.run(
+    run = run_process(
         [sys.executable, "-c", PROBE, "record", action, str(EXAMPLE)],
         cwd=ROOT, capture_output=True, text=True, timeout=GUARD_S, check=True,
     )  # fmt: skip
@@ -91,7 +93,7 @@ def many_records(tmp_path: Path) -> Path:
 
 
 def test_a_reader_that_goes_away_ends_it_quietly_as_coreutils_do(many_records: Path) -> None:
-    proc = subprocess.Popen(
+    proc = spawn(
         tonk("record", "simulate", str(many_records)), cwd=ROOT, env=ENV,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
@@ -129,7 +131,7 @@ def test_on_a_terminal_each_line_shows_as_soon_as_its_record_is_read(tmp_path: P
     fifo = tmp_path / "live.jsonl"
     os.mkfifo(fifo)
     master, slave = pty.openpty()
-    proc = subprocess.Popen(
+    proc = spawn(
         tonk("record", "simulate", str(fifo)), cwd=ROOT, env=ENV, stdout=slave, stderr=subprocess.PIPE
     )
     os.close(slave)

@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from helpers.grpc_bots import IllegalBot, serving
 from helpers.paths import ROOT
 
+from arena.processes import run_process, spawn
 from sdk import cli
 from sdk.commands.new import ProjectNameError, create_project, names_for
 from sdk.dealing import deck_order
@@ -68,7 +69,7 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, capsys: pytest.Capture
     }
     # The generated project is tested as its author would: pytest in its own folder.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    done = subprocess.run(
+    done = run_process(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
         cwd=folder,
         capture_output=True,
@@ -124,7 +125,7 @@ def test_a_bot_in_the_working_directory_is_found(tmp_path: Path, monkeypatch: py
 
 @pytest.fixture(scope="module")
 def served_random() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    proc = subprocess.Popen(
+    proc = spawn(
         [sys.executable, "-m", "sdk.cli", "serve", "random", "--port", "0"],
         cwd=ROOT,
         stderr=subprocess.PIPE,
@@ -221,7 +222,7 @@ def test_tonk_play_fails_when_a_bot_goes_away_mid_match(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "dying.py").write_text(DYING_BOT)
-    proc = subprocess.Popen([sys.executable, "-m", "sdk.cli", "serve", "dying:DyingBot", "--port", "0"],
+    proc = spawn([sys.executable, "-m", "sdk.cli", "serve", "dying:DyingBot", "--port", "0"],
                             cwd=tmp_path, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     try:

@@ -16,7 +16,6 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sdk.record as record_module
+from arena.processes import run_process
 from sdk.cards import DECK
 from sdk.commands.record import check_file
 from sdk.dealing import deck_order
@@ -428,7 +428,7 @@ def write_corpus(folder: Path, count: int) -> list[Path]:
 def test_record_cli_prints_no_traceback(tmp_path: Path) -> None:
     files = write_corpus(tmp_path, 200)
     for command in ("simulate", "verify"):
-        run = subprocess.run(
+        run = run_process(
             [sys.executable, "-m", "sdk.cli", "record", command, *map(str, files)],
             capture_output=True,
             text=True,
@@ -455,7 +455,7 @@ def test_deeply_nested_text_is_a_record_error() -> None:
 def test_record_cli_on_deeply_nested_file(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text('{"format": "tonk-hand/1", "note": ' + DEEP + "}")
-    run = subprocess.run(
+    run = run_process(
         [sys.executable, "-m", "sdk.cli", "record", "simulate", str(path)],
         capture_output=True,
         text=True,
@@ -623,6 +623,6 @@ def test_the_sdk_reads_records_without_orjson() -> None:
         "assert r._orjson_loads is None\n"
         f"print(r.HandRecord.from_text(open({str(case)!r}, 'rb').read()).verify().end)\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    run = run_process([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() in ("tonk", "drop", "out", "stock", "cap", "fault")

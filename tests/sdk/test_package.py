@@ -4,7 +4,6 @@ names is first asked for."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from importlib import import_module
 
@@ -12,6 +11,7 @@ import pytest
 from helpers.paths import ROOT
 
 import sdk
+from arena.processes import run_process
 
 
 @pytest.mark.parametrize("name", sdk.__all__)
@@ -29,5 +29,5 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 def test_a_star_import_gives_every_public_name() -> None:
     code = "from sdk import *; import sys; print(sorted(n for n in dir() if not n.startswith('_')))"
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    run = run_process([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert run.stdout.strip() == str(sorted([*sdk.__all__, "sys"]))

@@ -26,6 +26,7 @@ from arena.bots.owners import create_owner
 from arena.bots.uploaded import submit_upload
 from arena.bots.uploads import inspect_archive, store_upload
 from arena.config import Settings
+from arena.processes import run_process
 from arena.store.db import session_scope
 from arena.store.models import (
     Bot,
@@ -267,7 +268,7 @@ def test_tonk_db_gc_lists_then_deletes(tmp_path: Path) -> None:
     os.utime(old, (0, 0))
 
     def tonk(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "sdk.cli", "db", "gc", *args], env=env,
+        return run_process([sys.executable, "-m", "sdk.cli", "db", "gc", *args], env=env,
                               capture_output=True, text=True, timeout=120)  # fmt: skip
 
     listed = tonk("--dry-run")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import random
 import shutil
-import subprocess
 import tarfile
 import unicodedata
 from pathlib import Path
@@ -40,6 +39,7 @@ from arena.bots.uploads import (
 )
 from arena.config import Settings
 from arena.errors import ArenaError
+from arena.processes import run_process
 from arena.sandbox.launch import InvalidLaunchError, Launch
 from arena.store.db import session_scope
 from arena.store.models import Upload
@@ -263,7 +263,7 @@ def test_honest_writers_end_their_archives_as_the_rule_allows(tmp_path: Path) ->
         for name, data in files.items():
             (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / name).write_bytes(data)
-        subprocess.run(["tar", "czf", str(tmp_path / "p.tar.gz"), "-C", str(tmp_path), "tonk.toml",
+        run_process(["tar", "czf", str(tmp_path / "p.tar.gz"), "-C", str(tmp_path), "tonk.toml",
                         "tiny_bot.py", "pkg"], check=True)  # fmt: skip
         assert inspect_archive((tmp_path / "p.tar.gz").read_bytes(), SMALL).files == 4  # pkg/ too
 

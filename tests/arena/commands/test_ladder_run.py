@@ -10,6 +10,8 @@ import sys
 import pytest
 from helpers.paths import ROOT
 
+from arena.processes import spawn
+
 #: ``tonk ladder run`` whose main thread, after a tick, runs a weakref callback that the signal
 #: lands in, as it may land in any weakref callback or finaliser.
 SIGNAL_IN_A_WEAKREF_CALLBACK = """
@@ -45,7 +47,7 @@ def test_a_signal_landing_in_a_weakref_callback_still_stops_the_scheduler(
            "PYTHONPATH": str(ROOT)}  # fmt: skip
     env.pop("TONK_REDIS_URL", None)
     code = SIGNAL_IN_A_WEAKREF_CALLBACK.format(signal=signum)
-    scheduler = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    scheduler = spawn([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         out, err = scheduler.communicate(timeout=60)

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from helpers.paths import ROOT
 
+from arena.processes import run_process, spawn
+
 
 def tonk(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sdk.cli", *args], cwd=cwd, env=env,
+    return run_process([sys.executable, "-m", "sdk.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
@@ -63,7 +65,7 @@ def test_a_wrong_bot_name_in_a_tournament_suggests_the_closest(sqlite_url: str) 
 def test_tonk_dashboard_names_its_store(tmp_path: Path) -> None:
     env = {**os.environ, "TONK_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
     env.pop("TONK_DATABASE_URL", None)
-    server = subprocess.Popen([sys.executable, "-m", "sdk.cli", "dashboard", "--port", "0"], env=env,
+    server = spawn([sys.executable, "-m", "sdk.cli", "dashboard", "--port", "0"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
         assert server.stdout is not None

@@ -27,6 +27,7 @@ from arena.link.player import BotLinkLostError
 from arena.play.cuts import CUT_DECISION, free_lead
 from arena.play.lifecycle import MatchLife, Outcome
 from arena.play.offline import RELINK_FREE_PER_BOT
+from arena.processes import spawn
 from arena.store.db import session_scope
 from arena.store.models import RELINK_NOTICE_KIND, FaultRecord, Match, MatchSeat, Replay
 from arena.store.replays import decode
@@ -233,7 +234,7 @@ def test_a_gateway_killed_mid_match_has_its_matches_replayed_with_fresh_seeds(
 
     def gateway() -> subprocess.Popen[bytes]:
         with log.open("ab") as out:
-            return subprocess.Popen(
+            return spawn(
                 [str(BIN / "tonk"), "gateway"], env=env, stdout=out, stderr=subprocess.STDOUT
             )
 

@@ -32,6 +32,7 @@ from sqlalchemy import select
 from arena.bots.owners import get_or_create_operator
 from arena.bots.registry import register_bot
 from arena.play import capacity
+from arena.processes import spawn
 from arena.queries.tournaments import tournament_progress
 from arena.runtime.backends import EmbeddedBackend
 from arena.runtime.driver import run_tournament
@@ -132,7 +133,7 @@ def test_capacity_holds_across_two_rq_workers(
     backend = RqBackend(url, redis_url, queue)
     run_tournament(url, tid, backend, wait=False)
     workers = [
-        subprocess.Popen(
+        spawn(
             [sys.executable, "-m", "sdk.cli", "worker", "--burst"],
             env=worker_env(url, redis_url, queue, 8),
             stdout=subprocess.DEVNULL,

@@ -14,6 +14,7 @@ from helpers.sandbox import requires_bwrap
 from helpers.uploads import entry
 
 from arena.play.hosted import HostedPlayer, wall_ceiling_s
+from arena.processes import spawn
 from arena.sandbox.launch import Launch
 from arena.sandbox.limits import Limits
 from arena.sandbox.runner import Sandbox
@@ -53,7 +54,7 @@ def saturated_machine(burners: int = 6) -> Iterator[None]:
     the CPU between sessions first (the sandbox has its own), so busy processes sharing one
     session would take only one session's share."""
     procs = [
-        subprocess.Popen(
+        spawn(
             [sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL, start_new_session=True
         )
         for _ in range(burners)

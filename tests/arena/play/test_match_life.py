@@ -4,7 +4,6 @@ worker died; and arena problems fail the match (for a resume to retry), never th
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
 import sys
 import threading
 
@@ -14,6 +13,7 @@ from sqlalchemy import func, select, update
 from arena.play.heartbeat import MATCH_LEASE_S
 from arena.play.lifecycle import MatchLife, worker_id
 from arena.play.plan import load_plan, run_match
+from arena.processes import run_process
 from arena.queries.tournaments import tournament_progress
 from arena.runtime.jobs import play_match_job
 from arena.store.db import session_scope
@@ -93,7 +93,7 @@ def test_racing_writers_count_once(db_url: str) -> None:
 
 def test_abandoned_matches_are_played_again(db_url: str) -> None:
     tid, match_ids = started(db_url, deals_per_table=2)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+    dead = run_process([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     now = utcnow()
     me = worker_id()

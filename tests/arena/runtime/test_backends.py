@@ -33,6 +33,7 @@ from sqlalchemy import select
 
 from arena.play import capacity
 from arena.play.plan import load_plan, run_match
+from arena.processes import spawn
 from arena.queries.tournaments import get_tournament, tournament_progress
 from arena.runtime.backends import EmbeddedBackend
 from arena.runtime.driver import run_tournament
@@ -180,7 +181,7 @@ def test_sigkill_mid_match_loses_nothing(sqlite_url: str, redis_url: str, queue_
     tid = new_tournament(url, ids, deals_per_table=2, hands_per_match=30, seed=77)
     backend = RqBackend(url, redis_url, queue)
     run_tournament(url, tid, backend, wait=False)
-    worker = subprocess.Popen(
+    worker = spawn(
         [sys.executable, "-m", "sdk.cli", "worker"],
         env=worker_env(url, redis_url, queue),
         start_new_session=True,
@@ -258,7 +259,7 @@ def test_cli_runs_pauses_on_ctrl_c_and_resumes(
     gate.mkdir()
     for token in range(2):
         (gate / str(token)).touch()
-    run = subprocess.Popen(
+    run = spawn(
         [sys.executable, "-m", "sdk.cli", "tournament", "run", "1"],
         env={**worker_env(sqlite_url, "", "unused"), "TONK_EMBEDDED_WORKERS": "2", GATE_ENV: str(gate)},
         stdout=subprocess.PIPE,

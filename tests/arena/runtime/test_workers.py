@@ -16,6 +16,8 @@ from redis import Redis
 from rq import Queue
 from rq.job import Job
 
+from arena.processes import spawn
+
 pytestmark = pytest.mark.redis
 
 #: ``tonk worker`` whose main thread, once it has started a job and waits on the queue for the
@@ -71,7 +73,7 @@ def test_a_signal_landing_in_a_weakref_callback_still_stops_the_worker_after_its
     env = {**os.environ, "TONK_REDIS_URL": redis_url, "TONK_QUEUE": redis_prefix,
            "TONK_DATABASE_URL": sqlite_url, "PYTHONPATH": str(ROOT)}  # fmt: skip
     code = SIGNAL_IN_A_WEAKREF_CALLBACK.format(signal=signum)
-    worker = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    worker = spawn([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         out, err = worker.communicate(timeout=60)
@@ -115,7 +117,7 @@ def test_a_stopping_worker_does_not_wait_on_its_command_channel(
     half that grace, what tests/helpers/compose.py gives a service to stop."""
     env = {**os.environ, "TONK_REDIS_URL": redis_url, "TONK_QUEUE": redis_prefix,
            "TONK_DATABASE_URL": sqlite_url, "PYTHONPATH": str(ROOT)}  # fmt: skip
-    worker = subprocess.Popen([sys.executable, "-c", SLOW_UNSUBSCRIBE], cwd=ROOT, env=env,
+    worker = spawn([sys.executable, "-c", SLOW_UNSUBSCRIBE], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         out, err = worker.communicate(timeout=30)

@@ -16,6 +16,7 @@ from helpers.sandbox import requires_bwrap
 from helpers.uploads import entry, write_bundle
 
 from arena import processes
+from arena.processes import run_process, spawn
 from arena.sandbox.launch import Launch
 from arena.sandbox.limits import Limits
 from arena.sandbox.runner import Sandbox, SandboxStartError
@@ -326,7 +327,7 @@ def test_two_workers_staging_the_runtime_at_once_both_get_it(tmp_path: Path) -> 
         "print(staged_runtime(Path(sys.argv[1])).folder)"
     )
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True)
+        spawn([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True)
         for _ in range(3)
     ]
     outs = [p.communicate(timeout=300)[0].strip() for p in procs]
@@ -360,7 +361,7 @@ def test_what_a_killed_worker_left_is_removed_by_the_next(tmp_path: Path) -> Non
     root = Path(os.environ["TONK_SANDBOX_DIR"]) / f"sweep-{os.urandom(4).hex()}"
     env = {**os.environ, "TONK_SANDBOX_DIR": str(root)}
     args = [str(bundle), entry("honest")]
-    worker = subprocess.Popen([sys.executable, "-c", _HOLD, *args], env=env, stdout=subprocess.PIPE)
+    worker = spawn([sys.executable, "-c", _HOLD, *args], env=env, stdout=subprocess.PIPE)
     try:
         assert worker.stdout is not None
         workdir, *groups = worker.stdout.readline().decode().split()
@@ -374,7 +375,7 @@ def test_what_a_killed_worker_left_is_removed_by_the_next(tmp_path: Path) -> Non
         "from arena.sandbox.runner import Sandbox; "
         "Sandbox(Path(sys.argv[1]), Launch('python', entry=sys.argv[2])).start().close()"
     )
-    subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, timeout=120)
+    run_process([sys.executable, "-c", code, *args], env=env, check=True, timeout=120)
     kept = [p for p in left if p.exists()]
     # The sweep leaves a worker's folder alone while its pid names a live process: on a busy
     # machine (pid_max 32768, a parallel suite starting thousands of threads) the pid can

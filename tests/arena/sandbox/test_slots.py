@@ -14,6 +14,7 @@ import pytest
 from helpers.net import wait_for
 
 from arena.play.plan import MatchPlan, SeatPlan, run_match
+from arena.processes import spawn
 from arena.sandbox.slots import sandbox_slots, slot_count
 from bots.greedy import GreedyBot
 from sdk.referee import LocalPlayer, RefereeConfig
@@ -72,7 +73,7 @@ def test_a_killed_holder_gives_its_slot_back(tmp_path: Path) -> None:
         "    print('held', flush=True)\n"
         "    time.sleep(600)\n"
     )
-    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    holder = spawn([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with sandbox_slots(tmp_path, 1, 1, patience_s=0.3) as n:

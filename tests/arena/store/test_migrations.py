@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import shutil
-import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from helpers.paths import ROOT
 from sqlalchemy import Engine, MetaData, create_engine, insert, inspect, pool, select, text
 from sqlalchemy.orm import Session
 
+from arena.processes import run_process
 from arena.store import migrate as m
 from arena.store.models import (
     Base,
@@ -305,7 +305,7 @@ def test_ensure_schema_on_a_set_up_database_does_not_import_alembic(tmp_path: Pa
         f"ensure_schema(create_engine({url!r})); "
         "print(sorted(n for n in sys.modules if n.startswith('alembic')))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = run_process([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
     assert "tonk db upgrade" not in result.stderr  # at head: no warning
@@ -346,7 +346,7 @@ def test_the_wheel_ships_the_migrations(tmp_path: Path) -> None:
         shutil.copytree(ROOT / name, src / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    subprocess.run(
+    run_process(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
          str(tmp_path / "dist"), str(src)],
         check=True, capture_output=True, timeout=240,
