@@ -58,6 +58,7 @@ from sqlalchemy import func, select  # noqa: E402
 from arena.bots.owners import get_or_create_operator  # noqa: E402
 from arena.bots.registry import host_bot  # noqa: E402
 from arena.config import Settings  # noqa: E402
+from arena.processes import ensure_watched, spawn  # noqa: E402
 from arena.runtime.backends import EmbeddedBackend  # noqa: E402
 from arena.runtime.driver import RECOVER_S, run_tournament  # noqa: E402
 from arena.runtime.jobs import play_match_job  # noqa: E402
@@ -192,7 +193,7 @@ class Bench:
         env = {**os.environ, "TONK_DATABASE_URL": self.url, "TONK_REDIS_URL": self.redis_url,
                "TONK_QUEUE": queue, "PYTHONPATH": path}
         for _ in range(workers):
-            self.procs.append(subprocess.Popen([sys.executable, "-m", "sdk.cli", "worker"], env=env,
+            self.procs.append(spawn([sys.executable, "-m", "sdk.cli", "worker"], env=env,
                                                stdout=subprocess.DEVNULL))
         deadline = time.monotonic() + 60
         while len(Worker.all(queue=Queue(queue, connection=self.connection))) < workers:
@@ -380,4 +381,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    ensure_watched()  # nothing it starts outlives it, however it ends (arena/processes.py)
     sys.exit(main())

@@ -163,4 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from arena.processes import ensure_watched  # here: its path is fixed above
+
+    ensure_watched()  # nothing it starts outlives it, however it ends (arena/processes.py)
     raise SystemExit(main())

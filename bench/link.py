@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     from arena.bots.owners import create_owner
     from arena.link.player import LinkPlayer
     from arena.link.relay_client import RelayTransport, Routes, routes_for
+    from arena.processes import spawn
     from arena.store.db import session_scope
     from arena.store.models import Bot
     from sdk.grpc_player import GrpcPlayer
@@ -163,13 +164,13 @@ def main(argv: list[str] | None = None) -> int:
             "TONK_GATEWAY_PORT": str(gw_port),
             "TONK_GATEWAY_RELAY_PORT": str(relay_port),
         }
-        gateway = subprocess.Popen([str(BIN / "tonk"), "gateway"], env=env, stdout=subprocess.DEVNULL,
+        gateway = spawn([str(BIN / "tonk"), "gateway"], env=env, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)  # fmt: skip
         bot = None
         try:
             wait_port(gw_port)
             capacity = max(args.in_flight, 1)
-            bot = subprocess.Popen(
+            bot = spawn(
                 [sys.executable, __file__, "--bot", args.bot, "--serve-bot", str(bot_port),
                  f"127.0.0.1:{gw_port}", token, "benchbot", str(capacity)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -249,4 +250,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from arena.processes import ensure_watched  # here: its path is fixed above
+
+    ensure_watched()  # nothing it starts outlives it, however it ends (arena/processes.py)
     sys.exit(main())

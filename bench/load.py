@@ -50,7 +50,7 @@ from sqlalchemy import select  # noqa: E402
 
 from arena.bots.owners import get_or_create_operator  # noqa: E402
 from arena.bots.registry import host_bot  # noqa: E402
-from arena.processes import descendants, kill_all  # noqa: E402
+from arena.processes import descendants, ensure_watched, kill_all, spawn  # noqa: E402
 from arena.queries.tournaments import tournament_progress  # noqa: E402
 from arena.runtime.backends import EmbeddedBackend  # noqa: E402
 from arena.runtime.driver import run_tournament  # noqa: E402
@@ -130,7 +130,7 @@ def start_server(kind: str, url: str, port: int, workers: int, threads: int) -> 
             f"make_server('127.0.0.1', {port}, app, threaded=True).serve_forever()"
         )
         command = [sys.executable, "-c", code]
-    process = subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=True)
+    process = spawn(command, env=env, cwd=ROOT, start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -370,4 +370,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    ensure_watched()  # nothing it starts outlives it, however it ends (arena/processes.py)
     sys.exit(main())

@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import grpc
 
+import arena.processes
 from sdk.actions import Action
 from sdk.dealing import deck_order
 from sdk.engine import HandState
@@ -102,7 +103,7 @@ def serve_bot(spec: str) -> None:
 
 
 def spawn(*args: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
+    proc = arena.processes.spawn([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline())
 
@@ -437,6 +438,7 @@ def main() -> int:
     if args.serve_bot:
         serve_bot(args.serve_bot)
         return 0
+    arena.processes.ensure_watched()  # nothing it starts outlives it, however it ends
 
     requests = typical_requests(args.bot)
     sizes = [len(encode_decide_request(r)) for r in requests]

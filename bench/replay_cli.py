@@ -53,6 +53,8 @@ ROOT = _HERE.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(ROOT))
 
+from arena.processes import ensure_watched, run_process  # noqa: E402
+
 SEED = 20250311
 HANDS_PER_MATCH = 20
 RUN_CLI = "import sys; from sdk.cli import main; sys.exit(main())"  # what the tonk launcher runs
@@ -213,7 +215,7 @@ def timed(command: list[str], env: dict[str, str], output: Path) -> tuple[float,
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(output, "wb") as out:
         started = time.perf_counter()
-        code = subprocess.run(
+        code = run_process(
             command, env=env, cwd=output.parent, stdout=out, stderr=subprocess.DEVNULL, check=False
         ).returncode
         wall = time.perf_counter() - started
@@ -268,7 +270,7 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
         print(f"  the timed commands run without {', '.join(unset)} (--keep-env keeps them)")
     for label in (NEW, OLD) if args.old is not None else (NEW,):
         command, env = commands[label]
-        where = subprocess.run(
+        where = run_process(
             [command[0], "-c", "import sdk; print(sdk.__file__)"], env=env, cwd=scratch,
             capture_output=True, text=True, check=True,
         ).stdout.strip()
@@ -316,4 +318,5 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
 
 
 if __name__ == "__main__":
+    ensure_watched()  # nothing it starts outlives it, however it ends (arena/processes.py)
     sys.exit(main())

@@ -46,6 +46,7 @@ import grpc  # noqa: E402
 from rq import Worker  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
+import arena.processes  # noqa: E402
 from arena.bots.owners import get_or_create_operator  # noqa: E402
 from arena.bots.registry import register_bot  # noqa: E402
 from arena.config import Settings, load_settings  # noqa: E402
@@ -95,7 +96,7 @@ def serve_echo() -> None:
 
 
 def spawn(*args: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
+    proc = arena.processes.spawn([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline())
 
@@ -202,7 +203,9 @@ def play(url: str, tid: int, mode: str, redis_url: str, workers: int) -> dict[st
         env = {**os.environ, "TONK_DATABASE_URL": url, "TONK_REDIS_URL": redis_url, "TONK_QUEUE": queue,
                "TONK_ALLOWED_BOT_HOSTS": "127.0.0.1", "PYTHONPATH": str(ROOT)}
         procs = [
-            subprocess.Popen([sys.executable, "-m", "sdk.cli", "worker"], env=env, stderr=subprocess.DEVNULL)
+            arena.processes.spawn(
+                [sys.executable, "-m", "sdk.cli", "worker"], env=env, stderr=subprocess.DEVNULL
+            )
             for _ in range(workers)
         ]
         pids = [p.pid for p in procs]
@@ -342,4 +345,5 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1 and sys.argv[1] == "--serve-echo":
         serve_echo()
     else:
+        arena.processes.ensure_watched()  # nothing it starts outlives it, however it ends
         sys.exit(main())

@@ -6,30 +6,23 @@ depends on how busy the machine is fails here rather than now and then on someon
     TONK_LOAD_LOOPS=2 scripts/under_load.py    # another number of loops (default: 2 x nproc)
 
 The loops are killed however pytest ends (its exit, Ctrl-C, SIGTERM to this script), and each
-dies with this script even if it is SIGKILLed (PR_SET_PDEATHSIG): none outlives it. The exit
-status is pytest's
+dies with this script even if it is SIGKILLed: they and pytest are started by
+arena/processes.py's ``spawn`` (PR_SET_PDEATHSIG), under this script's watchdog (``watch_run``),
+as the tests start theirs: none outlives it. The exit status is pytest's
 (128 + the signal, as a shell gives it, if a signal ended pytest)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from arena.processes import ensure_watched, spawn
+
 ROOT = Path(__file__).resolve().parents[1]
 BUSY = "while True: pass"
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when this script ends, however it ends (Linux)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the finally below still kills the loops
-        pass
 
 
 def main(args: list[str]) -> int:
@@ -43,15 +36,14 @@ def main(args: list[str]) -> int:
             tests.send_signal(signum)
 
     signal.signal(signal.SIGTERM, forward)
+    ensure_watched()
     try:
         for _ in range(count):
             # A session of their own: a Ctrl-C at the terminal reaches pytest, not the loops
             # (they are ended below, once pytest has).
-            loops.append(subprocess.Popen(
-                [sys.executable, "-c", BUSY], preexec_fn=_die_with_parent, start_new_session=True,
-            ))
+            loops.append(spawn([sys.executable, "-c", BUSY], start_new_session=True))
         print(f"under load: {count} busy loop(s) beside pytest", file=sys.stderr, flush=True)
-        tests = subprocess.Popen([pytest, *args], cwd=ROOT)
+        tests = spawn([pytest, *args], cwd=ROOT)
         while True:
             try:
                 status = tests.wait()
