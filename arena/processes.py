@@ -31,9 +31,13 @@ outliving it, even when the run itself is killed by ``SIGKILL``, with two things
   a hosted bot with :func:`exit_with`). A process of another user is found by its environment
   only when the watchdog runs as root (``/proc/<pid>/environ`` is private).
 
-A subreaper (``PR_SET_CHILD_SUBREAPER``) was no help: it must be an ancestor of the run, and the
-run's first process is the one being killed; a process group or session kill misses everything
-started with ``start_new_session=True``, which is how most tests start their servers.
+A subreaper (``PR_SET_CHILD_SUBREAPER``) cannot be the watchdog: it must be an ancestor of the
+run, and the run's first process is the one being killed. It serves inside the run instead
+(:func:`adopt_orphans`, in each pytest): a ``redis-server --daemonize yes`` started with plain
+``subprocess`` was orphaned to pid 1 at once with its environment overwritten, and outlived a
+watched owner's SIGKILL; adopted, it stays in the tree the watchdog notes, and went with it. A
+process group or session kill misses everything started with ``start_new_session=True``, which
+is how most tests start their servers.
 """
 
 from __future__ import annotations
