@@ -6,8 +6,11 @@ cgroup v2 (one tree, ``/sys/fs/cgroup/cgroup.controllers``) and v1 (a tree per c
 the tree (root, or a delegated subtree named by ``TONK_SANDBOX_CGROUP``); without it
 :func:`make_group` returns None and the sandbox falls back to per-process resource limits.
 
-A group can be frozen (:meth:`Group.freeze`: v2's ``cgroup.freeze``, v1's freezer where the
-worker may write it): its processes then get no CPU at all until thawed (arena/sandbox/freeze.py).
+A v2 group can be frozen (:meth:`Group.freeze`, ``cgroup.freeze``): its processes then get no
+CPU at all until thawed (arena/sandbox/freeze.py), and a fatal signal still ends them. v1's
+freezer is not used: a task it froze does not die of SIGKILL until thawed, so the sandboxes of a
+worker killed outright would stay, frozen, until the next worker's sweep; a v1 sandbox is
+stopped by signals instead.
 
 A group is named ``tonk-<worker pid>-<n>``: the worker's pid tells whose it is, so the groups
 of a worker that was killed before it could remove them are removed by the next one
@@ -28,9 +31,6 @@ from arena import processes
 
 ROOT = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct")
-#: v1's freezer, used where the worker may write it (else a v1 sandbox is stopped between its
-#: calls by signals: arena/sandbox/freeze.py). v2 has ``cgroup.freeze`` in every group.
-_V1_FREEZER = "freezer"
 _counter = itertools.count(1)
 _lock = threading.Lock()
 
@@ -49,28 +49,22 @@ def _base_dirs() -> list[Path] | None:
     return dirs if all(d.is_dir() and os.access(d, os.W_OK) for d in dirs) else None
 
 
-def _v1_freezer_base() -> Path | None:
-    delegated = os.environ.get("TONK_SANDBOX_CGROUP", "").strip().strip("/")
-    base = ROOT / _V1_FREEZER / delegated if delegated else ROOT / _V1_FREEZER
-    return base if base.is_dir() and os.access(base, os.W_OK) else None
-
-
 class Group:
     """One sandbox's control group (in one folder for v2, three for v1)."""
 
-    def __init__(self, dirs: list[Path], freezer: Path | None = None):
+    def __init__(self, dirs: list[Path]):
         self.dirs = dirs
         self.v2 = len(dirs) == 1
-        self.freezer = freezer  # v1 only: the group's folder in the freezer tree, if it has one
 
     @property
     def procs_files(self) -> list[Path]:
         """The files a process writes its pid to, to join the group."""
-        return [d / "cgroup.procs" for d in [*self.dirs, *([self.freezer] if self.freezer else [])]]
+        return [d / "cgroup.procs" for d in self.dirs]
 
     @property
     def can_freeze(self) -> bool:
-        return (self.dirs[0] / "cgroup.freeze").exists() if self.v2 else self.freezer is not None
+        """v2 only (Linux 5.2 on): see the module's docstring for v1."""
+        return self.v2 and (self.dirs[0] / "cgroup.freeze").exists()
 
     def freeze(self, frozen: bool, timeout_s: float = 2.0) -> bool:
         """Freeze (or thaw) every process of the group, threads and children alike; True once
@@ -78,29 +72,17 @@ class Group:
         a task stuck in the kernel)."""
         if not self.can_freeze:
             return False
-        if self.v2:
-            control, want = self.dirs[0] / "cgroup.freeze", "1" if frozen else "0"
-        else:
-            assert self.freezer is not None
-            control, want = self.freezer / "freezer.state", "FROZEN" if frozen else "THAWED"
+        want = 1 if frozen else 0
         try:
-            control.write_text(want)
+            (self.dirs[0] / "cgroup.freeze").write_text(str(want))
         except OSError:
             return False
         deadline = time.monotonic() + timeout_s
-        while True:
-            if self.v2:
-                done = _counter_in(self.dirs[0] / "cgroup.events", "frozen") == int(want)
-            else:
-                try:
-                    done = control.read_text().strip() == want
-                except OSError:
-                    return False
-            if done:
-                return True
+        while _counter_in(self.dirs[0] / "cgroup.events", "frozen") != want:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.0005)
+        return True
 
     def _file(self, v1_controller: str, name: str) -> Path:
         if self.v2:
@@ -153,10 +135,7 @@ class Group:
 
     def kill_all(self) -> None:
         """SIGKILL every process in the group (v2 has one write for it; v1 is killed pid by pid
-        until the group is empty, since a fork can race a single pass). A frozen group is
-        thawed first: a v1-frozen task does not die until it is."""
-        if self.can_freeze:
-            self.freeze(False, timeout_s=0.5)
+        until the group is empty, since a fork can race a single pass)."""
         if self.v2 and (self.dirs[0] / "cgroup.kill").exists():
             with contextlib.suppress(OSError):
                 (self.dirs[0] / "cgroup.kill").write_text("1")
@@ -171,7 +150,7 @@ class Group:
 
     def remove(self) -> None:
         self.kill_all()
-        for d in [*self.dirs, *([self.freezer] if self.freezer else [])]:
+        for d in self.dirs:
             for _ in range(100):  # a killed process leaves the group once it is reaped
                 try:
                     d.rmdir()
@@ -214,9 +193,7 @@ def sweep_dead_groups() -> int:
         pid = owner_pid(name, "tonk-")
         if pid is None or pid == os.getpid() or processes.alive(pid):
             continue
-        freezer = _v1_freezer_base() if len(bases) > 1 else None
-        found = freezer / name if freezer is not None and (freezer / name).is_dir() else None
-        Group([b / name for b in bases], found).remove()
+        Group([b / name for b in bases]).remove()
         removed += 1
     return removed
 
@@ -242,10 +219,4 @@ def make_group() -> Group | None:
         for d in made:
             d.rmdir()
         return None
-    freezer = None
-    base = _v1_freezer_base() if len(dirs) > 1 else None
-    if base is not None:
-        with contextlib.suppress(OSError):
-            (base / name).mkdir()
-            freezer = base / name
-    return Group(dirs, freezer)
+    return Group(dirs)

@@ -7,10 +7,10 @@ flight, and let run just before each one (every call: GetInfo, StartMatch, Decid
 EndMatch, EndDeal; the arena sends no health ping to a running hosted bot, so a frozen bot
 is never taken for a dead one):
 
-- **with a control group** that can be frozen (v2's ``cgroup.freeze``, v1's freezer): the
-  kernel freezes every task of the group, threads and children, wherever they moved in the
-  process tree, and none can thaw itself (arena/sandbox/cgroups.py);
-- **without one**, by ``SIGSTOP`` to every process below bubblewrap, which cannot be caught
+- **with a cgroup v2 group** (``cgroup.freeze``): the kernel freezes every task of the group,
+  threads and children, wherever they moved in the process tree, and none can thaw itself
+  (arena/sandbox/cgroups.py; v1's freezer is not used: its frozen tasks ignore SIGKILL);
+- **otherwise**, by ``SIGSTOP`` to every process below bubblewrap, which cannot be caught
   or ignored and stops all the threads of a process. A child that started its own session,
   or whose parent exited, is still below bubblewrap (orphans of the sandbox's PID namespace
   go to its init); the tree is walked again until every process in it is stopped, so a fork,
@@ -77,7 +77,7 @@ class Freezer:
                 self._freeze()
 
     def disable(self) -> None:
-        """Thaw for good (before the sandbox is closed: a v1-frozen task cannot even die)."""
+        """Thaw for good (before the sandbox is closed)."""
         with self._lock:
             self._enabled = False
             self._thaw()

@@ -415,7 +415,7 @@ class Sandbox:
     def close(self) -> None:
         """End the bot and everything it started; idempotent."""
         if self.freezer is not None:
-            self.freezer.disable()  # a stopped process dies of SIGKILL, a v1-frozen one not
+            self.freezer.disable()  # no call will freeze it again
         proc = self.process
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -68,18 +68,21 @@ if when == "import":
 """
 
 
-@pytest.fixture(params=["cgroup", "signals"])
+@pytest.fixture(params=["cgroup", "no-cgroup"])
 def freezing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """How the sandbox is frozen this run: its control group, or signals without one."""
+    """How the sandbox is frozen this run: by its control group's freezer (v2), by signals in a
+    sandbox with a v1 group (its limits, its CPU count), or by signals without a group."""
     if request.param == "cgroup":
         group = cgroups.make_group()
         if group is None:
             pytest.skip("this machine does not let the worker make control groups")
+        method = "cgroup" if group.can_freeze else "signals"
         group.remove()
     else:  # a delegated tree that does not exist: no group, as for an unprivileged worker
         monkeypatch.setenv("TONK_SANDBOX_CGROUP", f"tonk-test-none-{os.urandom(4).hex()}")
         assert cgroups.make_group() is None
-    yield request.param
+        method = "signals"
+    yield method
 
 
 def tree_cpu_ns(root_pid: int) -> int:
