@@ -89,3 +89,19 @@ def test_bots_rated_only_on_a_ladder_are_in_the_ratings_over_time(app_factory: A
     assert 'class="chart ratings-chart"' in chart and ">now<" in chart
     for bot in rated:
         assert f"<title>{bot}</title>" in chart, bot
+
+
+def test_a_tournaments_subtitle_says_how_cards_were_dealt(app_factory: Any, tmp_path: Path) -> None:
+    """The subtitle on duplicate dealing was jargon ("in duplicate (balanced seat orders) where
+    the arena hosts every bot fresh, else each seat rotation dealt its own cards": issue #40,
+    point 17): it says what happens to the cards, and why in its title."""
+    from helpers.dashboard_fixtures import live_arena
+
+    url = f"sqlite:///{tmp_path / 'live.sqlite'}"
+    tournament_id, _ = live_arena(url)
+    page = app_factory(url).test_client().get(f"/tournaments/{tournament_id}").get_data(as_text=True)
+    lede = page[page.index('<p class="lede">'):]
+    lede = lede[:lede.index("</p>")]
+    assert "each replayed from every seat where the arena runs all the bots itself" in lede
+    assert "balanced seat orders" not in lede and "rotation" not in lede
+    assert re.search(r'<span class="dealing" title="[^"]*luck of the deal evens out[^"]*">', lede)
