@@ -53,6 +53,7 @@ from arena.bots.registry import register_bot  # noqa: E402
 from arena.bots.uploaded import submit_upload  # noqa: E402
 from arena.config import Settings, load_settings  # noqa: E402
 from arena.play.hosted import HostedPlayer  # noqa: E402
+from arena.processes import ensure_watched  # noqa: E402
 from arena.runtime.backends import EmbeddedBackend  # noqa: E402
 from arena.runtime.driver import run_tournament  # noqa: E402
 from arena.sandbox.launch import Launch  # noqa: E402
@@ -457,4 +458,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # The watchdog, not spawn, for the bare interpreter it starts: its start is timed against
+    # the sandbox's, and a parent-death signal would fork it another way (arena/processes.py).
+    ensure_watched()
     raise SystemExit(main())
