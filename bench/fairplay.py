@@ -519,7 +519,7 @@ def honest_checks(a: str, b: str, checks: int, deals: int, hands: int, seed: int
     """p-values of the fair-play check (arena/ratings/fairplay.py) for both bots of an honest pair,
     over ``checks`` independent runs of ``deals`` duplicate deals of ``hands`` hands, played
     as the arena plays them (rotation 0 first)."""
-    from arena.ratings.fairplay import paired_check  # the arena's own check, unchanged
+    from arena.ratings.fairplay import heads_up, paired_check  # the arena's own check, unchanged
 
     cls_a, cls_b = load_bot_class(a), load_bot_class(b)
     config = RefereeConfig(decision_deadline_ms=60_000)
@@ -534,7 +534,7 @@ def honest_checks(a: str, b: str, checks: int, deals: int, hands: int, seed: int
                                match_id=f"h{check}-{deal}-1", names=[b, a], config=config, reveal=False)
             diffs.append(100 * (later.scores[1] - first.scores[0]) / hands)
         for sign in (1, -1):  # bot a's differences, and bot b's (the opposite, heads-up)
-            p = paired_check([sign * d for d in diffs]).p_single_look  # the t-test's calibration
+            p = paired_check(heads_up([sign * d for d in diffs])).p_single_look  # the t-test's calibration
             out.append(1.0 if p is None else p)
     return out
 
@@ -626,4 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from arena.processes import ensure_watched  # here: its path is fixed above
+
+    ensure_watched()  # nothing it starts outlives it, however it ends (arena/processes.py)
     raise SystemExit(main())

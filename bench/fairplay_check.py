@@ -27,7 +27,7 @@ interval over deals; the check's mean later-minus-first difference, the deals it
 those left out because their rotations overlapped), its sequential p-value at the end, and
 the first deal count at which it flagged the bot, looking after every deal in the order the
 deals began (as the bot page would have shown it). Honest bots' false alarms over a life of
-2,000 looks: ``bench/stat_checks.py fairplay``.
+2,000 looks: ``bench/fairplay_stats.py``.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def play(
                 found = fairplay.deal_differences(session, subject, tid)
     finally:
         server.stop(0)
-    return {"chips": chips, "differences": found.values, "overlapped": found.overlapped,
+    return {"chips": chips, "deals": found.deals, "overlapped": found.overlapped,
             "faulted": found.faulted, "referenced": found.referenced}  # fmt: skip
 
 
@@ -127,8 +127,8 @@ def report(
     deals = sorted(run["chips"])
     edge = [100 * (run["chips"][d] - honest["chips"][d]) / (2 * hands) for d in deals]
     mean, lo, hi = cheats.mean_ci(edge)
-    check = fairplay.paired_check(run["differences"])
-    flag = fairplay.first_flag(run["differences"])  # the arena's own: every look of the life
+    check = fairplay.paired_check(run["deals"])
+    flag = fairplay.first_flag(run["deals"])  # the arena's own: every look of the life
     low, high = check.low or 0.0, check.high or 0.0
     diff = "n/a" if check.mean is None else f"{check.mean:+.1f} [{low:+.1f}, {high:+.1f}]"
     p = "n/a" if check.p_value is None else f"{check.p_value:.2g}"

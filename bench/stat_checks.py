@@ -1,6 +1,6 @@
 """Simulation bench for the arena's statistics (issue #26): does each one keep its promise?
 
-    .venv/bin/python bench/stat_checks.py [estimate] [intervals] [anchor] [fairplay]
+    .venv/bin/python bench/stat_checks.py [estimate] [intervals] [anchor]
                                          [--runs 1000] [--seed 1]
 
 The SPRT and the verdict of ``tonk play A B --duplicate`` are checked by bench/sprt_checks.py.
@@ -28,12 +28,7 @@ target, the largest shift at any one of the hopeless bot's next four draws and o
 newcomer's next twenty matches (the bot's share of the zero growing, and the established
 bots' own records changing).
 
-``fairplay`` simulates honest bots' paired differences (arena/ratings/fairplay.py), looked at
-after every deal from the 20th to the 2,000th, and prints how many were ever flagged (target
-<= 0.2%) by the sequential rule and by the old one (a t-test at p < 0.001 at each look), for
-normal differences, for skewed chip results (a 3-seat deal: one first rotation against
-the mean of two later ones, chips exponential or lognormal), and for sparse ones (net of the
-reference bot, arena/play/reference.py, a bot that mostly plays as it does: 90% exact zeros).
+The fair-play check's error rates are measured by bench/fairplay_stats.py.
 """
 
 from __future__ import annotations
@@ -47,7 +42,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from arena.ratings import fairplay as fp
 from arena.ratings.model import ELO_SCALE, RatedMatch, fit
 from arena.tournaments.sprt import OUTCOMES, expected_score
 from sdk.compare import elo_estimate
@@ -223,74 +217,11 @@ def worst(moves: list[tuple[float, float]]) -> tuple[float, float]:
     return float(scale.max()), float(single.max())
 
 
-def honest(rng: np.random.Generator, kind: str, shape: tuple[int, int]) -> np.ndarray:
-    if kind == "normal":
-        return rng.normal(size=shape)
-    if kind == "sparse":  # net of a reference that plays as the bot does: mostly exact zeros
-        sparse: np.ndarray = rng.normal(size=shape) * (rng.random(size=shape) < 0.1)
-        return sparse
-    sign = -1.0 if kind.endswith("-") else 1.0  # rare big wins (+) or rare big losses (-)
-
-    def draw() -> np.ndarray:
-        chips = rng.exponential(size=shape) if kind.startswith("exp") else rng.lognormal(0.0, 1.0, size=shape)
-        out: np.ndarray = sign * chips
-        return out
-
-    first, later = draw(), (draw() + draw()) / 2
-    return later - first
-
-
-def fairplay(runs: int, seed: int, looks: int = 2000) -> None:
-    rng = np.random.default_rng(seed)
-    n = np.arange(1, looks + 1, dtype=float)
-    # The old rule's t threshold at each n (one-sided p < ALPHA), by bisection on its own tail.
-    crit = np.full(looks, np.inf)
-    for i in range(fp.MIN_DEALS - 1, looks):
-        lo, hi = 0.0, 50.0
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if fp.t_upper_tail(mid, i) >= fp.ALPHA else (lo, mid)
-        crit[i] = hi
-    print(f"fair-play false alarms: honest bots looked at after every deal, {fp.MIN_DEALS} to {looks}, "
-          f"{runs} runs each (target <= 0.2% by {looks})")
-    for kind in ("normal", "exponential+", "exponential-", "lognormal+", "lognormal-", "sparse"):
-        ever_new = {100: 0, looks: 0}
-        ever_old = {100: 0, looks: 0}
-        single = 0
-        for start in range(0, runs, 1000):
-            d = honest(rng, kind, (min(1000, runs - start), looks))
-            csum, csq = d.cumsum(axis=1), (d * d).cumsum(axis=1)
-            mean = csum / n
-            with np.errstate(invalid="ignore", divide="ignore"):
-                sd = np.sqrt(np.maximum(csq - n * mean * mean, 0.0) / (n - 1))
-                t = mean / (sd / np.sqrt(n))
-                df = n - 1
-                z2 = ((8 * df + 1) / (8 * df + 3)) ** 2 * df * np.log1p(t * t / df)  # fp.t_as_z squared
-                log_m = 0.5 * np.log(fp.RHO / (n + fp.RHO)) + n * z2 / (2 * (n + fp.RHO))
-            live = n >= fp.MIN_DEALS
-            new = live & (t > 0) & (log_m > -np.log(fp.ALPHA))
-            old = live & (t > crit)
-            for cap in ever_new:
-                ever_new[cap] += int(new[:, :cap].any(axis=1).sum())
-                ever_old[cap] += int(old[:, :cap].any(axis=1).sum())
-            single += int(old[:, fp.MIN_DEALS - 1].sum())
-        check = fp.paired_check(honest(rng, kind, (1, 40))[0].tolist())  # the formula is the arena's
-        assert check.t is not None and check.p_value is not None
-        z40 = fp.t_as_z(check.t, 39)
-        log_m40 = 0.5 * np.log(fp.RHO / (40 + fp.RHO)) + 40 * z40**2 / (2 * (40 + fp.RHO))
-        expect = min(1.0, float(np.exp(-log_m40)))
-        assert check.t <= 0 or abs(check.p_value - expect) < 1e-9
-        print(f"  {kind:<12} sequential: {ever_new[100] / runs:.3%} by 100 deals, "
-              f"{ever_new[looks] / runs:.3%} by {looks}; old t-test: {ever_old[100] / runs:.3%}, "
-              f"{ever_old[looks] / runs:.3%} "
-              f"(one look at {fp.MIN_DEALS}: {single / runs:.3%})")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    kinds = ["estimate", "intervals", "anchor", "fairplay"]
+    kinds = ["estimate", "intervals", "anchor"]
     parser.add_argument("what", nargs="*", help=f"any of {', '.join(kinds)} (default: all)")
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
@@ -305,8 +236,6 @@ def main() -> None:
         intervals(max(100, args.runs // 4), args.seed)
     if "anchor" in args.what:
         anchor(max(50, args.runs // 10), args.seed)
-    if "fairplay" in args.what:
-        fairplay(20 * args.runs, args.seed)
 
 
 if __name__ == "__main__":

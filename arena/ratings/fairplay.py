@@ -19,18 +19,23 @@ the other), each score less the house reference bot's in the same seat on the sa
 the deal has it (arena/play/reference.py: the card luck of holding the other seat's cards, most
 of the difference's spread) (:func:`deal_differences`).
 
-The check is recomputed as a bot's deals accumulate, so a fixed-sample test would be looked
-at again and again (a t-test at ``p < 0.001`` flagged an honest bot at some look 0.8% of the
-time by 100 deals, 2.3% by 2,000). It is sequential
-instead: the statistic is Robbins' normal-mixture martingale of the standardised differences,
-``M_n = sqrt(RHO / (n + RHO)) * exp(n z^2 / (2 (n + RHO)))`` (``z`` the paired t statistic
-brought to the normal scale by :func:`t_as_z`, for a later gain), and the p-value
-``min(1, 1 / M_n)``; by Ville's inequality an honest bot's M
-ever reaches ``1 / ALPHA`` with probability at most ALPHA, over every look of its life. A bot
-is **flagged** when ``p < ALPHA`` over at least ``MIN_DEALS`` deals at *any* look of its
-life, the deals taken in the order they began (:func:`first_flag`): that is the event Ville's
-bound is about, so a flag once raised stays (bench/stat_checks.py fairplay measures the false
-alarms over 2,000 looks).
+The verdict is a **permutation test**, made sequential (issue #38). For an honest bot the
+rotations of a deal are exchangeable: given the scores it made in them, each is equally likely
+to be the one it played first. So each deal's difference is one of the values it would have
+been with each rotation first, and those average exactly zero, whatever the shape of the chips.
+(Differences skewed to losses, as a 4-seat deal's first against the mean of three later ones
+when chips have rare big wins, took the paired t statistic this check used before to false
+alarms of 0.2% to 20%.) Each deal scores ``s`` in [-1, 1]: its difference, clipped at ``SCALE``
+times the mean spread of the deals before it (a Huber score: one lucky deal moves the verdict
+no more than a usual one), less the mean of the clipped values it could have taken
+(:func:`deal_score`; heads-up that is the clipped difference itself). Under an honest bot each
+``1 + lambda * s`` has expectation exactly 1, so their products ``M_n`` over the deals,
+averaged over the bets ``BETS``, are a martingale; by Ville's inequality it ever reaches
+``1 / ALPHA`` with probability at most ALPHA, over every look of its life. A bot is **flagged**
+when ``M_n >= 1 / ALPHA`` over at least ``MIN_DEALS`` deals at *any* look of its life, the
+deals taken in the order they began (:func:`first_flag`): the event Ville's bound is about, so
+a flag once raised stays. The p-value shown is ``min(1, 1 / M_n)``; bench/fairplay_stats.py
+measures the false alarms and how soon a bot that remembers a quarter of its deals is flagged.
 """
 
 from __future__ import annotations
@@ -48,14 +53,44 @@ from sqlalchemy.orm import Session
 from arena.store.models import Match, MatchSeat
 from arena.store.statuses import MatchStatus
 
-#: Flag a bot when its one-sided p-value is below this.
+#: Flag a bot when its anytime-valid p-value is below this: its lifetime false alarms.
 ALPHA: Final = 0.001
 #: Fewer paired deals than this give no verdict.
 MIN_DEALS: Final = 20
 Z95: Final = 1.959963984540054
-#: The mixture's scale, in deals (its prior on the standardised gain has sd 1/sqrt(RHO) = 0.45): a
-#: memory cheat is a large effect, and 5 flags bench/fairplay.py's cheater within 48 deals.
-RHO: Final = 5.0
+#: A deal's difference is clipped at this many times the mean spread of the deals before it
+#: (bench/fairplay_stats.py --candidates: at 0.5 or 2 a bot remembering a quarter of its deals
+#: is flagged within 200 deals less often).
+SCALE: Final = 1.0
+#: The martingale's bets (the lambdas it averages over), each keeping ``1 + lambda * s`` above
+#: zero: a memory cheat wins most deals it uses memory in, so the bets are bold.
+BETS: Final = (0.2, 0.35, 0.5, 0.65, 0.8)
+
+
+@dataclass(frozen=True, slots=True)
+class PairedDeal:
+    """A deal the bot played at least twice: its score in the first rotation and in each later
+    one, chips per 100 hands (net of the reference when the deal has one)."""
+
+    first: float
+    later: tuple[float, ...]
+
+    @property
+    def difference(self) -> float:
+        return statistics.fmean(self.later) - self.first
+
+    def permuted(self) -> list[float]:
+        """The differences had each rotation been the first (this deal's own is the first):
+        under an honest bot each is equally likely, and they average zero."""
+        values = [self.first, *self.later]
+        m, total = len(self.later), math.fsum(values)
+        return [(total - x) / m - x for x in values]
+
+
+def heads_up(differences: Sequence[float]) -> list[PairedDeal]:
+    """Heads-up deals with these differences (first 0, one later rotation): the values a
+    difference could have taken are it and its negative."""
+    return [PairedDeal(0.0, (float(d),)) for d in differences]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +134,10 @@ class FairPlayCheck:
         }
 
 
-def paired_check(differences: Sequence[float]) -> FairPlayCheck:
-    """The one-sided paired t-test of ``differences`` (later minus first) against zero."""
+def paired_check(deals: Sequence[PairedDeal]) -> FairPlayCheck:
+    """The check at this look: the permutation martingale's p-value and verdict, with the
+    differences' mean, 95% interval and paired t-test (one-sided, one look) to show."""
+    differences = [deal.difference for deal in deals]
     n = len(differences)
     better = sum(d > 0 for d in differences)
     worse = sum(d < 0 for d in differences)
@@ -116,33 +153,61 @@ def paired_check(differences: Sequence[float]) -> FairPlayCheck:
     else:
         t = mean / (sd / math.sqrt(n))
         single = t_upper_tail(t, n - 1)
-    p = anytime_p(t, n)
-    flagged = n >= MIN_DEALS and p < ALPHA
+    log_m = log_wealth(deals)[-1]
+    p = 1.0 if log_m <= 0 else math.exp(-log_m)
+    flagged = n >= MIN_DEALS and log_m >= math.log(1 / ALPHA)  # as first_flag compares
     return FairPlayCheck(n, mean, mean - half, mean + half, better, worse, t, p, flagged, single)
 
 
-def anytime_p(t: float, n: int) -> float:
-    """``min(1, 1 / M_n)`` for the normal-mixture martingale at ``n`` deals and paired t
-    statistic ``t``; 1 unless the later rotations did better."""
-    if not t > 0:
-        return 1.0
-    if math.isinf(t):
+def deal_score(deal: PairedDeal, scale: float) -> float:
+    """The deal's score in [-1, 1]: its difference clipped at ``scale`` (a function of the
+    deals before it and of this deal's values, never of which rotation came first), less the
+    mean of the clipped values it could have taken; expectation exactly 0 for an honest bot."""
+    values = deal.permuted()
+    if scale <= 0 or not any(values):
         return 0.0
-    z = t_as_z(t, n - 1)
-    log_m = 0.5 * math.log(RHO / (n + RHO)) + n * z * z / (2.0 * (n + RHO))
-    return 1.0 if log_m <= 0 else math.exp(-log_m)
+    clipped = [max(-1.0, min(1.0, value / scale)) for value in values]
+    m = len(deal.later)
+    # (m + 1) / (2 m): the widest the difference can be from the mean, brought to 1.
+    return (clipped[0] - math.fsum(clipped) / (m + 1)) * (m + 1) / (2 * m)
 
 
-def t_as_z(t: float, df: int) -> float:
-    """Wallace's normalising transform of Student's t: the mixture assumes a known spread,
-    and at 20 deals the estimated one leaves t's tails heavier than a normal's (with t used
-    as is, honest bots were flagged 0.3% of the time, not 0.1%)."""
-    return (8 * df + 1) / (8 * df + 3) * math.sqrt(df * math.log1p(t * t / df))
+def spread(deal: PairedDeal) -> float:
+    """The mean size of the values the deal's difference could have taken."""
+    return statistics.fmean(abs(value) for value in deal.permuted())
+
+
+def scores(deals: Sequence[PairedDeal]) -> list[float]:
+    """Each deal's :func:`deal_score`, clipped at ``SCALE`` times the mean spread of the deals
+    with any spread before it (its own spread for the first such deal)."""
+    out = []
+    total = 0.0
+    count = 0
+    for deal in deals:
+        own = spread(deal)
+        out.append(deal_score(deal, SCALE * total / count if count else own))
+        if own > 0:
+            total += own
+            count += 1
+    return out
+
+
+def log_wealth(deals: Sequence[PairedDeal]) -> list[float]:
+    """``log M_n`` after each deal: the log of the mean over ``BETS`` of the products of
+    ``1 + bet * s`` (``M_0 = 1``)."""
+    logs = [0.0] * len(BETS)
+    out = []
+    for score in scores(deals):
+        logs = [log + math.log1p(bet * score) for log, bet in zip(logs, BETS, strict=True)]
+        top = max(logs)
+        out.append(top + math.log(math.fsum(math.exp(log - top) for log in logs) / len(BETS)))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
 class Differences:
     values: list[float]  # per paired deal, mean(later) - first, chips per 100 hands
+    deals: list[PairedDeal] = dataclasses.field(default_factory=list)  # the same deals' rotations
     faulted: int = 0  # of those, deals in which the bot faulted (counted as played)
     overlapped: int = 0  # deals left unpaired: every later rotation began before the first ended
     referenced: int = 0  # paired deals compared net of the reference bot's scores
@@ -171,7 +236,7 @@ def deal_differences(session: Session, bot_id: int, tournament_id: int | None = 
     they fell: leaving such deals out let a bot remove each deal its memory profited from with
     one illegal reply (issue #29). A fault can only lower the rotation it falls in, so an
     honest bot that faults in a first rotation (slow to start) gains one large difference,
-    which a paired t statistic over many deals barely moves."""
+    which counts as one deal's score, clipped like any other (:func:`deal_score`)."""
     mine = select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)
     query = (
         select(Match.tournament_id, Match.seed, Match.id, Match.started_at, Match.finished_at, Match.hands,
@@ -194,7 +259,7 @@ def deal_differences(session: Session, bot_id: int, tournament_id: int | None = 
     for tid, seed, match_id, started, finished, hands, score, faults, reference in session.execute(query):
         row = _Played(started, finished, match_id, int(score or 0), int(hands or 0), bool(faults), reference)
         deals.setdefault((tid, seed), []).append(row)
-    out: list[tuple[Any, int, float]] = []  # in the order the deals began: the check's looks
+    out: list[tuple[Any, int, PairedDeal]] = []  # in the order the deals began: the check's looks
     faulted = overlapped = referenced = 0
     for played in deals.values():
         if len(played) < 2:
@@ -217,12 +282,13 @@ def deal_differences(session: Session, bot_id: int, tournament_id: int | None = 
         pairs = [first, *later]
         control = all(row.reference is not None for row in pairs)
         gains = [row.score - ((row.reference or 0) if control else 0) for row in pairs]
-        difference = 100 * (statistics.fmean(gains[1:]) - gains[0]) / first.hands
+        per_100 = [100 * gain / first.hands for gain in gains]
         referenced += control
-        out.append((first.started, first.match_id, difference))
+        out.append((first.started, first.match_id, PairedDeal(per_100[0], tuple(per_100[1:]))))
         faulted += first.faulted or any(row.faulted for row in later)
     out.sort(key=lambda row: (row[0] is None, row[0] or 0, row[1]))
-    return Differences([difference for _, _, difference in out], faulted, overlapped, referenced)
+    paired = [deal for _, _, deal in out]
+    return Differences([deal.difference for deal in paired], paired, faulted, overlapped, referenced)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,30 +313,20 @@ def _cycle(seating: list[tuple[int, int]]) -> tuple[int, ...]:
 
 def fair_play_check(session: Session, bot_id: int, tournament_id: int | None = None) -> FairPlayCheck:
     found = deal_differences(session, bot_id, tournament_id)
-    check = paired_check(found.values)
-    at = first_flag(found.values)
+    check = paired_check(found.deals)
+    at = first_flag(found.deals)
     return dataclasses.replace(
         check, flagged=at is not None, flagged_at=at, faulted=found.faulted, overlapped=found.overlapped,
         referenced=found.referenced,
     )  # fmt: skip
 
 
-def first_flag(differences: Sequence[float]) -> int | None:
+def first_flag(deals: Sequence[PairedDeal]) -> int | None:
     """The first number of deals (``MIN_DEALS`` or more) at which the check of the first that
-    many ``differences`` flagged the bot, or None: every look of its life, in one pass."""
-    total = square = 0.0
-    for n, value in enumerate(differences, 1):
-        total += value
-        square += value * value
-        if n < MIN_DEALS:
-            continue
-        mean = total / n
-        variance = max(square - n * mean * mean, 0.0) / (n - 1)
-        if mean <= 0:
-            continue
-        if variance <= 1e-12 * max(1.0, mean * mean):
-            return n  # every deal the same gain: as paired_check, an infinite t
-        if anytime_p(mean / math.sqrt(variance / n), n) < ALPHA:
+    many ``deals`` flagged the bot, or None: every look of its life, in one pass."""
+    bar = math.log(1 / ALPHA)
+    for n, log_m in enumerate(log_wealth(deals), 1):
+        if n >= MIN_DEALS and log_m >= bar:
             return n
     return None
 

@@ -43,11 +43,12 @@ def test_student_t_tail_matches_tables() -> None:
 
 
 def test_paired_check_flags_only_a_clear_gain_over_enough_deals() -> None:
-    gain = [5.0, 7.0, 6.0, 4.0, 8.0] * 4  # 20 deals, all better later
+    gain = fairplay.heads_up([5.0, 7.0, 6.0, 4.0, 8.0] * 4)  # 20 deals, all better later
     assert fairplay.paired_check(gain).flagged
     assert not fairplay.paired_check(gain[:10]).flagged  # too few deals for a verdict
-    assert not fairplay.paired_check([-x for x in gain]).flagged  # worse later: one-sided
-    noise = [(-1) ** i * (i % 7) for i in range(200)]
+    loss = fairplay.heads_up([-5.0, -7.0, -6.0, -4.0, -8.0] * 4)
+    assert not fairplay.paired_check(loss).flagged  # worse later: one-sided
+    noise = fairplay.heads_up([(-1) ** i * (i % 7) for i in range(200)])
     check = fairplay.paired_check(noise)
     assert not check.flagged and check.p_value is not None and check.p_value > 0.01
     assert fairplay.paired_check([]).to_json()["deals"] == 0
@@ -59,7 +60,7 @@ def test_one_looks_p_value_is_not_the_verdict() -> None:
     # t = 4 pass a single look's test but not the sequential one, which holds over every look.
     base = [1.0, -1.0] * 10
     shift = 4.0 * statistics.stdev(base) / math.sqrt(20)
-    check = fairplay.paired_check([x + shift for x in base])
+    check = fairplay.paired_check(fairplay.heads_up([x + shift for x in base]))
     assert check.t == pytest.approx(4.0)
     assert check.p_single_look is not None and check.p_single_look < fairplay.ALPHA
     assert check.p_value is not None and check.p_value > 0.01 and not check.flagged
@@ -68,13 +69,11 @@ def test_one_looks_p_value_is_not_the_verdict() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(t=st.floats(0.01, 30), n=st.integers(20, 5000))
-def test_the_sequential_p_value_is_the_mixture_bound(t: float, n: int) -> None:
-    z = fairplay.t_as_z(t, n - 1)
-    assert 0 < z <= t + 1e-12  # t's heavier tails: the same t is less surprising than a z
-    log_m = 0.5 * math.log(fairplay.RHO / (n + fairplay.RHO)) + n * z * z / (2 * (n + fairplay.RHO))
-    assert fairplay.anytime_p(t, n) == pytest.approx(min(1.0, math.exp(-log_m)))
-    assert fairplay.anytime_p(-t, n) == 1.0
+@given(st.lists(st.floats(-50, 50, allow_nan=False), min_size=2, max_size=60))
+def test_the_p_value_is_the_wealths_inverse(differences: list[float]) -> None:
+    deals = fairplay.heads_up(differences)
+    log_m = fairplay.log_wealth(deals)[-1]
+    assert fairplay.paired_check(deals).p_value == pytest.approx(min(1.0, math.exp(-log_m)))
 
 
 @pytest.mark.parametrize(("hands", "sizes", "paired"), [(4, [2], 2), (3, [2], 0), (3, [3], 2)])

@@ -66,7 +66,7 @@ def seeds_by_table(url: str, tournament_id: int) -> dict[int, list[int]]:
 def test_a_flag_is_any_look_of_the_bots_life(noise: list[float], gain: float) -> None:
     """``first_flag`` is the first prefix (deals in the order they began) that ``paired_check``
     flags: the event whose chance Ville's inequality bounds, so a flag stays raised."""
-    values = [x + gain for x in noise]
+    values = fairplay.heads_up([x + gain for x in noise])
     looks = [n for n in range(1, len(values) + 1) if fairplay.paired_check(values[:n]).flagged]
     assert fairplay.first_flag(values) == (looks[0] if looks else None)
 
