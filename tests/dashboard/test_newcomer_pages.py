@@ -43,9 +43,10 @@ def test_a_one_sided_bound_is_said_in_words_not_shown_as_a_rating(app_factory: A
 
 
 def test_the_sprt_charts_bound_labels_clear_their_lines() -> None:
-    """The bounds move as the overshoot estimate settles: a label placed by the line's last
-    height was struck through by the line where it starts (issue #40, point 16). Each label
-    now clears its line all along its width, at every width the chart is drawn at."""
+    """A test recorded before the bounds were fixed (issue #38) has bounds that move from look
+    to look: a label placed by the line's last height was struck through by the line where it
+    starts (issue #40, point 16). Each label now clears its line all along its width, at every
+    width the chart is drawn at."""
     from dashboard.charts import CHAR, WIDTHS, sprt_chart
 
     points = [{"pairs": 6 * k, "llr": 0.3 * k, "lower": -3.6 + 0.08 * k, "upper": 3.6 - 0.08 * k}
