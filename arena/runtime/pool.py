@@ -17,6 +17,7 @@ from multiprocessing.queues import Queue as ProcessQueue
 from arena.play.lifecycle import Outcome
 from arena.processes import exit_with
 from arena.runtime.jobs import WAITING_PAUSE_S, play_match_job
+from arena.sandbox.spares import close_all
 
 
 def pool_process(
@@ -57,3 +58,4 @@ def pool_process(
             if match_id is None:
                 break
             threads.submit(play, match_id)
+    close_all()  # the sandboxes started ahead of matches, and templates, end with this process

@@ -177,6 +177,10 @@ def run_worker(
     worker_name_ = name or worker_name(settings.queue_name)
     worker: Worker | ThreadedWorker
     if fork:
+        # A job's process ends with its match: a template or a spare started there would serve
+        # no later match (arena/sandbox/spares.py), only cost a start each.
+        os.environ.setdefault("TONK_SANDBOX_TEMPLATES", "0")
+        os.environ.setdefault("TONK_SANDBOX_SPARES", "0")
         worker = Worker(queues, connection=connection, name=worker_name_)
     else:
         worker = ThreadedWorker(

@@ -218,4 +218,14 @@ class Spares:
 
 #: The worker process's spares (arena/play/hosted.py takes its match sandboxes from them).
 SPARES = Spares()
-atexit.register(SPARES.close_all)
+
+
+def close_all() -> None:
+    """Close this process's spares and templates (arena/sandbox/template.py), waiting for
+    them: at a worker process's end, which need not run ``atexit`` (a pool process leaves by
+    ``os._exit``), rather than leave them to the kernel's slower end of their namespaces."""
+    SPARES.close_all()
+    TEMPLATES.close_all()
+
+
+atexit.register(close_all)

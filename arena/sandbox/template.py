@@ -68,6 +68,7 @@ MAX_TEMPLATES: Final = 256
 #: How long a template is kept after its last match.
 IDLE_S: Final = 300.0
 CONTROL = "template.sock"
+_Key = tuple[Path, Limits]
 _HERE = Path(__file__).resolve().parent
 
 
@@ -103,6 +104,8 @@ def shadowed(bundle: Path) -> set[str]:
 
 class _TemplateBox(Sandbox):
     """The template's own sandbox (see the module's docstring)."""
+
+    key: tuple[Path, Limits]  # what Templates keeps it by
 
     def _argv(self, bwrap: str, uid: int, filter_fd: int) -> list[str]:
         argv = super()._argv(bwrap, uid, filter_fd)
@@ -146,8 +149,13 @@ class ForkedProcess:
         self.returncode: int | None = None
         self._conn = conn
         self._buffer = b""
+        self._lock = threading.Lock()  # the match's thread and a decision's watch both poll
 
     def _read(self, timeout: float | None) -> None:
+        with self._lock:
+            self._read_locked(timeout)
+
+    def _read_locked(self, timeout: float | None) -> None:
         if self.returncode is not None:
             return
         ready, _, _ = select.select([self._conn], [], [], timeout)
@@ -181,7 +189,7 @@ class ForkedProcess:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise subprocess.TimeoutExpired("sandbox", timeout or 0)
-            self._read(left)
+            self._read(0.05 if left is None else min(left, 0.05))  # short: others poll too
         return self.returncode
 
 
@@ -305,9 +313,11 @@ class Templates:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._kept: OrderedDict[Path, _TemplateBox] = OrderedDict()
-        self._starting: dict[Path, threading.Lock] = {}
-        self._last_used: dict[Path, float] = {}
+        # By bundle and limits: a match's processes may lower the template's resource limits,
+        # never raise them.
+        self._kept: OrderedDict[_Key, _TemplateBox] = OrderedDict()
+        self._starting: dict[_Key, threading.Lock] = {}
+        self._last_used: dict[_Key, float] = {}
         self._users: dict[_TemplateBox, int] = {}
         self.forks = 0
 
@@ -345,7 +355,7 @@ class Templates:
 
     def _template(self, bundle: Path, limits: Limits) -> _TemplateBox:
         """The bundle's live template, started if need be, with one more user."""
-        key = staged_bundle(bundle, sandbox_root())
+        key = (staged_bundle(bundle, sandbox_root()), limits)
         with self._lock:
             starting = self._starting.setdefault(key, threading.Lock())
         with starting:  # one start per bundle at a time
@@ -356,13 +366,14 @@ class Templates:
             if template is not None:
                 self._drop(template)
             # Its own limits are the match's: memory for what its forks share, and its start.
-            template = _TemplateBox(key, Launch("python", entry="template:Template"), limits=limits)
+            template = _TemplateBox(key[0], Launch("python", entry="template:Template"), limits=limits)
+            template.key = key
             template.start()
             with self._lock:
                 self._kept[key] = template
                 return self._use(key, template)
 
-    def _use(self, key: Path, template: _TemplateBox) -> _TemplateBox:
+    def _use(self, key: _Key, template: _TemplateBox) -> _TemplateBox:
         self._kept.move_to_end(key)
         self._last_used[key] = time.monotonic()
         self._users[template] = self._users.get(template, 0) + 1
@@ -371,13 +382,13 @@ class Templates:
     def _release(self, template: _TemplateBox) -> None:
         with self._lock:
             self._users[template] = self._users.get(template, 1) - 1
-            self._last_used[template.bundle] = time.monotonic()
+            self._last_used[template.key] = time.monotonic()
 
     def _drop(self, template: _TemplateBox) -> None:
         """Forget a template that failed; it closes once its matches have (or now, if none)."""
         with self._lock:
-            if self._kept.get(template.bundle) is template:
-                del self._kept[template.bundle]
+            if self._kept.get(template.key) is template:
+                del self._kept[template.key]
             idle = self._users.get(template, 0) <= 0
             if idle:
                 self._users.pop(template, None)

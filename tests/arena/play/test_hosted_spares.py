@@ -172,7 +172,7 @@ def test_a_spare_whose_bot_died_while_it_waited_is_replaced(tmp_path: Path) -> N
     SPARES.wait_started()
     (spare,) = [s.future.result() for kept in SPARES._kept.values() for s in kept]
     assert spare.process is not None and spare.freezer is not None
-    spare.freezer.disable()  # it waits frozen: under cgroup v1 a frozen process cannot die
+    spare.freezer.disable()  # where it waits frozen, a bot cannot die
     os.killpg(spare.process.pid, signal.SIGKILL)
     spare.process.wait(30)
     misses = SPARES.misses
