@@ -28,6 +28,7 @@ from sqlalchemy import func, or_, select
 from arena.bots.owners import create_owner
 from arena.link import directory
 from arena.play.cuts import CUT_DECISION
+from arena.processes import run_process, spawn
 from arena.store.db import session_scope
 from arena.store.models import RELINK_NOTICE_KIND, Bot, FaultRecord, Match, MatchSeat, Replay, utcnow
 
@@ -47,7 +48,7 @@ class Procs:
     def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
         self.commands[name] = (args, env)
         log = open(self.tmp / f"{name}.log", "a")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen(
+        proc = spawn(
             [str(BIN / "tonk"), *args], env=env, stdout=log, stderr=subprocess.STDOUT, text=True
         )
         log.close()
@@ -258,7 +259,7 @@ def test_rq_workers_reach_bots_through_a_gateway_that_restarts_and_a_bot_that_di
     start_bots(procs, bot_env, {"link1": SLEEPY, "link2": "greedy"})
     wait_for("both bots connected", lambda: connected(pg_url, "link1", "link2"), 120)
 
-    created = subprocess.run(
+    created = run_process(
         [str(BIN / "tonk"), "tournament", "create", "--name", "restarts", "--bots", "link1,link2",
          "--tables", "2", "--deals", "10", "--hands", "4"],
         env=arena_env, capture_output=True, text=True, timeout=60,
@@ -379,14 +380,14 @@ def test_the_node_example_connects_out_and_plays_a_tournament(
         pytest.skip("node and npm are not installed")
     example = tmp_path / "node-bot"
     shutil.copytree(ROOT / "examples" / "node-bot", example, ignore=shutil.ignore_patterns("node_modules"))
-    installed = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=example, capture_output=True,
+    installed = run_process(["npm", "ci", "--no-audit", "--no-fund"], cwd=example, capture_output=True,
                                text=True, timeout=300)  # fmt: skip
     if installed.returncode != 0:
         pytest.skip(f"npm ci could not install @grpc/grpc-js: {installed.stderr[-500:]}")
     arena, _gateway, token = start_dashboard(procs, tmp_path, sqlite_url, "polyglot")
     node_env = base_env(tmp_path, TONK_PROTOS=str(ROOT / "protos"), TONK_ARENA=arena, TONK_TOKEN=token)
     log = open(tmp_path / "node.log", "w")  # noqa: SIM115 - closed with the process
-    node = subprocess.Popen([shutil.which("node") or "node", "bot.js", "--connect", "--name", "nodebot"],
+    node = spawn([shutil.which("node") or "node", "bot.js", "--connect", "--name", "nodebot"],
                             cwd=example, env=node_env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     log.close()
     procs.running["node"] = node  # type: ignore[assignment]

@@ -16,6 +16,7 @@ from helpers.net import free_port, free_ports_from
 from helpers.paths import ROOT
 from sqlalchemy import select, text
 
+from arena.processes import run_process, spawn
 from arena.ratings.terms import legend
 from arena.store.db import dispose_engines, session_scope
 from arena.store.migrate import VERSION_TABLE, migrate
@@ -29,7 +30,7 @@ def run_demo(cwd: Path, url: str, *args: str) -> subprocess.CompletedProcess[str
     the search bot's demo budget; asserts it exits 0."""
     env = {**os.environ, "TONK_DATABASE_URL": url, "TONK_REDIS_URL": "", "TONK_EMBEDDED_WORKERS": "2"}
     env.pop("TONK_SEARCH_BUDGET_MS", None)
-    done = subprocess.run(
+    done = run_process(
         [sys.executable, "-m", "sdk.cli", "demo", *args, "--tables", "2", "--no-serve"],
         env=env,
         cwd=cwd,
@@ -92,7 +93,7 @@ def test_a_demo_whose_gateway_port_is_taken_stops_before_playing(tmp_path: Path)
         env = {**os.environ, "TONK_DATA_DIR": str(tmp_path / "data"), "TONK_REDIS_URL": "",
                "TONK_GATEWAY_PORT": str(port), "TONK_GATEWAY_RELAY_PORT": str(free_port())}  # fmt: skip
         env.pop("TONK_DATABASE_URL", None)
-        done = subprocess.run(
+        done = run_process(
             [sys.executable, "-m", "sdk.cli", "demo", "--bots", "random,greedy", "--tables", "2",
              "--deals", "1", "--hands", "2", "--port", str(free_port())],
             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
@@ -132,7 +133,7 @@ def test_the_demo_gateway_listens_beside_its_dashboard(tmp_path: Path) -> None:
     env = {**os.environ, "TONK_DATA_DIR": str(tmp_path / "data"), "TONK_REDIS_URL": ""}
     for name in ("TONK_DATABASE_URL", "TONK_GATEWAY_PORT", "TONK_GATEWAY_RELAY_PORT"):
         env.pop(name, None)
-    demo = subprocess.Popen(
+    demo = spawn(
         [sys.executable, "-m", "sdk.cli", "demo", "--bots", "random,greedy", "--tables", "2", "--deals", "1",
          "--hands", "2", "--port", str(port)],
         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -153,7 +154,7 @@ def test_the_demo_gateway_listens_beside_its_dashboard(tmp_path: Path) -> None:
 
 
 def test_make_demo_takes_a_port() -> None:
-    done = subprocess.run(["make", "-n", "demo", "PORT=8123"], cwd=ROOT, capture_output=True, text=True,
+    done = run_process(["make", "-n", "demo", "PORT=8123"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "tonk demo --port 8123" in done.stdout, done.stdout
@@ -174,7 +175,7 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
     port = free_port()
     command = [sys.executable, "-m", "sdk.cli", "demo", "--bots", "random,greedy", "--tables", "2",
                "--deals", "1", "--hands", "2", "--port", str(port)]  # fmt: skip
-    demo = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    demo = spawn(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)  # fmt: skip
     bot = start_server(RandomBot, port=0, host="127.0.0.1")
     try:
@@ -199,7 +200,7 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
         assert f"--arena http://127.0.0.1:{port} --token {token.group(1)}" in lines[-1]
         # The line as printed, for a bot served on this machine at another port.
         submit[submit.index("--address") + 1] = f"127.0.0.1:{bot.port}"
-        entered = subprocess.run([sys.executable, "-m", "sdk.cli", *submit[1:]], env=env,
+        entered = run_process([sys.executable, "-m", "sdk.cli", *submit[1:]], env=env,
                                  capture_output=True, text=True, timeout=300)  # fmt: skip
         assert entered.returncode == 0, entered.stderr
         assert "registered bot 'my-bot' (version 1)" in entered.stdout
@@ -208,7 +209,7 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
         connect[connect.index("my_bot:MyBot")] = "random"
         connect[connect.index("--name") + 1] = "my-link"
         assert f"--arena http://127.0.0.1:{port} --token {token.group(1)}" in " ".join(connect)
-        linked = subprocess.Popen([sys.executable, "-m", "sdk.cli", *connect[1:]], env=env,
+        linked = spawn([sys.executable, "-m", "sdk.cli", *connect[1:]], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
         try:
             assert linked.stdout is not None
@@ -252,7 +253,7 @@ def test_a_deployed_arena_still_refuses_loopback_bots_the_demo_accepts() -> None
 
 
 def run_demo_env(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "sdk.cli", "demo", *args, "--tables", "2", "--no-serve"],
+    done = run_process([sys.executable, "-m", "sdk.cli", "demo", *args, "--tables", "2", "--no-serve"],
                           env=env, cwd=cwd, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     return done

@@ -27,10 +27,11 @@ from helpers.arena import SETTINGS, counted_once, wait_for
 from helpers.faultbots import ROOT, FaultServer, forget_rq_members, serve_fault, stop_process
 from sqlalchemy import func, select
 
+import arena.processes
 from arena.bots.owners import create_owner, get_or_create_operator
 from arena.bots.registry import register_bot, retire_bot
 from arena.ladder.lease import current_holder, lease_name
-from arena.processes import descendants
+from arena.processes import descendants, run_process
 from arena.store.db import dispose_engines, session_scope
 from arena.store.models import Bot, Match, MatchSeat, SchedulerLease, Tournament, utcnow
 from arena.store.statuses import MatchStatus, TournamentKind
@@ -60,7 +61,7 @@ def env_for(url: str, redis_url: str | None, queue: str) -> dict[str, str]:
 
 
 def tonk(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
+    done = run_process(
         [sys.executable, "-m", "sdk.cli", *args],
         env=env,
         cwd=ROOT,
@@ -74,7 +75,7 @@ def tonk(env: dict[str, str], *args: str) -> str:
 
 def spawn(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
-        return subprocess.Popen(
+        return arena.processes.spawn(
             [sys.executable, "-m", "sdk.cli", *args], env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers.paths import ROOT
 
-from arena.processes import process_info
+from arena.processes import process_info, run_process
 
 
 def load_run(
@@ -28,7 +28,7 @@ def load_run(
     command = [sys.executable, str(ROOT / "bench" / "load.py"), "--json"]
     command += ["--clients", str(clients), "--seconds", str(seconds), "--watchdog", str(watchdog)]
     env = {**os.environ, "TMPDIR": str(scratch)}
-    return subprocess.run(command, capture_output=True, text=True, timeout=watchdog + 60, cwd=ROOT, env=env)
+    return run_process(command, capture_output=True, text=True, timeout=watchdog + 60, cwd=ROOT, env=env)
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_the_watchdog_kills_every_process_the_run_started() -> None:
     # stderr open, so the caller waited for its own timeout.
     # A store no job can open (its folder cannot be made): the job fails, its process stays.
     command = [sys.executable, "-c", WATCHDOG, "sqlite:////dev/null/arena.sqlite", str(ROOT / "bench")]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    run = run_process(command, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert run.returncode == 1, run.stderr[-2000:]
     assert "every thread's stack:" in run.stderr
     pids = [int(pid) for pid in run.stdout.split()]

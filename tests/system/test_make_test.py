@@ -4,11 +4,12 @@ the tests, with the configuration in pyproject.toml."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tomllib
 
 import pytest
 from helpers.paths import ROOT
+
+from arena.processes import run_process
 
 
 def recipe(target: str) -> list[str]:
@@ -16,7 +17,7 @@ def recipe(target: str) -> list[str]:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     command = ["make", "-n", target]
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30, check=True)
+    run = run_process(command, cwd=ROOT, capture_output=True, text=True, timeout=30, check=True)
     return run.stdout.splitlines()
 
 

@@ -19,7 +19,7 @@ from helpers.paths import ROOT
 
 from arena.bots.owners import get_or_create_operator
 from arena.bots.registry import host_bot
-from arena.processes import ProcessInfo, descendants, process_info
+from arena.processes import ProcessInfo, descendants, process_info, spawn
 from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import dispose_engines, session_scope
 from arena.tournaments.lifecycle import create_tournament
@@ -90,7 +90,7 @@ def test_pool_processes_end_when_their_owner_is_killed() -> None:
     # The broken store fails the job at once, so the owner reports its pool at once; a job for a
     # match missing from a good store ends quietly, and the owner waited out its 60 s for an error.
     command = [sys.executable, "-c", OWNER, BROKEN_STORE]
-    owner = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    owner = spawn(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert owner.stdout is not None
         pids = {int(pid) for pid in owner.stdout.readline().split()}
@@ -135,7 +135,7 @@ def test_stopping_tonk_dashboard_stops_the_pool_of_a_tournament_it_started(tmp_p
     env = {**os.environ, "TONK_DATABASE_URL": url, "TONK_OPERATOR_TOKEN": TOKEN, "TONK_EMBEDDED_WORKERS": "2"}
     env.pop("TONK_REDIS_URL", None)
     tonk = str(Path(sys.executable).with_name("tonk"))
-    dashboard = subprocess.Popen(
+    dashboard = spawn(
         [tonk, "dashboard", "--port", str(port)], cwd=tmp_path, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -172,7 +172,7 @@ time.sleep(120)
 
 
 def test_hosted_bots_end_when_their_host_is_killed() -> None:
-    host = subprocess.Popen([sys.executable, "-c", HOST], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    host = spawn([sys.executable, "-c", HOST], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert host.stdout is not None
         bot = int(host.stdout.readline())

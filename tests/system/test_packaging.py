@@ -5,7 +5,6 @@ editable install (`make demo`, `make test`) no notice either."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tomllib
 import warnings
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import ROOT
+
+from arena.processes import run_process
 
 
 def test_the_license_is_an_spdx_expression() -> None:
@@ -45,7 +46,7 @@ def test_an_editable_install_warns_of_nothing(tmp_path: Path) -> None:
         "bench", "docs", "deploy", "examples"))  # fmt: skip
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    done = subprocess.run(
+    done = run_process(
         [sys.executable, "-W", "error", "-c",
          f"import setuptools.build_meta as b; print(b.build_editable({str(wheels)!r}))"],
         cwd=project, capture_output=True, text=True, timeout=300,
