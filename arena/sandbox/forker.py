@@ -176,8 +176,9 @@ def main() -> None:
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # each A is reaped by the kernel
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(CONTROL)
+    listener.bind(CONTROL + ".new")
     listener.listen(64)
+    os.rename(CONTROL + ".new", CONTROL)  # it appears listening: the worker connects once it is there
     print("template ready", flush=True)
     while True:
         conn, _ = listener.accept()
