@@ -30,14 +30,14 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ArenaError, NotFoundError, PermissionDeniedError
 from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament, TournamentEntry, utcnow
 from arena.store.statuses import BotStatus, TournamentKind, TournamentStatus
-from arena.tournaments.layout import check_count
+from arena.tournaments.layout import check_count, lock_row
 from arena.tournaments.lifecycle import InvalidTournamentError, create_tournament
 
 #: The fields of ``POST /api/v1/challenges``.
@@ -103,13 +103,6 @@ def _count(body: dict[str, Any], key: str, default: int, limit: int) -> int:
     return int(value)
 
 
-def _lock(session: Session, table: Any, row_id: int) -> None:
-    # A no-op UPDATE takes the row's write lock (SQLite ignores FOR UPDATE): two requests at
-    # once are then counted one after the other.
-    session.execute(update(table).where(table.id == row_id).values(id=table.id)
-                    .execution_options(synchronize_session=False))  # fmt: skip
-
-
 def _live_challenges() -> Any:
     return select(func.count(Tournament.id)).where(
         Tournament.kind == TournamentKind.CHALLENGE, Tournament.status.in_(_LIVE)
@@ -138,7 +131,7 @@ def start_challenge(session: Session, owner: Owner, body: dict[str, Any], settin
         raise ChallengeBotNotFoundError(f"there is no active bot named {theirs!r:.70}")
     if opponent.id == bot.id:
         raise InvalidTournamentError(f"a bot cannot challenge itself ({bot.name!r})")
-    _lock(session, Bot, opponent.id)
+    lock_row(session, Bot, opponent.id)
     session.refresh(opponent)  # its owner may have turned challenges off meanwhile
     if not opponent.accepts_challenges:
         raise ChallengesOffError(f"{opponent.name!r} does not accept challenges: its owner turned them off")
@@ -160,7 +153,7 @@ def start_challenge(session: Session, owner: Owner, body: dict[str, Any], settin
 
 
 def _check_bounds(session: Session, owner: Owner, opponent: Bot, settings: Settings) -> None:
-    _lock(session, Owner, owner.id)
+    lock_row(session, Owner, owner.id)
     mine = _live_challenges().where(Tournament.owner_id == owner.id)
     running = session.execute(mine).scalar_one()
     if running >= settings.challenge_max_running:

@@ -161,18 +161,20 @@ def add_deals(
     return len(rows)
 
 
+def lock_row(session: Session, table: Any, row_id: int) -> None:
+    """Take the write lock on one row for the rest of the transaction, before anything is
+    read: a no-op UPDATE. SQLite ignores FOR UPDATE, and a transaction there that read first
+    and wrote later would act on what it read before another's commit; on PostgreSQL it is
+    the same row lock FOR UPDATE takes. Two requests counted against one bound (an owner's
+    tests, a bot's challenges) are so counted one after the other."""
+    same = update(table).where(table.id == row_id).values(id=table.id)
+    session.execute(same.execution_options(synchronize_session=False))
+
+
 def locked_tournament(session: Session, tournament_id: int) -> Tournament:
     # Two callers extending at once (two operators, or two workers finishing an SPRT batch)
-    # must not both number their deals from the same start. A no-op UPDATE first takes the
-    # write lock before anything is read: SQLite ignores FOR UPDATE, and a transaction there
-    # that read first and wrote later would number from what it read before the other's
-    # commit; on PostgreSQL it is the same row lock FOR UPDATE takes.
-    session.execute(
-        update(Tournament)
-        .where(Tournament.id == tournament_id)
-        .values(id=Tournament.id)
-        .execution_options(synchronize_session=False)
-    )
+    # must not both number their deals from the same start.
+    lock_row(session, Tournament, tournament_id)
     tournament = session.scalars(
         select(Tournament).where(Tournament.id == tournament_id).with_for_update()
     ).first()

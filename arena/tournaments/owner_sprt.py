@@ -22,14 +22,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ArenaError, NotFoundError, PermissionDeniedError
 from arena.store.models import Bot, Owner, Tournament, utcnow
 from arena.store.statuses import BotStatus, TournamentKind, TournamentStatus
-from arena.tournaments.layout import check_count, locked_tournament
+from arena.tournaments.layout import check_count, lock_row, locked_tournament
 from arena.tournaments.lifecycle import (
     InvalidTournamentError,
     TournamentStateError,
@@ -104,10 +104,7 @@ def _check_bounds(session: Session, owner: Owner, pairs: int, hands: int, settin
             f"'hands_per_match' {hands} is over this arena's limit of {settings.sprt_max_hands} "
             "hands per match (TONK_SPRT_MAX_HANDS)"
         )
-    # The owner's row, write-locked (a no-op UPDATE: SQLite ignores FOR UPDATE), so that two
-    # requests at once are counted one after the other.
-    session.execute(update(Owner).where(Owner.id == owner.id).values(id=Owner.id)
-                    .execution_options(synchronize_session=False))  # fmt: skip
+    lock_row(session, Owner, owner.id)  # two requests at once are counted one after the other
     mine = select(func.count(Tournament.id)).where(Tournament.owner_id == owner.id)
     running = session.execute(mine.where(Tournament.status.in_(_LIVE))).scalar_one()
     if running >= settings.sprt_max_running:

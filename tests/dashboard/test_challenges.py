@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from helpers.arena import InlineBackend
+from helpers.net import app_on_loopback
 from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner
@@ -143,22 +144,16 @@ def queued(
 ) -> Iterator[tuple[str, dict[str, str]]]:
     """The app on loopback, its matches queued on a real RQ queue no worker takes (so every
     challenge stays running), owners alice, bob, carol and dave; the base URL and tokens."""
-    from werkzeug.serving import make_server
-
     from arena.runtime.rq_backend import RqBackend
 
     settings = Settings(database_url=writable_url, challenge_max_running=2, challenge_max_per_target=3)
     backend = RqBackend(writable_url, redis_url, f"{redis_prefix}-challenges")
     app = app_factory(writable_url, SETTINGS=settings, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=3600)
     tokens = store(writable_url, ("alice", "bob", "carol", "dave"))
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}", tokens
+        with app_on_loopback(app) as base:
+            yield base, tokens
     finally:
-        server.shutdown()
-        thread.join(timeout=10)
         backend.connection.close()
 
 
@@ -215,21 +210,13 @@ def served_inline(
     app_factory: Callable[..., Flask], sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[str, dict[str, str]]]:
     """The app on loopback, playing each match as it is queued; no arena or token remembered."""
-    from werkzeug.serving import make_server
-
     for name in ("TONK_ARENA", "TONK_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TONK_CONFIG_DIR", str(Path(sqlite_url.split("///", 1)[1]).parent / "config"))
     app = app_factory(sqlite_url, TOURNAMENT_BACKEND=InlineBackend(sqlite_url))
     tokens = store(sqlite_url)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", tokens
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
+    with app_on_loopback(app) as base:
+        yield base, tokens
 
 
 def test_tonk_challenge_plays_and_reports_and_turns_off(

@@ -83,3 +83,19 @@ def loopback_listener() -> Iterator[tuple[int, list[object]]]:
         stop.set()
         thread.join()
         server.close()
+
+
+@contextlib.contextmanager
+def app_on_loopback(app: Any) -> Iterator[str]:
+    """A WSGI app (the dashboard) served on a free port of 127.0.0.1 by threads, for tests
+    that talk HTTP to it as a client would (the CLI, a burst of requests); its base URL."""
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="test-dashboard", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
