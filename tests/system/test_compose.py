@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes.util
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from helpers.net import get_json
 from helpers.sandbox import requires_bwrap
 from helpers.uploads import write_bundle
 
+from arena.processes import run_process
 from arena.sandbox import seccomp
 
 yaml = pytest.importorskip("yaml")
@@ -317,7 +317,7 @@ def test_bubblewrap_sandboxes_a_bot_under_the_profile(tmp_path: Path, lacking: t
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(profile))
     bundle = write_bundle(tmp_path, "honest")
-    done = subprocess.run(
+    done = run_process(
         [sys.executable, "-c", UNDER_PROFILE, str(path), str(bundle), seccomp.machine()],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
@@ -355,7 +355,7 @@ def test_the_services_run_outside_containers(
         # A worker stops cleanly on SIGTERM (docker compose stop), and --burst ends by itself.
         (worker,) = stack.instances("worker")
         assert stack.stop(worker) == 0, stack.log(worker)
-        burst = subprocess.run([*stack.command("worker"), "--burst"], env=stack.env("worker"),
+        burst = run_process([*stack.command("worker"), "--burst"], env=stack.env("worker"),
                                cwd=stack.workdir, capture_output=True, text=True, timeout=60)  # fmt: skip
         assert burst.returncode == 0, burst.stderr
     finally:

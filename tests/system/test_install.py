@@ -15,6 +15,8 @@ import pytest
 from helpers.guides import AUTHOR_GUIDE, sh_blocks
 from helpers.paths import ROOT
 
+from arena.processes import run_process
+
 #: What a clone does not have (or a checkout's own build leftovers).
 NOT_IN_A_CHECKOUT = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", "*.egg-info", "build", "dist", "node_modules", ".*_cache", ".hypothesis"
@@ -42,7 +44,7 @@ def sh(script: str, cwd: Path, timeout: float = 900) -> str:
     for name in ("PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK"):
         if name in os.environ:
             env[name] = os.environ[name]
-    done = subprocess.run(
+    done = run_process(
         ["bash", "-c", "set -euxo pipefail\n" + script],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )  # fmt: skip
@@ -63,7 +65,7 @@ def test_the_guides_install_then_the_new_projects_own_install_and_tests(tmp_path
 
 def test_the_wheel_from_make_dist_and_a_project_with_its_own_virtualenv(tmp_path: Path) -> None:
     source = checkout(tmp_path)
-    made = subprocess.run(["make", "-n", "dist"], cwd=source, capture_output=True, text=True, timeout=60)
+    made = run_process(["make", "-n", "dist"], cwd=source, capture_output=True, text=True, timeout=60)
     (build,) = [line for line in made.stdout.splitlines() if "pip wheel" in line]
     # The target's build command, with this test's pip (make would first set up a virtualenv).
     wheel_command = build.replace(".venv/bin/pip", f"{sys.executable} -m pip")

@@ -32,7 +32,7 @@ from helpers.guides import PROLOGUE, run_script, sh_blocks, stop
 from helpers.net import free_port
 from helpers.paths import ROOT
 
-from arena.processes import spawn
+from arena.processes import run_process, spawn
 
 README = ROOT / "README.md"
 
@@ -51,7 +51,7 @@ def readme_walk() -> str:
 
 def clone_with_venv(tmp_path: Path) -> Path:
     clone = tmp_path / "tonk-arena"
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    run_process(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     venv = Path(sys.prefix)
     shutil.copytree(venv, clone / ".venv", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__", ".installed-*"))  # fmt: skip
@@ -64,7 +64,7 @@ def clone_with_venv(tmp_path: Path) -> Path:
                 path.write_bytes(data.replace(old, new))
     python = clone / ".venv" / "bin" / "python"
     # The copy's tonk-arena is this checkout's: install the clone instead (no dependency to fetch).
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e",
+    run_process([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e",
                     str(clone)], check=True, timeout=600, capture_output=True)  # fmt: skip
     (clone / ".venv" / ".installed-server").touch()  # make's marker: the install step is done
     return clone

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from helpers.paths import ROOT
 from arena.bots.owners import create_owner
 from arena.bots.uploaded import submit_upload
 from arena.config import Settings
+from arena.processes import run_process
 from arena.store.db import session_scope
 from sdk.packing import pack
 
@@ -47,7 +47,7 @@ def test_the_node_example_uploads_builds_and_passes_the_check_in_the_sandbox(fol
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("node_modules"))
     env = {**os.environ, "npm_config_cache": str(Path.home() / ".npm"), "npm_config_prefer_offline": "true",
            "npm_config_update_notifier": "false"}  # fmt: skip
-    subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=project, env=env,
+    run_process(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=project, env=env,
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     archive = pack(project)
     url = f"sqlite:///{folder / 'arena.sqlite'}"

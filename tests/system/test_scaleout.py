@@ -25,6 +25,7 @@ from helpers.net import free_port, get_json, wait_for
 from sqlalchemy import create_engine, pool, select
 from sqlalchemy.orm import Session
 
+from arena.processes import run_process, spawn
 from arena.store.models import Match, Owner
 from sdk.cli import main as tonk
 
@@ -61,7 +62,7 @@ def client_env(home: Path) -> dict[str, str]:
 def run(
     argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 180
 ) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    result = run_process(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                             stdin=subprocess.DEVNULL)  # fmt: skip
     assert result.returncode == 0, (
         f"{' '.join(argv)} -> {result.returncode}\n{result.stdout}\n{result.stderr}"
@@ -101,7 +102,7 @@ def test_two_workers_play_a_tournament_with_a_newly_submitted_bot(
         author.mkdir()
         (author / "mybot.py").write_text(textwrap.dedent(NEW_BOT))
         port = free_port()
-        bot = subprocess.Popen(
+        bot = spawn(
             ["tonk", "serve", "mybot:MyBot", "--port", str(port)], cwd=author, env=client_env(author),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
         )  # fmt: skip
