@@ -185,7 +185,7 @@ def test_tonk_play_duplicate_over_grpc_matches_in_process(
     assert cli.main(["play", "random", "random", *args]) == 0
     local = capsys.readouterr().out.splitlines()
     assert remote[0] == f"seed 3; A = {address}, B = random"
-    assert remote[1:] == local[1:] and len(local) == 5, local
+    assert remote[1:] == local[1:] and len(local) == 6, local  # with the line on chips and Elo
 
 
 def test_tonk_play_against_nothing_stops_at_once_and_says_what_to_check(
