@@ -15,6 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+# Run as a script, this folder comes first on the path, and bench/arena.py would stand for the
+# arena package: the checkout instead.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+from arena.processes import ensure_watched, run_process  # noqa: E402
+
 TONK = str(Path(sys.executable).with_name("tonk"))
 COMMANDS = {
     "python -c pass (baseline)": [sys.executable, "-c", "pass"],
@@ -26,7 +34,8 @@ COMMANDS = {
 
 def timed(command: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, check=True, timeout=60)
+    # Every command alike through run_process: it dies with this bench however the bench ends.
+    run_process(command, stdout=subprocess.DEVNULL, check=True, timeout=60)
     return time.perf_counter() - started
 
 
@@ -34,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="runs of each command (alternated)")
     args = parser.parse_args(argv)
+    ensure_watched()
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
     for _ in range(args.runs):  # alternated, so load on a shared machine hits every command alike
         for name, command in COMMANDS.items():
