@@ -127,6 +127,7 @@ def log_wealth(values: np.ndarray) -> np.ndarray:
     m = values.shape[-1] - 1
     permuted = (values.sum(-1, keepdims=True) - values) / m - values
     spread = np.abs(permuted).mean(-1)
+    spread = np.where(spread > 1e-9 * np.abs(values).max(-1), spread, 0.0)  # as fp.spread: noise is 0
     some = spread > 0
     before = np.cumsum(spread, 1) - spread
     count = np.cumsum(some, 1) - some
@@ -134,7 +135,7 @@ def log_wealth(values: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         clipped = np.clip(permuted / np.where(scale > 0, scale, 1.0)[..., None], -1.0, 1.0)
     score = (clipped[..., 0] - clipped.mean(-1)) * (m + 1) / (2 * m)
-    score = np.where(scale > 0, score, 0.0)
+    score = np.where((scale > 0) & (spread > 0), score, 0.0)
     logs = np.log1p(score[..., None] * np.array(fp.BETS)).cumsum(1)
     out: np.ndarray = np.logaddexp.reduce(logs, axis=-1) - math.log(len(fp.BETS))
     return out

@@ -58,9 +58,12 @@ ALPHA: Final = 0.001
 #: Fewer paired deals than this give no verdict.
 MIN_DEALS: Final = 20
 Z95: Final = 1.959963984540054
-#: A deal's difference is clipped at this many times the mean spread of the deals before it
-#: (bench/fairplay_stats.py --candidates: at 0.5 or 2 a bot remembering a quarter of its deals
-#: is flagged within 200 deals less often).
+#: A deal's difference is clipped at this many times the mean spread of the deals before it.
+#: Tighter clips weigh signs over sizes: a bot remembering a quarter of its deals is flagged
+#: within 200 deals in 96% of lives at 1, 92% at 2, 17% at 4 (bench/fairplay_stats.py
+#: --candidates), and the served evader of tests/arena/ratings/test_fairplay_policy.py within
+#: 40 deals at 1, not at 2; but a world whose differences average zero with a positive median
+#: (200 real honest deals resampled) is flagged in 1.8% of lives at 1, 0.25% at 2.
 SCALE: Final = 1.0
 #: The martingale's bets (the lambdas it averages over), each keeping ``1 + lambda * s`` above
 #: zero: a memory cheat wins most deals it uses memory in, so the bets are bold.
@@ -164,7 +167,7 @@ def deal_score(deal: PairedDeal, scale: float) -> float:
     deals before it and of this deal's values, never of which rotation came first), less the
     mean of the clipped values it could have taken; expectation exactly 0 for an honest bot."""
     values = deal.permuted()
-    if scale <= 0 or not any(values):
+    if scale <= 0 or spread(deal) == 0:
         return 0.0
     clipped = [max(-1.0, min(1.0, value / scale)) for value in values]
     m = len(deal.later)
@@ -173,8 +176,10 @@ def deal_score(deal: PairedDeal, scale: float) -> float:
 
 
 def spread(deal: PairedDeal) -> float:
-    """The mean size of the values the deal's difference could have taken."""
-    return statistics.fmean(abs(value) for value in deal.permuted())
+    """The mean size of the values the deal's difference could have taken: 0 when they are all
+    rounding noise (every rotation the same score, as the bot's level shifted them)."""
+    size = statistics.fmean(abs(value) for value in deal.permuted())
+    return size if size > 1e-9 * max(abs(deal.first), *map(abs, deal.later)) else 0.0
 
 
 def scores(deals: Sequence[PairedDeal]) -> list[float]:
