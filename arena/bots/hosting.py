@@ -39,7 +39,7 @@ from arena.store.models import Bot
 
 #: The owner of the arena's own bots.
 HOUSE_OWNER = "house"
-_ROOT = Path(__file__).resolve().parent.parent  # the folder holding the sdk and bots packages
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout: the folder holding the sdk and bots packages
 
 
 class HostingError(RuntimeError):
