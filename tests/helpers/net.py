@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 
@@ -17,13 +19,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_ports_from(count: int) -> int:
     """A port that is free with the ``count - 1`` after it (`tonk demo --port P` takes P and
-    the next two), held by nothing when this returns."""
-    for _ in range(100):
-        first = free_port()
-        if first + count - 1 > 65535:
-            continue
+    the next two), held by nothing when this returns. Drawn below the kernel's ephemeral range:
+    there the ports after it could be taken by any outgoing connection (or ``free_port``)
+    between this answer and the caller's bind, as happened under the parallel suite."""
+    rng = random.Random()
+    for _ in range(200):
+        first = rng.randrange(20000, _ephemeral_low() - count)
         with contextlib.ExitStack() as held:
             try:
                 for port in range(first, first + count):
