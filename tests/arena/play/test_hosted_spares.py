@@ -281,7 +281,10 @@ def test_a_spare_waits_frozen_and_uses_no_cpu(tmp_path: Path) -> None:
     assert spare.freezer is not None and spare.freezer.enabled
     before = spare.cpu_ns()
     time.sleep(0.5)
-    assert spare.cpu_ns() == before  # its spinning thread is frozen with it
+    # Its spinning thread is frozen with it: unfrozen it would use about 500 ms here. A few
+    # microseconds may still be counted as the last of its processes takes the stop (a
+    # fresh-clone run saw 5.6 us), so the bound is the own-clock tests' 10 ms, not zero.
+    assert spare.cpu_ns() - before < 10_000_000
     second = HostedPlayer("spinner", lambda: bundle, launch, limits=LIMITS)
     try:
         assert second.describe()["name"] == "spinner"  # thawed for its calls
