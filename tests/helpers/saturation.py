@@ -6,11 +6,14 @@ process, its own handler would wait for the GIL mid-call, and that wait is right
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from arena.processes import spawn
 from bots.random_bot import RandomBot
 from sdk.observation import Observation
 from sdk.referee import Fault, LocalPlayer, Player, RefereeConfig, play_match
@@ -86,3 +89,22 @@ def first_fair(play: Callable[[], Run], tries: int = 3) -> list[Run]:
         if fair(runs[-1]):
             break
     return runs
+
+
+@contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """``count`` busy processes (``make test-under-load``'s loops), each in a session of its own:
+    the kernel's autogroup scheduling shares the CPU between sessions first (a sandbox has its
+    own), so busy processes sharing one session would take only one session's share. Started
+    with :func:`arena.processes.spawn`, so none outlives the test however it ends."""
+    procs = [
+        spawn([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL, start_new_session=True)
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()

@@ -4,17 +4,13 @@ bot charged by the wall clock is (which shows the machine really was saturated).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from helpers.sandbox import requires_bwrap
+from helpers.saturation import busy_processes
 from helpers.uploads import entry
 
 from arena.play.hosted import HostedPlayer, wall_ceiling_s
-from arena.processes import spawn
 from arena.sandbox.launch import Launch
 from arena.sandbox.limits import Limits
 from arena.sandbox.runner import Sandbox
@@ -47,27 +43,6 @@ def thinker_bundle(root: Path) -> Path:
     return bundle
 
 
-@contextmanager
-def saturated_machine(burners: int = 6) -> Iterator[None]:
-    """Busy processes, three per core of this 2-core machine: every other process gets a
-    fraction of a core. Each in a session of its own: the kernel's autogroup scheduling shares
-    the CPU between sessions first (the sandbox has its own), so busy processes sharing one
-    session would take only one session's share."""
-    procs = [
-        spawn(
-            [sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL, start_new_session=True
-        )
-        for _ in range(burners)
-    ]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
-
-
 class WallClocked:
     """A gRPC player whose own measure of the bot's time is hidden, so the referee charges
     its wall clock (sdk.clock's lag correction would credit the machine's load to the
@@ -92,7 +67,7 @@ def timeouts(player: Player) -> tuple[int, int]:
 def test_a_hosted_bot_is_charged_its_cpu_time_not_the_machines_load(tmp_path: Path) -> None:
     bundle = thinker_bundle(tmp_path)
     launch = Launch("python", entry=entry("thinker"))
-    with saturated_machine():
+    with busy_processes(6):  # three per core of this 2-core machine
         hosted = HostedPlayer("thinker", lambda: bundle, launch, limits=Limits(start_s=60))
         try:
             charged_timeouts, decisions = timeouts(hosted)

@@ -11,11 +11,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 from helpers.sandbox import requires_bwrap
+from helpers.saturation import busy_processes
 from helpers.uploads import entry, write_bundle
 
 from arena import processes
@@ -227,25 +228,6 @@ NEAR_CONFIG = RefereeConfig(
 )
 
 
-@contextmanager
-def busy_loops(count: int) -> Iterator[None]:
-    """``count`` busy processes, each in a session of its own (the kernel's autogroups share
-    the CPU between sessions first), as ``make test-under-load`` runs them."""
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL, start_new_session=True
-        )
-        for _ in range(count)
-    ]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
-
-
 def starve(pids: list[int], nice: int) -> None:
     """Leave the sandbox's processes a small share of the CPU: their sessions' autogroups and
     every thread at ``nice``, so the load beside them takes most of the time from them."""
@@ -265,7 +247,7 @@ def test_a_bot_using_90_percent_of_its_budget_never_times_out_however_loaded_the
     off where the machine was busy)."""
     player = hosted(tmp_path, "near", None, Limits(start_s=60))
     (tmp_path / "near" / "code" / "bot_near.py").write_text(NEAR_BUDGET)
-    with busy_loops(2 * (os.cpu_count() or 1)):
+    with busy_processes(2 * (os.cpu_count() or 1)):
         try:
             player.prepare()
             assert player.box is not None and player.box.process is not None
