@@ -287,6 +287,15 @@ os.register_at_fork(after_in_child=_forget_spawner)
 _SETPRIV = shutil.which("setpriv")
 
 
+def _setpriv_wrapped(args: list[Any], parent: int) -> list[Any]:
+    """``args`` run so they die with ``parent``: setpriv sets the signal before it execs, then a
+    shell checks that ``parent`` is still its parent (one killed between fork and prctl fires
+    nothing, so the child exits instead) and execs the command in the same process, so
+    ``Popen.pid`` stays the command's."""
+    check = f'[ "$PPID" = {int(parent)} ] || exit 1; exec "$@"'
+    return [_SETPRIV, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", check, "sh", *args]
+
+
 def _guarded(args: Any, popen: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     mark = os.environ.get(RUN_MARK)
     env = popen.get("env")
@@ -298,7 +307,7 @@ def _guarded(args: Any, popen: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         # the forked child: in a process with gRPC loaded, gRPC's fork handler restarts its
         # poller there, which then finds its epoll descriptor closed and aborts the child
         # (measured: 18 of 200 children killed by SIGABRT with a preexec_fn, none with setpriv).
-        return [_SETPRIV, "--pdeathsig", "KILL", "--", *args], popen
+        return _setpriv_wrapped(list(args), os.getpid()), popen
     return args, {**popen, "preexec_fn": _dies_with(os.getpid(), popen.get("preexec_fn"))}
 
 

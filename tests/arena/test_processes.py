@@ -13,10 +13,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from helpers.net import wait_for
 from helpers.paths import TESTS
 
-from arena.processes import RUN_MARK, alive, process_info, spawn
+from arena.processes import _SETPRIV, RUN_MARK, _setpriv_wrapped, alive, process_info, spawn
 
 ROOT = TESTS.parent
 
@@ -99,3 +100,17 @@ def test_a_watched_runs_daemons_and_folders_go_when_it_is_killed(tmp_path: Path)
     finally:
         if not gone(daemon):
             os.kill(daemon, signal.SIGKILL)
+
+
+def test_a_child_whose_starter_died_before_the_signal_was_set_exits_instead_of_running(
+    tmp_path: Path,
+) -> None:
+    # A starter killed between fork and prctl leaves a parent-death signal that never fires;
+    # the wrapper then finds it was re-parented and must not run the command at all.
+    if _SETPRIV is None:
+        pytest.skip("setpriv is not installed; spawn uses the preexec check instead")
+    marker = tmp_path / "ran"
+    orphaned = subprocess.run(_setpriv_wrapped(["touch", str(marker)], parent=1), check=False)
+    assert orphaned.returncode == 1 and not marker.exists()
+    kept = subprocess.run(_setpriv_wrapped(["touch", str(marker)], parent=os.getpid()), check=False)
+    assert kept.returncode == 0 and marker.exists()
