@@ -179,7 +179,7 @@ def active_pool(session: Session, settings: LadderSettings) -> list[PoolBot]:
         select(Bot.id, Bot.owner_id, BotVersion.id)
         .join(latest, latest.c.bot_id == Bot.id)
         .join(BotVersion, (BotVersion.bot_id == Bot.id) & (BotVersion.number == latest.c.number))
-        .where(Bot.status == BotStatus.ACTIVE)
+        .where(Bot.status == BotStatus.ACTIVE, Bot.person.is_(False))
         .order_by(Bot.owner_id, Bot.created_at.desc(), Bot.id.desc())
     )
     if settings.pool is not None:

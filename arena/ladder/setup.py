@@ -59,7 +59,8 @@ def create_ladder(
         )
     ladder = LadderSettings.parse(raw)
     if ladder.pool is not None:
-        rows = dict(session.execute(select(Bot.id, Bot.status).where(Bot.id.in_(ladder.pool))).all())
+        bots = select(Bot.id, Bot.status).where(Bot.id.in_(ladder.pool), Bot.person.is_(False))
+        rows = dict(session.execute(bots).all())
         missing = [b for b in ladder.pool if b not in rows]
         if missing:
             raise InvalidLadderError(f"no bot with id {', '.join(map(repr, missing))}")

@@ -33,7 +33,11 @@ def bot_list(session: Session, url: str) -> list[dict[str, Any]]:
     versions = dict(session.execute(latest).all())
     out = []
     for bot, owner in session.execute(
-        select(Bot, Owner.name).join(Owner, Owner.id == Bot.owner_id).order_by(Bot.name)
+        # A person's own seat (Bot.person) is no bot to list.
+        select(Bot, Owner.name)
+        .join(Owner, Owner.id == Bot.owner_id)
+        .where(Bot.person.is_(False))
+        .order_by(Bot.name)
     ):
         rated = ratings.get(bot.id)
         out.append({

@@ -143,7 +143,9 @@ Entry = tuple[Any, LeaderboardRow | None]
 
 def _order(session: Session, ratings: Leaderboard) -> list[Entry]:
     bots = session.execute(
-        select(Bot.id, Bot.name, Bot.status, Owner.name).join(Owner, Owner.id == Bot.owner_id)
+        select(Bot.id, Bot.name, Bot.status, Owner.name)
+        .join(Owner, Owner.id == Bot.owner_id)
+        .where(Bot.person.is_(False))  # a person's seat is on no bot board
     ).all()
     by_id = {row[0]: row for row in bots}
     order: list[Entry] = [(by_id[r.bot_id], r) for r in ratings.rows if r.bot_id in by_id]

@@ -111,6 +111,10 @@ class Bot(Base):
     connected: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     #: Other owners may challenge it (arena/tournaments/challenges.py); its owner can say no.
     accepts_challenges: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")
+    #: A person's own seat (arena/tournaments/people.py): one per owner, named ``@owner``
+    #: (no bot name starts with "@"), played by a PersonPlayer (arena/play/person.py). Never
+    #: listed, ranked, laddered, challenged or matched as a bot.
+    person: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     owner: Mapped[Owner] = relationship(back_populates="bots")
@@ -512,6 +516,26 @@ class SchedulerLease(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     holder: Mapped[str] = mapped_column(String(128))
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
+class SeatChannel(Base):
+    """A person's seat in one match (arena/play/person.py): who sits there, and, when the arena
+    has no Redis, the channel between the worker playing the match and the web process: the
+    seat's latest view (``version`` rises with each), the decision it asks (``asked``) and the
+    action the person sent for it. With Redis the view and action travel there; the row still
+    says whose table it is."""
+
+    __tablename__ = "seat_channels"
+    __table_args__ = (Index("ix_seat_channels_owner", "owner_id"),)
+
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id"), primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+    seat: Mapped[int] = mapped_column(Integer)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    view: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    asked: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    action: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class ArenaSecret(Base):

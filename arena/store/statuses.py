@@ -47,9 +47,13 @@ class TournamentKind(StrEnum):
     #: An owner's bot against any bot that accepts challenges, now and unrated
     #: (arena/tournaments/challenges.py).
     CHALLENGE = "challenge"
+    #: A person at the table against one or two bots (arena/tournaments/people.py): rated, if
+    #: at all, on the people's board, never on the bots'.
+    PEOPLE = "people"
 
 
-#: Kinds whose matches no rating counts: a challenge is a scrimmage, chosen by one side.
-UNRATED_KINDS: tuple[str, ...] = (TournamentKind.CHALLENGE.value,)
+#: Kinds whose matches no bot rating counts: a challenge is a scrimmage, chosen by one side;
+#: a person's match has a person in it.
+UNRATED_KINDS: tuple[str, ...] = (TournamentKind.CHALLENGE.value, TournamentKind.PEOPLE.value)
 
 TOURNAMENT_KINDS: tuple[str, ...] = tuple(k.value for k in TournamentKind)

@@ -119,14 +119,16 @@ def start_challenge(session: Session, owner: Owner, body: dict[str, Any], settin
     mine, theirs = _name(body, "bot"), _name(body, "opponent")
     deals = _count(body, "deals", DEFAULT_DEALS, settings.challenge_max_deals)
     hands = _count(body, "hands_per_match", DEFAULT_HANDS, MAX_CHALLENGE_HANDS)
-    query = select(Bot).where(Bot.name == mine, Bot.status == BotStatus.ACTIVE)
+    query = select(Bot).where(Bot.name == mine, Bot.status == BotStatus.ACTIVE, Bot.person.is_(False))
     if not owner.is_operator:
         query = query.where(Bot.owner_id == owner.id)
     bot = session.scalars(query).first()
     if bot is None:
         whose = "" if owner.is_operator else "you have "
         raise ChallengeBotNotFoundError(f"{whose}no active bot named {mine!r:.70}")
-    opponent = session.scalars(select(Bot).where(Bot.name == theirs, Bot.status == BotStatus.ACTIVE)).first()
+    opponent = session.scalars(
+        select(Bot).where(Bot.name == theirs, Bot.status == BotStatus.ACTIVE, Bot.person.is_(False))
+    ).first()
     if opponent is None:
         raise ChallengeBotNotFoundError(f"there is no active bot named {theirs!r:.70}")
     if opponent.id == bot.id:
@@ -189,7 +191,7 @@ def _check_bounds(session: Session, owner: Owner, opponent: Bot, settings: Setti
 def set_accepting(session: Session, owner: Owner, name: str, accept: bool) -> Bot:
     """Turn challenges of ``owner``'s bot ``name`` on or off (operators: any bot). Running
     challenges play on; new ones are refused while off."""
-    bot = session.scalars(select(Bot).where(Bot.name == name)).first()
+    bot = session.scalars(select(Bot).where(Bot.name == name, Bot.person.is_(False))).first()
     if bot is None or (bot.owner_id != owner.id and not owner.is_operator):
         raise ChallengeBotNotFoundError(f"you have no bot named {name!r:.70}")
     bot.accepts_challenges = accept

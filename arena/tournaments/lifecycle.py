@@ -97,12 +97,14 @@ def resolve_bots(session: Session, names: Sequence[str]) -> list[int]:
         # Checked before the query: PostgreSQL refuses NUL in text with a driver error.
         if not isinstance(name, str) or "\x00" in name or len(name) > 64:
             raise InvalidTournamentError(f"{name!r} is not a bot name")
-    found = dict(session.execute(select(Bot.name, Bot.id).where(Bot.name.in_(list(names)))).all())
+    found = dict(session.execute(
+        select(Bot.name, Bot.id).where(Bot.name.in_(list(names)), Bot.person.is_(False))).all())  # fmt: skip
     missing = [n for n in names if n not in found]
     if missing:
         from sdk.players import did_you_mean
 
-        known = list(session.scalars(select(Bot.name).where(Bot.status == BotStatus.ACTIVE)))
+        active = select(Bot.name).where(Bot.status == BotStatus.ACTIVE, Bot.person.is_(False))
+        known = list(session.scalars(active))
         hint = did_you_mean(missing[0], known) if known else "; no bot is registered yet"
         raise UnknownBotError(f"no bot named {', '.join(repr(n) for n in missing)}{hint}")
     return [found[n] for n in names]
@@ -184,7 +186,7 @@ def create_tournament(
     # re-deals nothing its bots have seen (issue 29).
     dealt = keyed_seed(arena_secret(session, "deal"), new_seed() if seed is None else seed)
     _check_seed_free(session, dealt, seed)
-    versions = _current_versions(session, ids)
+    versions = _current_versions(session, ids, people=kind == TournamentKind.PEOPLE)
     referee = TournamentSettings.parse(config, settings or Settings())
     tournament = Tournament(
         name=name.strip(),
@@ -277,11 +279,15 @@ def get_tournament_row(session: Session, tournament_id: int) -> Tournament:
     return tournament
 
 
-def _current_versions(session: Session, ids: list[int]) -> dict[int, int]:
+def _current_versions(session: Session, ids: list[int], *, people: bool = False) -> dict[int, int]:
     bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(ids)))}
     missing = [i for i in ids if i not in bots]
     if missing:
         raise UnknownBotError(f"no bot with id {', '.join(repr(i) for i in missing)}")
+    seated = [bots[i].name for i in ids if bots[i].person]
+    if seated and not people:  # a person plays only at their own table (arena/tournaments/people.py)
+        named = ", ".join(map(repr, seated))
+        raise InvalidTournamentError(f"a person's seat enters no bot tournament: {named}")
     retired = [bots[i].name for i in ids if bots[i].status != BotStatus.ACTIVE]
     if retired:
         raise InvalidTournamentError(f"retired bots cannot enter: {', '.join(repr(n) for n in retired)}")

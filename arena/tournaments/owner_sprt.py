@@ -83,7 +83,7 @@ def _bot(session: Session, owner: Owner, body: dict[str, Any], key: str) -> Bot:
     name = body.get(key)
     if not isinstance(name, str) or not name.strip() or len(name) > 64 or "\x00" in name:
         raise InvalidTournamentError(f"'{key}' must be a bot name, got {name!r:.60}")
-    query = select(Bot).where(Bot.name == name.strip(), Bot.status == BotStatus.ACTIVE)
+    query = select(Bot).where(Bot.name == name.strip(), Bot.status == BotStatus.ACTIVE, Bot.person.is_(False))
     if not owner.is_operator:  # another owner's bot is answered exactly as a missing one
         query = query.where(Bot.owner_id == owner.id)
     bot = session.scalars(query).first()

@@ -45,8 +45,8 @@ def _challengers(bot: dict[str, Any]) -> list[str] | None:
     takes = bot.get("accepts_challenges") and bot["status"] == "active"
     if who is None or who.name == bot["owner"] or not takes:
         return None
-    return list(db.scalars(select(Bot.name).where(Bot.owner_id == who.id, Bot.status == BotStatus.ACTIVE)
-                           .order_by(Bot.name)))  # fmt: skip
+    return list(db.scalars(select(Bot.name).where(Bot.owner_id == who.id, Bot.status == BotStatus.ACTIVE,
+                                                  Bot.person.is_(False)).order_by(Bot.name)))  # fmt: skip
 
 
 def _challenges(db: Session, name: str) -> list[Any]:

@@ -20,7 +20,7 @@ def index() -> str:
     where = match_filter(db, request.args)
     page = paging(request.args)
     data = match_list(db, db_url(), where, page)
-    bots = db.scalars(select(Bot.name).order_by(Bot.name)).all()
+    bots = db.scalars(select(Bot.name).where(Bot.person.is_(False)).order_by(Bot.name)).all()
     tournaments = db.execute(select(Tournament.id, Tournament.name).order_by(Tournament.id.desc())).all()
     kept = ("bot", "tournament", "status", "per_page", "results")
     args = {k: v for k, v in request.args.items() if k in kept and v}

@@ -3,4 +3,4 @@ installed wheel can upgrade its database: ``tonk db upgrade`` (arena/store/migra
 
 #: The newest revision, for checks that must not import Alembic (arena.store.migrate.ensure_schema).
 #: tests/arena/store/test_migrations.py fails when a new revision is added without updating it.
-HEAD = "0018"
+HEAD = "0019"
