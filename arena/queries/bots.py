@@ -19,6 +19,7 @@ from arena.queries.leaderboard import (
     stats_by_bot,
     version_rating_json,
 )
+from arena.queries.people import against_people
 from arena.queries.stats import bot_stats, record, version_stats
 from arena.ratings.fairplay import fair_play_check
 from arena.ratings.leaderboard import rating_history
@@ -106,7 +107,9 @@ def bot_detail(session: Session, url: str, name: str) -> dict[str, Any]:
         "rank": rated.rank if rated else None,
         "rating": rating_json(rated),  # its current version's
         "current_version": current_version_json(ratings, bot.id),
-        "record": record(stats[0] if stats else None),  # every version's matches
+        "record": record(stats[0] if stats else None),  # every version's matches against bots
+        # Its matches against people at the table, apart: unrated for bots (issue #39).
+        "against_people": against_people(session, bot.id),
         "history": [
             {
                 "tournament": {"id": h.tournament_id, "name": h.tournament_name},
@@ -151,7 +154,9 @@ def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:
         .join(other, (other.match_id == me.match_id) & (other.seat != me.seat))
         .join(Match, Match.id == me.match_id)
         .join(Bot, Bot.id == other.bot_id)
-        .where(me.bot_id == bot_id, Match.status == MatchStatus.DONE, other.bot_id != bot_id)
+        # Bots only: a person met is in the record against people (arena/queries/people.py).
+        .where(me.bot_id == bot_id, Match.status == MatchStatus.DONE, other.bot_id != bot_id,
+               Bot.person.is_(False))
         .group_by(Bot.name)
         .order_by(Bot.name)
     ).all()

@@ -10,8 +10,15 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
-from arena.store.models import Bot, Match, MatchSeat
-from arena.store.statuses import MatchStatus
+from arena.store.models import Bot, Match, MatchSeat, Tournament
+from arena.store.statuses import MatchStatus, TournamentKind
+
+
+def against_bots() -> ColumnElement[bool]:
+    """Matches between bots: not those of a person at the table (kind ``people``), which
+    are a bot's record against people (arena/queries/people.py), kept apart from this one."""
+    people = select(Tournament.id).where(Tournament.kind == TournamentKind.PEOPLE.value)
+    return Match.tournament_id.not_in(people)
 
 
 @dataclass(frozen=True)
@@ -59,7 +66,8 @@ def bot_stats(
 ) -> list[BotStats]:
     """Playing record per bot over done matches (one indexed GROUP BY, no replay opened):
     every bot that played, or only ``bot_id``; optionally within one tournament. ``hands``
-    counts the hands of the match (a forfeited rest of a match is charged in chips too)."""
+    counts the hands of the match (a forfeited rest of a match is charged in chips too).
+    Without a tournament, matches against bots only (:func:`against_bots`)."""
     query = (
         select(
             MatchSeat.bot_id,
@@ -76,18 +84,21 @@ def bot_stats(
         query = query.where(MatchSeat.bot_id == bot_id)
     if tournament_id is not None:
         query = query.where(Match.tournament_id == tournament_id)
+    else:
+        query = query.where(against_bots())
     return [BotStats(int(r[0]), r[1], *(int(v or 0) for v in r[2:])) for r in session.execute(query)]
 
 
 def version_stats(session: Session, bot_id: int) -> dict[int, BotStats]:
-    """One bot's playing record per version (version id -> its record) over done matches."""
+    """One bot's playing record per version (version id -> its record) over done matches
+    against bots (:func:`against_bots`)."""
     query = (
         select(
             MatchSeat.bot_version_id,
             *_record_columns(),
         )
         .join(Match, Match.id == MatchSeat.match_id)
-        .where(Match.status == MatchStatus.DONE, MatchSeat.bot_id == bot_id)
+        .where(Match.status == MatchStatus.DONE, MatchSeat.bot_id == bot_id, against_bots())
         .group_by(MatchSeat.bot_version_id)
     )
     name = session.scalar(select(Bot.name).where(Bot.id == bot_id)) or ""
