@@ -153,7 +153,7 @@ def run_demo(args: argparse.Namespace) -> int:
         if args.no_serve:
             return 0
         return _serve(args.host, args.port, settings, demo=True, connect=gateway is not None,
-                      access_log=args.access_log)  # fmt: skip
+                      access_log=args.access_log, sit_against=_sit_against(wanted))  # fmt: skip
     finally:
         if gateway is not None:
             gateway.stop()
@@ -252,14 +252,39 @@ def print_leaderboard(board: Any) -> None:
     print_ratings(board.rows)
 
 
+#: The house bot the demo invites a visitor to play (issue #39), when it is entered.
+DEMO_TABLE_BOT = "search"
+
+
+def _sit_against(entered: list[str]) -> str | None:
+    return DEMO_TABLE_BOT if DEMO_TABLE_BOT in entered else (entered[0] if entered else None)
+
+
+def _visitor_invite(settings: Settings) -> str:
+    """A fresh invite code for the demo's visitors (many uses, a week): joining from it signs
+    a visitor in, so they can sit down at a table straight away."""
+    from arena.bots.invites import create_invite
+    from arena.bots.owners import operator_owner
+    from arena.store.db import session_scope
+
+    with session_scope(settings.database_url) as session:
+        _, code = create_invite(session, operator_owner(session), uses=100, expires="7d",
+                                note="tonk demo: visitors who sit down at a table")  # fmt: skip
+    return code
+
+
 def _serve(host: str, port: int, settings: Settings, *, demo: bool = False, connect: bool = False,
-           access_log: bool = False) -> int:  # fmt: skip
+           access_log: bool = False, sit_against: str | None = None) -> int:  # fmt: skip
     from dashboard.server import serve
 
     def ready(url: str) -> None:
         print(f"\ndashboard at {url} (Ctrl-C to stop)")
         if demo:
             arena = url.rstrip("/")
+            if sit_against is not None:
+                # Join from the invite (a name is all it asks), then sit down on the bot's page.
+                code = _visitor_invite(settings)
+                print(f"play {sit_against} yourself: {arena}/join?code={code}&bot={sit_against}")
             print(f"operator token: {settings.operator_token}"
                   + ("" if os.environ.get("TONK_OPERATOR_TOKEN") else " (this run only; "
                      "TONK_OPERATOR_TOKEN sets a lasting one)"))  # fmt: skip

@@ -32,7 +32,24 @@ def detail(name: str) -> str:
     return render_template(
         "bot.html", b=bot, chart=charts.history_chart(bot["history"]), upload=_upload(bot),
         challenges=_challenges(session(), name), challengers=_challengers(bot),
+        sit_partners=_sit_partners(bot),
     )  # fmt: skip
+
+
+def _sit_partners(bot: dict[str, Any]) -> list[str] | None:
+    """The bots a person may add as a third seat at a table with this one (issue #39), or
+    None where this bot takes no seats: not active, a person's own seat, or its owner turned
+    challenges off (people sit down as challengers do). The page offers its form to a signed-in
+    person; the sit endpoint checks it all again."""
+    from arena.store.statuses import BotStatus
+
+    if bot["status"] != "active" or bot.get("person") or not bot.get("accepts_challenges"):
+        return None
+    names = session().scalars(
+        select(Bot.name).where(Bot.status == BotStatus.ACTIVE, Bot.person.is_(False), Bot.name != bot["name"],
+                               Bot.accepts_challenges.is_(True)).order_by(Bot.name)
+    )  # fmt: skip
+    return list(names)
 
 
 def _challengers(bot: dict[str, Any]) -> list[str] | None:
