@@ -135,6 +135,12 @@ class Settings:
     challenge_max_running: int = 2
     challenge_max_per_day: int = 30
     challenge_max_per_target: int = 3
+    #: People at the table (arena/tournaments/people.py, arena/play/person.py): the seconds a
+    #: person has for each move (a person needs seconds, not a bot's milliseconds), the most
+    #: hands a table may ask for, and how many tables a person may start in an hour.
+    person_clock_s: int = 60
+    people_max_hands: int = 20
+    people_max_per_hour: int = 30
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -225,6 +231,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         challenge_max_running=_bounded(env, "TONK_CHALLENGE_MAX_RUNNING", 2, 0, 1000),
         challenge_max_per_day=_bounded(env, "TONK_CHALLENGE_MAX_PER_DAY", 30, 0, 100_000),
         challenge_max_per_target=_bounded(env, "TONK_CHALLENGE_MAX_PER_TARGET", 3, 1, 1000),
+        person_clock_s=_bounded(env, "TONK_PERSON_CLOCK_S", 60, 5, 600),
+        people_max_hands=_bounded(env, "TONK_PEOPLE_MAX_HANDS", 20, 1, 100),
+        people_max_per_hour=_bounded(env, "TONK_PEOPLE_MAX_PER_HOUR", 30, 1, 10_000),
     )
 
 

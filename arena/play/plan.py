@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from arena.bots.addresses import resolve_for_dial
 from arena.config import load_settings
 from arena.errors import ArenaError, MatchNotFoundError, UnprocessableError
+from arena.play.person import DEFAULT_CLOCK_MS, PersonSeat, person_player
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, Tournament
 from arena.tournaments.layout import public_match_id
 from arena.tournaments.settings import TournamentSettings
@@ -75,6 +76,8 @@ class SeatPlan:
     deal: tuple[int, int] | None = None  # (tournament id, seed)
     #: Seconds a connected seat waits for its bot when its link drops mid-match (offline.py).
     relink_wait_s: float = 0.0
+    #: A person's seat (arena/play/person.py): played from their page, over the match's channel.
+    person: PersonSeat | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +134,12 @@ def load_plan(
         raise MatchNotFoundError(f"there is no match {match_id!r}")
     tournament = session.get(Tournament, match.tournament_id)
     assert tournament is not None  # a foreign key
+    config = TournamentSettings.from_column(tournament.config).referee()
+    params = tournament.params or {}
+    clock_ms = int(params.get("clock_ms", DEFAULT_CLOCK_MS))
+    person = PersonSeat(match.id, str(params.get("channel", "store")), clock_ms, config.max_faults)
     rows = session.execute(
-        select(MatchSeat.seat, MatchSeat.bot_id, MatchSeat.bot_version_id, Bot.name, BotVersion)
+        select(MatchSeat.seat, MatchSeat.bot_id, MatchSeat.bot_version_id, Bot.name, BotVersion, Bot.person)
         .join(Bot, Bot.id == MatchSeat.bot_id)
         .join(BotVersion, BotVersion.id == MatchSeat.bot_version_id)
         .where(MatchSeat.match_id == match_id)
@@ -147,14 +154,15 @@ def load_plan(
             version.hosted,
             bool(version.hosted and name in served),
             bool(version.connected),
-            store if version.connected or version.build_id is not None else None,
+            store if version.connected or version.build_id is not None or is_person else None,
             bool(version.connected) and offline_waits,
             version.build_id,
             version.launch,
             (match.tournament_id, match.seed),
             _wait(relink_wait_s, bot_id) if version.connected else 0.0,
+            person if is_person else None,
         )
-        for _seat, bot_id, version_id, name, version in rows
+        for _seat, bot_id, version_id, name, version, is_person in rows
     )
     dealt_from_seed = session.execute(
         select(func.count(Match.id)).where(
@@ -168,7 +176,7 @@ def load_plan(
         seed=match.seed,
         hands=match.hands,
         rules=Rules.from_json(tournament.rules or None),
-        config=TournamentSettings.from_column(tournament.config).referee(),
+        config=config,
         seats=seats,
         reveal=dealt_from_seed <= 1,
     )
@@ -185,6 +193,8 @@ def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None)
     unreachable when the match starts, like a bot that is down, and the others play on.
     """
     try:
+        if seat.person is not None:
+            return person_player(seat.name, seat.person, seat.store or load_settings().database_url)
         if seat.build_id is not None:
             return hosted_player(seat)
         if seat.connected:

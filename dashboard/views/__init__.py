@@ -20,11 +20,12 @@ def register_blueprints(app: Flask) -> None:
         leaderboard,
         matches,
         spectator,
+        tables,
         tournaments,
     )
 
     app.url_map.converters["id"] = IdConverter
     app.url_map.converters["index"] = IndexConverter
-    pages = (health, leaderboard, tournaments, ladders, matches, bots, account)
+    pages = (health, leaderboard, tournaments, ladders, matches, bots, account, tables)
     for module in (*pages, api, api_spectator, spectator, api_uploads, api_challenges):
         app.register_blueprint(module.bp)
