@@ -167,10 +167,10 @@ def _row(found: PeopleBoard, person: str, rank: int | None, rating: dict[str, An
 def people_page(session: Session, url: str, page: Paging, q: str | None = None) -> dict[str, Any]:
     """One page of the people's board (ranks stay the whole board's), of the people whose
     name holds ``q`` (lower case; checked by the caller), and where it is: ``page``,
-    ``per_page``, ``total`` (rows found), ``pages``, ``q`` and ``people`` (the whole board)."""
+    ``per_page``, ``total`` (rows found), ``pages``, ``q`` and ``on_board`` (the whole board's rows)."""
     rows = people_rows(people_board(session, url))
     shown, where = board_page(rows, lambda r: (r["person"], r["seat"]), q, page.page, page.per_page)
-    where["people"] = where.pop("bots")
+    where["on_board"] = where.pop("bots")
     return {"rows": list(shown), **where}
 
 

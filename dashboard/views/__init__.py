@@ -19,6 +19,7 @@ def register_blueprints(app: Flask) -> None:
         ladders,
         leaderboard,
         matches,
+        people,
         spectator,
         tables,
         tournaments,
@@ -26,6 +27,6 @@ def register_blueprints(app: Flask) -> None:
 
     app.url_map.converters["id"] = IdConverter
     app.url_map.converters["index"] = IndexConverter
-    pages = (health, leaderboard, tournaments, ladders, matches, bots, account, tables)
+    pages = (health, leaderboard, people, tournaments, ladders, matches, bots, account, tables)
     for module in (*pages, api, api_spectator, spectator, api_uploads, api_challenges):
         app.register_blueprint(module.bp)

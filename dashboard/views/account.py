@@ -18,6 +18,7 @@ from werkzeug.wrappers import Response
 from arena.bots.owners import authenticate
 from arena.errors import ArenaError
 from arena.queries.bots import bot_list
+from arena.queries.people import games_as_player
 from arena.store.models import Owner, Tournament
 from dashboard import ratelimit, signin
 from dashboard.db import session
@@ -122,6 +123,7 @@ def _owned(owner: Owner) -> dict[str, Any]:
             for t in tournaments
         ],
         "upload_limit": settings().upload_max_bytes,
+        "games": games_as_player(db, owner.id),  # my games as a player (issue #39)
     }
 
 

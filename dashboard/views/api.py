@@ -39,6 +39,7 @@ def index() -> Response:
         "version": "v1",
         "endpoints": [
             "GET /api/v1/leaderboard?q=&page=&per_page=",
+            "GET /api/v1/people?q=&page=&per_page=",
             "GET /api/v1/tournaments?status=&page=&per_page=",
             "GET /api/v1/tournaments/<id>",
             "GET /api/v1/tournaments/<id>/progress",

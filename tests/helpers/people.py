@@ -30,6 +30,7 @@ class Store:
     versions: dict[str, int] = field(default_factory=dict)  # name -> version id
     people: dict[str, int] = field(default_factory=dict)  # owner name -> person bot id
     owners: dict[str, int] = field(default_factory=dict)
+    tokens: dict[str, str] = field(default_factory=dict)  # a person's owner token
 
 
 def build_bots(url: str, seed: int = 7) -> Store:
@@ -104,14 +105,15 @@ def _match(db: Session, tid: int, seed: int, seats: list[tuple[int, int, int]], 
 
 
 def person(url: str, store: Store, name: str) -> int:
-    """An owner ``name`` and their own seat, ``@name`` (Bot.person), with its one version."""
+    """An owner ``name`` (their token in ``store.tokens``) and their own seat, ``@name``
+    (Bot.person), with its one version, as arena/tournaments/people.py's person_bot makes it."""
+    from arena.bots.owners import create_owner
+
     with session_scope(url) as db:
-        owner = db.execute(
-            insert(Owner).values(name=name, token_hash=f"hash-{name}").returning(Owner.id)
-        ).scalar_one()
-        store.owners[name] = owner
-        bot = db.execute(insert(Bot).values(name=f"@{name}", owner_id=owner, person=True).returning(Bot.id))
-        store.people[name] = bot.scalar_one()
+        owner, store.tokens[name] = create_owner(db, name)
+        store.owners[name] = owner.id
+        bot = insert(Bot).values(name=f"@{name}", owner_id=owner.id, person=True, accepts_challenges=False)
+        store.people[name] = db.execute(bot.returning(Bot.id)).scalar_one()
         version = insert(BotVersion).values(bot_id=store.people[name], number=1, info={})
         store.versions[f"@{name}"] = db.execute(version.returning(BotVersion.id)).scalar_one()
     return store.people[name]

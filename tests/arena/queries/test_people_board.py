@@ -110,7 +110,7 @@ def test_the_board_pages_and_searches_with_its_ranks(pg_url: str, store: Store) 
         found = people_page(session, pg_url, Paging(1, 50), "c")
         beyond = people_page(session, pg_url, Paging(9, 2))
     assert [r["person"] for r in whole["rows"]][2:] == ["cy", "dee"]
-    assert (whole["total"], whole["people"], whole["pages"]) == (4, 4, 1)
+    assert (whole["total"], whole["on_board"], whole["pages"]) == (4, 4, 1)
     assert second["rows"] == whole["rows"][1:2] and second["pages"] == 4
     assert [(r["person"], r["rank"]) for r in found["rows"]] == [("cy", 3)]  # the board's rank kept
     assert found["total"] == 1 and found["q"] == "c"
