@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from helpers.dashboard_fixtures import OPERATOR_TOKEN
-from helpers.people import Store, build_bots, sit_people
+from helpers.people import Store, build_bots, people_match, sit_people
 from sqlalchemy import func, select, update
 
 from arena.ladder.scheduler import active_pool
@@ -22,7 +22,7 @@ from arena.ladder.setup import create_ladder
 from arena.ladder.status import ladder_detail
 from arena.ratings import leaderboard as ratings
 from arena.store.db import session_scope
-from arena.store.models import Bot, Tournament
+from arena.store.models import Bot, FaultRecord, MatchSeat, Tournament
 
 OPERATOR = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -72,17 +72,24 @@ def test_the_people_board_page_and_api(arena: tuple[Store, FlaskClient, str]) ->
 
 
 def test_a_bots_page_and_api_give_its_record_against_people(arena: tuple[Store, FlaskClient, str]) -> None:
-    _store, client, _url = arena
+    store, client, url = arena
+    with session_scope(url) as session:  # greedy timed out once against ann: apart, as the match
+        match = people_match(url, store, [("@ann", 1), ("greedy", -1)])
+        greedy_seat = (MatchSeat.match_id == match) & (MatchSeat.seat == 1)
+        session.execute(update(MatchSeat).where(greedy_seat).values(faults=1))
+        session.add(FaultRecord(match_id=match, seat=1, bot_id=store.bots["greedy"], hand_index=0, decision=0,
+                                kind="timeout", reason="a person waited"))  # fmt: skip
     bot = client.get("/api/v1/bots/greedy").get_json()["bot"]
+    assert bot["faults"]["total"] == bot["record"]["faults"] == 0
     assert bot["against_people"] == {
-        "matches": 15, "wins": 3, "draws": 0, "losses": 12, "hands": 150, "chips": -74,
-        "chips_per_100": -49.33,
+        "matches": 16, "wins": 3, "draws": 0, "losses": 13, "hands": 160, "chips": -75,
+        "chips_per_100": -46.88,
     }  # fmt: skip
     assert bot["record"]["matches"] == 90  # its record against bots: the people's matches apart
     assert not SEATS & {h["opponent"] for h in bot["head_to_head"]}
     page = client.get("/bots/greedy").get_data(as_text=True)
     section = page[page.index('id="against-people"') : page.index("Rating history")]
-    assert ">15<" in section and "3\u20130\u201312" in section and "49.3" in section
+    assert ">16<" in section and "3\u20130\u201313" in section and "46.9" in section
     assert "No person has played it yet" in client.get("/bots/mine").get_data(as_text=True)
     # A person's seat has no bot page.
     assert client.get("/bots/@ann").status_code == 404
