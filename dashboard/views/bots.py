@@ -38,18 +38,10 @@ def detail(name: str) -> str:
 
 def _sit_partners(bot: dict[str, Any]) -> list[str] | None:
     """The bots a person may add as a third seat at a table with this one (issue #39), or
-    None where this bot takes no seats: not active, a person's own seat, or its owner turned
-    challenges off (people sit down as challengers do). The page offers its form to a signed-in
-    person; the sit endpoint checks it all again."""
-    from arena.store.statuses import BotStatus
+    None where it takes no seats; the sit endpoint checks it all again."""
+    from arena.tournaments.people import seat_partners
 
-    if bot["status"] != "active" or bot.get("person") or not bot.get("accepts_challenges"):
-        return None
-    names = session().scalars(
-        select(Bot.name).where(Bot.status == BotStatus.ACTIVE, Bot.person.is_(False), Bot.name != bot["name"],
-                               Bot.accepts_challenges.is_(True)).order_by(Bot.name)
-    )  # fmt: skip
-    return list(names)
+    return seat_partners(session(), bot["name"])
 
 
 def _challengers(bot: dict[str, Any]) -> list[str] | None:

@@ -192,7 +192,6 @@
       node("h3", null, title, hb);
       if (hand.words) node("p", "words", hand.words, hb);
       if (hand.payoffs) drawScores(hb, hand.payoffs, hand.winners);
-      remember(hand);
     }
     if (match) {
       var mb = node("div", "match-result", null, resultBox);
@@ -212,17 +211,28 @@
 
   // Each hand's result as it arrives, listed for the rest of the match (from the views seen).
   function remember(hand) {
+    if (!hand || typeof hand !== "object") return;
     var key = String(hand.hand_no);
     if (seenHands[key]) return;
     seenHands[key] = true;
-    var li = node("li", null, null, results);
+    var li = node("li");
     li.setAttribute("data-hand", key);
+    // In hand order, whichever view brought it.
+    var later = Array.prototype.filter.call(results.children, function (x) { return +x.getAttribute("data-hand") > +key; })[0];
+    results.insertBefore(li, later || null);
     node("b", null, num(hand.hand_no) !== null ? "Hand " + hand.hand_no + ": " : "", li);
     node("span", null, hand.words || "", li);
     var me = list(view.players).filter(function (p) { return p.you; })[0];
     var mine = me ? list(hand.payoffs)[me.seat] : undefined;
     if (num(mine) !== null) node("span", "num " + sign(mine), " (" + signed(mine) + " for you)", li);
     results.parentNode.hidden = false;
+  }
+
+  // Every finished hand's result: the view's own list (a reopened tab has them all), and any
+  // hand result drawn since.
+  function drawResults() {
+    list(view.results).forEach(remember);
+    if (view.result && view.result.hand) remember(view.result.hand);
   }
 
   function drawLog() {
@@ -256,6 +266,7 @@
   function render(next) {
     if (!next || typeof next.version !== "number") return;
     if (view && next.version <= view.version) return;
+    var began = performance.now();
     view = next;
     root.setAttribute("data-version", String(view.version));
     root.setAttribute("data-status", String(view.status));
@@ -267,11 +278,13 @@
     drawFelt();
     drawActions();
     drawResult();
+    drawResults();
     drawLog();
     setClock();
     if (view.status === "match_over") finish();
     // For tests and bench/seat_roundtrip.py: a view is on the page.
-    document.dispatchEvent(new CustomEvent("table:drawn", { detail: { version: view.version, status: view.status } }));
+    var detail = { version: view.version, status: view.status, render_ms: performance.now() - began };
+    document.dispatchEvent(new CustomEvent("table:drawn", { detail: detail }));
   }
 
   /* --- acting ------------------------------------------------------------------------- */
