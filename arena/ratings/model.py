@@ -82,7 +82,7 @@ import numpy.typing as npt
 from arena.ratings import intervals
 from arena.ratings.data import Block, BoolArray, FloatArray, IntArray, RatingData, pair_columns, sigmoid
 from arena.ratings.pool import find_pool, shares
-from arena.ratings.solve import ConvergenceError, estimate
+from arena.ratings.solve import ConvergenceError, estimate, pool_pairs
 
 __all__ = [
     "ELO_SCALE",
@@ -254,10 +254,11 @@ class _Fit:
     pool: BoolArray  # over bot codes
     x: FloatArray  # natural units, 0 for bots without a finite estimate
     finite: BoolArray  # pool members and outsiders with a two-sided record
-    meat: FloatArray  # over np.flatnonzero(finite), at the x of the last full fit
-    blocks: int  # blocks already in ``meat``
-    bread: FloatArray  # the stacked equations' inverse information
+    blocks: int  # blocks already in ``core``
     q: FloatArray  # the pool's (L + 1/k)^-1 (intervals.pool_q), kept up to date for new pairs
+    core: FloatArray  # the sandwich's core P M P (intervals.core_of), kept up to date alike
+    share: FloatArray  # the pool members' shares of the scale's zero
+    pairs: tuple[IntArray, IntArray]  # the pool's pairs that met (rows of the pool, both orders)
 
 
 class RatingModel:
@@ -267,8 +268,10 @@ class RatingModel:
     in proportion to the bots and the new matches, never to the matches already in: the new
     matches' pairwise sums are in, the pool's membership and the old matches' share of the
     interval's meat are kept, the pool's inverse information gains the new pairs exactly
-    (Woodbury, ``intervals.add_pairs``), and the ratings take Newton steps with that inverse
-    until they converge: to the full fit's maximum, within 1e-6 Elo. The intervals keep the
+    (Woodbury, ``intervals.add_pairs``), the sandwich's core gains both by a low-rank term
+    (``intervals.update_core``: equal to ``B M B^T`` afresh, tests/arena/ratings/
+    test_interval_updates.py), and the ratings take Newton steps with that inverse, over the
+    pairs that met, until they converge: to the full fit's maximum, within 1e-6 Elo. The intervals keep the
     old pairs' curvature and the old matches' residuals at the last full fit's ratings, so
     they drift as ratings move (0.1% of a width after 1% more matches); a full fit, run in the
     background by the live board (arena/ratings/leaderboard.py), resets them.
@@ -460,8 +463,9 @@ class RatingModel:
         position = np.where(finite, np.cumsum(finite) - 1, -1)
         m = intervals.meat(data.blocks, x, position, pool, int(finite.sum()))
         q = intervals.pool_q(data.weights[:k, :k], pool, x)
-        bread = intervals.bread(data.weights[:k, :k], pool, finite, x, share, q)
-        self._last = _Fit(pool, x, finite, m, len(data.blocks), bread, q)
+        core = intervals.core_of(q - 1.0 / len(q) if len(q) else q, m, pool[finite])
+        pairs = pool_pairs(data.weights[:k, :k], np.flatnonzero(pool))
+        self._last = _Fit(pool, x, finite, len(data.blocks), q, core, share, pairs)
         return self._report(pairwise)
 
     def snapshot(self) -> RatingModel:
@@ -475,6 +479,7 @@ class RatingModel:
         copy.data = dataclasses.replace(
             d, names=list(d.names), codes=dict(d.codes), blocks=list(d.blocks), points=d.points.copy(),
             weights=d.weights.copy(), matches=d.matches.copy(), deal_codes=dict(d.deal_codes),
+            scored=d.scored.copy(), played=d.played.copy(),
         )
         copy._ids, copy._bulk_ids = set(), self._bulk_ids
         copy._last = self._last  # a warm start: fit() only reads it
@@ -510,11 +515,14 @@ class RatingModel:
         new = data.blocks[last.blocks :]
         # The pool's inverse information gains the new pairs' (Woodbury: bots x pairs work),
         # so the steps below converge fast and the intervals see the new information.
-        q = intervals.add_pairs(last.q, *_pool_pairs(new, pool, last.x))
+        pairs = _pool_pairs(new, pool, last.x)
+        q = intervals.add_pairs(last.q, *pairs)
         km = len(q)
         try:
             points, weights = data.points[:k, :k], data.weights[:k, :k]
-            x, finite = estimate(points, weights, pool, share, last.x[last.pool], pool_inv=q - 1.0 / km)
+            met = _merge_pairs(last.pairs, pairs[0], pairs[1], km)
+            start = last.x[last.pool]
+            x, finite = estimate(points, weights, pool, share, start, pool_inv=q - 1.0 / km, pairs=met)
         except ConvergenceError:
             return None
         old_finite = np.zeros(k, dtype=bool)
@@ -522,9 +530,9 @@ class RatingModel:
         if not np.array_equal(finite, old_finite):
             return None
         position = np.where(finite, np.cumsum(finite) - 1, -1)
-        m = last.meat + intervals.meat(new, x, position, pool, int(finite.sum()))
-        bread = intervals.bread(data.weights[:k, :k], pool, finite, x, share, q)
-        self._last = _Fit(pool, x, finite, m, len(data.blocks), bread, q)
+        delta = intervals.meat_entries(new, x, position, pool, int(finite.sum()))
+        core = intervals.update_core(last.core, last.q, q, pool[finite], pairs, delta)
+        self._last = _Fit(pool, x, finite, len(data.blocks), q, core, share, met)
         return self._report(pairwise)
 
     def _report(self, pairwise: bool) -> RatingTable:
@@ -534,7 +542,10 @@ class RatingModel:
         points, weights = data.points[:k, :k], data.weights[:k, :k]
         pool, x, finite = last.pool, last.x, last.finite
         # Clustered by deal: the named deals plus every match given none.
-        covariance = intervals.Covariance.of(last.bread, last.meat, data.deals, ELO_SCALE)
+        rows, own = intervals.outsider_rows(weights, pool, finite, x)
+        covariance = intervals.Covariance.of(
+            last.core, pool[finite], last.share, rows, own, data.deals, ELO_SCALE
+        )
         self._covariance = covariance
         members = np.flatnonzero(pool)
         rated = np.flatnonzero(finite)
@@ -612,6 +623,20 @@ def _reference(bots: Iterable[str]) -> frozenset[str]:
         if not isinstance(bot, str):
             raise OptionError(f"reference bot {bot!r} is not a bot id (a string)")
     return out
+
+
+def _merge_pairs(
+    pairs: tuple[IntArray, IntArray], lo: IntArray, hi: IntArray, km: int
+) -> tuple[IntArray, IntArray]:
+    """``pairs`` (both orders, sorted by ``a * km + b``) with the pairs ``(lo, hi)`` added."""
+    known = pairs[0] * km + pairs[1]
+    wanted = np.unique(np.concatenate([lo * km + hi, hi * km + lo]))
+    at = np.minimum(np.searchsorted(known, wanted), max(len(known) - 1, 0))
+    fresh = wanted[known[at] != wanted] if len(known) else wanted
+    if not len(fresh):
+        return pairs
+    keys = np.sort(np.concatenate([known, fresh]))
+    return keys // km, keys % km
 
 
 def _pool_pairs(blocks: list[Block], pool: BoolArray, x: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:

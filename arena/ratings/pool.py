@@ -81,10 +81,9 @@ def shares(
     hopeless bot's 2nd-5th draws moved every established bot by 23 Elo, four versions of one
     bot moved everyone else by -56). Among the reference the ramps still apply, so that a
     house bot crossing into the pool enters the zero gradually."""
-    k = data.k
     members = np.flatnonzero(pool)
-    scored = data.points[members, :k].sum(axis=1)
-    conceded = data.weights[members, :k].sum(axis=1) - scored
+    scored = data.scored[members]
+    conceded = data.played[members] - scored
     matches = data.matches[members]
     ref = None if reference is None else reference[members]
     if ref is None or not ref.any():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arena.ratings.data import BoolArray, FloatArray, sigmoid
+from arena.ratings.data import BoolArray, FloatArray, IntArray, sigmoid
 
 _MAX_NEWTON = 200
 #: Steps an update may take with an inverse from nearby before it gives up (a full fit then).
@@ -41,16 +41,25 @@ def estimate(
     share: FloatArray,
     x0: FloatArray,
     pool_inv: FloatArray | None = None,
+    pairs: tuple[IntArray, IntArray] | None = None,
 ) -> tuple[FloatArray, BoolArray]:
     """Every bot's estimate (natural units, 0 where there is none) and which are finite: the
     pool's and those of outsiders with a two-sided record against it, centred on the pool
     members weighted by ``share``. ``x0``: the pool's start; ``pool_inv``: the pool's inverse
     information from a fit nearby, for Newton steps with it instead of the full iteration
-    (raises ConvergenceError if they do not converge: the caller fits in full)."""
+    (raises ConvergenceError if they do not converge: the caller fits in full). ``pairs``:
+    every pair of pool members that met (rows of the pool, both orders), if known: the steps
+    then read those cells only, never the members x members blocks."""
     k = len(pool)
     members = np.flatnonzero(pool)
-    pp, pw = points[np.ix_(members, members)], weights[np.ix_(members, members)]
-    pool_x = _fit_pool(pp, pw, x0) if pool_inv is None else _nearby_newton(pp, pw, x0, pool_inv)
+    if pool_inv is None:
+        pool_x = _fit_pool(points[np.ix_(members, members)], weights[np.ix_(members, members)], x0)
+    else:
+        if pairs is None:
+            pairs = pool_pairs(weights, members)
+        a, b = pairs
+        ca, cb = members[a], members[b]
+        pool_x = _nearby_newton(a, b, points[ca, cb], weights[ca, cb], x0, pool_inv)
     x = np.zeros(k)
     x[members] = pool_x
     outside = np.flatnonzero(~pool)
@@ -100,8 +109,14 @@ def _fit_pool(points: FloatArray, weights: FloatArray, x0: FloatArray) -> FloatA
     raise ConvergenceError(f"Newton did not converge in {_MAX_NEWTON} iterations ({k} bots in the pool)")
 
 
+def pool_pairs(weights: FloatArray, members: IntArray) -> tuple[IntArray, IntArray]:
+    """Every pair of ``members`` that met, as rows of the pool (both orders)."""
+    a, b = np.nonzero(weights[np.ix_(members, members)])
+    return a.astype(np.int64), b.astype(np.int64)
+
+
 def _nearby_newton(
-    points: FloatArray, weights: FloatArray, x: FloatArray, pool_inv: FloatArray
+    a: IntArray, b: IntArray, pts: FloatArray, w: FloatArray, x: FloatArray, pool_inv: FloatArray
 ) -> FloatArray:
     """The pool's maximum from ``x`` (near it already: an update's start) by steps with
     ``pool_inv``, the (pseudo-)inverse information from a fit nearby: each step costs two
@@ -110,9 +125,6 @@ def _nearby_newton(
     k = len(x)
     if k < 2:
         return np.zeros(k)
-    # Only the pairs that met count: at a ladder's size most bots x bots cells are empty.
-    a, b = np.nonzero(weights)
-    pts, w = points[a, b], weights[a, b]
     for _ in range(_MAX_NEARBY):
         grad = np.bincount(a, pts - w * sigmoid(x[a] - x[b]), minlength=k)
         step = pool_inv @ grad
