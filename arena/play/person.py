@@ -16,12 +16,20 @@ it then waits for the person's action on the same channel, up to the person's cl
   other seat double: sdk/referee.py's fault policy), and after the match's ``max_faults`` the
   seat forfeits the rest of the match. A page that reconnects within the clock finds the
   same decision waiting (the channel keeps it), so a closed tab costs nothing if reopened.
+
+The end of a hand and of the match are published by a thread of the seat's own, in order,
+and a decision's view only after them: the referee's courtesy notices return at once, so a
+slow store never gets the seat cut off from its notices (sdk.referee._Notices), and the
+last view is out before the match is recorded (``close`` waits for it).
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from arena.play.seat_channel import SeatChannel, open_channel
 from arena.play.seat_view import SeatView
@@ -31,6 +39,10 @@ from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
 
 #: The person's clock when a table's params do not say (tables made before the setting).
 DEFAULT_CLOCK_MS = 60_000
+#: Tries at publishing a view before it is given up (a busy store: SQLite's write lock).
+PUBLISH_TRIES = 5
+
+log = logging.getLogger("tonk.person")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +68,27 @@ class PersonPlayer:
         #: time, cut at the decision deadline so it never spends the bots' time bank.
         self.last_charged_us: int | None = None
         self._deadline_us = 0
+        self._publisher = ThreadPoolExecutor(1, thread_name_prefix="tonk-seat")
+        self._pending: Future[None] | None = None
+
+    def _publish(self, view: dict[str, Any], asked: str | None) -> None:
+        for attempt in range(PUBLISH_TRIES):
+            try:
+                self.channel.publish(view, asked)
+                return
+            except Exception:  # a busy or briefly unreachable store: try again, then give up
+                if attempt == PUBLISH_TRIES - 1:
+                    log.exception("the seat's view (status %s) was not published", view.get("status"))
+                    return
+                time.sleep(0.2 * (attempt + 1))
+
+    def _later(self, view: dict[str, Any]) -> None:
+        self._pending = self._publisher.submit(self._publish, view, None)
+
+    def _flush(self) -> None:
+        if self._pending is not None:
+            self._pending.result()
+            self._pending = None
 
     def describe(self) -> dict[str, str]:
         return {"name": self.name, "version": "person", "author": "", "protocol_version": ""}
@@ -63,12 +96,13 @@ class PersonPlayer:
     def match_start(self, info: MatchInfo) -> None:
         self.view = SeatView(info, self.clock_ms, self.max_faults)
         self._deadline_us = info.decision_deadline_ms * 1000
-        self.channel.publish(self.view.starting(), None)
+        self._later(self.view.starting())
 
     def act(self, request: DecisionRequest) -> Action | int:
         assert self.view is not None, "act before match_start"
         started = time.perf_counter()
-        self.channel.publish(self.view.asking(request.observation), request.decision_id)
+        self._flush()
+        self._publish(self.view.asking(request.observation), request.decision_id)
         sent = self.channel.take(request.decision_id, self.clock_ms / 1000)
         took_us = int((time.perf_counter() - started) * 1_000_000)
         self.last_charged_us = min(took_us, self._deadline_us)
@@ -82,14 +116,14 @@ class PersonPlayer:
 
     def hand_end(self, result: HandResult) -> None:
         if self.view is not None:
-            self.channel.publish(self.view.hand_over(result), None)
+            self._later(self.view.hand_over(result))
 
     def match_end(self, summary: MatchSummary) -> None:
         if self.view is not None:
-            self.channel.publish(self.view.match_over(summary), None)
+            self._later(self.view.match_over(summary))
 
     def close(self) -> None:
-        pass
+        self._publisher.shutdown(wait=True)
 
 
 def person_player(name: str, seat: PersonSeat, store_url: str) -> PersonPlayer:

@@ -12,6 +12,7 @@ input changes nothing; another person's table is 404.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -21,13 +22,22 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner, get_or_create_operator
 from arena.bots.registry import host_bot
 from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
-from arena.store.models import Bot, Match, MatchSeat, Replay, SeatChannel, Tournament
+from arena.store.models import (
+    NOTICE_KINDS,
+    Bot,
+    FaultRecord,
+    Match,
+    MatchSeat,
+    Replay,
+    SeatChannel,
+    Tournament,
+)
 from arena.store.replays import decode
 from arena.store.statuses import TournamentKind
 from sdk.cards import DECK
@@ -52,9 +62,7 @@ def arena(app_factory: Callable[..., Flask], writable_url: str) -> Iterator[dict
     backend = EmbeddedBackend(writable_url, 2)
     app = app_factory(writable_url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0, TABLE_POLL_S=3.0,
                       TABLE_ACT_LIMIT=(10_000, 1.0), TABLE_STREAM_S=2.0, TABLE_PING_S=0.5)
-    app.config["SETTINGS"] = app.config["SETTINGS"].__class__(
-        **{**app.config["SETTINGS"].__dict__, "person_clock_s": 30}
-    )
+    app.config["SETTINGS"] = dataclasses.replace(app.config["SETTINGS"], person_clock_s=30)
     try:
         yield {"app": app, "url": writable_url, "alice": alice_token, "bob": bob_token, "backend": backend}
     finally:
@@ -139,15 +147,15 @@ def cards_in(value: Any) -> set[str]:
     return set()
 
 
-def seen_by_seat(logs: list[dict[str, Any]], seat: int) -> set[str]:
-    """What ``seat`` saw over the match, replayed from the full record through the engine: its
+def seen_by_seat(logs: list[dict[str, Any]], seat: int) -> list[set[str]]:
+    """By hand, what ``seat`` saw, replayed from the full record through the engine: its
     observation after every action (its hand, the piles, the table, the public history) and
-    the hands the rules showed at each hand's end."""
-    seen: set[str] = set()
+    the hands the rules showed at the hand's end."""
+    out = []
     for log in logs:
         record = HandRecord.from_json(plain_record(log))
         state = record.initial_state()
-        seen |= {c.text for c in observe(state, seat).cards_seen()}
+        seen = {c.text for c in observe(state, seat).cards_seen()}
         for who, action in record.actions:
             state.apply(action, who)
             seen |= {c.text for c in observe(state, seat).cards_seen()}
@@ -155,7 +163,21 @@ def seen_by_seat(logs: list[dict[str, Any]], seat: int) -> set[str]:
             faulted = (record.outcome or {}).get("faulted")
             state.forfeit(int(faulted) if faulted is not None else state.to_act)
         seen |= {c.text for hand in shown_hands(state) for c in hand}
-    return seen
+        out.append(seen)
+    return out
+
+
+def check_nothing_unseen(received: list[dict[str, Any]], logs: list[dict[str, Any]], seat: int) -> None:
+    """Every card in what the person received about hand k, the seat had seen in hand k; and
+    the check can fail: some card of the match stayed unseen by the seat."""
+    seen = seen_by_seat(logs, seat)
+    for k, hand_seen in enumerate(seen, start=1):
+        got = cards_in([view for view in received if view.get("hand_no") == k])
+        assert got, f"no view of hand {k} carried a card"
+        assert got <= hand_seen, f"hand {k}: the page received unseen cards {sorted(got - hand_seen)}"
+    assert sum(len(CARDS - hand_seen) for hand_seen in seen) > 0
+    stray = [v for v in received if v.get("hand_no", 0) > len(seen) or (cards_in(v) and not v.get("hand_no"))]
+    assert not stray
 
 
 def events(client: FlaskClient, path: str, last: int | None = None) -> list[tuple[int, dict[str, Any]]]:
@@ -185,10 +207,10 @@ def test_a_person_plays_a_whole_heads_up_match_and_sees_no_unseen_card(arena: di
     assert match.status == "done" and len(logs) == 3 and match.hands_played == 3
     hands_seen = {v["hand_no"] for v in views if v["status"] == "your_turn"}
     assert hands_seen == {1, 2, 3}
-    # Every card the person's page received, the seat had seen by the match's end.
-    received_cards = cards_in(received)
-    assert received_cards, "the views carried no card at all"
-    assert received_cards <= seen_by_seat(logs, seat), received_cards - seen_by_seat(logs, seat)
+    # Every card the person's page received about a hand, the seat had seen in that hand.
+    check_nothing_unseen(received[1:], logs, seat)
+    never = CARDS - set().union(*seen_by_seat(logs, seat))
+    assert not cards_in(received[0]) & never  # the page itself
     with session_scope(arena["url"]) as session:
         tournament = session.get(Tournament, match.tournament_id)
         assert tournament is not None and tournament.kind == TournamentKind.PEOPLE
@@ -197,3 +219,192 @@ def test_a_person_plays_a_whole_heads_up_match_and_sees_no_unseen_card(arena: di
         seated = seated.where(MatchSeat.match_id == match.id)
         names = session.scalars(seated.order_by(MatchSeat.seat)).all()
         assert sorted(names) == ["@alice", "greedy"] and names[seat] == "@alice"
+
+
+def your_turn(client: FlaskClient, path: str) -> dict[str, Any]:
+    """The view once the seat is asked (the bots may move first)."""
+    view = client.get(f"{path}/view.json").get_json()
+    for _ in range(200):
+        if view["status"] == "your_turn":
+            return view
+        view = client.get(f"{path}/view.json?after={view['version']}").get_json()
+    raise AssertionError(f"never asked: {view['status']}")
+
+
+def test_a_person_plays_a_whole_three_seat_match_and_sees_no_unseen_card(arena: dict[str, Any]) -> None:
+    client, csrf = signed_in(arena["app"], arena["alice"])
+    path = table_path(sit(client, csrf, "greedy", seats=3, **{"with": "random"}, hands=2))
+    views: list[dict[str, Any]] = []
+    last = play_through(client, csrf, path, views)
+    assert len(last["players"]) == 3 and [p["you"] for p in last["players"]].count(True) == 1
+    streamed = [view for _id, view in events(client, path)]
+    assert streamed[-1]["status"] == "match_over"
+    _match, logs, seat = record_of(arena["url"], path)
+    assert len(logs) == 2 and len(logs[0]["players"]) == 3
+    check_nothing_unseen([*views, *streamed], logs, seat)
+
+
+def test_a_reconnect_with_last_event_id_resumes_the_seat(arena: dict[str, Any]) -> None:
+    client, csrf = signed_in(arena["app"], arena["alice"])
+    path = table_path(sit(client, csrf, "random", hands=2))
+    asked = your_turn(client, path)
+    # The tab closes; a new one (a new client of the same session) resumes after what it saw.
+    resumed = events(client, path, last=asked["version"] - 1)
+    assert resumed and resumed[0][0] == asked["version"]
+    assert resumed[0][1]["status"] == "your_turn" and resumed[0][1]["legal"] == asked["legal"]
+    assert events(client, path, last=asked["version"]) == []  # nothing new: pings only
+    move = {"version": asked["version"], "action": asked["legal"][-1]["id"]}
+    assert client.post(f"{path}/act", json=move, headers={"X-CSRF-Token": csrf}).status_code == 200
+    play_through(client, csrf, path, [])
+    match, _logs, _seat = record_of(arena["url"], path)
+    with session_scope(arena["url"]) as session:
+        assert session.scalar(select(func.count()).select_from(FaultRecord).where(
+            FaultRecord.match_id == match.id, FaultRecord.kind == "timeout")) == 0  # fmt: skip
+    assert match.forfeited_seat is None
+
+
+@pytest.fixture
+def hurried(arena: dict[str, Any]) -> dict[str, Any]:
+    """The arena with a one-second clock."""
+    app = arena["app"]
+    app.config["SETTINGS"] = dataclasses.replace(app.config["SETTINGS"], person_clock_s=1)
+    return arena
+
+
+def test_a_person_who_walks_away_faults_then_forfeits_and_a_bots_match_plays_on(
+    hurried: dict[str, Any],
+) -> None:
+    from arena.tournaments.lifecycle import create_tournament, resolve_bots, start_tournament
+
+    url = hurried["url"]
+    client, csrf = signed_in(hurried["app"], hurried["alice"])
+    path = table_path(sit(client, csrf, "greedy", hands=6))
+    with session_scope(url) as session:
+        bots = create_tournament(session, name="beside", bot_ids=resolve_bots(session, ["random", "greedy"]),
+                                 table_sizes=[2], deals_per_table=2, hands_per_match=6)  # fmt: skip
+        start_tournament(session, bots.id)
+        beside = bots.id
+        ids = list(session.scalars(select(Match.id).where(Match.tournament_id == beside)))
+    hurried["backend"].submit(ids)
+    wait_done(url, path)  # nobody moves: the clock runs out at each decision
+    match, logs, seat = record_of(url, path)
+    with session_scope(url) as session:
+        charged = FaultRecord.kind.not_in(NOTICE_KINDS)  # a slow notice is on the record, not charged
+        faults = session.scalars(select(FaultRecord).where(FaultRecord.match_id == match.id, charged)).all()
+        assert [(f.seat, f.kind) for f in faults] == [(seat, "timeout")] * 3  # max_faults, then forfeit
+        assert "clock of 1 s" in faults[0].reason
+        # Three hands faulted (a hand the bot ends before the seat is asked costs none), the
+        # rest forfeited.
+        assert match.forfeited_seat == seat and 3 <= len(logs) < 6
+        beside_matches = session.scalars(select(Match).where(Match.tournament_id == beside)).all()
+    last = client.get(f"{path}/view.json").get_json()
+    assert last["status"] == "match_over" and last["faults"] == {"count": 3, "max": 3}
+    assert "forfeited" in last["result"]["match"]["words"]
+    for _ in range(600):  # the bots' matches, played by the same pool, finish untouched
+        with session_scope(url) as session:
+            rows = session.scalars(select(Match).where(Match.tournament_id == beside)).all()
+            if all(m.status == "done" for m in rows):
+                beside_matches = rows
+                break
+        time.sleep(0.1)
+    assert beside_matches and all(m.status == "done" and m.faults == 0 for m in beside_matches)
+
+
+def channel_row(url: str, path: str) -> tuple[int, str | None]:
+    public_id = path.rsplit("/", 1)[1]
+    with session_scope(url) as session:
+        row = session.scalars(
+            select(SeatChannel)
+            .join(Match, Match.id == SeatChannel.match_id)
+            .where(Match.public_id == public_id)
+        ).one()
+        return row.version, row.action
+
+
+def test_bad_moves_are_refused_and_change_nothing(arena: dict[str, Any]) -> None:
+    client, csrf = signed_in(arena["app"], arena["alice"])
+    path = table_path(sit(client, csrf, "random", hands=3))
+    asked = your_turn(client, path)
+    before = channel_row(arena["url"], path)
+    good = {"version": asked["version"], "action": asked["legal"][0]["id"]}
+    refusals = [
+        ({**good, "action": "meld Ah 2h 3h 4h"}, {"X-CSRF-Token": csrf}, 409, "not one of your legal"),
+        ({**good, "version": asked["version"] - 1}, {"X-CSRF-Token": csrf}, 409, "out of date"),
+        (good, {}, 403, "reload the page"),  # no CSRF header
+        (good, {"X-CSRF-Token": "forged"}, 403, "reload the page"),
+        ({"version": "1", "action": good["action"]}, {"X-CSRF-Token": csrf}, 400, "version"),
+        ({**good, "action": "x" * 65}, {"X-CSRF-Token": csrf}, 400, "version"),
+    ]
+    for body, headers, status, words in refusals:
+        answer = client.post(f"{path}/act", json=body, headers=headers)
+        said = answer.get_json()["error"]
+        assert (answer.status_code, words in said) == (status, True), (body, said)
+        assert channel_row(arena["url"], path) == before  # nothing changed
+    assert client.post(f"{path}/act", json=good, headers={"X-CSRF-Token": csrf}).status_code == 200
+    replayed = client.post(f"{path}/act", json=good, headers={"X-CSRF-Token": csrf})
+    assert replayed.status_code == 409  # the same move again: the view it was chosen from is gone
+
+
+def test_another_person_and_a_forged_session_get_404(arena: dict[str, Any]) -> None:
+    app = arena["app"]
+    client, csrf = signed_in(app, arena["alice"])
+    path = table_path(sit(client, csrf, "random", hands=2))
+    asked = your_turn(client, path)
+    bob, bob_csrf = signed_in(app, arena["bob"])
+    forged = app.test_client()
+    forged.set_cookie("tonk_session", client.get_cookie("tonk_session").value[:-4] + "AAAA")  # type: ignore[union-attr]
+    move = {"version": asked["version"], "action": asked["legal"][0]["id"]}
+    for other, token in ((bob, bob_csrf), (forged, csrf), (app.test_client(), csrf)):
+        assert other.get(path).status_code in (302, 404)
+        for sub in ("/view.json", "/events"):
+            assert other.get(path + sub).status_code == 404
+        assert other.post(f"{path}/act", json=move, headers={"X-CSRF-Token": token}).status_code == 404
+    assert bob.get(path).status_code == 404
+    assert client.get(f"{path}/view.json").get_json()["version"] == asked["version"]  # untouched
+
+
+def test_sitting_down_is_refused_with_a_reason_and_nothing_made(arena: dict[str, Any]) -> None:
+    app, url = arena["app"], arena["url"]
+    bob, csrf = signed_in(app, arena["bob"])
+
+    def tables() -> int:
+        with session_scope(url) as session:
+            return int(session.scalar(select(func.count()).select_from(Tournament)) or 0)
+
+    made = tables()
+    refusals = [
+        ("nobody", {"csrf": csrf}, 404, "no active bot"),
+        ("shy", {"csrf": csrf}, 403, "turned challenges off"),
+        ("random", {"csrf": csrf, "seats": "4"}, 400, "from 2 to 3"),
+        ("random", {"csrf": csrf, "hands": "1000"}, 400, "hands"),
+        ("random", {"csrf": csrf, "seats": "3", "with": "random"}, 400, "twice"),
+        ("random", {"csrf": "stale"}, 400, "reload the page"),
+        ("@alice", {"csrf": csrf}, 404, "no active bot"),  # a person's seat is no opponent
+    ]
+    for bot, form, status, words in refusals:
+        answer = bob.post(f"/bots/{bot}/sit", data=form)
+        assert answer.status_code == status and words in answer.get_data(as_text=True), (bot, form)
+        assert tables() == made
+    assert app.test_client().post("/bots/random/sit", data={"csrf": csrf}).status_code == 302  # not signed in
+    path = table_path(sit(bob, csrf, "random", hands=2))
+    again = sit(bob, csrf, "greedy")  # one table at a time
+    assert again.status_code == 429 and path.rsplit("/", 1)[1] in again.get_data(as_text=True)
+    assert tables() == made + 1
+    # The owner of a bot that takes no challenges may still play it.
+    alice, alice_csrf = signed_in(app, arena["alice"])
+    table_path(sit(alice, alice_csrf, "shy", hands=1))
+
+
+def test_a_flood_of_moves_is_refused(app_factory: Callable[..., Flask], arena: dict[str, Any]) -> None:
+    app = arena["app"]
+    app.config["TABLE_ACT_LIMIT"] = (3, 60.0)
+    client, csrf = signed_in(app, arena["alice"])
+    path = table_path(sit(client, csrf, "random", hands=2))
+    asked = your_turn(client, path)
+    stale = {"version": asked["version"] - 1, "action": asked["legal"][0]["id"]}
+    headers = {"X-CSRF-Token": csrf}
+    codes = [client.post(f"{path}/act", json=stale, headers=headers).status_code for _ in range(5)]
+    assert codes == [409, 409, 409, 429, 429]
+    flooded = client.post(f"{path}/act", json={**stale, "version": asked["version"]}, headers=headers)
+    assert flooded.status_code == 429 and flooded.headers["Retry-After"]
+    assert channel_row(arena["url"], path) == (asked["version"], None)  # the good move was refused too
