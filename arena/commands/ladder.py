@@ -4,7 +4,7 @@
     tonk ladder create --name N --table-size 2 --hands 20 [--bots a,b,c] [--versions-per-owner 1]
                        [--target N] [--backlog 2] [--allow-same-owner] [--placement-sd 100]
     tonk ladder list | status ID | pause ID | resume ID
-    tonk ladder run [ID ...] [--lease-s 15]
+    tonk ladder run [ID ...] [--lease-s 15] [--timings]
 
 ``run`` is the ladder's scheduler, meant to run as a service: it keeps every running ladder
 (or those named) topped up with tables and hands their matches to the embedded pool in
@@ -65,6 +65,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--lease-s", type=float, default=None, help="how soon a standby takes over (default 15)")
     run.add_argument("--poll-s", type=float, default=1.0, help="seconds between ticks")
     run.add_argument("--quiet", action="store_true", help="no line per new table")
+    run.add_argument("--timings", action="store_true", help="a line per tick: how long it took")
     run.set_defaults(func=cmd_run)
 
 
@@ -204,6 +205,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"ladder scheduler {runner.holder}: matches go to {where}; stop with Ctrl-C", file=sys.stderr)
 
     def report(r: LadderRunner) -> None:
+        if args.timings:  # one line a tick held: what an operator (or bench) reads a tick's cost from
+            for ladder_id, tick in r.last.items():
+                if tick.held:
+                    print(f"ladder {ladder_id}: tick {1000 * r.last_s[ladder_id]:.1f} ms "
+                          f"({1000 * r.last_cpu_s[ladder_id]:.1f} ms CPU), {len(tick.tables)} tables, "
+                          f"{tick.unfinished} unfinished", flush=True)  # fmt: skip
         if args.quiet:
             return
         for ladder_id, tick in r.last.items():

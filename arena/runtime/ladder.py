@@ -60,6 +60,10 @@ class LadderRunner:
     probe_every_s: float = reachability.PROBE_EVERY_S
     #: Per ladder: its last tick, and the matches whose jobs are known dead.
     last: dict[int, Tick] = field(default_factory=dict)
+    #: Per ladder: seconds its last tick took, the transaction's commit included, and of
+    #: those, the CPU seconds of this thread (steadier on a busy machine: no waiting counted).
+    last_s: dict[int, float] = field(default_factory=dict)
+    last_cpu_s: dict[int, float] = field(default_factory=dict)
     _dead: dict[int, set[int]] = field(default_factory=dict)
     _held: set[int] = field(default_factory=set)
     _swept: dict[int, float] = field(default_factory=dict)
@@ -77,8 +81,11 @@ class LadderRunner:
         """One tick of every ladder; returns how many matches were submitted."""
         submitted = 0
         for ladder_id in self.ladders():
+            started, started_cpu = time.perf_counter(), time.thread_time()
             with session_scope(self.database_url) as session:
                 result = tick(session, ladder_id, self.holder, capacity.capacities, lease_s=self.lease_s)
+            self.last_s[ladder_id] = time.perf_counter() - started
+            self.last_cpu_s[ladder_id] = time.thread_time() - started_cpu
             self.last[ladder_id] = result
             if not result.held:
                 if ladder_id in self._held:
