@@ -71,8 +71,10 @@ def matches_to_start(
         versions[match_id].append(version_id)
     deal_of, busy = _serial_deals(session, pending, queued, versions)
     bots = {bot for ids in seats.values() for bot in ids}
-    ask = capacity_of or capacity.capacity_of
-    room = {bot: ask(session, bot) for bot in bots}
+    if capacity_of is None:  # one query for them all: a ladder's window seats hundreds of bots
+        room = capacity.capacities(session, bots)
+    else:
+        room = {bot: capacity_of(session, bot) for bot in bots}
     for bot, count in capacity.in_flight(session, bots).items():
         room[bot] -= count
     on_queue = set(queued)
