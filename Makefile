@@ -10,8 +10,9 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # The tests start many Python processes; where PYTHONDONTWRITEBYTECODE is set (as on the
 # machines this was measured on) each would compile the project's modules again (0.1-0.25 s
-# for the server's imports), so they are compiled once here.
-BYTECODE := $(BIN)/python -m compileall -q -j0 arena sdk dashboard bots
+# for the server's imports), so they are compiled once here; and pytest's rewritten test
+# modules, which every xdist worker would otherwise rewrite again (scripts/rewrite_tests.py).
+BYTECODE := $(BIN)/python -m compileall -q -j0 arena sdk dashboard bots && $(BIN)/python scripts/rewrite_tests.py
 
 .PHONY: demo test test-fast test-under-load services lint bench proto screenshots clean dist
 
