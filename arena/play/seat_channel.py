@@ -36,9 +36,11 @@ from arena.store.db import session_scope
 from arena.store.models import SeatChannel as ChannelRow
 from arena.store.models import utcnow
 
-#: How often a waiter looks again (a person's round trip is dominated by the bot's reply and
-#: the browser, not this).
+#: How often the worker looks for the person's move, and a page's wait for a newer view (a
+#: person's round trip is dominated by the bot's reply and the browser, not these; each page
+#: waiting costs its store or Redis one read a look).
 POLL_S: Final = 0.02
+WAIT_POLL_S: Final = 0.05
 #: Redis keys of a finished table are kept this long for a late page, then expire.
 REDIS_TTL_S: Final = 24 * 3600
 CHANNELS: Final = ("store", "redis")
@@ -78,7 +80,7 @@ def check_send(current: dict[str, Any] | None, asked: str | None, sent: str | No
 
 
 def wait_for(
-    read: Callable[[], dict[str, Any] | None], after: int, timeout_s: float
+    read: Callable[[], dict[str, Any] | None], after: int, timeout_s: float, poll_s: float = WAIT_POLL_S
 ) -> dict[str, Any] | None:
     """The view once its version is above ``after``, or the latest (None: none yet) when
     ``timeout_s`` passes first."""
@@ -89,7 +91,7 @@ def wait_for(
             return view
         if time.monotonic() >= deadline:
             return view
-        time.sleep(POLL_S)
+        time.sleep(poll_s)
 
 
 class StoreChannel:

@@ -192,8 +192,10 @@ def view_json(public_id: str) -> Response:
     after = _after(request.args.get("after"))
     read = row.channel.read
     wait_s = float(app.config.get("TABLE_POLL_S", LONG_POLL_S))
+    starting = _starting(row)
+    session().close()  # the request's connection goes back to the pool while it waits
     view = read() if after is None else wait_for(read, after, wait_s)
-    response = jsonify(_finish(view, row, app, _starting(row)))
+    response = jsonify(_finish(view, row, app, starting))
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -243,6 +245,7 @@ def events(public_id: str) -> Response:
         return _json_error(404, "there is no table of yours here")
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     starting = _starting(row)
+    session().close()  # the stream reads through the channel, not the request's session
     after = _after(request.headers.get("Last-Event-ID") or request.args.get("last_id"))
     stream_s = float(app.config.get("TABLE_STREAM_S", STREAM_S))
     ping_s = float(app.config.get("TABLE_PING_S", PING_S))

@@ -408,3 +408,75 @@ def test_a_flood_of_moves_is_refused(app_factory: Callable[..., Flask], arena: d
     flooded = client.post(f"{path}/act", json={**stale, "version": asked["version"]}, headers=headers)
     assert flooded.status_code == 429 and flooded.headers["Retry-After"]
     assert channel_row(arena["url"], path) == (asked["version"], None)  # the good move was refused too
+
+
+def test_events_arrive_as_they_happen_over_real_http(arena: dict[str, Any]) -> None:
+    """Over a real socket (Werkzeug's threaded server, as Flask's dev server and `tonk
+    dashboard` serve): each view is sent as it happens, not when the stream ends."""
+    import urllib.request
+
+    from helpers.net import app_on_loopback
+
+    app = arena["app"]
+    app.config["TABLE_STREAM_S"] = 60.0
+    client, csrf = signed_in(app, arena["alice"])
+    path = table_path(sit(client, csrf, "greedy", hands=2))
+    cookie = client.get_cookie("tonk_session")
+    assert cookie is not None
+    headers = {"Cookie": f"tonk_session={cookie.value}"}
+    with app_on_loopback(app) as base:
+        opened = urllib.request.Request(base + path + "/events", headers=headers)
+        stream = urllib.request.urlopen(opened, timeout=30)
+
+        def next_view() -> dict[str, Any]:
+            fields: dict[str, str] = {}
+            for raw in stream:
+                line = raw.decode().rstrip("\n")
+                if not line:
+                    if fields.get("event") == "view":
+                        return dict(json.loads(fields["data"]))
+                    fields = {}
+                elif not line.startswith(":") and ": " in line:
+                    key, value = line.split(": ", 1)
+                    fields[key] = value
+            raise AssertionError("the stream ended")
+
+        with stream:
+            view = next_view()
+            while view["status"] != "your_turn":
+                view = next_view()
+            move = json.dumps({"version": view["version"], "action": view["legal"][0]["id"]}).encode()
+            act = urllib.request.Request(
+                base + path + "/act", data=move, method="POST",
+                headers={**headers, "X-CSRF-Token": csrf, "Content-Type": "application/json"},
+            )  # fmt: skip
+            with urllib.request.urlopen(act, timeout=30) as answer:
+                assert answer.status == 200
+            following = next_view()  # on the stream opened before the move
+            assert following["version"] == view["version"] + 1 and following["status"] == "waiting"
+
+
+def test_an_expired_session_is_not_seated(arena: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    import itsdangerous
+
+    app = arena["app"]
+    client, csrf = signed_in(app, arena["alice"])
+    path = table_path(sit(client, csrf, "random", hands=2))
+    asked = your_turn(client, path)
+    serializer = app.session_interface.get_signing_serializer(app)  # type: ignore[attr-defined]
+    cookie = client.get_cookie("tonk_session")
+    assert serializer is not None and cookie is not None
+    payload = serializer.loads(cookie.value)
+    long_ago = int(time.time()) - 200 * 24 * 3600  # past TONK_SESSION_HOURS
+    monkeypatch.setattr(itsdangerous.TimestampSigner, "get_timestamp", lambda self: long_ago)
+    old = serializer.dumps(payload)
+    monkeypatch.undo()
+    stale = app.test_client()
+    stale.set_cookie("tonk_session", old)
+    move = {"version": asked["version"], "action": asked["legal"][0]["id"]}
+    assert stale.get(f"{path}/view.json").status_code == 404
+    assert stale.post(f"{path}/act", json=move, headers={"X-CSRF-Token": csrf}).status_code == 404
+    assert client.get(f"{path}/view.json").get_json()["version"] == asked["version"]  # untouched
+    fresh = app.test_client()  # the same content signed now: what ended it was its age
+    fresh.set_cookie("tonk_session", serializer.dumps(payload))
+    assert fresh.get(f"{path}/view.json").status_code == 200
