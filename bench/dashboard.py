@@ -17,10 +17,12 @@ their first, uncached request printed. Target: every median under 50 ms.
 
 Then (``--ladder-bots``, 10,000 by default; ``--ladder-only`` for this part alone) a ladder
 whose board holds that many bots (``big_ladder``: bulk inserts, 2 done matches a bot): the
-ladder page's size and time (its first request fits the ratings; the rest use that fit), and
-an idle tab's poll (a 304: the ETag unchanged), against the whole board drawn as the page
-was before it was paged, and a poll answered in full. Goals: page < 100 KB and < 0.5 s, idle
-poll < 2 KB.
+ladder page's size and time (its first request fits the ratings; the rest use that fit), the
+page a first visitor gets right after the scheduler added a table (its board read again, the
+ratings unchanged; against the same data read as every request did before the page was kept
+until the ladder's version changes), and an idle tab's poll (a 304: the ETag unchanged),
+against the whole board drawn as the page was before it was paged, and a poll answered in
+full. Goals: page < 100 KB and < 0.5 s, idle poll < 2 KB.
 """
 
 from __future__ import annotations
@@ -218,6 +220,23 @@ def big_ladder(url: str, bots: int, matches_per_bot: int = 4, seed: int = 1) -> 
     return ladder
 
 
+def new_table(url: str, ladder: int, table: int) -> None:
+    """A table the scheduler would add to the big ladder: two pending matches of two bots."""
+    from arena.store.db import session_scope
+
+    with session_scope(url) as db:
+        versions = db.execute(select(BotVersion.bot_id, BotVersion.id).order_by(BotVersion.id).limit(2)).all()
+        for rotation in (0, 1):
+            key = f"fresh{table}/{rotation}"
+            match = db.execute(insert(Match).values(
+                tournament_id=ladder, key=key, table_index=table, deal_index=0, rotation=rotation, seed=table,
+                hands=1, status=MatchStatus.PENDING, reason="placement")).inserted_primary_key[0]  # fmt: skip
+            db.execute(insert(MatchSeat), [
+                {"match_id": match, "seat": seat, "bot_id": bot, "bot_version_id": version}
+                for seat, (bot, version) in enumerate(versions[rotation:] + versions[:rotation])
+            ])  # fmt: skip
+
+
 def closest_hands_cost(engine: Any, played: list[tuple[list[int], MatchResult, bytes]] | None) -> None:
     """What naming a finished tournament's closest hands would cost without the summary each
     match keeps (decoding every replay of tournament 1), and what keeping it costs a worker
@@ -266,7 +285,7 @@ def big_board(bots: int, requests: int, tmp: str) -> bool:
     a poll answered in full, for the bytes)."""
     from flask import render_template
 
-    from arena.ladder.status import ladder_detail
+    from arena.ladder.status import board_order, ladder_detail
     from arena.queries.live import now_showing
     from arena.store.db import session_scope
     from dashboard import create_app
@@ -284,7 +303,23 @@ def big_board(bots: int, requests: int, tmp: str) -> bool:
     base = statistics.median(timed(lambda: client.get("/healthz"), requests))
     page = client.get(page_url)
     assert page.status_code == 200, page.status_code
-    page_ms = timed(lambda: client.get(page_url), requests)
+    page_cpu: list[float] = []
+    page_ms = timed(lambda: client.get(page_url), requests, page_cpu)
+    # The page a first visitor gets on a live ladder: the scheduler has just added a table (a
+    # new version: the board's order and the page read again), the ratings unchanged.
+    tables = iter(range(10**6, 10**7))
+    fresh_cpu: list[float] = []
+    fresh_ms: list[float] = []
+    for _ in range(max(requests // 3, 5)):
+        new_table(url, ladder, next(tables))
+        fresh_ms += timed(lambda: client.get(page_url), 1, fresh_cpu)
+    # The same-run baseline of keeping page 1 until the version changes: its rows, counts,
+    # recent matches and latest deals read again, as every request did before.
+    again_cpu: list[float] = []
+    with session_scope(url) as db:
+        order = board_order(db, ladder)
+        timed(lambda: (ladder_detail(db, ladder, page=1, per_page=50, order=order), now_showing(db, ladder)),
+              requests, again_cpu)  # fmt: skip
     deep_ms = timed(lambda: client.get(f"{page_url}?page={bots // 50}"), requests)
     search_ms = timed(lambda: client.get(f"{page_url}?q=b0004"), requests)
     zipped = client.get(page_url, headers={"Accept-Encoding": "gzip"})
@@ -312,6 +347,10 @@ def big_board(bots: int, requests: int, tmp: str) -> bool:
         ("baseline /healthz, median ms", base, base, ""),
         ("ladder page 1, median ms", med(page_ms), base, "< 500 ms"),
         ("ladder page 1, p90 ms", statistics.quantiles(page_ms, n=10)[-1], base, ""),
+        ("ladder page 1, median CPU ms", med(page_cpu), base, ""),
+        ("page 1 after a new table, median ms", med(fresh_ms), base, "< 500 ms"),
+        ("page 1 after a new table, median CPU ms", med(fresh_cpu), base, ""),
+        ("page 1's data read again (as before), CPU ms", med(again_cpu), base, ""),
         (f"ladder page {bots // 50} (the last), median ms", med(deep_ms), base, ""),
         ("ladder page searched (?q=b0004), median ms", med(search_ms), base, ""),
         ("whole board drawn once (before paging), ms", whole_ms, base, ""),
@@ -328,7 +367,7 @@ def big_board(bots: int, requests: int, tmp: str) -> bool:
     for name, value, against, goal in rows:
         print(f"{name:<44} {value:>12.2f} {value / against:>11.3f}  {goal}")
     print("(x baseline: times against /healthz; sizes against the whole board's page, or the full poll)")
-    ok = med(page_ms) < 500 and size < 100_000 and wire_bytes(idle) < 2_000
+    ok = med(page_ms) < 500 and med(fresh_ms) < 500 and size < 100_000 and wire_bytes(idle) < 2_000
     print(f"ladder goals (page < 100 KB, < 0.5 s, idle poll < 2 KB): {'met' if ok else 'NOT met'}")
     return ok
 

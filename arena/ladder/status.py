@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from sqlalchemy import func, select
@@ -82,9 +82,9 @@ def ladder_detail(
     playing = order.playing
     entries = order.entries
     shown, where = board_page(entries, lambda e: (e[0].name, e[0].owner), q, page, per_page)
-    per_bot = _per_bot(session, ladder_id, None if per_page is None else [bot.id for bot, _ in shown])
-    offline = _offline(session, [bot.id for bot, _ in shown if bot.id in playing])
-    board = [_board_row(bot, per_bot, playing, offline) | _rating(rated) for bot, rated in shown]
+    per_bot = _per_bot(session, ladder_id, None if per_page is None else [bot.id for bot, _, _ in shown])
+    offline = _offline(session, [bot.id for bot, _, _ in shown if bot.id in playing])
+    board = [_board_row(bot, per_bot, playing, offline) | _rating(rated, rank) for bot, rated, rank in shown]
     matches = _counts(session, [ladder_id]).get(ladder_id, _zero())
     tables = session.execute(
         select(func.count(func.distinct(Match.table_index))).where(Match.tournament_id == ladder_id)
@@ -183,8 +183,10 @@ def _offline(session: Session, ids: list[int]) -> set[int]:
     return (connected - set(link_status(session, connected))) | offline_among(session, ids)
 
 
-#: A board row's bot (id, name, status, owner) and its rating (None: unrated).
-Entry = tuple[Any, LeaderboardRow | None]
+#: A board row's bot (id, name, status, owner), its rating and its rank on this ladder's board
+#: (both None: unrated). The rank is kept beside the arena's row, not copied into it: a copy of
+#: every row was 10,000 ``dataclasses.replace`` calls each time the board was read again.
+Entry = tuple[Any, LeaderboardRow | None, int | None]
 
 
 @dataclass(frozen=True)
@@ -229,8 +231,8 @@ def _board_order(session: Session, ladder_id: int, playing: frozenset[int]) -> l
         if r.bot_id in bots:
             # The ladder's own rank, 1 to n down its board: the arena's read 1, 2, 5, 6, 7 on
             # a ladder without the arena's 3rd and 4th (issue #40); `/` shows the arena's.
-            order.append((bots.pop(r.bot_id), replace(r, rank=len(order) + 1)))
-    order.extend((bot, None) for bot in sorted(bots.values(), key=lambda b: b.name))
+            order.append((bots.pop(r.bot_id), r, len(order) + 1))
+    order.extend((bot, None, None) for bot in sorted(bots.values(), key=lambda b: b.name))
     return order
 
 
@@ -252,12 +254,12 @@ def _per_bot(session: Session, ladder_id: int, ids: list[int] | None) -> dict[in
     return per_bot
 
 
-def _rating(r: LeaderboardRow | None) -> dict[str, Any]:
+def _rating(r: LeaderboardRow | None, rank: int | None) -> dict[str, Any]:
     if r is None:
         return {"rank": None, "elo": None, "low": None, "high": None, "provisional": True,
                 "rating_text": "unrated"}  # fmt: skip
     return {
-        "rank": r.rank,
+        "rank": rank,
         "elo": round(r.elo, 1),
         "low": None if r.low is None else round(r.low, 1),
         "high": None if r.high is None else round(r.high, 1),

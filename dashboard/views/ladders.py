@@ -51,9 +51,10 @@ def index() -> str:
 @bp.get("/ladders/<id:ladder_id>")
 def detail(ladder_id: int) -> str:
     page, q = paging(request.args, PAGE_ROWS), search_arg(request.args)
-    d = _detail(ladder_id, page, q, ladder_version(session(), ladder_id))
+    version = ladder_version(session(), ladder_id)
+    d = _detail(ladder_id, page, q, version)
     return render_template(
-        "ladder.html", d=d, now_showing=now_showing(session(), ladder_id), args=board_args(page, q, PAGE_ROWS)
+        "ladder.html", d=d, now_showing=_showing(ladder_id, version), args=board_args(page, q, PAGE_ROWS)
     )
 
 
@@ -84,7 +85,7 @@ def api_live(ladder_id: int) -> Response:
         d = _detail(ladder_id, page, q, version)
         data: dict[str, Any] = {k: d[k] for k in ("id", "status", "state", "scheduler", "matches", "tables")}
         data["board_page"] = d["board_page"]
-        data["now_showing"] = now_showing(db, ladder_id)
+        data["now_showing"] = _showing(ladder_id, version)
         if html:
             args = {"board": (d, board_args(page, q, PAGE_ROWS))}
             data["html"] = {part: str(_macro(part)(*args.get(part, (d,)))) for part in LIVE_PARTS}
@@ -98,11 +99,25 @@ def api_live(ladder_id: int) -> Response:
 
 
 def _detail(ladder_id: int, page: Paging, q: str | None, version: Hashable) -> dict[str, Any]:
-    """The ladder with a page of its board; the board's order (every bot read: 0.2 s at
-    10,000) kept until the ladder's version changes."""
+    """The ladder with a page of its board, kept until the ladder's version changes: the
+    version is what the poll's 304 says "nothing shown changed" by, so what it answers 304 for
+    the page may keep too. The board's order (every bot read: 0.2 s at 10,000) is kept once
+    for every page and search; each page's rows, counts and recent matches once per page
+    (a ladder page at 10,000 bots read them again each time: about a third of its time)."""
     db = session()
     order = cached(("ladder-board", db_url(), ladder_id), version, lambda: board_order(db, ladder_id))
-    return ladder_detail(db, ladder_id, page=page.page, per_page=page.per_page, q=q, order=order)
+    return cached(
+        ("ladder-page", db_url(), ladder_id, page.page, page.per_page, q),
+        version,
+        lambda: ladder_detail(db, ladder_id, page=page.page, per_page=page.per_page, q=q, order=order),
+    )
+
+
+def _showing(ladder_id: int, version: Hashable) -> list[dict[str, Any]]:
+    """The ladder's latest finished deals, kept until its version changes (a match done
+    changes its counts)."""
+    db = session()
+    return cached(("ladder-showing", db_url(), ladder_id), version, lambda: now_showing(db, ladder_id))
 
 
 def _etag(version: Hashable, page: Paging, q: str | None, html: bool) -> str:
