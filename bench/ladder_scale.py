@@ -19,8 +19,13 @@ the two rotations. Then, in this process:
 - the largest difference between the incremental board and a full refit of every match in
   a fresh model, in Elo, over ratings and interval ends.
 
-The baseline, timed in the same process, is the least any board must do per tick: reading
-the ladder's done-match token (two indexed queries). Ratios are printed against it.
+Two baselines, timed in the same process: the least any board must do per tick (reading the
+ladder's done-match token, two indexed queries), and what each tick's intervals cost before
+they were kept up to date by low-rank terms (``--sandwich``, on by default up to 3,000 bots):
+the bread made afresh and the sandwich ``B M B^T`` as a product with the meat (bots^3), timed
+on this board's own matrices (the core stands in for the meat: same size, same cost). The
+rating update's own share of each tick is timed too. The goals of issue #36 are printed with
+each number, met or not.
 """
 
 from __future__ import annotations
@@ -38,14 +43,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 import psycopg  # noqa: E402
 from sqlalchemy import select, text, update  # noqa: E402
 
 from arena.ladder.scheduler import tick  # noqa: E402
 from arena.ladder.setup import create_ladder  # noqa: E402
 from arena.play.capacity import capacities  # noqa: E402
-from arena.ratings import leaderboard  # noqa: E402
-from arena.ratings.model import ELO_SCALE  # noqa: E402
+from arena.ratings import intervals, leaderboard  # noqa: E402
+from arena.ratings.model import ELO_SCALE, RatingModel  # noqa: E402
 from arena.store.db import dispose_engines, session_scope  # noqa: E402
 from arena.store.models import Match, MatchSeat  # noqa: E402
 from arena.store.statuses import MatchStatus  # noqa: E402
@@ -194,6 +200,51 @@ def baseline(url: str) -> float:
     return statistics.median(times)
 
 
+#: Issue #36's goals by pool size: first fit (s), its peak memory (GB), a tick after 64 results (s).
+GOALS = {1_000: (10.0, 2.0, 0.1), 10_000: (60.0, 8.0, 0.5)}
+
+
+def goal_text(value: float, goal: float | None, unit: str) -> str:
+    if goal is None:
+        return ""
+    return f" (goal < {goal:g} {unit}: {'met' if value < goal else 'NOT met'})"
+
+
+class UpdateClock:
+    """Times every ``RatingModel.cheap_update`` (the rating part of a tick) in this process."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.model: RatingModel | None = None
+        self._inner = RatingModel.cheap_update
+        clock = self
+
+        def timed(model: RatingModel, *, pairwise: bool = True):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            try:
+                return clock._inner(model, pairwise=pairwise)
+            finally:
+                clock.times.append(time.perf_counter() - start)
+                clock.model = model
+
+        RatingModel.cheap_update = timed  # type: ignore[method-assign]
+
+
+def dense_sandwich(model: RatingModel) -> float:
+    """Seconds for what every tick's intervals cost before the low-rank update: the bread made
+    afresh, ``B M`` (bots^3) and the diagonal, on this model's own matrices."""
+    last = model._last
+    assert last is not None
+    k = model.data.k
+    start = time.perf_counter()
+    bread = intervals.bread(model.data.weights[:k, :k], last.pool, last.finite, last.x, last.share, last.q)
+    bm = bread @ last.core  # the meat's stand-in: same shape, same cost
+    np.einsum("ij,ij->i", bm, bread)
+    took = time.perf_counter() - start
+    del bread, bm
+    return took
+
+
 def largest_difference(url: str) -> tuple[float, int]:
     """Max |incremental - full refit| in Elo over ratings and interval ends, and rows compared."""
     with session_scope(url) as session:
@@ -224,6 +275,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--url", default=None, help="an existing store built by an earlier --keep run")
     parser.add_argument("--keep", action="store_true", help="keep the database (its URL is printed)")
+    parser.add_argument("--sandwich", action=argparse.BooleanOptionalAction, default=None,
+                        help="time the dense sandwich baseline (default: up to 3,000 bots)")  # fmt: skip
     args = parser.parse_args()
     name = f"tonk_bench_scale_{os.getpid()}"
     url = args.url or f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
@@ -248,6 +301,7 @@ def main() -> int:
             leaderboard.current_leaderboard(session)  # the first fit, from the store
         first = time.perf_counter() - start
         first_peak = peak_mb()
+        clock = UpdateClock()
         took, tables = timed_tick(url, ladder_id)
         times, finished = [], 0
         for _ in range(args.ticks):
@@ -256,16 +310,28 @@ def main() -> int:
             times.append(took)
         peak = peak_mb()
         median = statistics.median(times) if times else math.nan
+        updates = clock.times[1:]  # the first tick's may be the board's first update
+        update = statistics.median(updates) if updates else math.nan
+        sandwich = math.nan
+        if clock.model is not None and (args.sandwich or (args.sandwich is None and args.bots <= 3000)):
+            sandwich = min(dense_sandwich(clock.model) for _ in range(3))
+        fit_goal, memory_goal, tick_goal = GOALS.get(args.bots, (None, None, None))
         print(f"baseline (done-match token): {base * 1000:.1f} ms")
-        print(f"first fit (the board from the store): {first:.2f} s, x baseline {first / base:,.0f}; "
-              f"peak memory {first_peak:,.0f} MB (before: {rss0:,.0f} MB)")  # fmt: skip
-        print(f"first tick (board live): {took * 1000:.0f} ms, {tables} tables")
+        print(f"first fit (the board from the store): {first:.2f} s, x baseline {first / base:,.0f}"
+              f"{goal_text(first, fit_goal, 's')}; peak memory {first_peak:,.0f} MB (before: "
+              f"{rss0:,.0f} MB){goal_text(first_peak / 1024, memory_goal, 'GB')}")  # fmt: skip
         print(f"tick after {finished} new results: median {median * 1000:.0f} ms, slowest "
               f"{max(times) * 1000:.0f} ms, x baseline {median / base:,.1f} "
-              f"({tables} tables a tick)")  # fmt: skip
-        print(f"peak memory after the ticks: {peak:,.0f} MB")
+              f"({tables} tables a tick){goal_text(median, tick_goal, 's')}")  # fmt: skip
+        print(f"  of which the rating update: median {update * 1000:.0f} ms over {len(updates)} ticks")
+        if not math.isnan(sandwich):
+            print(f"  same-run baseline, each tick's intervals before (bread afresh, B M, bots^3): "
+                  f"{sandwich * 1000:.0f} ms, {sandwich / update:.1f}x the whole rating update "
+                  "now")  # fmt: skip
+        print(f"peak memory after the ticks: {peak:,.0f} MB{goal_text(peak / 1024, memory_goal, 'GB')}")
         worst, rows = largest_difference(url)
-        print(f"incremental board vs a full refit: largest difference {worst:.3f} Elo over {rows:,} ratings")
+        print(f"incremental board vs a full refit: largest difference {worst:.3f} Elo over {rows:,} "
+              f"ratings (goal <= 1 Elo: {'met' if worst <= 1.0 else 'NOT met'})")  # fmt: skip
         # The row of docs/arena.md's table ("A board that costs what changed"), as measured here.
         print(f"docs row: | {args.bots:,} bots x {args.matches:,} matches | {first:.1f} s "
               f"| {first_peak / 1024:.1f} GB | {median:.2f} s ({median / base:.1f}x the count) "

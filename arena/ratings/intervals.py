@@ -270,6 +270,9 @@ def core_of(pool_inv: FloatArray, meat: FloatArray, member: BoolArray) -> FloatA
     members' rows and the identity on the outsiders'. The covariance is ``A (P M P) A^T``
     with ``A`` cheap (:class:`Covariance`), so an update can bring the core up to date by
     low-rank terms (:func:`update_core`) where ``B M B^T`` took a bots^3 product."""
+    if member.all():  # no outsider: no rows or columns to pick out
+        whole: FloatArray = pool_inv @ meat @ pool_inv
+        return whole
     mi, oi = np.flatnonzero(member), np.flatnonzero(~member)
     left = np.empty_like(meat)
     left[mi] = pool_inv @ meat[mi]
@@ -371,11 +374,18 @@ class Covariance:
         ``unit`` natural units each (``ELO_SCALE``: Elo)."""
         scale = clusters / (clusters - 1) if clusters > 1 else 1.0  # small-sample correction
         mi, oi = np.flatnonzero(member), np.flatnonzero(~member)
-        h = core[:, mi] @ share if len(mi) else np.zeros(len(core))
-        y = rows @ core[mi] + own[:, None] * core[oi]
-        z = y[:, mi] @ rows.T + y[:, oi] * own[None, :]
+        # Products with the whole core, never a copy of its member rows or columns (800 MB
+        # each at 10,000 bots): the centre and the outsiders' rows spread over every row.
+        centre = np.zeros(len(core))
+        centre[mi] = share
+        h = core @ centre
+        spread = np.zeros((len(oi), len(core)))
+        spread[:, mi] = rows
+        spread[np.arange(len(oi)), oi] = own
+        y = spread @ core
+        z = y @ spread.T
         ah = h.copy()
-        ah[oi] = rows @ h[mi] + own * h[oi]
+        ah[oi] = spread @ h
         outsider = np.full(len(core), -1, dtype=np.int64)
         outsider[oi] = np.arange(len(oi))
         return cls(core, scale / unit**2, member, ah, float(share @ h[mi]), outsider, y, z)

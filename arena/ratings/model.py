@@ -258,7 +258,7 @@ class _Fit:
     q: FloatArray  # the pool's (L + 1/k)^-1 (intervals.pool_q), kept up to date for new pairs
     core: FloatArray  # the sandwich's core P M P (intervals.core_of), kept up to date alike
     share: FloatArray  # the pool members' shares of the scale's zero
-    pairs: tuple[IntArray, IntArray]  # the pool's pairs that met (rows of the pool, both orders)
+    pairs: tuple[IntArray, IntArray]  # the pool's pairs that met (rows of the pool, a < b)
 
 
 class RatingModel:
@@ -628,14 +628,15 @@ def _reference(bots: Iterable[str]) -> frozenset[str]:
 def _merge_pairs(
     pairs: tuple[IntArray, IntArray], lo: IntArray, hi: IntArray, km: int
 ) -> tuple[IntArray, IntArray]:
-    """``pairs`` (both orders, sorted by ``a * km + b``) with the pairs ``(lo, hi)`` added."""
+    """``pairs`` (``a < b``, sorted by ``a * km + b``) with the pairs ``(lo, hi)`` added."""
     known = pairs[0] * km + pairs[1]
-    wanted = np.unique(np.concatenate([lo * km + hi, hi * km + lo]))
-    at = np.minimum(np.searchsorted(known, wanted), max(len(known) - 1, 0))
-    fresh = wanted[known[at] != wanted] if len(known) else wanted
-    if not len(fresh):
+    wanted = np.unique(np.minimum(lo, hi) * km + np.maximum(lo, hi))
+    at = np.searchsorted(known, wanted)
+    fresh = at >= len(known)
+    fresh[~fresh] = known[at[~fresh]] != wanted[~fresh]
+    if not fresh.any():
         return pairs
-    keys = np.sort(np.concatenate([known, fresh]))
+    keys = np.insert(known, at[fresh], wanted[fresh])  # a merge: one copy, no sort
     return keys // km, keys % km
 
 

@@ -49,7 +49,7 @@ def estimate(
     information from a fit nearby, for Newton steps with it instead of the full iteration
     (raises ConvergenceError if they do not converge: the caller fits in full). ``pairs``:
     every pair of pool members that met (rows of the pool, both orders), if known: the steps
-    then read those cells only, never the members x members blocks."""
+    then read those cells only, never the members x members blocks (each pair once, ``a < b``)."""
     k = len(pool)
     members = np.flatnonzero(pool)
     if pool_inv is None:
@@ -110,9 +110,10 @@ def _fit_pool(points: FloatArray, weights: FloatArray, x0: FloatArray) -> FloatA
 
 
 def pool_pairs(weights: FloatArray, members: IntArray) -> tuple[IntArray, IntArray]:
-    """Every pair of ``members`` that met, as rows of the pool (both orders)."""
+    """Every pair of ``members`` that met, as rows of the pool, once (``a < b``, sorted)."""
     a, b = np.nonzero(weights[np.ix_(members, members)])
-    return a.astype(np.int64), b.astype(np.int64)
+    once = a < b
+    return a[once].astype(np.int64), b[once].astype(np.int64)
 
 
 def _nearby_newton(
@@ -126,7 +127,10 @@ def _nearby_newton(
     if k < 2:
         return np.zeros(k)
     for _ in range(_MAX_NEARBY):
-        grad = np.bincount(a, pts - w * sigmoid(x[a] - x[b]), minlength=k)
+        # Each pair once: b's side of the pair is a's negated (points b-a = weight - points a-b).
+        with np.errstate(over="ignore"):
+            res = pts - w / (1.0 + np.exp(x[b] - x[a]))
+        grad = np.bincount(a, res, minlength=k) - np.bincount(b, res, minlength=k)
         step = pool_inv @ grad
         x = x + step
         x = x - x.mean()
