@@ -157,3 +157,81 @@ def test_a_persons_seat_is_on_no_bot_board_list_ladder_pool_or_challenge(
         assert "no active bot named '@ann'" in answer.get_json()["error"]["message"]
     with session_scope(url) as session:
         assert session.scalar(select(func.count(Tournament.id))) == before  # nothing created
+
+
+def test_a_match_played_at_the_table_reaches_the_people_board_and_not_the_bots(
+    pg_url: str, app_factory: Callable[..., Flask]
+) -> None:
+    """End to end through the seat (arena/tournaments/people.py, the embedded pool): a person
+    plays a whole heads-up match against greedy, rated by a bots' tournament before, and
+    finds it on the people's board and in greedy's record against people; the bots' board
+    is the same before and after."""
+    import dataclasses
+    import time
+
+    from helpers.arena import new_tournament
+
+    from arena.bots.owners import create_owner, get_or_create_operator
+    from arena.bots.registry import host_bot
+    from arena.runtime.backends import EmbeddedBackend
+    from arena.runtime.jobs import play_match_job
+    from arena.store.models import Match
+    from arena.tournaments.lifecycle import start_tournament
+
+    with session_scope(pg_url) as session:
+        house = get_or_create_operator(session, "house")
+        hosted = (("random", "bots.random_bot:RandomBot"), ("greedy", "bots.greedy:GreedyBot"))
+        bots = [host_bot(session, house, name, path, check=False).id for name, path in hosted]
+        _alice, token = create_owner(session, "alice")
+    cup = new_tournament(pg_url, bots, name="cup", deals_per_table=8, hands_per_match=1, seed=5)
+    with session_scope(pg_url) as session:
+        start_tournament(session, cup)
+        ids = session.scalars(select(Match.id).where(Match.tournament_id == cup).order_by(Match.id)).all()
+    for match_id in ids:
+        assert play_match_job(match_id, pg_url) == "done"
+    backend = EmbeddedBackend(pg_url, 2)
+    app = app_factory(pg_url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0, TABLE_POLL_S=3.0,
+                      TABLE_ACT_LIMIT=(10_000, 1.0))  # fmt: skip
+    app.config["SETTINGS"] = dataclasses.replace(app.config["SETTINGS"], person_clock_s=30)
+    try:
+        client = app.test_client()
+        before = client.get("/api/v1/leaderboard").get_json()["leaderboard"]
+        basis = {r["bot"]: r["rating"]["basis"] for r in before if r["rating"]}
+        assert basis == {"random": "pool", "greedy": "pool"}
+        page = client.get("/signin").get_data(as_text=True)
+        found = CSRF.search(page)
+        assert found
+        assert client.post("/signin", data={"csrf": found.group(1), "token": token}).status_code == 303
+        csrf = CSRF.search(client.get("/me").get_data(as_text=True))
+        assert csrf
+        sat = client.post("/bots/greedy/sit", data={"csrf": csrf.group(1), "hands": "2"})
+        assert sat.status_code == 303, sat.get_data(as_text=True)[:300]
+        path = sat.headers["Location"].removeprefix("http://localhost")
+        view = client.get(f"{path}/view.json").get_json()
+        for _ in range(2000):  # the first legal action each turn, to the end
+            if view["status"] == "match_over":
+                break
+            if view["status"] == "your_turn":
+                move = {"version": view["version"], "action": view["legal"][0]["id"]}
+                acted = client.post(f"{path}/act", json=move, headers={"X-CSRF-Token": csrf.group(1)})
+                view = acted.get_json()
+            view = client.get(f"{path}/view.json?after={view['version']}").get_json()
+        assert view["status"] == "match_over"
+        ends = time.monotonic() + 120
+        while not client.get("/api/v1/people").get_json()["people"] and time.monotonic() < ends:
+            time.sleep(0.1)  # the worker records the match just after the last view
+        (row,) = client.get("/api/v1/people").get_json()["people"]
+        assert (row["person"], row["seat"], row["matches"], row["hands"]) == ("alice", "@alice", 1, 2)
+        assert row["rank"] == 1  # greedy has a rating to hold fixed (its basis checked above)
+        assert row["rating"] is not None
+        record = client.get("/api/v1/bots/greedy").get_json()["bot"]["against_people"]
+        assert record["matches"] == 1 and record["hands"] == 2
+        assert record["wins"] + record["draws"] + record["losses"] == 1
+        games = client.get("/me").get_data(as_text=True)
+        assert len(re.findall(r'<tr data-match="\d+">', games[games.index('id="games"') :])) == 1
+        after = client.get("/api/v1/leaderboard").get_json()["leaderboard"]
+        assert [(r["bot"], r["rating"], r["matches"]) for r in after] == [
+            (r["bot"], r["rating"], r["matches"]) for r in before
+        ]
+    finally:
+        backend.close(cancel=True)
