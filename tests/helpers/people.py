@@ -1,8 +1,9 @@
 """A store with bots rated among themselves and people who sat against them (issue #39), built
 row by row as bench/dashboard.py's ``big_ladder`` builds its board: the bots' matches of a
 finished round robin with seeded Bradley-Terry results, then people's matches (kind
-``people``: a person's own bot row, flagged ``person``, and one or two bots) with results
-chosen so that the people's board is known in advance. For the people's board tests
+``people``: a person's own seat, made by person_bot, and one or two bots) with results
+chosen so that the people's board is known in advance (tests/dashboard/test_people_pages.py
+also plays one for real, at the table). For the people's board tests
 (tests/arena/queries/test_people_board.py, tests/dashboard/test_people_pages.py)."""
 
 from __future__ import annotations
@@ -105,17 +106,18 @@ def _match(db: Session, tid: int, seed: int, seats: list[tuple[int, int, int]], 
 
 
 def person(url: str, store: Store, name: str) -> int:
-    """An owner ``name`` (their token in ``store.tokens``) and their own seat, ``@name``
-    (Bot.person), with its one version, as arena/tournaments/people.py's person_bot makes it."""
+    """An owner ``name`` (their token in ``store.tokens``) and their own seat, ``@name``, made
+    by arena/tournaments/people.py's person_bot as a first seat makes it."""
     from arena.bots.owners import create_owner
+    from arena.tournaments.people import person_bot
 
     with session_scope(url) as db:
         owner, store.tokens[name] = create_owner(db, name)
         store.owners[name] = owner.id
-        bot = insert(Bot).values(name=f"@{name}", owner_id=owner.id, person=True, accepts_challenges=False)
-        store.people[name] = db.execute(bot.returning(Bot.id)).scalar_one()
-        version = insert(BotVersion).values(bot_id=store.people[name], number=1, info={})
-        store.versions[f"@{name}"] = db.execute(version.returning(BotVersion.id)).scalar_one()
+        bot = person_bot(db, owner)
+        store.people[name] = bot.id
+        version = select(BotVersion.id).where(BotVersion.bot_id == bot.id)
+        store.versions[f"@{name}"] = db.scalars(version).one()
     return store.people[name]
 
 
