@@ -38,6 +38,10 @@ from arena.store.models import BotLease, BotVersion, utcnow
 
 #: The most matches at once any bot gets, whatever it declares.
 MAX_CAPACITY: Final = 256
+#: Bots asked about at once beyond which :func:`capacities` reads every bot's latest version
+#: and keeps those asked: the IN list of a 1,000-bot ladder's pool, sent at every tick, cost
+#: its scheduler more in the driver's conversion of a thousand parameters than the rows saved.
+IN_LIST_MAX: Final = 200
 #: Seconds a slot's lease lasts without renewal. The match heartbeat renews it
 #: (arena/play/heartbeat.py), so it lasts as long as the match lease, MATCH_LEASE_S.
 SLOT_LEASE_S: Final = 30.0
@@ -84,12 +88,10 @@ def capacities(session: Session, bot_ids: Iterable[int], *, live: bool = False) 
     ids = sorted(set(bot_ids))
     if not ids:
         return {}
-    latest = (
-        select(BotVersion.bot_id, func.max(BotVersion.number).label("number"))
-        .where(BotVersion.bot_id.in_(ids))
-        .group_by(BotVersion.bot_id)
-        .subquery()
-    )
+    newest = select(BotVersion.bot_id, func.max(BotVersion.number).label("number"))
+    if len(ids) <= IN_LIST_MAX:
+        newest = newest.where(BotVersion.bot_id.in_(ids))
+    latest = newest.group_by(BotVersion.bot_id).subquery()
     rows = session.execute(
         select(BotVersion.bot_id, BotVersion.info, BotVersion.connected).join(
             latest, (latest.c.bot_id == BotVersion.bot_id) & (latest.c.number == BotVersion.number)
@@ -98,6 +100,8 @@ def capacities(session: Session, bot_ids: Iterable[int], *, live: bool = False) 
     default = load_settings().bot_capacity
     out = {bot: declared_capacity(None, default) for bot in ids}  # no version: the default
     for bot, info, connected in rows:
+        if bot not in out:  # read with every bot's: a whole pool is more than IN_LIST_MAX
+            continue
         if connected and live:
             from arena.link.directory import connected_capacity
 

@@ -293,3 +293,30 @@ def test_matches_submitted_at_once_without_a_driver_all_get_played(sqlite_url: s
         pool.close()
     assert most == 1
     counted_once(url, tid)
+
+
+
+def test_capacities_of_a_whole_pool_equal_each_bots_own(db_url: str) -> None:
+    """Past IN_LIST_MAX bots, capacities reads every bot's latest version and keeps those asked:
+    the same answers as capacity_of one by one, bots not asked left out, a bot's newest version
+    read (not its first)."""
+    count = capacity.IN_LIST_MAX + 5
+    with session_scope(db_url) as session:
+        owner = get_or_create_operator(session, "house")
+        bots = [
+            register_bot(session, owner, f"pool{k}", f"127.0.0.1:{20000 + k}", settings=SETTINGS, check=False)
+            for k in range(count + 2)
+        ]
+        session.flush()
+        ids = [bot.id for bot in bots]
+        for bot, declared in ((ids[0], 7), (ids[1], 0)):  # 0 declares nothing: the default
+            info = {"max_concurrent_matches": declared}
+            session.add(BotVersion(bot_id=bot, number=2, address=f"127.0.0.1:{29000 + declared}", info=info))
+    asked = ids[:count]
+    with session_scope(db_url) as session:
+        many = capacity.capacities(session, asked)
+        few = capacity.capacities(session, asked[:3])
+        one_by_one = {bot: capacity.capacity_of(session, bot) for bot in asked}
+    assert many == one_by_one and set(many) == set(asked)
+    assert few == {bot: one_by_one[bot] for bot in asked[:3]}
+    assert many[ids[0]] == 7 and many[ids[1]] == capacity.declared_capacity(None) != 7
