@@ -277,6 +277,10 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the database (its URL is printed)")
     parser.add_argument("--sandwich", action=argparse.BooleanOptionalAction, default=None,
                         help="time the dense sandwich baseline (default: up to 3,000 bots)")  # fmt: skip
+    parser.add_argument("--no-background-refit", action="store_true",
+                        help="no full refit in the background during the ticks (it holds a second copy "
+                        "of the fit's matrices: at 10,000 bots, past a 10 GB budget); the comparison "
+                        "with a full refit is made after the ticks either way")  # fmt: skip
     args = parser.parse_args()
     name = f"tonk_bench_scale_{os.getpid()}"
     url = args.url or f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
@@ -302,6 +306,9 @@ def main() -> int:
         first = time.perf_counter() - start
         first_peak = peak_mb()
         clock = UpdateClock()
+        if args.no_background_refit:
+            leaderboard.REFIT_AFTER = leaderboard.dt.timedelta(days=365)
+            leaderboard.REFIT_SHARE = 2.0
         took, tables = timed_tick(url, ladder_id)
         times, finished = [], 0
         for _ in range(args.ticks):

@@ -271,16 +271,31 @@ def core_of(pool_inv: FloatArray, meat: FloatArray, member: BoolArray) -> FloatA
     with ``A`` cheap (:class:`Covariance`), so an update can bring the core up to date by
     low-rank terms (:func:`update_core`) where ``B M B^T`` took a bots^3 product."""
     if member.all():  # no outsider: no rows or columns to pick out
-        whole: FloatArray = pool_inv @ meat @ pool_inv
+        whole: FloatArray = _times_sparse(pool_inv, meat) @ pool_inv
         return whole
     mi, oi = np.flatnonzero(member), np.flatnonzero(~member)
     left = np.empty_like(meat)
-    left[mi] = pool_inv @ meat[mi]
+    left[mi] = _times_sparse(pool_inv, meat[mi])
     left[oi] = meat[oi]
     core = np.empty_like(meat)
     core[:, mi] = left[:, mi] @ pool_inv
     core[:, oi] = left[:, oi]
     return core
+
+
+def _times_sparse(dense: FloatArray, sparse: FloatArray, block: int = 512) -> FloatArray:
+    """``dense @ sparse`` for a ``sparse`` of mostly zeros (the meat: bots meet their
+    neighbours, 1% of the cells at 10,000 bots): each block of columns multiplies only the
+    rows with a nonzero there, bots x (those rows) x block where the product took bots^3."""
+    out = np.empty((dense.shape[0], sparse.shape[1]))
+    for lo in range(0, sparse.shape[1], block):
+        cols = sparse[:, lo : lo + block]
+        rows = np.flatnonzero(cols.any(axis=1))
+        if 2 * len(rows) > len(sparse):
+            out[:, lo : lo + block] = dense @ cols
+        else:
+            out[:, lo : lo + block] = dense[:, rows] @ cols[rows]
+    return out
 
 
 def update_core(

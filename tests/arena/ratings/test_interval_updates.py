@@ -122,3 +122,17 @@ def test_an_update_moves_the_intervals_of_the_bots_it_touches() -> None:
     codes = [model.data.codes[b] for b in pool]
     assert sd1[codes[0]] < 0.95 * sd0[codes[0]] and sd1[codes[1]] < 0.95 * sd0[codes[1]]
     assert abs(sd1[codes[4]] - sd0[codes[4]]) < 0.1 * sd0[codes[4]]
+
+
+def test_the_cores_product_with_a_mostly_zero_meat_is_the_dense_product() -> None:
+    # Both branches: blocks whose columns touch few rows, and a dense block among them.
+    rng = np.random.default_rng(9)
+    n = 700
+    dense = rng.normal(size=(n, n))
+    sparse = np.zeros((n, n))
+    i = rng.integers(0, n, 3000)
+    j = (i + rng.integers(1, 20, len(i))) % n
+    sparse[i, j] = sparse[j, i] = rng.normal(size=len(i))
+    sparse[:, 600:] = rng.normal(size=(n, 100))
+    got = intervals._times_sparse(dense, sparse, block=64)
+    np.testing.assert_allclose(got, dense @ sparse, rtol=1e-12, atol=1e-9)
