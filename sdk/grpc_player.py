@@ -20,6 +20,8 @@ An index out of range or an illegal action is returned as is: the referee's
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -109,14 +111,18 @@ class GrpcPlayer:
         self.last_charged_us: int | None = None
         sampler()  # measuring from before the first call
         self._info: dict[str, str] | None = None
-        options: list[tuple[str, Any]] = [
+        self._target = address
+        self._options: list[tuple[str, Any]] = [
             ("grpc.max_receive_message_length", max_reply_bytes),
             # A retried Decide could reach the bot twice; the referee owns all retrying.
             ("grpc.enable_retries", 0),
         ]
         if authority is not None:
-            options.append(("grpc.default_authority", authority))
-        self._channel = grpc.insecure_channel(address, options=options)
+            self._options.append(("grpc.default_authority", authority))
+        self._connect()
+
+    def _connect(self) -> None:
+        self._channel = grpc.insecure_channel(self._target, options=self._options)
         # Responses come back as bytes and are parsed here, so garbage is MALFORMED, not a
         # transport error.
         method = f"/{SERVICE_NAME}/"
@@ -195,21 +201,28 @@ class GrpcPlayer:
     # -- helpers --------------------------------------------------------------------------------
 
     def _watched(self, data: bytes, timeout_s: float) -> bytes:
-        watch = self.watch
-        assert watch is not None
-        started = time.perf_counter()
-        call = self._decide.future(data, timeout=timeout_s)
-        wait = self.watch_after_s
-        while True:
-            try:
-                reply: bytes = call.result(timeout=max(wait, 0.001))
-                return reply
-            except grpc.FutureTimeoutError:
-                reason = watch(time.perf_counter() - started)
-                if reason is not None:
-                    call.cancel()
-                    raise PlayerFaultError(FaultKind.TIMEOUT, f"Decide: {reason}"[:_MAX_REASON]) from None
-                wait = 0.02
+        """A blocking Decide that the process's watchdog looks at past ``watch_after_s``, and
+        cuts off by closing this player's channel (then opened anew for the next call) when
+        the watch says so. A future would do it without the watchdog, but gRPC starts a
+        thread for every future on an otherwise idle channel: half a millisecond of the
+        worker's CPU per decision, for a look that nearly every decision ends before."""
+        assert self.watch is not None
+        call = _Watched(self, self.watch, time.perf_counter(), self.watch_after_s)
+        _WATCHDOG.add(call)
+        failed: Exception | None = None
+        reply = b""
+        try:
+            reply = self._decide(data, timeout=timeout_s)
+        except (grpc.RpcError, ValueError) as exc:  # ValueError: a closed channel
+            failed = exc
+        finally:
+            cut = call.finish()
+        if cut is not None:
+            self._connect()  # the old channel was closed to end the call
+            raise PlayerFaultError(FaultKind.TIMEOUT, f"Decide: {cut}"[:_MAX_REASON])
+        if failed is not None:
+            raise failed
+        return reply
 
     def _lifecycle(self, call: Any, message: Any, rpc: str) -> None:
         try:
@@ -220,6 +233,90 @@ class GrpcPlayer:
             raise rpc_fault(exc, rpc, self.address, int(self.lifecycle_timeout_s * 1000)) from None
         except ValueError as exc:
             raise PlayerFaultError(FaultKind.UNREACHABLE, f"{rpc}: {exc}") from None
+
+
+class _Watched:
+    """One watched Decide in flight (GrpcPlayer._watched)."""
+
+    def __init__(
+        self, player: GrpcPlayer, watch: Callable[[float], str | None], started: float, after_s: float
+    ):
+        self.player = player
+        self.watch = watch
+        self.started = started
+        self.due = started + after_s
+        self.cut: str | None = None
+        self._done = False
+        self._lock = threading.Lock()
+
+    def look(self, now: float) -> None:
+        """Ask the watch; cut the call off if it says so and the call is still in flight."""
+        reason = self.watch(now - self.started)
+        if reason is None:
+            return
+        with self._lock:
+            if self._done or self.cut is not None:
+                return
+            self.cut = reason
+            self.player._channel.close()  # ends the blocking call (CANCELLED)
+
+    def finish(self) -> str | None:
+        """The call is over: no more looks. The reason it was cut off, if it was."""
+        with self._lock:
+            self._done = True
+        _WATCHDOG.remove(self)
+        return self.cut
+
+
+class _Watchdog:
+    """One thread per process that looks at every watched Decide in flight past its
+    ``watch_after_s``, each ``TICK_S`` (the first look is up to a tick late). It waits on a
+    condition once no call has been watched for ``IDLE_S``."""
+
+    TICK_S: Final = 0.02
+    IDLE_S: Final = 1.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._calls: set[_Watched] = set()
+        self._thread: threading.Thread | None = None
+        self._idle = False
+
+    def add(self, call: _Watched) -> None:
+        with self._lock:
+            self._calls.add(call)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="tonk-decide-watchdog", daemon=True)
+                self._thread.start()
+            elif self._idle:
+                self._wake.notify()
+
+    def remove(self, call: _Watched) -> None:
+        with self._lock:
+            self._calls.discard(call)
+
+    def _run(self) -> None:
+        last_busy = time.perf_counter()
+        while True:
+            with self._lock:
+                now = time.perf_counter()
+                if self._calls:
+                    last_busy = now
+                elif now - last_busy > self.IDLE_S:
+                    self._idle = True
+                    while not self._calls:
+                        self._wake.wait()
+                    self._idle = False
+                    now = last_busy = time.perf_counter()
+                due = [c for c in self._calls if c.due <= now]
+            for call in due:
+                with contextlib.suppress(Exception):  # one failing watch must not end them all
+                    call.look(now)
+            time.sleep(self.TICK_S)
+
+
+_WATCHDOG = _Watchdog()
 
 
 def _serialize(message: Any) -> bytes:

@@ -12,6 +12,7 @@ not yet played is charged to that seat as a penalty. The other seats are never c
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import time
 import traceback
@@ -82,7 +83,13 @@ class Player(Protocol):
     A player that talks to a remote bot may set an attribute ``last_charged_us`` (int µs,
     or None) in :meth:`act`: the time from sending the request to receiving the reply,
     without its own process's lag (sdk.clock.charged_ns). The referee charges that, when
-    smaller than its own measure, to the seat's deadline and time bank."""
+    smaller than its own measure, to the seat's deadline and time bank.
+
+    A player may also have ``turns()`` (a context manager) and ``turn_over()``: the referee
+    then plays the match inside ``turns()`` and calls ``turn_over()`` whenever its run of
+    consecutive calls ends (the next call is another seat's, the referee reports a hand, or
+    the match is over). A hosted bot's sandbox, stopped between its turns, is thus not
+    stopped and woken between the calls of one turn (arena/play/hosted.py)."""
 
     def describe(self) -> dict[str, str]: ...
     def match_start(self, info: MatchInfo) -> None: ...
@@ -163,6 +170,13 @@ class PlayerWrapper:
 
     def close(self) -> None:
         self.inner.close()
+
+    def turns(self) -> contextlib.AbstractContextManager[object]:
+        turns = getattr(self.inner, "turns", None)
+        return turns() if callable(turns) else contextlib.nullcontext()
+
+    def turn_over(self) -> None:
+        _turn_over(self.inner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,17 +281,47 @@ def play_match(
     if not MIN_PLAYERS <= n <= MAX_PLAYERS:
         raise ValueError(f"a match has {MIN_PLAYERS} to {MAX_PLAYERS} players, got {n}")
     check_seed(seed)
+    with _Turns(players) as turn:
+        return _play(
+            players, turn, seed, hands, match_id, names, rules, first_dealer, config, on_hand, reveal, clock
+        )
+
+
+def _play(
+    players: Sequence[Player],
+    turn: _Turns,
+    seed: int,
+    hands: int,
+    match_id: str,
+    names: Sequence[str] | None,
+    rules: Rules,
+    first_dealer: int,
+    config: RefereeConfig | None,
+    on_hand: Callable[[HandLog, list[int]], None] | None,
+    reveal: bool,
+    clock: Callable[[], int],
+) -> MatchResult:
+    n = len(players)
     cfg = config or RefereeConfig()
-    seat_names = tuple(names) if names is not None else tuple(p.describe()["name"] for p in players)
+    seat_names: tuple[str, ...]
+    if names is not None:
+        seat_names = tuple(names)
+    else:
+        described = []
+        for seat, p in enumerate(players):
+            turn.to(seat)
+            described.append(p.describe()["name"])
+        seat_names = tuple(described)
     result = MatchResult(match_id, seed, list(seat_names), rules, hands, [0] * n)
     fault_count = [0] * n
     bank_us = [cfg.time_bank_ms * 1000] * n
-    notify = _Notices(players, cfg.lifecycle_deadline_ms, result.slow_notices, clock)
+    notify = _Notices(players, cfg.lifecycle_deadline_ms, result.slow_notices, clock, turn)
     for seat, player in enumerate(players):
         info = MatchInfo(
             match_id, seat, seat_names, rules, hands, first_dealer, cfg.decision_deadline_ms, cfg.time_bank_ms
         )
         _bound_lifecycle(player, cfg.lifecycle_deadline_ms)
+        turn.to(seat)
         started = clock()
         try:
             player.match_start(info)
@@ -303,6 +347,7 @@ def play_match(
             request = DecisionRequest(
                 match_id, hand_index, f"{match_id}/{hand_index}/{decision}", obs, deadline_ms
             )
+            turn.to(seat)
             started = clock()
             fault: Fault | None = None
             try:
@@ -354,6 +399,7 @@ def play_match(
             )
             notify(seat, "EndHand", hand_index, hand_end)
         if on_hand is not None:
+            turn.over()  # the arena stores the hand: no seat's turn
             on_hand(log, list(result.scores))
         hand_index += 1
     if forfeiter is not None:
@@ -433,9 +479,15 @@ class _Notices:
     seat cut off once gets no more notices in the match."""
 
     def __init__(
-        self, players: Sequence[Player], deadline_ms: int, slow: list[SlowNotice], clock: Callable[[], int]
+        self,
+        players: Sequence[Player],
+        deadline_ms: int,
+        slow: list[SlowNotice],
+        clock: Callable[[], int],
+        turn: _Turns,
     ):
         self.players = players
+        self.turn = turn
         self.clock = clock
         self.deadline_ms = deadline_ms
         self.slow = slow
@@ -447,6 +499,7 @@ class _Notices:
         player = self.players[seat]
         call = player.hand_end if rpc == "EndHand" else player.match_end
         _bound_lifecycle(player, self.deadline_ms)
+        self.turn.to(seat)
         started = self.clock()
         timed_out = False
         try:
@@ -460,6 +513,48 @@ class _Notices:
         if cut_off or 2 * elapsed_ms > self.deadline_ms:
             self.slow.append(SlowNotice(seat, hand_index, rpc, int(elapsed_ms), cut_off))
             self.off[seat] = self.off[seat] or cut_off
+
+
+class _Turns:
+    """Whose turn it is: the seat the referee called last, told ``turn_over()`` (see
+    :class:`Player`) before another seat is called, before the referee reports a hand, and at
+    the end of the match, however it ends."""
+
+    def __init__(self, players: Sequence[Player]):
+        self.players = players
+        self.seat: int | None = None
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> _Turns:
+        with self._stack as stack:
+            for player in self.players:
+                turns = getattr(player, "turns", None)
+                if callable(turns):
+                    stack.enter_context(turns())
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.over()
+        finally:
+            self._stack.close()
+
+    def to(self, seat: int) -> None:
+        if self.seat != seat:
+            self.over()
+            self.seat = seat
+
+    def over(self) -> None:
+        seat, self.seat = self.seat, None
+        if seat is not None:
+            _turn_over(self.players[seat])
+
+
+def _turn_over(player: object) -> None:
+    over = getattr(player, "turn_over", None)
+    if callable(over):
+        over()
 
 
 def _charged(player: Player, wall_ns: int) -> int:

@@ -26,8 +26,10 @@ ceiling is cut off too. In a shared sandbox
 (deal, worker) the CPU of concurrent matches is charged together: the clock is exact only
 per match.
 
-**Its own clock only.** Between its calls the bot's processes do not run at all (frozen:
-arena/sandbox/freeze.py), so no thread or child of it thinks while the other seats play;
+**Its own clock only.** Between its turns the bot's processes do not run at all (frozen:
+arena/sandbox/freeze.py), so no thread or child of it thinks while the other seats play (a
+turn is its run of consecutive calls, as the referee tells it: :meth:`HostedPlayer.turns`;
+outside a referee, each call is one);
 what it uses from launch to serving is charged to its start-up budget
 (``Limits.start_cpu_s``), and a bot over it faults naming that limit.
 """
@@ -37,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -100,9 +102,15 @@ class _Watch:
         self.box = box
         self.deadline_ms = deadline_ms
         self.cpu_before = cpu_before
-        self.delay_before = box.run_delay_ns()
+        # Read at the first look (at the deadline), not per call: reading every thread's run
+        # delay costs the worker about half a millisecond, and nearly every decision ends
+        # before its deadline. What the load took before then is not counted: at most the
+        # deadline (its thinking thread's wait), against a ceiling of WALL_FACTOR of them.
+        self.delay_before: int | None = None
 
     def __call__(self, elapsed_s: float) -> str | None:
+        if self.delay_before is None:
+            self.delay_before = self.box.run_delay_ns()
         used_ms = (self.box.cpu_ns() - self.cpu_before) / 1e6
         ceiling = wall_ceiling_s(self.deadline_ms)
         if used_ms > ceiling * 1000:
@@ -201,6 +209,8 @@ class HostedPlayer:
         self._output: SeatOutput | None = None
         self._since = Counters()  # the box's limit counters when this match took it
         self.limit_hit: str | None = None  # the limits it ran into (arena/sandbox/causes.py)
+        self._told = 0  # inside a referee's turns(): it says when this seat's turn is over
+        self._held = False  # the sandbox is kept awake until the turn is over
 
     def prepare(self) -> None:
         """Start the sandbox now (before the referee's clock runs: its start-up is not the
@@ -246,9 +256,36 @@ class HostedPlayer:
     # -- the Player protocol ------------------------------------------------------------------
 
     def _awake(self) -> contextlib.AbstractContextManager[None]:
-        """The sandbox runs for the length of one call (arena/sandbox/freeze.py)."""
+        """The sandbox runs for the length of one call (arena/sandbox/freeze.py), or, inside a
+        referee that says when this seat's turn is over, from its first call of a turn to
+        :meth:`turn_over`: the calls of one turn (a draw and its discard, a notice and the
+        next hand's first decision) are not each paid a freeze and a thaw."""
         freezer = self.box.freezer if self.box is not None else None
-        return freezer.awake() if freezer is not None else contextlib.nullcontext()
+        if freezer is None or self._held:
+            return contextlib.nullcontext()
+        if self._told > 0:
+            freezer.hold()
+            self._held = True
+            return contextlib.nullcontext()
+        return freezer.awake()
+
+    @contextlib.contextmanager
+    def turns(self) -> Iterator[None]:
+        """The referee tells this seat when each of its turns is over (sdk.referee.Player)."""
+        self._told += 1
+        try:
+            yield
+        finally:
+            self._told -= 1
+            self.turn_over()
+
+    def turn_over(self) -> None:
+        """Another seat plays next (or none does): the sandbox stops until its next call."""
+        if self._held:
+            self._held = False
+            freezer = self.box.freezer if self.box is not None else None
+            if freezer is not None:
+                freezer.release()
 
     def describe(self) -> dict[str, str]:
         try:
@@ -315,6 +352,7 @@ class HostedPlayer:
         self._notify(lambda player: player.deal_end(deal))
 
     def close(self) -> None:
+        self.turn_over()
         if self._grpc is not None:
             self._grpc.close()
         box = self.box

@@ -55,6 +55,27 @@ class Group:
     def __init__(self, dirs: list[Path]):
         self.dirs = dirs
         self.v2 = len(dirs) == 1
+        # Files read on every call of its bot (CPU, members) are opened once and read with
+        # pread: a read is then one system call, not an open, a read and a close.
+        self._fds: dict[Path, int] = {}
+        self._fds_lock = threading.Lock()
+
+    def _read(self, path: Path) -> bytes:
+        """The file's content now, from a kept descriptor (OSError once the group is gone)."""
+        fd = self._fds.get(path)
+        if fd is None:
+            with self._fds_lock:
+                fd = self._fds.get(path)
+                if fd is None:
+                    fd = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return os.pread(fd, 65536, 0)
+
+    def _close_files(self) -> None:
+        with self._fds_lock:
+            fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     @property
     def procs_files(self) -> list[Path]:
@@ -102,10 +123,13 @@ class Group:
 
     def cpu_ns(self) -> int:
         """CPU time (user + system) of every process that was ever in the group."""
-        if self.v2:
-            return _counter_in(self.dirs[0] / "cpu.stat", "usage_usec") * 1000
         try:
-            return int(self._file("cpuacct", "cpuacct.usage").read_text())
+            if self.v2:
+                for line in self._read(self.dirs[0] / "cpu.stat").splitlines():
+                    if line.startswith(b"usage_usec "):
+                        return int(line.split()[1]) * 1000
+                return 0
+            return int(self._read(self._file("cpuacct", "cpuacct.usage")))
         except (OSError, ValueError):
             return 0
 
@@ -133,6 +157,13 @@ class Group:
                 found.update(int(x) for x in f.read_text().split())
         return found
 
+    def members(self) -> list[int]:
+        """The group's processes, from one controller's list (each lists them all)."""
+        try:
+            return [int(x) for x in self._read(self.procs_files[0]).split()]
+        except (OSError, ValueError):
+            return []
+
     def kill_all(self) -> None:
         """SIGKILL every process in the group (v2 has one write for it; v1 is killed pid by pid
         until the group is empty, since a fork can race a single pass)."""
@@ -149,6 +180,7 @@ class Group:
             threading.Event().wait(0.01)
 
     def remove(self) -> None:
+        self._close_files()
         self.kill_all()
         for d in self.dirs:
             for _ in range(100):  # a killed process leaves the group once it is reaped

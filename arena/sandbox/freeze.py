@@ -5,13 +5,17 @@ A bot's decision is charged the CPU of all its processes from request to reply
 free while the other seats play. So the sandbox is stopped whenever none of its calls is in
 flight, and let run just before each one (every call: GetInfo, StartMatch, Decide, EndHand,
 EndMatch, EndDeal; the arena sends no health ping to a running hosted bot, so a frozen bot
-is never taken for a dead one):
+is never taken for a dead one). In a match, the referee says when a seat's turn (its run of
+consecutive calls: a draw and its discard) is over (sdk.referee.Player), and the sandbox runs
+from its turn's first call to that (:meth:`Freezer.hold`, arena/play/hosted.py): a stop and a
+start a turn, not a call. How it is stopped:
 
 - **with a cgroup v2 group** (``cgroup.freeze``): the kernel freezes every task of the group,
   threads and children, wherever they moved in the process tree, and none can thaw itself
   (arena/sandbox/cgroups.py; v1's freezer is not used: its frozen tasks ignore SIGKILL);
 - **otherwise**, by ``SIGSTOP`` to every process below bubblewrap, which cannot be caught
-  or ignored and stops all the threads of a process. A child that started its own session,
+  or ignored and stops all the threads of a process (listed from the sandbox's v1 group in
+  one read where it has one, else walked down the tree). A child that started its own session,
   or whose parent exited, is still below bubblewrap (orphans of the sandbox's PID namespace
   go to its init); the tree is walked again until every process in it is stopped, so a fork,
   or a ``SIGCONT`` one of its processes sent another (or the kernel's, to a process group
@@ -32,7 +36,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from arena import processes
@@ -51,6 +55,9 @@ class Freezer:
     def __init__(self, group: cgroups.Group | None, root_pid: int):
         self.group = group if group is not None and group.can_freeze else None
         self.root_pid = root_pid
+        # Stopped by signals in a group of its own (v1): its members are read from the group
+        # in one read, where a walk of the tree reads a file per thread.
+        self._members = group if group is not None and self.group is None else None
         self._lock = threading.Lock()
         self._in_flight = 0
         self._enabled = False
@@ -85,16 +92,23 @@ class Freezer:
     @contextlib.contextmanager
     def awake(self) -> Iterator[None]:
         """Around one call: the sandbox runs from before the request to after the reply."""
-        with self._lock:
-            self._in_flight += 1
-            self._thaw()
+        self.hold()
         try:
             yield
         finally:
-            with self._lock:
-                self._in_flight -= 1
-                if self._in_flight == 0 and self._enabled:
-                    self._freeze()
+            self.release()
+
+    def hold(self) -> None:
+        """Let it run until the matching :meth:`release` (a call, or a turn of calls)."""
+        with self._lock:
+            self._in_flight += 1
+            self._thaw()
+
+    def release(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            if self._in_flight == 0 and self._enabled:
+                self._freeze()
 
     # -- with the lock held -----------------------------------------------------------------
 
@@ -104,7 +118,7 @@ class Freezer:
             return
         # No freezer, or it did not settle: stop what it holds by signals as well.
         self._frozen_by = "signals"
-        stop_tree(self.root_pid)
+        stop_tree(self.root_pid, below=self._below)
 
     def _thaw(self) -> None:
         how, self._frozen_by = self._frozen_by, None
@@ -113,7 +127,13 @@ class Freezer:
         if self.group is not None:
             self.group.freeze(False)
         if how == "signals":
-            continue_tree(self.root_pid)
+            continue_tree(self.root_pid, below=self._below)
+
+    def _below(self, root_pid: int) -> list[int]:
+        """Every process of the sandbox but its root (bubblewrap, or the template's fork)."""
+        if self._members is None:
+            return tree(root_pid)
+        return [pid for pid in self._members.members() if pid != root_pid]
 
 
 def tree(root_pid: int) -> list[int]:
@@ -158,12 +178,15 @@ def _state(pid: int) -> str:
 _HAVE_CHILDREN: Final = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
 
 
-def stop_tree(root_pid: int, timeout_s: float = STOP_TIMEOUT_S) -> bool:
-    """``SIGSTOP`` every process below ``root_pid`` until all are seen stopped; True if they
-    were within ``timeout_s``."""
+def stop_tree(
+    root_pid: int, timeout_s: float = STOP_TIMEOUT_S, below: Callable[[int], list[int]] = tree
+) -> bool:
+    """``SIGSTOP`` every process below ``root_pid`` (as ``below`` lists them) until all are
+    seen stopped; True if they were within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
+    passes = 0
     while True:
-        running = [pid for pid in tree(root_pid) if _state(pid) not in _STILL]
+        running = [pid for pid in below(root_pid) if _state(pid) not in _STILL]
         if not running:
             return True
         if time.monotonic() > deadline:
@@ -171,11 +194,18 @@ def stop_tree(root_pid: int, timeout_s: float = STOP_TIMEOUT_S) -> bool:
         for pid in running:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGSTOP)
-        time.sleep(0.0005)  # the signal is taken when the task is next scheduled
+        # The signal is taken when the task next runs: often at once (the wake-up of a task
+        # at the sandbox's priority preempts a worker niced below it), so look again first
+        # after giving up the CPU, and sleep only if that was not enough.
+        passes += 1
+        if passes == 1:
+            os.sched_yield()
+        else:
+            time.sleep(0.0005)
 
 
-def continue_tree(root_pid: int) -> None:
+def continue_tree(root_pid: int, below: Callable[[int], list[int]] = tree) -> None:
     """``SIGCONT`` every process below ``root_pid``."""
-    for pid in tree(root_pid):
+    for pid in below(root_pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGCONT)
