@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hosted bots: what the sandbox costs (issues #23, #37).
 
-    .venv/bin/python bench/hosted.py [--starts 20] [--rounds 3] [--deals 2] [--hands 20] [--flight 40]
+    .venv/bin/python bench/hosted.py [--starts 20] [--rounds 3] [--deals 2] [--hands 20] [--flight 40] [--cold]
 
 Reported in one run, each beside its baseline measured in the same process:
 
@@ -18,7 +18,9 @@ Reported in one run, each beside its baseline measured in the same process:
    run them), on the same deals. Hosted and dialled alternate (ABAB, ``--rounds`` pairs, each
    pair its own seed), so load drifting during the run lands in both halves of a pair; the
    hosted/dialled ratio of matches per second is reported per pair, min/median/max (goal: at
-   least 0.8).
+   least 0.8). Each store keeps one pool process across the rounds, after an unmeasured
+   warm-up pair, as a worker that has played these bots before (``--cold``: a pool per
+   round-robin, each bot's first match then waiting for its template to start).
 3. **persistence probe**, in the same run: ``--probes`` matches in a row of a bot that plants
    files (``/tmp``, ``/dev/shm``, ``/run/tonk``), a process, an abstract socket and memory at
    its match start and looks for an earlier match's: none may be found.
@@ -264,7 +266,11 @@ def startup(root: Path, starts: int) -> dict[str, list[float]]:
     return got
 
 
-def tournament(url: str, ids: list[int], deals: int, hands: int, seed: int) -> tuple[float, int]:
+def tournament(
+    url: str, ids: list[int], deals: int, hands: int, seed: int, backend: EmbeddedBackend | None = None
+) -> tuple[float, int]:
+    """(seconds, matches) of one round-robin, on ``backend`` (kept by the caller: a worker that
+    has played these bots before) or on a pool of its own (started and closed here)."""
     with session_scope(url) as session:
         tid = create_tournament(
             session,
@@ -276,20 +282,30 @@ def tournament(url: str, ids: list[int], deals: int, hands: int, seed: int) -> t
             seed=seed,
             settings=Settings(allowed_bot_hosts=("127.0.0.1",)),
         ).id
-    backend = EmbeddedBackend(url, 2)
+    own = backend is None
+    pool = EmbeddedBackend(url, 2) if backend is None else backend
     try:
         started = time.perf_counter()
-        progress = run_tournament(url, tid, backend, poll_s=0.05)
+        progress = run_tournament(url, tid, pool, poll_s=0.05)
         elapsed = time.perf_counter() - started
     finally:
-        backend.close()
+        if own:
+            pool.close()
     assert progress.failed == 0 and progress.done == progress.total, progress
     return elapsed, progress.total
 
 
-def throughput(root: Path, rounds: int, deals: int, hands: int) -> tuple[list[float], list[float], int]:
+def throughput(
+    root: Path, rounds: int, deals: int, hands: int, cold: bool = False
+) -> tuple[list[float], list[float], int]:
     """Matches per second, hosted and dialled, of ``rounds`` pairs played alternately (ABAB),
-    each pair on its own seed; and the matches of one tournament."""
+    each pair on its own seed; and the matches of one tournament.
+
+    Each store's matches are played by one pool process kept for all rounds, as a worker
+    lives across tournaments, after an unmeasured warm-up pair (its bots' templates and
+    spares started, as on a worker that has played them before). ``cold``: a pool of its own
+    per tournament, whose every bot's first match starts its template (that start is
+    measured on its own in the start-up figures)."""
     settings = load_settings()
     hosted_url = f"sqlite:///{root}/bench.sqlite"
     with session_scope(hosted_url) as session:
@@ -316,17 +332,26 @@ def throughput(root: Path, rounds: int, deals: int, hands: int) -> tuple[list[fl
                 register_bot(session, owner, f"dial-{name}", address, settings=dial, check=False).id
                 for name, address in zip(BOTS, addresses, strict=True)
             ]
-        for r in range(rounds):
-            seed = 2026 + r
-            took, matches = tournament(hosted_url, uploaded, deals, hands, seed)
-            hosted.append(matches / took)
-            took, _ = tournament(dialled_url, dialled_ids, deals, hands, seed)
-            dialled.append(matches / took)
-            print(
-                f"  pair {r + 1}: hosted {hosted[-1]:.2f} matches/s, dialled {dialled[-1]:.2f}, "
-                f"ratio {hosted[-1] / dialled[-1]:.2f}",
-                flush=True,
-            )
+        pools = (None, None) if cold else (EmbeddedBackend(hosted_url, 2), EmbeddedBackend(dialled_url, 2))
+        try:
+            if not cold:  # the warm-up pair
+                tournament(hosted_url, uploaded, 1, hands, 2025, pools[0])
+                tournament(dialled_url, dialled_ids, 1, hands, 2025, pools[1])
+            for r in range(rounds):
+                seed = 2026 + r
+                took, matches = tournament(hosted_url, uploaded, deals, hands, seed, pools[0])
+                hosted.append(matches / took)
+                took, _ = tournament(dialled_url, dialled_ids, deals, hands, seed, pools[1])
+                dialled.append(matches / took)
+                print(
+                    f"  pair {r + 1}: hosted {hosted[-1]:.2f} matches/s, dialled {dialled[-1]:.2f}, "
+                    f"ratio {hosted[-1] / dialled[-1]:.2f}",
+                    flush=True,
+                )
+        finally:
+            for pool in pools:
+                if pool is not None:
+                    pool.close()
     dispose_engines()
     return hosted, dialled, matches
 
@@ -407,6 +432,9 @@ def main() -> int:
     parser.add_argument("--hands", type=int, default=20, help="hands per match")
     parser.add_argument("--probes", type=int, default=4, help="persistence probe matches in a row")
     parser.add_argument("--flight", type=int, default=40, help="sandboxes held at once")
+    parser.add_argument(
+        "--cold", action="store_true", help="a pool process per round-robin (cold templates)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-hosted-") as tmp:
         root = Path(tmp)
@@ -425,11 +453,12 @@ def main() -> int:
             f"{median_ms(got['forked_cpu'])}, own {median_ms(got['own_cpu'])}",
             flush=True,
         )
-        hosted, dialled, matches = throughput(root / "rr", args.rounds, args.deals, args.hands)
+        hosted, dialled, matches = throughput(root / "rr", args.rounds, args.deals, args.hands, args.cold)
         ratios = sorted(h / d for h, d in zip(hosted, dialled, strict=True))
+        pools = "a pool per round-robin (cold)" if args.cold else "one pool per store across rounds, warmed"
         print(
             f"round-robin of 4 bots, {matches} matches of {args.hands} hands, {args.rounds} hosted/dialled "
-            f"pairs (ABAB): hosted (fresh sandbox per match) median {statistics.median(hosted):.2f} "
+            f"pairs (ABAB, {pools}): hosted (fresh sandbox per match) median {statistics.median(hosted):.2f} "
             f"matches/s, "
             f"dialled over gRPC median {statistics.median(dialled):.2f}; hosted/dialled ratio min "
             f"{ratios[0]:.2f}, median {statistics.median(ratios):.2f}, max {ratios[-1]:.2f} (goal >= 0.8)",
