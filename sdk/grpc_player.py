@@ -21,6 +21,7 @@ An index out of range or an illegal action is returned as is: the referee's
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -277,6 +278,10 @@ class _Watchdog:
     IDLE_S: Final = 1.0
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        """Anew (also in a forked child: the thread is not there, its lock may be held)."""
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._calls: set[_Watched] = set()
@@ -317,6 +322,7 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+os.register_at_fork(after_in_child=_WATCHDOG._reset)
 
 
 def _serialize(message: Any) -> bytes:

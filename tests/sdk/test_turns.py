@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import threading
 from collections.abc import Iterator
 
@@ -183,3 +184,22 @@ def test_a_watched_decide_that_fails_fails_as_an_unwatched_one() -> None:
         faults.append([(f.kind, f.reason) for f in result.faults])
     assert faults[0] and faults[0][0][0] is FaultKind.CRASH
     assert faults[1] == faults[0]
+
+
+def test_a_forked_child_watches_with_a_watchdog_of_its_own() -> None:
+    """The watchdog's thread does not survive a fork (and its lock may be held at it): the
+    child starts its own at its first watched call (a worker's pool processes are forks)."""
+    from sdk import grpc_player
+
+    probe = grpc_player._Watched(None, lambda _s: None, 0.0, 3600.0)  # type: ignore[arg-type]
+    grpc_player._WATCHDOG.add(probe)
+    try:
+        assert grpc_player._WATCHDOG._thread is not None
+        pid = os.fork()
+        if pid == 0:  # the child: a clean watchdog, whose lock is free
+            ok = grpc_player._WATCHDOG._thread is None and grpc_player._WATCHDOG._lock.acquire(timeout=5)
+            os._exit(0 if ok and not grpc_player._WATCHDOG._calls else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        probe.finish()
