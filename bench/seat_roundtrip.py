@@ -83,6 +83,12 @@ _SETTLED = """() => {
 }"""
 
 
+# What the page says when a wait runs out (a stuck run says where).
+_STUCK = """() => { const t = document.getElementById('table') || {dataset: {}};
+  const notice = document.getElementById('table-notice') || {};
+  return [t.dataset.status, t.dataset.version, t.dataset.live, notice.textContent, location.pathname]; }"""
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -152,7 +158,13 @@ def main() -> int:
                     table = tab.url
                     matches += 1
                     while len(moves) < args.actions:
-                        if tab.wait_for_function(_SETTLED).json_value() == "match_over":
+                        try:
+                            settled = tab.wait_for_function(_SETTLED).json_value()
+                        except Exception:
+                            seen = tab.evaluate(_STUCK)
+                            print(f"stuck after {len(moves)} moves: {seen}", file=sys.stderr)
+                            raise
+                        if settled == "match_over":
                             break
                         moved = tab.evaluate(_CLICK)
                         if moved is not None:

@@ -47,9 +47,20 @@
   function sign(v) { return v > 0 ? "pos" : v < 0 ? "neg" : ""; }
   function list(x) { return Array.isArray(x) ? x : []; }
   function num(x) { return typeof x === "number" && isFinite(x) ? x : null; }
-  // A card as drawn by the replay viewer; a text the drawing does not know stays text.
+  // A card as drawn by the replay viewer, each drawn once and cloned after (a view is redrawn
+  // whole); a text the drawing does not know stays text.
+  var drawn = {};
   function face(card) {
-    try { return Cards.face(card); } catch (e) { return node("span", "card-text", card); }
+    var key = "f" + card;
+    if (!drawn[key]) {
+      try { drawn[key] = Cards.face(card); } catch (e) { return node("span", "card-text", card); }
+    }
+    return drawn[key].cloneNode(true);
+  }
+  function back(title) {
+    var key = "b" + title;
+    if (!drawn[key]) drawn[key] = Cards.back(title);
+    return drawn[key].cloneNode(true);
   }
   function say(text, warn) {
     notice.textContent = text || "";
@@ -80,7 +91,7 @@
       box.classList.add("shown");
       p.shown.forEach(function (c) { row.appendChild(face(c)); });
     } else {
-      for (var k = 0; k < (num(p.cards) || 0); k++) row.appendChild(Cards.back(p.name + "'s card"));
+      for (var k = 0; k < (num(p.cards) || 0); k++) row.appendChild(back(p.name + "'s card"));
       if (!p.cards) node("span", "empty-hand", "no cards", row);
     }
     var spreads = list(p.spreads);
@@ -99,7 +110,7 @@
     var piles = node("div", "piles", null, center);
     var stock = node("div", "pile stock", null, piles);
     var n = num(view.stock) || 0;
-    stock.appendChild(n ? Cards.back("the stock") : node("div", "slot"));
+    stock.appendChild(n ? back("the stock") : node("div", "slot"));
     var sl = node("div", "pile-label", "Stock \u00b7 " + n, stock);
     sl.id = "stock-size";
     var discard = node("div", "pile discard", null, piles);
@@ -228,10 +239,10 @@
     results.parentNode.hidden = false;
   }
 
-  // Every finished hand's result: the view's own list (a reopened tab has them all), and any
+  // Every finished hand's result: the view's hands_done (a reopened tab has them all), and any
   // hand result drawn since.
   function drawResults() {
-    list(view.results).forEach(remember);
+    list(view.hands_done).forEach(remember);
     if (view.result && view.result.hand) remember(view.result.hand);
   }
 
