@@ -458,3 +458,65 @@ def test_a_table_against_ones_own_bot_is_not_rated_on_the_peoples_board(hurried:
     with session_scope(url) as session:
         rated, _names, _records = people_matches(session)
     assert match_id not in {m.match_id for m in rated}
+
+
+# --- Holding the workers -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("writable_url", ["sqlite"], indirect=True)
+@pytest.mark.xfail(
+    strict=True,
+    reason="arena/tournaments/people.py:_check_bounds (line ~205) bounds tables per person (one live, "
+    "TONK_PEOPLE_MAX_PER_HOUR) but not arena-wide: each live table holds a worker slot for as long "
+    "as its person takes (up to hands x decisions x TONK_PERSON_CLOCK_S: hours at 20 hands and "
+    "60 s), so as many people as there are worker slots stop every bots' match (ladder, "
+    "tournaments, challenges) until they finish. Fix: a setting TONK_PEOPLE_MAX_TABLES (live "
+    "people tables arena-wide, default below the worker slots), checked in _check_bounds under a "
+    "lock (429 table_limit 'the tables are full'); or a worker pool/queue of their own for people.",
+)
+def test_people_at_tables_do_not_stop_the_bots_matches(
+    arena: dict[str, Any], app_factory: Callable[..., Flask]
+) -> None:
+    """Two match slots (TONK_MATCHES_PER_WORKER is 32 by default: the same at 64 people), two
+    people sitting (and thinking): a bots' match queued after them is played before either
+    person's table is over."""
+    url = arena["url"]
+    backend = EmbeddedBackend(url, 2, slots=1)
+    try:
+        app = app_factory(url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0)
+        app.config["SETTINGS"] = dataclasses.replace(app.config["SETTINGS"], person_clock_s=1)
+        _two_people_and_a_bots_match(url, app, backend, arena)
+    finally:
+        backend.close(cancel=True)
+
+
+def _two_people_and_a_bots_match(
+    url: str, app: Flask, backend: EmbeddedBackend, tokens: dict[str, Any]
+) -> None:
+    from arena.tournaments.lifecycle import create_tournament, resolve_bots, start_tournament
+
+    paths = []
+    for who in ("alice", "bob"):
+        client, csrf = signed_in(app, tokens[who])
+        paths.append(sit(client, csrf, "greedy", hands=3))  # nobody moves: ~1 s a decision
+    with session_scope(url) as session:
+        cup = create_tournament(session, name="bots", bot_ids=resolve_bots(session, ["random", "greedy"]),
+                                table_sizes=[2], deals_per_table=1, hands_per_match=1)  # fmt: skip
+        start_tournament(session, cup.id)
+        ids = list(session.scalars(select(Match.id).where(Match.tournament_id == cup.id)))
+    backend.submit(ids)
+
+    def states() -> tuple[bool, bool]:
+        with session_scope(url) as session:
+            bots = session.scalars(select(Match.status).where(Match.id.in_(ids))).all()
+            people = session.scalars(
+                select(Match.status).where(Match.public_id.in_([p.rsplit("/", 1)[1] for p in paths]))
+            ).all()
+        return all(s == "done" for s in bots), any(s == "done" for s in people)
+
+    for _ in range(1200):
+        bots_done, a_table_done = states()
+        if bots_done or a_table_done:
+            break
+        time.sleep(0.05)
+    assert bots_done and not a_table_done, f"the bots' match waited for the people's tables: {states()}"
