@@ -151,6 +151,34 @@ def worker_name(queue_name: str) -> str:
     return f"{safe_name(queue_name)}.{safe_name(socket.gethostname())}.{os.getpid()}"
 
 
+def clear_dead_namesake(connection: Any, name: str) -> bool:
+    """Mark dead the registration a SIGKILLed worker of this ``name`` on this host left behind.
+
+    RQ keeps a worker's key until its TTL runs out (minutes) and refuses a new worker of the
+    same name meanwhile ("There exists an active worker named ..."), so a supervisor restarting
+    ``tonk worker --name X`` after a kill -9 would fail until then. Only a registration whose
+    host is this one and whose process is gone is cleared; a live namesake, or one on another
+    host (whose process cannot be checked from here), is left for RQ to refuse. Returns whether
+    one was cleared. The dead worker's matches are not touched: the match heartbeats hand them
+    on (arena/play/heartbeat.py)."""
+    from rq import Worker
+
+    from arena.processes import alive
+
+    key = Worker.redis_worker_namespace_prefix + name
+    fields = connection.hmget(key, "hostname", "pid", "death")
+    hostname, pid, death = (f.decode() if isinstance(f, bytes) else f for f in fields)
+    if hostname is None or death is not None or hostname != socket.gethostname():
+        return False
+    if pid is not None and pid.isdigit() and alive(int(pid)):
+        return False
+    dead = Worker.find_by_key(key, connection=connection)
+    if dead is None:  # expired meanwhile
+        return False
+    dead.register_death()  # type: ignore[no-untyped-call]  # out of its queues' sets, with a death time, gone in 60 s
+    return True
+
+
 def run_worker(
     settings: Settings,
     *,
@@ -175,6 +203,8 @@ def run_worker(
     connection = Redis.from_url(settings.redis_url)
     queues = [Queue(settings.queue_name, connection=connection)]
     worker_name_ = name or worker_name(settings.queue_name)
+    if name:
+        clear_dead_namesake(connection, name)
     worker: Worker | ThreadedWorker
     if fork:
         # A job's process ends with its match: a template or a spare started there would serve

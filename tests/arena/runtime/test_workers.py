@@ -126,3 +126,41 @@ def test_a_stopping_worker_does_not_wait_on_its_command_channel(
         out, err = worker.communicate()
         raise AssertionError(f"the worker was still stopping after 30 s: {err[-2000:]}") from None
     assert worker.returncode == 0 and out.split() == ["stopped"], (worker.returncode, out, err[-2000:])
+
+
+def _worker(name: str, env: dict[str, str], *, burst: bool) -> subprocess.Popen[str]:
+    args = [sys.executable, "-m", "sdk.cli", "worker", "--name", name, *(["--burst"] if burst else [])]
+    return spawn(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_worker_started_again_under_its_name_after_a_kill_9_runs_and_a_live_namesake_is_refused(
+    queue: Queue, redis_url: str, redis_prefix: str, sqlite_url: str
+) -> None:
+    """RQ keeps a SIGKILLed worker's registration for minutes and refused a supervisor's
+    restart of ``tonk worker --name X`` meanwhile; a namesake still alive must still be refused."""
+    env = {**os.environ, "TONK_REDIS_URL": redis_url, "TONK_QUEUE": redis_prefix,
+           "TONK_DATABASE_URL": sqlite_url, "PYTHONPATH": str(ROOT)}  # fmt: skip
+    name = f"{redis_prefix}-named"
+    key = f"rq:worker:{name}"
+    connection = queue.connection
+    first = _worker(name, env, burst=False)
+    try:
+        deadline = time.monotonic() + 60
+        while not connection.exists(key):
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the first worker never registered"
+            time.sleep(0.05)
+        namesake = _worker(name, env, burst=True)
+        _, err = namesake.communicate(timeout=60)
+        assert namesake.returncode != 0 and "active worker named" in err, (namesake.returncode, err[-2000:])
+        first.kill()
+        first.communicate(timeout=30)
+        assert connection.exists(key) and not connection.hexists(key, "death")  # RQ still lists it
+        again = _worker(name, env, burst=True)
+        _, err = again.communicate(timeout=60)
+        assert again.returncode == 0, (again.returncode, err[-2000:])
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+        connection.delete(key)
