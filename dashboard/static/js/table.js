@@ -362,7 +362,9 @@
     source.addEventListener("view", function (e) {
       streamErrors = 0;
       say("");
-      try { render(JSON.parse(e.data)); } catch (err) { /* a torn message: the next one mends it */ }
+      var next = null;
+      try { next = JSON.parse(e.data); } catch (err) { return; }  // a torn message: the next one mends it
+      render(next);
     });
     source.addEventListener("open", function () { streamErrors = 0; root.setAttribute("data-live", "stream"); });
     source.addEventListener("error", function () {
