@@ -88,8 +88,11 @@ class SeatView:
         self.hand_no = 0
         self.scores: tuple[int, ...] = (0,) * len(info.players)
         self.legal: dict[str, Action] = {}
-        self.last: dict[str, Any] = self.starting()
         self.hand_result: dict[str, Any] | None = None
+        #: Every hand's result so far, in every view: a page that skips a version (a newer one
+        #: came before it looked) still learns each hand's result.
+        self.done: list[dict[str, Any]] = []
+        self.last: dict[str, Any] = self.starting()
 
     def _base(self, status: str) -> dict[str, Any]:
         names = self.info.players
@@ -102,7 +105,7 @@ class SeatView:
             ],
             "hand": [], "discard": [], "stock": 0, "legal": [], "clock": None, "log": [],
             "faults": {"count": self.faults, "max": self.max_faults},
-            "result": None, "replay_url": None,
+            "result": None, "hands_done": list(self.done), "replay_url": None,
         }  # fmt: skip
 
     def starting(self) -> dict[str, Any]:
@@ -181,6 +184,8 @@ class SeatView:
             "hand_no": result.hand_index + 1, "words": words, "winners": winners,
             "payoffs": list(result.payoffs), "totals": totals,
         }  # fmt: skip
+        self.done.append(self.hand_result)
+        view["hands_done"] = list(self.done)
         view["result"] = {"hand": self.hand_result, "match": None}
         self.last = view
         return view
@@ -201,5 +206,6 @@ class SeatView:
             words = f"The match is over: you finished with {mine:+d} chips"
         match = {"words": words, "scores": list(summary.scores), "winners": winners}
         view["result"] = {"hand": self.hand_result, "match": match}
+        view["hands_done"] = list(self.done)
         self.last = view
         return view

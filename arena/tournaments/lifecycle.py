@@ -266,6 +266,10 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     )
     if finished.rowcount != 1:  # type: ignore[attr-defined]
         return False
+    if kind == TournamentKind.PEOPLE:
+        # A person's table moves no bot's rating (UNRATED_KINDS): a snapshot would repeat the
+        # last one, at the cost of a fit over every finished match, each time a table ends.
+        return True
     from arena.ratings.leaderboard import write_snapshot  # ratings need numpy: only when finishing
 
     write_snapshot(session, tournament_id)

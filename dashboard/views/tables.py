@@ -142,7 +142,7 @@ def _starting(row: Seat) -> dict[str, Any]:
         "players": [{"seat": s, "name": n, "you": s == row.seat, "cards": 0, "spreads": [], "chips": 0,
                      "to_move": False} for s, n in seats],
         "hand": [], "discard": [], "stock": 0, "legal": [], "clock": None, "log": [], "result": None,
-        "replay_url": None,
+        "hands_done": [], "replay_url": None,
     }  # fmt: skip
 
 

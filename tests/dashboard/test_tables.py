@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner, get_or_create_operator
 from arena.bots.registry import host_bot
+from arena.ratings.leaderboard import match_results
 from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
 from arena.store.models import (
@@ -34,6 +35,7 @@ from arena.store.models import (
     FaultRecord,
     Match,
     MatchSeat,
+    RatingSnapshot,
     Replay,
     SeatChannel,
     Tournament,
@@ -171,10 +173,13 @@ def check_nothing_unseen(received: list[dict[str, Any]], logs: list[dict[str, An
     """Every card in what the person received about hand k, the seat had seen in hand k; and
     the check can fail: some card of the match stayed unseen by the seat."""
     seen = seen_by_seat(logs, seat)
+    carried = 0
     for k, hand_seen in enumerate(seen, start=1):
+        # A hand the bots ended before the person looked may have no view of its own.
         got = cards_in([view for view in received if view.get("hand_no") == k])
-        assert got, f"no view of hand {k} carried a card"
         assert got <= hand_seen, f"hand {k}: the page received unseen cards {sorted(got - hand_seen)}"
+        carried += len(got)
+    assert carried, "no view carried a card"
     assert sum(len(CARDS - hand_seen) for hand_seen in seen) > 0
     stray = [v for v in received if v.get("hand_no", 0) > len(seen) or (cards_in(v) and not v.get("hand_no"))]
     assert not stray
@@ -205,8 +210,9 @@ def test_a_person_plays_a_whole_heads_up_match_and_sees_no_unseen_card(arena: di
     assert last["result"]["match"]["scores"] and last["replay_url"]
     match, logs, seat = record_of(arena["url"], path)
     assert match.status == "done" and len(logs) == 3 and match.hands_played == 3
-    hands_seen = {v["hand_no"] for v in views if v["status"] == "your_turn"}
-    assert hands_seen == {1, 2, 3}
+    # Asked in some hands (a bot may end a hand before the person's first turn), told of each.
+    assert {v["hand_no"] for v in views if v["status"] == "your_turn"} <= {1, 2, 3}
+    assert [h["hand_no"] for h in last["hands_done"]] == [1, 2, 3]
     # Every card the person's page received about a hand, the seat had seen in that hand.
     check_nothing_unseen(received[1:], logs, seat)
     never = CARDS - set().union(*seen_by_seat(logs, seat))
@@ -215,6 +221,10 @@ def test_a_person_plays_a_whole_heads_up_match_and_sees_no_unseen_card(arena: di
         tournament = session.get(Tournament, match.tournament_id)
         assert tournament is not None and tournament.kind == TournamentKind.PEOPLE
         assert tournament.status == "finished"
+        # Unrated on the bots' boards: not a rating input, and no snapshot of the ratings.
+        assert match.id not in {r.match_id for r in match_results(session)}
+        snapshots = select(RatingSnapshot).where(RatingSnapshot.tournament_id == tournament.id)
+        assert not session.scalars(snapshots).all()
         seated = select(Bot.name).join(MatchSeat, MatchSeat.bot_id == Bot.id)
         seated = seated.where(MatchSeat.match_id == match.id)
         names = session.scalars(seated.order_by(MatchSeat.seat)).all()
@@ -222,11 +232,13 @@ def test_a_person_plays_a_whole_heads_up_match_and_sees_no_unseen_card(arena: di
 
 
 def your_turn(client: FlaskClient, path: str) -> dict[str, Any]:
-    """The view once the seat is asked (the bots may move first)."""
+    """The view once the seat is asked (the bots may move first; heads-up, the person moves
+    first in every other hand, so a match of two hands or more asks them)."""
     view = client.get(f"{path}/view.json").get_json()
     for _ in range(200):
         if view["status"] == "your_turn":
             return view
+        assert view["status"] != "match_over", "the match ended without asking the person"
         view = client.get(f"{path}/view.json?after={view['version']}").get_json()
     raise AssertionError(f"never asked: {view['status']}")
 
@@ -420,7 +432,7 @@ def test_events_arrive_as_they_happen_over_real_http(arena: dict[str, Any]) -> N
     app = arena["app"]
     app.config["TABLE_STREAM_S"] = 60.0
     client, csrf = signed_in(app, arena["alice"])
-    path = table_path(sit(client, csrf, "greedy", hands=2))
+    path = table_path(sit(client, csrf, "greedy", hands=5))
     cookie = client.get_cookie("tonk_session")
     assert cookie is not None
     headers = {"Cookie": f"tonk_session={cookie.value}"}
@@ -480,3 +492,81 @@ def test_an_expired_session_is_not_seated(arena: dict[str, Any], monkeypatch: py
     fresh = app.test_client()  # the same content signed now: what ended it was its age
     fresh.set_cookie("tonk_session", serializer.dumps(payload))
     assert fresh.get(f"{path}/view.json").status_code == 200
+
+
+def test_a_seat_streams_under_gunicorns_threads(pg_url: str) -> None:
+    """Under gunicorn's threaded worker, as production serves the dashboard (its own process,
+    its own embedded pool playing the match), on PostgreSQL as production runs: sign in, sit,
+    and the stream opened before a move carries the view after it."""
+    import http.cookiejar
+    import os
+    import sys
+    import urllib.parse
+    import urllib.request
+
+    from helpers.net import free_port, listening
+    from helpers.net import wait_for as wait_until
+    from helpers.paths import ROOT
+
+    from arena.processes import spawn
+
+    with session_scope(pg_url) as session:
+        house = get_or_create_operator(session, "house")
+        host_bot(session, house, "greedy", "bots.greedy:GreedyBot", check=False)
+        _alice, token = create_owner(session, "alice")
+    port = free_port()
+    env = {**os.environ, "TONK_DATABASE_URL": pg_url, "TONK_SECRET_KEY": "s" * 64,
+           "TONK_EMBEDDED_WORKERS": "1", "TONK_REDIS_URL": ""}  # fmt: skip
+    command = [sys.executable, "-m", "gunicorn", "-k", "dashboard.gunicorn_worker.DashboardWorker",
+               "--threads", "4", "-b", f"127.0.0.1:{port}", "dashboard.wsgi:app"]  # fmt: skip
+    server = spawn(command, cwd=ROOT, env=env)
+    try:
+        wait_until("gunicorn", lambda: listening(port), 60)
+        base = f"http://127.0.0.1:{port}"
+        jar = http.cookiejar.CookieJar()
+        web = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+
+        def form(path: str, fields: dict[str, str]) -> Any:
+            return web.open(base + path, data=urllib.parse.urlencode(fields).encode(), timeout=30)
+
+        page = web.open(base + "/signin", timeout=30).read().decode()
+        form("/signin", {"csrf": CSRF.search(page).group(1), "token": token})  # type: ignore[union-attr]
+        match = CSRF.search(web.open(base + "/me", timeout=30).read().decode())
+        assert match is not None
+        csrf = match.group(1)
+        # Several hands: greedy may end one before the person is asked (it may go down first).
+        with form("/bots/greedy/sit", {"csrf": csrf, "hands": "5"}) as sat:  # 303 followed to the page
+            path = urllib.parse.urlsplit(sat.geturl()).path
+            assert path.startswith("/tables/") and sat.status == 200
+        stream = web.open(base + path + "/events", timeout=60)
+
+        def next_view() -> dict[str, Any]:
+            fields: dict[str, str] = {}
+            for raw in stream:
+                line = raw.decode().rstrip("\n")
+                if not line:
+                    if fields.get("event") == "view":
+                        return dict(json.loads(fields["data"]))
+                    fields = {}
+                elif not line.startswith(":") and ": " in line:
+                    key, value = line.split(": ", 1)
+                    fields[key] = value
+            raise AssertionError("the stream ended")
+
+        with stream:
+            view = next_view()
+            while view["status"] not in ("your_turn", "match_over"):
+                view = next_view()
+            assert view["status"] == "your_turn", view["status"]
+            move = json.dumps({"version": view["version"], "action": view["legal"][0]["id"]}).encode()
+            act = urllib.request.Request(
+                base + path + "/act", data=move, method="POST",
+                headers={"X-CSRF-Token": csrf, "Content-Type": "application/json"},
+            )  # fmt: skip
+            with web.open(act, timeout=30) as answer:
+                assert answer.status == 200
+            following = next_view()
+            assert following["version"] == view["version"] + 1 and following["status"] == "waiting"
+    finally:
+        server.terminate()
+        server.wait(30)
