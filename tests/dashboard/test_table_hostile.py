@@ -9,6 +9,7 @@ the day it is fixed and the mark must go.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import threading
@@ -348,6 +349,7 @@ def test_malformed_and_oversized_moves_are_refused_and_change_nothing(arena: dic
     assert channel_row(arena["url"], path) == before
 
 
+@pytest.mark.parametrize("writable_url", ["postgresql"], indirect=True)  # SQLite: the test below
 def test_two_tabs_sending_at_once_get_one_move_taken(arena: dict[str, Any]) -> None:
     """A double click or two tabs: of many sends at once for the same view, one is taken, the
     rest are 409 (never a 500 from the store's write lock), and the channel holds that one."""
@@ -376,6 +378,63 @@ def test_two_tabs_sending_at_once_get_one_move_taken(arena: dict[str, Any]) -> N
     version, action = channel_row(arena["url"], path)
     assert action in (taken, None)  # None: the worker already took it and asked again
     assert version >= asked["version"] + 1
+
+
+SQLITE_RACE = (
+    "arena/play/seat_channel.py:StoreChannel.send (line ~126) reads the row with SELECT ... FOR "
+    "UPDATE, which SQLite drops, and pysqlite runs that SELECT outside any transaction (BEGIN is "
+    "sent only before the UPDATE): two sends for one view both pass check_send and both answer "
+    "200 (seen over HTTP: 2 or 3 of 6 tabs at once got 200 on SQLite), the second overwriting the "
+    "first's action. Fix: a compare-and-set UPDATE seat_channels SET ... WHERE match_id=? AND "
+    "version=? AND asked=? AND action IS NULL, refusing when rowcount != 1 (both databases); "
+    "or BEGIN IMMEDIATE for SQLite sessions (SQLAlchemy's pysqlite 'begin' event recipe)."
+)
+
+
+@pytest.mark.parametrize(
+    "writable_url",
+    [pytest.param("sqlite", marks=pytest.mark.xfail(strict=True, reason=SQLITE_RACE)), "postgresql"],
+    indirect=True,
+)
+def test_two_sends_that_read_the_same_view_take_one_move(
+    arena: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of two tabs made certain: each send waits (up to 3 s) after its check for the
+    other to have checked too. A channel that locks the row makes the second wait for the
+    first's commit, then see the new version (409); one that does not lets both through."""
+    import arena.play.seat_channel as channels
+
+    client, csrf = signed_in(arena["app"], arena["alice"])
+    path = sit(client, csrf, "random", hands=3)
+    asked = your_turn(client, path)
+    match_id = match_of(arena["url"], path)[0]
+    both_checked = threading.Barrier(2, timeout=3.0)
+    real_check = channels.check_send
+
+    def slow_check(*args: Any) -> dict[str, Any]:
+        view = real_check(*args)
+        with contextlib.suppress(threading.BrokenBarrierError):  # the other waits on the row lock
+            both_checked.wait()
+        return view
+
+    monkeypatch.setattr(channels, "check_send", slow_check)
+    results: list[str] = []
+    ids = [a["id"] for a in asked["legal"]]
+
+    def send(k: int) -> None:
+        channel = channels.StoreChannel(arena["url"], match_id)
+        try:
+            channel.send(asked["version"], ids[k % len(ids)])
+            results.append("taken")
+        except ActionRefusedError:
+            results.append("refused")
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(results) == ["refused", "taken"], results
 
 
 @pytest.mark.xfail(
