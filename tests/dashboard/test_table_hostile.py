@@ -385,9 +385,9 @@ SQLITE_RACE = (
     "UPDATE, which SQLite drops, and pysqlite runs that SELECT outside any transaction (BEGIN is "
     "sent only before the UPDATE): two sends for one view both pass check_send and both answer "
     "200 (seen over HTTP: 2 or 3 of 6 tabs at once got 200 on SQLite), the second overwriting the "
-    "first's action. Fix: a compare-and-set UPDATE seat_channels SET ... WHERE match_id=? AND "
-    "version=? AND asked=? AND action IS NULL, refusing when rowcount != 1 (both databases); "
-    "or BEGIN IMMEDIATE for SQLite sessions (SQLAlchemy's pysqlite 'begin' event recipe)."
+    "first's action. Fix: take the write lock before reading, as the house does "
+    "(arena/tournaments/layout.py:lock_row: a no-op UPDATE seat_channels WHERE match_id=?), or a "
+    "compare-and-set UPDATE ... WHERE version=? AND asked=? AND action IS NULL, rowcount 1."
 )
 
 
