@@ -39,6 +39,8 @@ from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
 
 #: The person's clock when a table's params do not say (tables made before the setting).
 DEFAULT_CLOCK_MS = 60_000
+#: How long past the person's clock the seat still looks for a move sent in time.
+TAKE_GRACE_S = 0.5
 #: Tries at publishing a view before it is given up (a busy store: SQLite's write lock).
 PUBLISH_TRIES = 5
 
@@ -103,7 +105,9 @@ class PersonPlayer:
         started = time.perf_counter()
         self._flush()
         self._publish(self.view.asking(request.observation), request.decision_id)
-        sent = self.channel.take(request.decision_id, self.clock_ms / 1000)
+        # A little past the clock: a move the page sent just before it ran out is still taken
+        # (the channel refuses any sent after it).
+        sent = self.channel.take(request.decision_id, self.clock_ms / 1000 + TAKE_GRACE_S)
         took_us = int((time.perf_counter() - started) * 1_000_000)
         self.last_charged_us = min(took_us, self._deadline_us)
         action = self.view.action_of(sent) if sent is not None else None

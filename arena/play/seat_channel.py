@@ -66,6 +66,9 @@ def check_send(current: dict[str, Any] | None, asked: str | None, sent: str | No
     ActionRefusedError saying why not. The new view is the old one waiting for the table."""
     if current is None or asked is None or current.get("status") != "your_turn":
         raise ActionRefusedError("it is not your turn: wait for the table to ask you")
+    clock = current.get("clock")
+    if isinstance(clock, dict) and "ends_at" in clock and time.time() * 1000 >= clock["ends_at"]:
+        raise ActionRefusedError("your clock ran out: the table has played the fault for you")
     if version != current.get("version"):
         raise ActionRefusedError(
             f"your view is out of date (version {version}, the table is at {current.get('version')}): "

@@ -123,7 +123,7 @@ def _int_field(form: Mapping[str, str], key: str, default: int, low: int, high: 
     raw = str(form.get(key, "") or "").strip()
     if not raw:
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:  # "²" is a digit to isdigit
         raise InvalidTournamentError(f"'{key}' must be a whole number from {low} to {high}, got {raw[:20]!r}")
     return int(raw)
 

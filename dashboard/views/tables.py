@@ -163,7 +163,8 @@ def _finish(view: dict[str, Any] | None, row: Seat, app: Flask, starting: dict[s
 def _after(raw: str | None) -> int | None:
     if raw is None or raw == "":
         return None
-    if not raw.strip().isdigit() or len(raw) > 12:
+    raw = raw.strip()
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:  # "²" is a digit to isdigit, not to int
         return -1  # unreadable: as if none was seen
     return int(raw)
 
@@ -225,7 +226,10 @@ def act(public_id: str) -> Response:
     row = _seat(public_id)
     if row is None:
         return _json_error(404, "there is no table of yours here")
-    body = request.get_json(silent=True)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:  # a deeply nested body: malformed, as any other
+        body = None
     version = body.get("version") if isinstance(body, dict) else None
     action = body.get("action") if isinstance(body, dict) else None
     if type(version) is not int or not isinstance(action, str) or not 0 < len(action) <= ACTION_LIMIT:

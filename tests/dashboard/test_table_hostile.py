@@ -240,12 +240,6 @@ def test_a_turned_off_bot_or_a_persons_seat_is_refused_as_the_third_seat_too(are
     assert forged.status_code == 400 and count() == made
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arena/tournaments/people.py:_int_field (line ~125) checks raw.isdigit(), then int(raw) "
-    "raises ValueError on a Unicode digit such as '\u00b2' (isdigit() is True): POST /bots/<name>/sit "
-    "answers 500 instead of the 400 of any out-of-bounds field. Fix: `raw.isascii() and raw.isdigit()`.",
-)
 def test_a_unicode_digit_in_the_sit_form_is_a_400(arena: dict[str, Any]) -> None:
     bob, csrf = signed_in(arena["app"], arena["bob"])
     for field in ("seats", "hands"):
@@ -256,12 +250,6 @@ def test_a_unicode_digit_in_the_sit_form_is_a_400(arena: dict[str, Any]) -> None
 # --- Reading the view --------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dashboard/views/tables.py:_after (line ~147) accepts any str.isdigit() text, then int() "
-    "raises on a Unicode digit such as '\u00b2' (isdigit() is True, int() refuses it): a 500. Fix: "
-    "`raw.isascii() and raw.strip().isdigit()` (or re.fullmatch(r'\\d{1,12}', raw.strip())).",
-)
 def test_an_unreadable_version_to_wait_after_is_not_a_server_error(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
     path = sit(client, csrf, "random", hands=2)
@@ -296,13 +284,6 @@ def test_crafted_last_event_ids_resume_nothing_they_should_not(arena: dict[str, 
 # --- Acting ------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dashboard/views/tables.py:act (line ~218) reads the body with request.get_json(silent=True), "
-    "which swallows ValueError only; json.loads of a deeply nested array raises RecursionError, "
-    "answered 500. Fix: catch RecursionError around get_json (or refuse a body whose nesting is "
-    "deeper than 2 before parsing) and answer the same 400 as any malformed body.",
-)
 def test_a_deeply_nested_body_is_a_400_not_a_server_error(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
     path = sit(client, csrf, "random", hands=2)
@@ -437,14 +418,6 @@ def test_two_sends_that_read_the_same_view_take_one_move(
     assert sorted(results) == ["refused", "taken"], results
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arena/play/seat_channel.py:check_send (line ~62) never looks at the clock: a move sent "
-    "after clock.ends_at, before the worker's take() has given up and the next view is out, is "
-    "answered 200 'waiting' though the seat is faulted (the worker no longer reads it). Fix: "
-    "refuse in check_send when now >= view['clock']['ends_at'] (ActionRefusedError 'your clock "
-    "ran out'), and have take() give the person a small grace beyond ends_at, not the reverse.",
-)
 def test_a_move_after_the_clock_ran_out_is_refused() -> None:
     ended = int(time.time() * 1000) - 1_000
     view = {"version": 7, "status": "your_turn", "legal": [{"id": "draw stock"}],
