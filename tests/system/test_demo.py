@@ -196,6 +196,9 @@ def test_the_demo_is_an_arena_a_local_bot_joins_and_a_restart_reuses_its_store(t
         # The gateway binds before the round-robin opens any connection of its own.
         assert out.index("gateway for connected bots at") < out.index("tournament 1:"), out
         assert f"dashboard at http://127.0.0.1:{port}/" in out, out
+        # A visitor's way to a seat (#39): an invite link that leads to the bot's form.
+        visitor = rf"^play random yourself: http://127\.0\.0\.1:{port}/join\?code=tonki_\S+&bot=random$"
+        assert re.search(visitor, out, re.M), out
         token = re.search(r"^operator token: (\S+)", out, re.M)
         assert token, out
         submit = lines[-1].split()
