@@ -311,13 +311,20 @@
       headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRF-Token": csrf },
       body: JSON.stringify({ version: view.version, action: id })
     }).then(function (r) {
-      return r.json().catch(function () { return {}; }).then(function (body) { return { status: r.status, body: body }; });
+      var after = +(r.headers.get("Retry-After") || 0);
+      return r.json().catch(function () { return {}; }).then(function (body) { return { status: r.status, body: body, after: after }; });
     }).then(function (answer) {
       busy = false;
       if (answer.status === 200) { render(answer.body); drawActionsIfSame(); return; }
       var why = typeof answer.body.error === "string" ? answer.body.error : "";
       if (answer.status === 409) say("Not taken: " + (why || "that action is not legal now") + ". The table is shown as it is now.", true);
-      else if (answer.status === 429) say("Too fast: " + (why || "wait a moment and try again") + ".", true);
+      else if (answer.status === 429) {
+        // The buttons come back once the server will take a move again.
+        say("Too fast: " + (why || "wait a moment and try again") + ".", true);
+        busy = true;
+        setTimeout(function () { busy = false; say(""); drawActionsIfSame(); }, 1000 * Math.min(10, Math.max(1, answer.after)));
+        return;
+      }
       else if (answer.status === 403) say("Your session has ended or this page is stale: reload the page (" + (why || "forbidden") + ").", true);
       else say("Not taken (HTTP " + answer.status + (why ? ": " + why : "") + ").", true);
       drawActionsIfSame();

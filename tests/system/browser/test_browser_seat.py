@@ -66,7 +66,9 @@ def arena(sqlite_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> I
     code = _visitor_invite(Settings(data_dir=str(tmp_path), database_url=sqlite_url))
     backend = EmbeddedBackend(sqlite_url, 2)  # the test's own: closed with its matches' processes
     try:
-        with served(sqlite_url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0) as base:
+        # The tests press keys faster than a person may: the flood bound is tests/dashboard's.
+        with served(sqlite_url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0,
+                    TABLE_ACT_LIMIT=(10_000, 1.0)) as base:  # fmt: skip
             yield base, code
     finally:
         backend.close(cancel=True)
