@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,6 +63,11 @@ PING_S: Final = 15.0
 #: Moves one person may send: a flood past this is refused (429) and changes nothing.
 ACT_LIMIT: Final = (20, 5.0)
 _LIMITER: Final = "tonk_table_limiter"
+#: Waits (long polls, event streams) one person may hold open at once in this process: each
+#: holds a server thread, so one person must not hold them all (429 past it).
+MAX_WAITS: Final = 4
+_WAITS: Final = "tonk_table_waits"
+_waits_lock = threading.Lock()
 ACTION_LIMIT: Final = 64
 
 
@@ -104,6 +110,7 @@ class Seat:
     match_id: int
     seat: int
     channel: SeatChannel
+    owner_id: int
 
 
 def _seat(public_id: str) -> Seat | None:
@@ -124,7 +131,7 @@ def _seat(public_id: str) -> Seat | None:
         str(params.get("channel", "store")), config.database_url, row.match_id,
         redis_url=config.redis_url, queue_name=config.queue_name,
     )  # fmt: skip
-    return Seat(row.match_id, row.seat, channel)
+    return Seat(row.match_id, row.seat, channel, row.owner_id)
 
 
 def _starting(row: Seat) -> dict[str, Any]:
@@ -158,6 +165,37 @@ def _finish(view: dict[str, Any] | None, row: Seat, app: Flask, starting: dict[s
         with app.test_request_context():  # no request may be current (an event stream's later events)
             view = {**view, "replay_url": url_for("matches.detail", match_id=row.match_id)}
     return view
+
+
+class WaitsError(TooManyAttemptsError):
+    """A person holds as many open waits as this process allows one person."""
+
+
+def _hold_wait(owner_id: int) -> None:
+    """Count one more open wait of ``owner_id``, or refuse it (not counted)."""
+    app = current_app
+    most = int(app.config.get("TABLE_MAX_WAITS", MAX_WAITS))
+    with _waits_lock:
+        open_waits: dict[int, int] = app.extensions.setdefault(_WAITS, {})
+        if open_waits.get(owner_id, 0) >= most:
+            raise WaitsError(f"you have {most} views open and waiting already: close a tab or wait", 1)
+        open_waits[owner_id] = open_waits.get(owner_id, 0) + 1
+
+
+def _drop_wait(app: Flask, owner_id: int) -> None:
+    with _waits_lock:
+        open_waits: dict[int, int] = app.extensions.setdefault(_WAITS, {})
+        left = open_waits.get(owner_id, 0) - 1
+        if left > 0:
+            open_waits[owner_id] = left
+        else:
+            open_waits.pop(owner_id, None)
+
+
+def _refused_wait(exc: TooManyAttemptsError) -> Response:
+    response = _json_error(429, exc.message)
+    response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def _after(raw: str | None) -> int | None:
@@ -195,7 +233,17 @@ def view_json(public_id: str) -> Response:
     wait_s = float(app.config.get("TABLE_POLL_S", LONG_POLL_S))
     starting = _starting(row)
     session().close()  # the request's connection goes back to the pool while it waits
-    view = read() if after is None else wait_for(read, after, wait_s)
+    if after is None:
+        view = read()
+    else:
+        try:
+            _hold_wait(row.owner_id)
+        except TooManyAttemptsError as exc:
+            return _refused_wait(exc)
+        try:
+            view = wait_for(read, after, wait_s)
+        finally:
+            _drop_wait(app, row.owner_id)
     response = jsonify(_finish(view, row, app, starting))
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -255,6 +303,17 @@ def events(public_id: str) -> Response:
     ping_s = float(app.config.get("TABLE_PING_S", PING_S))
 
     def stream() -> Iterator[str]:
+        # Counted while it runs: a stream the server never starts holds nothing, and one it
+        # closes (the client left) gives its wait back in the finally.
+        with _waits_lock:
+            open_waits: dict[int, int] = app.extensions.setdefault(_WAITS, {})
+            open_waits[row.owner_id] = open_waits.get(row.owner_id, 0) + 1
+        try:
+            yield from _views(after, stream_s, ping_s)
+        finally:
+            _drop_wait(app, row.owner_id)
+
+    def _views(after: int | None, stream_s: float, ping_s: float) -> Iterator[str]:
         seen = -1 if after is None else after
         ends = time.monotonic() + stream_s
         yield "retry: 1000\n\n"
@@ -274,6 +333,11 @@ def events(public_id: str) -> Response:
                 yield ": ping\n\n"
 
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    try:  # refused now, while a status can still say so; the stream counts itself as it runs
+        _hold_wait(row.owner_id)
+    except TooManyAttemptsError as exc:
+        return _refused_wait(exc)
+    _drop_wait(app, row.owner_id)
     return Response(stream(), mimetype="text/event-stream", headers=headers)
 
 

@@ -429,16 +429,6 @@ def test_a_move_after_the_clock_ran_out_is_refused() -> None:
 # --- Holding the server ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dashboard/views/tables.py:view_json/events (lines ~185, ~230) have no bound on waits "
-    "per person: each long poll holds a server thread 25 s and each event stream 120 s, polling "
-    "the store every 50 ms (arena/play/seat_channel.py:WAIT_POLL_S), so one signed-in person "
-    "with a few dozen open requests pins every gunicorn thread (docs/people.md only says 'size "
-    "--threads'). Fix: a per-owner count of open waits (e.g. 4, a setting) in the web process, "
-    "refusing past it with 429 + Retry-After, released in a finally (the stream's generator "
-    "too); optionally a process-wide cap.",
-)
 def test_one_person_cannot_hold_unbounded_waits(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
     path = sit(client, csrf, "random", hands=2)

@@ -464,8 +464,10 @@ def test_events_arrive_as_they_happen_over_real_http(arena: dict[str, Any]) -> N
             )  # fmt: skip
             with urllib.request.urlopen(act, timeout=30) as answer:
                 assert answer.status == 200
-            following = next_view()  # on the stream opened before the move
-            assert following["version"] == view["version"] + 1 and following["status"] == "waiting"
+            # On the stream opened before the move: a view after it (the "waiting" one, or the
+            # table's next if the bot answered before the stream looked: it sends the newest).
+            following = next_view()
+            assert following["version"] > view["version"]
 
 
 def test_an_expired_session_is_not_seated(arena: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -518,7 +520,8 @@ def test_a_seat_streams_under_gunicorns_threads(pg_url: str) -> None:
     env = {**os.environ, "TONK_DATABASE_URL": pg_url, "TONK_SECRET_KEY": "s" * 64,
            "TONK_EMBEDDED_WORKERS": "1", "TONK_REDIS_URL": ""}  # fmt: skip
     command = [sys.executable, "-m", "gunicorn", "-k", "dashboard.gunicorn_worker.DashboardWorker",
-               "--threads", "4", "-b", f"127.0.0.1:{port}", "dashboard.wsgi:app"]  # fmt: skip
+               "--threads", "4", "--graceful-timeout", "5", "-b", f"127.0.0.1:{port}",
+               "dashboard.wsgi:app"]  # fmt: skip
     server = spawn(command, cwd=ROOT, env=env)
     try:
         wait_until("gunicorn", lambda: listening(port), 60)
@@ -566,7 +569,7 @@ def test_a_seat_streams_under_gunicorns_threads(pg_url: str) -> None:
             with web.open(act, timeout=30) as answer:
                 assert answer.status == 200
             following = next_view()
-            assert following["version"] == view["version"] + 1 and following["status"] == "waiting"
+            assert following["version"] > view["version"]
     finally:
-        server.terminate()
-        server.wait(30)
+        server.terminate()  # an open stream's thread ends at its next write; gunicorn waits 5 s
+        server.wait(60)
