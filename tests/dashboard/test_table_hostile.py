@@ -374,7 +374,7 @@ SQLITE_RACE = (
 
 @pytest.mark.parametrize(
     "writable_url",
-    [pytest.param("sqlite", marks=pytest.mark.xfail(strict=True, reason=SQLITE_RACE)), "postgresql"],
+    ["sqlite", "postgresql"],
     indirect=True,
 )
 def test_two_sends_that_read_the_same_view_take_one_move(
