@@ -141,6 +141,7 @@ class Settings:
     person_clock_s: int = 60
     people_max_hands: int = 20
     people_max_per_hour: int = 30
+    people_max_tables: int = 8
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -234,6 +235,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         person_clock_s=_bounded(env, "TONK_PERSON_CLOCK_S", 60, 5, 600),
         people_max_hands=_bounded(env, "TONK_PEOPLE_MAX_HANDS", 20, 1, 100),
         people_max_per_hour=_bounded(env, "TONK_PEOPLE_MAX_PER_HOUR", 30, 1, 10_000),
+        people_max_tables=_bounded(env, "TONK_PEOPLE_MAX_TABLES", 8, 1, 10_000),
     )
 
 

@@ -53,9 +53,26 @@ class PeopleBoard:
     records: dict[str, _Record]
 
 
-def _people_kind() -> Any:
+def _people_kind(*, rated: bool = True) -> Any:
+    """People matches: those of kind ``people``; rated ones less the person's practice tables."""
     people = select(Tournament.id).where(Tournament.kind == TournamentKind.PEOPLE.value)
-    return Match.tournament_id.in_(people)
+    kind = Match.tournament_id.in_(people)
+    return kind & Match.id.not_in(_own_tables()) if rated else kind
+
+
+def _own_tables() -> Any:
+    """Matches where the person sat with a bot of their own: a bot that can lose on purpose, or
+    (self-served) show its owner its hand. They stay playable for debugging one's own bot, but
+    no rating or record counts them (tests/dashboard/test_table_hostile.py)."""
+    person_seat, bot_seat = aliased(MatchSeat), aliased(MatchSeat)
+    person, bot = aliased(Bot), aliased(Bot)
+    return (
+        select(person_seat.match_id)
+        .join(person, (person.id == person_seat.bot_id) & person.person.is_(True))
+        .join(bot_seat, (bot_seat.match_id == person_seat.match_id) & (bot_seat.seat != person_seat.seat))
+        .join(bot, bot.id == bot_seat.bot_id)
+        .where(bot.owner_id == person.owner_id)
+    )
 
 
 Names = dict[str, tuple[str, str]]
@@ -220,7 +237,7 @@ def games_as_player(session: Session, owner_id: int, limit: int = MY_GAMES) -> l
         select(Match.id, Match.status, Match.hands, Match.created_at, Match.finished_at, mine.seat)
         .join(mine, mine.match_id == Match.id)
         .join(Bot, Bot.id == mine.bot_id)
-        .where(Bot.owner_id == owner_id, Bot.person.is_(True), _people_kind())
+        .where(Bot.owner_id == owner_id, Bot.person.is_(True), _people_kind(rated=False))
         .order_by(Match.id.desc())
         .limit(limit)
     ).all()

@@ -22,8 +22,8 @@ row lock, so a burst is counted one request after another):
 - its owner turned challenges off (a person's table is a challenge by a person): 403
   ``seats_off``, unless it is the person's own bot;
 - ``seats`` not 2 or 3, ``hands`` not 1 to ``TONK_PEOPLE_MAX_HANDS``: 400;
-- a table of the person's still playing, or ``TONK_PEOPLE_MAX_PER_HOUR`` tables started in
-  the last hour: 429 ``table_limit``.
+- a table of the person's still playing, ``TONK_PEOPLE_MAX_PER_HOUR`` tables started in
+  the last hour, or ``TONK_PEOPLE_MAX_TABLES`` tables live arena-wide: 429 ``table_limit``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import delete, exists, func, select, text
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
@@ -202,6 +202,7 @@ def start_table(
 
 
 def _check_bounds(session: Session, owner: Owner, settings: Settings) -> None:
+    _check_arena_tables(session, settings)
     playing = live_table(session, owner.id)
     if playing is not None:
         raise TableLimitError(
@@ -218,6 +219,29 @@ def _check_bounds(session: Session, owner: Owner, settings: Settings) -> None:
         raise TableLimitError(
             f"you have started {started} tables in the last hour; this arena allows "
             f"{settings.people_max_per_hour} (TONK_PEOPLE_MAX_PER_HOUR): try again later"
+        )
+
+
+#: PostgreSQL advisory lock taken while the arena's live tables are counted (any constant).
+_TABLES_LOCK: Final = 0x746F6E6B7374  # "tonkst"
+
+
+def _check_arena_tables(session: Session, settings: Settings) -> None:
+    """Refuse a table past TONK_PEOPLE_MAX_TABLES live arena-wide: each holds a worker's match
+    slot for as long as its person thinks, so enough idle people would stop every bots' match.
+    Two people sitting at once are counted one after the other: an advisory lock on
+    PostgreSQL; on SQLite the caller's lock_row already holds the database's one write lock."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _TABLES_LOCK})
+    live = session.execute(
+        select(func.count(SeatChannel.match_id))
+        .join(Match, Match.id == SeatChannel.match_id)
+        .where(Match.status.in_((MatchStatus.PENDING, MatchStatus.RUNNING)))
+    ).scalar_one()
+    if live >= settings.people_max_tables:
+        raise TableLimitError(
+            f"the tables are full: {live} people are playing, and this arena seats "
+            f"{settings.people_max_tables} at once (TONK_PEOPLE_MAX_TABLES); try again in a few minutes"
         )
 
 

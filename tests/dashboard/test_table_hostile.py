@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner, get_or_create_operator
 from arena.bots.registry import host_bot
 from arena.play.seat_channel import ActionRefusedError, check_send
 from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
-from arena.store.models import Match, Replay, SeatChannel, Tournament
+from arena.store.models import Bot, Match, Replay, SeatChannel, Tournament
 from arena.store.replays import decode
 from sdk.cards import DECK
 from sdk.observation import observe
@@ -167,7 +167,8 @@ def test_nothing_public_about_a_running_table_tells_its_seed_or_an_unseen_card(a
     themselves: no seed, no replay or hand record, no card the seat never saw."""
     url = arena["url"]
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = sit(client, csrf, "greedy", seats=3, **{"with": "random"}, hands=2)
+    # Six hands: two could both end (a TONK, a bot going down) before the seat is ever asked.
+    path = sit(client, csrf, "greedy", seats=3, **{"with": "random"}, hands=6)
     asked = your_turn(client, path)
     match_id, tournament_id, match_seed, tournament_seed = match_of(url, path)
     base = f"/api/v1/matches/{match_id}"
@@ -460,17 +461,8 @@ def hurried(arena: dict[str, Any]) -> dict[str, Any]:
     return arena
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="arena/tournaments/people.py:_bot (line ~105) lets a person sit against their OWN bot, and "
-    "arena/queries/people.py:people_matches (line ~64) rates every done people match: an owner "
-    "pads their people's rating with a bot of theirs that loses on purpose (or, at 3 seats, "
-    "colludes with a self-served bot of theirs, whose process shows them its hand). Fix: rate "
-    "no people match where the person owns another seat's bot (skip it in people_matches), "
-    "and refuse one's own bot as the third seat.",
-)
 def test_a_table_against_ones_own_bot_is_not_rated_on_the_peoples_board(hurried: dict[str, Any]) -> None:
-    from arena.queries.people import people_matches
+    from arena.queries.people import against_people, games_as_player, people_matches
 
     url = hurried["url"]
     client, csrf = signed_in(hurried["app"], hurried["alice"])
@@ -479,34 +471,31 @@ def test_a_table_against_ones_own_bot_is_not_rated_on_the_peoples_board(hurried:
     match_id = match_of(url, path)[0]
     with session_scope(url) as session:
         rated, _names, _records = people_matches(session)
+        shy = session.scalars(select(Bot).where(Bot.name == "shy")).one()
+        record = against_people(session, shy.id)
+        games = games_as_player(session, shy.owner_id)
     assert match_id not in {m.match_id for m in rated}
+    assert record["matches"] == 0, record  # nor in the bot's record against people
+    assert len(games) == 1, games  # but still among her own games: a practice table
 
 
 # --- Holding the workers -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("writable_url", ["sqlite"], indirect=True)
-@pytest.mark.xfail(
-    strict=True,
-    reason="arena/tournaments/people.py:_check_bounds (line ~205) bounds tables per person (one live, "
-    "TONK_PEOPLE_MAX_PER_HOUR) but not arena-wide: each live table holds a worker slot for as long "
-    "as its person takes (up to hands x decisions x TONK_PERSON_CLOCK_S: hours at 20 hands and "
-    "60 s), so as many people as there are worker slots stop every bots' match (ladder, "
-    "tournaments, challenges) until they finish. Fix: a setting TONK_PEOPLE_MAX_TABLES (live "
-    "people tables arena-wide, default below the worker slots), checked in _check_bounds under a "
-    "lock (429 table_limit 'the tables are full'); or a worker pool/queue of their own for people.",
-)
 def test_people_at_tables_do_not_stop_the_bots_matches(
     arena: dict[str, Any], app_factory: Callable[..., Flask]
 ) -> None:
-    """Two match slots (TONK_MATCHES_PER_WORKER is 32 by default: the same at 64 people), two
-    people sitting (and thinking): a bots' match queued after them is played before either
-    person's table is over."""
+    """Two match slots, an arena that seats one person at a time (TONK_PEOPLE_MAX_TABLES, below
+    the slots): the second person is refused with nothing written, and a bots' match queued
+    after the first person's table is played before that table is over."""
     url = arena["url"]
     backend = EmbeddedBackend(url, 2, slots=1)
     try:
         app = app_factory(url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0)
-        app.config["SETTINGS"] = dataclasses.replace(app.config["SETTINGS"], person_clock_s=1)
+        app.config["SETTINGS"] = dataclasses.replace(
+            app.config["SETTINGS"], person_clock_s=1, people_max_tables=1
+        )
         _two_people_and_a_bots_match(url, app, backend, arena)
     finally:
         backend.close(cancel=True)
@@ -517,10 +506,16 @@ def _two_people_and_a_bots_match(
 ) -> None:
     from arena.tournaments.lifecycle import create_tournament, resolve_bots, start_tournament
 
-    paths = []
-    for who in ("alice", "bob"):
-        client, csrf = signed_in(app, tokens[who])
-        paths.append(sit(client, csrf, "greedy", hands=3))  # nobody moves: ~1 s a decision
+    client, csrf = signed_in(app, tokens["alice"])
+    paths = [sit(client, csrf, "greedy", hands=3)]  # nobody moves: ~1 s a decision
+    with session_scope(url) as session:
+        tables = session.scalar(select(func.count(Tournament.id)))
+    client, csrf = signed_in(app, tokens["bob"])
+    refused = client.post("/bots/greedy/sit", data={"csrf": csrf, "hands": "3"})
+    assert refused.status_code == 429 and "tables are full" in refused.get_data(as_text=True), (
+        refused.status_code, refused.get_data(as_text=True)[:500])  # fmt: skip
+    with session_scope(url) as session:
+        assert session.scalar(select(func.count(Tournament.id))) == tables  # nothing written
     with session_scope(url) as session:
         cup = create_tournament(session, name="bots", bot_ids=resolve_bots(session, ["random", "greedy"]),
                                 table_sizes=[2], deals_per_table=1, hands_per_match=1)  # fmt: skip
