@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Hosted bots: what the sandbox costs (issues #23, #37).
 
-    .venv/bin/python bench/hosted.py [--starts 20] [--rounds 3] [--deals 2] [--hands 20] [--flight 40] [--cold]
+    .venv/bin/python bench/hosted.py [--starts 20] [--rounds 3] [--deals 2] [--hands 20]
+        [--flight 40] [--cold]
 
 Reported in one run, each beside its baseline measured in the same process:
 
