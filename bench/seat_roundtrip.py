@@ -108,7 +108,14 @@ def main() -> int:
     parser.add_argument("--actions", type=int, default=150, help="moves to time (default 150)")
     parser.add_argument("--baseline", type=int, default=150, help="view.json fetches to time (default 150)")
     parser.add_argument("--hands", type=int, default=20, help="hands a match (default 20, the bound)")
+    parser.add_argument("--first-poll-s", type=float, default=None,
+                        help="a page wait's first look (arena.play.seat_channel.FIRST_WAIT_POLL_S); "
+                        "0.05 is the flat 50 ms poll it had before")  # fmt: skip
     args = parser.parse_args()
+    if args.first_poll_s is not None:
+        import arena.play.seat_channel as seat_channel
+
+        setattr(seat_channel, "FIRST_WAIT_POLL_S", args.first_poll_s)  # noqa: B010 (a Final, on purpose)
 
     from playwright.sync_api import sync_playwright
 
