@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from helpers.tables import CARDS, cards_in, seen_by_seat, signed_in, wait_done
 from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner, get_or_create_operator
@@ -29,13 +30,6 @@ from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
 from arena.store.models import Bot, Match, Replay, SeatChannel, Tournament
 from arena.store.replays import decode
-from sdk.cards import DECK
-from sdk.observation import observe
-from sdk.record import HandRecord
-from sdk.referee import plain_record, shown_hands
-
-CSRF = re.compile(r'name="csrf" value="([^"]+)"')
-CARDS = frozenset(c.text for c in DECK)
 
 
 @pytest.fixture
@@ -56,16 +50,6 @@ def arena(app_factory: Callable[..., Flask], writable_url: str) -> Iterator[dict
         yield {"app": app, "url": writable_url, "alice": alice_token, "bob": bob_token, "backend": backend}
     finally:
         backend.close(cancel=True)
-
-
-def signed_in(app: Flask, token: str) -> tuple[FlaskClient, str]:
-    client = app.test_client()
-    page = client.get("/signin").get_data(as_text=True)
-    answer = client.post("/signin", data={"csrf": CSRF.search(page).group(1), "token": token})  # type: ignore[union-attr]
-    assert answer.status_code == 303
-    csrf = CSRF.search(client.get("/me").get_data(as_text=True))
-    assert csrf is not None
-    return client, csrf.group(1)
 
 
 def sit(client: FlaskClient, csrf: str, bot: str, **fields: Any) -> str:
@@ -126,46 +110,13 @@ def play_through(client: FlaskClient, csrf: str, path: str) -> dict[str, Any]:
     raise AssertionError("the match did not end")
 
 
-def wait_done(url: str, path: str, limit_s: float = 120.0) -> None:
-    query = select(Tournament.status).join(Match, Match.tournament_id == Tournament.id)
-    ends = time.monotonic() + limit_s
-    while time.monotonic() < ends:
-        with session_scope(url) as session:
-            if session.scalar(query.where(Match.public_id == path.rsplit("/", 1)[1])) == "finished":
-                return
-        time.sleep(0.05)
-    raise AssertionError("the table's match was not recorded")
-
-
-def cards_in(value: Any) -> set[str]:
-    if isinstance(value, str):
-        return {w for w in re.split(r"[^0-9A-Za-z]+", value) if w in CARDS}
-    if isinstance(value, dict):
-        return set().union(*(cards_in(v) for v in value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*(cards_in(v) for v in value)) if value else set()
-    return set()
-
-
 def seen_in_match(url: str, match_id: int, seat: int) -> set[str]:
     """Every card ``seat`` saw in the whole match, replayed from the full record."""
     with session_scope(url) as session:
         replay = session.get(Replay, match_id)
         assert replay is not None
         logs = decode(replay.format, replay.data)
-    seen: set[str] = set()
-    for log in logs:
-        record = HandRecord.from_json(plain_record(log))
-        state = record.initial_state()
-        seen |= {c.text for c in observe(state, seat).cards_seen()}
-        for who, action in record.actions:
-            state.apply(action, who)
-            seen |= {c.text for c in observe(state, seat).cards_seen()}
-        if state.outcome is None:
-            faulted = (record.outcome or {}).get("faulted")
-            state.forfeit(int(faulted) if faulted is not None else state.to_act)
-        seen |= {c.text for hand in shown_hands(state) for c in hand}
-    return seen
+    return set().union(*seen_by_seat(logs, seat))
 
 
 # --- What a running table tells anyone ---------------------------------------------------

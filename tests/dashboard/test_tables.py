@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from helpers.tables import CARDS, CSRF, cards_in, seen_by_seat, signed_in, wait_done
 from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner, get_or_create_operator
@@ -42,13 +43,6 @@ from arena.store.models import (
 )
 from arena.store.replays import decode
 from arena.store.statuses import TournamentKind
-from sdk.cards import DECK
-from sdk.observation import observe
-from sdk.record import HandRecord
-from sdk.referee import plain_record, shown_hands
-
-CSRF = re.compile(r'name="csrf" value="([^"]+)"')
-CARDS = frozenset(c.text for c in DECK)
 
 
 @pytest.fixture
@@ -69,16 +63,6 @@ def arena(app_factory: Callable[..., Flask], writable_url: str) -> Iterator[dict
         yield {"app": app, "url": writable_url, "alice": alice_token, "bob": bob_token, "backend": backend}
     finally:
         backend.close(cancel=True)
-
-
-def signed_in(app: Flask, token: str) -> tuple[FlaskClient, str]:
-    client = app.test_client()
-    page = client.get("/signin").get_data(as_text=True)
-    answer = client.post("/signin", data={"csrf": CSRF.search(page).group(1), "token": token})  # type: ignore[union-attr]
-    assert answer.status_code == 303
-    csrf = CSRF.search(client.get("/me").get_data(as_text=True))
-    assert csrf is not None
-    return client, csrf.group(1)
 
 
 def sit(client: FlaskClient, csrf: str, bot: str, **fields: Any) -> Any:
@@ -111,20 +95,6 @@ def play_through(client: FlaskClient, csrf: str, path: str, seen: list[dict[str,
     raise AssertionError(f"the match did not end: {view['status']}")
 
 
-def wait_done(url: str, path: str, limit_s: float = 120.0) -> None:
-    """Until the worker has recorded the match and finished its table (it publishes the last
-    view first)."""
-    public_id = path.rsplit("/", 1)[1]
-    ends = time.monotonic() + limit_s
-    query = select(Tournament.status).join(Match, Match.tournament_id == Tournament.id)
-    while time.monotonic() < ends:
-        with session_scope(url) as session:
-            if session.scalar(query.where(Match.public_id == public_id)) == "finished":
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"match {public_id} was not recorded within {limit_s} s")
-
-
 def record_of(url: str, path: str) -> tuple[Match, list[dict[str, Any]], int]:
     wait_done(url, path)
     public_id = path.rsplit("/", 1)[1]
@@ -136,37 +106,6 @@ def record_of(url: str, path: str) -> tuple[Match, list[dict[str, Any]], int]:
         logs = decode(replay.format, replay.data)
         session.expunge(match)
         return match, logs, seat
-
-
-def cards_in(value: Any) -> set[str]:
-    """Every card-like word anywhere in ``value`` (a view, an event, a page)."""
-    if isinstance(value, str):
-        return {w for w in re.split(r"[^0-9A-Za-z]+", value) if w in CARDS}
-    if isinstance(value, dict):
-        return set().union(*(cards_in(v) for v in value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*(cards_in(v) for v in value)) if value else set()
-    return set()
-
-
-def seen_by_seat(logs: list[dict[str, Any]], seat: int) -> list[set[str]]:
-    """By hand, what ``seat`` saw, replayed from the full record through the engine: its
-    observation after every action (its hand, the piles, the table, the public history) and
-    the hands the rules showed at the hand's end."""
-    out = []
-    for log in logs:
-        record = HandRecord.from_json(plain_record(log))
-        state = record.initial_state()
-        seen = {c.text for c in observe(state, seat).cards_seen()}
-        for who, action in record.actions:
-            state.apply(action, who)
-            seen |= {c.text for c in observe(state, seat).cards_seen()}
-        if state.outcome is None:  # the hand ended by a fault: the record has the rest
-            faulted = (record.outcome or {}).get("faulted")
-            state.forfeit(int(faulted) if faulted is not None else state.to_act)
-        seen |= {c.text for hand in shown_hands(state) for c in hand}
-        out.append(seen)
-    return out
 
 
 def check_nothing_unseen(received: list[dict[str, Any]], logs: list[dict[str, Any]], seat: int) -> None:
