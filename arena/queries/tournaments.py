@@ -272,7 +272,9 @@ def _kind(session: Session, tournament_id: int) -> dict[str, Any]:
     params = row.params or {}
     if row.kind == TournamentKind.LADDER:  # no challenger; arena/ladder/status.py tells the rest
         return {"kind": row.kind, "challenger": None}
-    challenger = session.get(Bot, params.get("challenger"))
+    # A people's table (and any kind without one) has no challenger: no lookup by a None key.
+    key = params.get("challenger")
+    challenger = session.get(Bot, key) if key is not None else None
     out: dict[str, Any] = {"kind": row.kind, "challenger": challenger.name if challenger else None}
     if row.kind == TournamentKind.SPRT:
         out["sprt"] = sprt_state(session, row).to_json()
