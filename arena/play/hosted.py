@@ -102,15 +102,13 @@ class _Watch:
         self.box = box
         self.deadline_ms = deadline_ms
         self.cpu_before = cpu_before
-        # Read at the first look (at the deadline), not per call: reading every thread's run
-        # delay costs the worker about half a millisecond, and nearly every decision ends
-        # before its deadline. What the load took before then is not counted: at most the
-        # deadline (its thinking thread's wait), against a ceiling of WALL_FACTOR of them.
-        self.delay_before: int | None = None
+        # Read per call, though it costs the worker about half a millisecond: read only at
+        # the first look past the deadline, what the load took before then counted against
+        # the bot, and a thinker near its budget beside busy loops was cut off (the fresh-clone
+        # run of 50d8cec, test_a_hosted_bot_is_charged_its_cpu_time_not_the_machines_load).
+        self.delay_before = box.run_delay_ns()
 
     def __call__(self, elapsed_s: float) -> str | None:
-        if self.delay_before is None:
-            self.delay_before = self.box.run_delay_ns()
         used_ms = (self.box.cpu_ns() - self.cpu_before) / 1e6
         ceiling = wall_ceiling_s(self.deadline_ms)
         if used_ms > ceiling * 1000:
