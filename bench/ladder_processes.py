@@ -419,10 +419,10 @@ def forget_queue(queue: str) -> None:
 
 
 def phase(
-    arena: Arena, ladder: int, seconds: float, label: str, results: dict[str, Any], least: int = 0
-) -> None:
+    arena: Arena, ladder: int, seconds: float, label: str, least: int = 0
+) -> list[tuple[float, float, int]]:
     """Let the ladder run ``seconds`` and until ``least`` more matches are done, sampling
-    peaks; note its ticks and finished matches."""
+    peaks; print its ticks and finished matches, and return its ticks."""
     log = arena.procs["scheduler"].log
     first_line, first_done, started = line_count(log), done(arena.url, ladder), time.monotonic()
     while time.monotonic() - started < seconds or done(arena.url, ladder) < first_done + least:
@@ -433,7 +433,6 @@ def phase(
     elapsed = time.monotonic() - started
     made = ticks(log, first_line)
     finished = done(arena.url, ladder) - first_done
-    results["phases"][label] = {"ticks": made, "done": finished, "seconds": elapsed}
     adding = [ms for ms, _, tables in made if tables]
     print(
         f"{label}: {summary([ms for ms, _, _ in made])}, in CPU {summary([c for _, c, _ in made])}; "
@@ -441,14 +440,11 @@ def phase(
         f"{60 * finished / elapsed:.0f} a minute",
         flush=True,
     )
+    return made
 
 
-def run(
-    args: argparse.Namespace, url: str | None = None, queue: str | None = None
-) -> tuple[bool, dict[str, Any]]:
-    """The whole run (see the module's docstring); whether every check passed, and what was
-    measured (``phases``: each phase's ticks and finished matches; each kill's recovery;
-    ``checks``: the store's)."""
+def run(args: argparse.Namespace) -> bool:
+    """The whole run (see the module's docstring); whether every check passed."""
     import psycopg
 
     from arena.processes import ensure_watched
@@ -458,14 +454,12 @@ def run(
     tag = uuid.uuid4().hex[:10]
     name = f"tonk_bench_lp_{tag}"
     base = ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    ours = url is None  # a database of its own, dropped at the end (a test passes its own)
-    if url is None:
-        url = f"{base}/{name}"
-        with psycopg.connect(ADMIN, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{name}"')
+    url = f"{base}/{name}"  # a database of its own, dropped at the end
+    with psycopg.connect(ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
     tmp = Path(tempfile.mkdtemp(prefix="bench-ladder-processes-"))
     dash_port, gw_port, relay_port = free_port(), free_port(), free_port()
-    queue = queue or f"bench-lp-{tag}"
+    queue = f"bench-lp-{tag}"
     env = {
         **os.environ,
         "TONK_DATABASE_URL": url,
@@ -480,7 +474,7 @@ def run(
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     arena = Arena(tmp, env, url)
-    results: dict[str, Any] = {"phases": {}}
+    every: list[tuple[float, float, int]] = []  # each phase's ticks
     ok = True
     try:
         from arena.processes import run_process
@@ -603,12 +597,12 @@ def run(
         )
         wait_for("the first finished match", lambda: done(url, ladder) > 0)
 
-        phase(arena, ladder, args.phase_s, "running", results, args.least)
+        every += phase(arena, ladder, args.phase_s, "running", args.least)
 
         # The scheduler SIGKILLed; its supervisor starts it again. Its lease lapses first.
         log = arena.procs["scheduler"].log
         lines = line_count(log)
-        at = arena.kill("scheduler")
+        arena.kill("scheduler")
         done_at_kill = done(url, ladder)
         arena.start("scheduler", *scheduler_args)
         back = wait_for("a tick of the restarted scheduler", lambda: ticks(log, lines), step=0.1)
@@ -622,16 +616,14 @@ def run(
             f"matches finishing again within {max(back, flowing):.1f} s",
             flush=True,
         )
-        results["scheduler kill"] = {"tick after s": back, "done again after s": flowing}
-        phase(arena, ladder, args.phase_s, "after the scheduler's kill", results, args.least)
+        every += phase(arena, ladder, args.phase_s, "after the scheduler's kill", args.least)
 
         # A worker SIGKILLed with matches in play; its supervisor starts it again.
         pid = arena.procs["w1"].process.pid
         wait_for("matches in play on worker 1", lambda: running_on(url, ladder, {pid}), step=0.02)
         at = arena.kill("w1")
         killed = running_on(url, ladder, {pid})
-        # Under a name of its own: RQ keeps the killed one's registered until it times out.
-        arena.start("w1", "worker", "--name", f"{queue}-w1-again")
+        arena.start("w1", "worker", "--name", f"{queue}-w1")
 
         def replayed() -> bool:
             found = rows(url, "SELECT status FROM matches WHERE id = ANY(:ids)", ids=killed)
@@ -643,8 +635,7 @@ def run(
             f"{time.monotonic() - at:.1f} s after the kill ({again:.1f} s of waiting)",
             flush=True,
         )
-        results["worker kill"] = {"killed": killed, "done again after s": time.monotonic() - at}
-        phase(arena, ladder, args.phase_s, "after the worker's kill", results, args.least)
+        every += phase(arena, ladder, args.phase_s, "after the worker's kill", args.least)
 
         # The dashboard at this size: the ladder page and an idle tab's poll.
         page = f"{arena_url}/ladders/{ladder}"
@@ -687,7 +678,7 @@ def run(
         dispose_engines()
         print(f"processes that had ended by themselves: {arena.died or 'none'}")
         ok &= not arena.died
-        checks = results["checks"] = store_checks(url, ladder, killed)
+        checks = store_checks(url, ladder, killed)
         print("store checks:", flush=True)
         for key, value in checks.items():
             print(f"  {key}: {value}")
@@ -703,7 +694,6 @@ def run(
         )
         ok &= set(checks["statuses"]) <= {"done", "pending"}
         ok &= all(s == "done" and a >= 2 for _, s, a in checks["killed matches"])
-        every = [tick for phase_ in results["phases"].values() for tick in phase_["ticks"]]
         cpu = [c for _, c, _ in every]
         print(
             f"all phases: {summary([ms for ms, _, _ in every])}; in CPU {summary(cpu)}; goal < 100 ms a "
@@ -718,14 +708,13 @@ def run(
             print(f"  {proc.name:<12} {proc.peaks()}")
         forget_queue(queue)
         if not args.keep:
-            if ours:
-                with psycopg.connect(ADMIN, autocommit=True) as admin:
-                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            with psycopg.connect(ADMIN, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             print(f"kept: {url}, logs in {tmp}")
     print(f"checks: {'passed' if ok else 'FAILED'}")
-    return ok, results
+    return ok
 
 
 def main() -> int:
@@ -750,7 +739,7 @@ def main() -> int:
         link_bots(*args.link_bots)
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: still drop what it made
-    return 0 if run(args)[0] else 1
+    return 0 if run(args) else 1
 
 
 if __name__ == "__main__":
