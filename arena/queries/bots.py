@@ -154,9 +154,10 @@ def _head_to_head(session: Session, bot_id: int) -> list[dict[str, Any]]:
         .join(other, (other.match_id == me.match_id) & (other.seat != me.seat))
         .join(Match, Match.id == me.match_id)
         .join(Bot, Bot.id == other.bot_id)
-        # Bots only: a person met is in the record against people (arena/queries/people.py).
-        .where(me.bot_id == bot_id, Match.status == MatchStatus.DONE, other.bot_id != bot_id,
-               Bot.person.is_(False))
+        # Matches against bots only, as its record (stats.against_bots): by the match's kind,
+        # not the opponent's, since a person's table seats bots beside the person, and those
+        # matches are the record against people (arena/queries/people.py).
+        .where(me.bot_id == bot_id, Match.status == MatchStatus.DONE, other.bot_id != bot_id, against_bots())
         .group_by(Bot.name)
         .order_by(Bot.name)
     ).all()

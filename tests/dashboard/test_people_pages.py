@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from helpers.dashboard_fixtures import OPERATOR_TOKEN
-from helpers.people import Store, build_bots, people_match, sit_people
+from helpers.people import PER_PAIR, Store, build_bots, people_match, sit_people
 from sqlalchemy import func, select, update
 
 from arena.ladder.scheduler import active_pool
@@ -87,6 +87,12 @@ def test_a_bots_page_and_api_give_its_record_against_people(arena: tuple[Store, 
     }  # fmt: skip
     assert bot["record"]["matches"] == 90  # its record against bots: the people's matches apart
     assert not SEATS & {h["opponent"] for h in bot["head_to_head"]}
+    # bob's two three-seat tables sat greedy beside random: people's matches, not greedy's
+    # head-to-head against random (nor random's against greedy), which stay the cup's.
+    vs = {h["opponent"]: h["matches"] for h in bot["head_to_head"]}
+    assert vs == {"random": PER_PAIR, "search": PER_PAIR, "mine": PER_PAIR}
+    random_bot = client.get("/api/v1/bots/random").get_json()["bot"]
+    assert {h["opponent"]: h["matches"] for h in random_bot["head_to_head"]}["greedy"] == PER_PAIR
     page = client.get("/bots/greedy").get_data(as_text=True)
     section = page[page.index('id="against-people"') : page.index("Rating history")]
     assert ">16<" in section and "3\u20130\u201313" in section and "46.9" in section
