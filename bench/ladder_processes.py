@@ -46,7 +46,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -55,6 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]  # bench/arena.py is not arena
 sys.path.insert(0, str(ROOT))
+
+from tests.helpers.net import free_port, listening, wait_for  # noqa: E402
 
 ADMIN = os.environ.get("TONK_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS = os.environ.get("TONK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -75,6 +76,7 @@ def serve_bots(kind: str, count: int) -> None:
     from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
     from sdk.players import load_bot_class
+    from sdk.protocol import SERVICE_NAME
     from sdk.server import BotServicer
 
     servicer = BotServicer(load_bot_class(kind), 900.0, None, None)
@@ -87,7 +89,8 @@ def serve_bots(kind: str, count: int) -> None:
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     ports = [server.add_insecure_port("127.0.0.1:0") for _ in range(count)]
     server.start()
-    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    for service in ("", SERVICE_NAME):  # as sdk.server.start_server: a checker may ask either
+        health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     print(json.dumps(ports), flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -194,48 +197,19 @@ class Arena:
             proc.sample()
 
     def stop_all(self) -> None:
+        from tests.helpers.faultbots import stop_process
+
         self.sample()
         for proc in self.procs.values():
             if proc.process.poll() is not None:
                 self.died.append(f"{proc.name} (exit {proc.process.returncode})")
-        for proc in self.procs.values():
+        for proc in self.procs.values():  # all told at once: they stop side by side
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.process.pid, signal.SIGTERM)
         for proc in self.procs.values():
-            try:
-                proc.process.wait(30)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.process.pid, signal.SIGKILL)
-                proc.process.wait(10)
+            stop_process(proc.process, timeout=30)
         self.gone.extend(self.procs.values())
         self.procs.clear()
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = PATIENCE_S, step: float = 0.2) -> float:
-    """Wait until ``check()`` is true; returns the seconds it took (TimeoutError otherwise)."""
-    started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(step)
-    return time.monotonic() - started
-
-
-def listening(port: int) -> bool:
-    import socket
-
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-        return True
-    return False
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # -- reading the store -------------------------------------------------------------------------
@@ -406,16 +380,15 @@ def forget_queue(queue: str) -> None:
     lists."""
     from redis import Redis
 
+    from tests.helpers.faultbots import forget_rq_members
+
     client = Redis.from_url(REDIS)
     try:
         for key in client.scan_iter(match=f"*{queue}*", count=500):
             client.delete(key)
-        for key in ("rq:queues", "rq:workers"):
-            members = [m for m in client.smembers(key) if queue.encode() in m]
-            if members:
-                client.srem(key, *members)
     finally:
         client.close()
+    forget_rq_members(REDIS, queue)
 
 
 def phase(
@@ -493,7 +466,11 @@ def run(args: argparse.Namespace) -> bool:
         # Both first: the bots' thousand ports are drawn from the same free ones.
         arena.start("dashboard", "dashboard", "--port", str(dash_port), "--production", "--workers", "2")
         arena.start("gateway", "gateway", "--port", str(gw_port), "--relay-port", str(relay_port))
-        wait_for("the dashboard and the gateway", lambda: listening(dash_port) and listening(gw_port))
+        wait_for(
+            "the dashboard and the gateway",
+            lambda: listening(dash_port) and listening(gw_port),
+            PATIENCE_S,
+        )
         # The bots' processes: each serves its share of the ports.
         share = -(-(args.bots + args.submitted) // args.servers)
         ports: list[tuple[str, int]] = []
@@ -543,7 +520,11 @@ def run(args: argparse.Namespace) -> bool:
             arena.start("links", "--link-bots", f"127.0.0.1:{gw_port}", str(spec), bench=True)
             began = time.monotonic()
             registered = "SELECT count(*) FROM bots WHERE connected AND name LIKE 'link%'"
-            wait_for("the connected bots' registration", lambda: scalar(url, registered) == len(linked))
+            wait_for(
+                "the connected bots' registration",
+                lambda: scalar(url, registered) == len(linked),
+                PATIENCE_S,
+            )
             print(
                 f"{len(linked)} connected bots admitted through the gateway in "
                 f"{time.monotonic() - began:.1f} s",
@@ -595,7 +576,7 @@ def run(args: argparse.Namespace) -> bool:
             f"dashboard up",
             flush=True,
         )
-        wait_for("the first finished match", lambda: done(url, ladder) > 0)
+        wait_for("the first finished match", lambda: done(url, ladder) > 0, PATIENCE_S)
 
         every += phase(arena, ladder, args.phase_s, "running", args.least)
 
@@ -605,11 +586,12 @@ def run(args: argparse.Namespace) -> bool:
         arena.kill("scheduler")
         done_at_kill = done(url, ladder)
         arena.start("scheduler", *scheduler_args)
-        back = wait_for("a tick of the restarted scheduler", lambda: ticks(log, lines), step=0.1)
+        back = wait_for("a tick of the restarted scheduler", lambda: ticks(log, lines), PATIENCE_S, 0.1)
         flowing = wait_for(
             "finished matches after the scheduler's kill",
             lambda: done(url, ladder) > done_at_kill + 2,
-            step=0.1,
+            PATIENCE_S,
+            0.1,
         )
         print(
             f"scheduler SIGKILLed: the restarted one ticked {back:.1f} s after the kill (its lease: 5 s), "
@@ -620,7 +602,7 @@ def run(args: argparse.Namespace) -> bool:
 
         # A worker SIGKILLed with matches in play; its supervisor starts it again.
         pid = arena.procs["w1"].process.pid
-        wait_for("matches in play on worker 1", lambda: running_on(url, ladder, {pid}), step=0.02)
+        wait_for("matches in play on worker 1", lambda: running_on(url, ladder, {pid}), PATIENCE_S, 0.02)
         at = arena.kill("w1")
         killed = running_on(url, ladder, {pid})
         arena.start("w1", "worker", "--name", f"{queue}-w1")
@@ -629,7 +611,7 @@ def run(args: argparse.Namespace) -> bool:
             found = rows(url, "SELECT status FROM matches WHERE id = ANY(:ids)", ids=killed)
             return all(s == "done" for (s,) in found)
 
-        again = wait_for("the killed matches played again", replayed, step=0.5) if killed else 0.0
+        again = wait_for("the killed matches played again", replayed, PATIENCE_S, 0.5) if killed else 0.0
         print(
             f"worker SIGKILLed with {len(killed)} matches in play: all done again "
             f"{time.monotonic() - at:.1f} s after the kill ({again:.1f} s of waiting)",

@@ -45,11 +45,13 @@ def free_ports_from(count: int) -> int:
     raise RuntimeError(f"no {count} free ports in a row")
 
 
-def wait_for(what: str, check: Any, timeout: float, poll: float = 0.2) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_for(what: str, check: Any, timeout: float, poll: float = 0.2) -> float:
+    """Wait until ``check()`` is true; the seconds it took (bench/ladder_processes.py reports
+    them), TimeoutError after ``timeout``."""
+    started = time.monotonic()
+    while time.monotonic() < started + timeout:
         if check():
-            return
+            return time.monotonic() - started
         time.sleep(poll)
     raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
 
