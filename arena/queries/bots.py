@@ -20,7 +20,7 @@ from arena.queries.leaderboard import (
     version_rating_json,
 )
 from arena.queries.people import against_people
-from arena.queries.stats import against_bots, bot_stats, record, version_stats
+from arena.queries.stats import against_bots, bot_stats, people_kind, record, version_stats
 from arena.ratings.fairplay import fair_play_check
 from arena.ratings.leaderboard import rating_history
 from arena.store.models import NOTICE_KINDS, Bot, BotVersion, FaultRecord, Match, MatchSeat, Owner
@@ -181,7 +181,7 @@ def _faults(session: Session, bot_id: int) -> dict[str, Any]:
     leaderboard's. Notices are not faults: :func:`_notices`."""
     charged = (FaultRecord.bot_id == bot_id) & FaultRecord.kind.not_in(NOTICE_KINDS)
     # As its record: against bots (a person's matches are apart, arena/queries/people.py).
-    charged = charged & FaultRecord.match_id.not_in(select(Match.id).where(~against_bots()))
+    charged = charged & FaultRecord.match_id.not_in(select(Match.id).where(people_kind()))
     kinds = dict(
         session.execute(
             select(FaultRecord.kind, func.count(FaultRecord.id)).where(charged).group_by(FaultRecord.kind)

@@ -17,18 +17,19 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from arena.queries import Paging, iso
 from arena.queries.cache import revalidated
 from arena.queries.leaderboard import board, done_token, rating_fields, versions_token
+from arena.queries.stats import people_kind
 from arena.ratings.leaderboard import Leaderboard, board_page
 from arena.ratings.model import RatedMatch
 from arena.ratings.people import PeopleTable, fit_people
 from arena.store.db import session_scope
-from arena.store.models import Bot, BotVersion, Match, MatchSeat, Owner, Tournament
-from arena.store.statuses import MatchStatus, TournamentKind
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, Owner
+from arena.store.statuses import MatchStatus
 
 #: A person's rating id: "person:<bot id>" (bots are rated by version id, "123").
 PERSON = "person:"
@@ -53,11 +54,10 @@ class PeopleBoard:
     records: dict[str, _Record]
 
 
-def _people_kind(*, rated: bool = True) -> Any:
-    """People matches: those of kind ``people``; rated ones less the person's practice tables."""
-    people = select(Tournament.id).where(Tournament.kind == TournamentKind.PEOPLE.value)
-    kind = Match.tournament_id.in_(people)
-    return kind & Match.id.not_in(_own_tables()) if rated else kind
+def _counted() -> ColumnElement[bool]:
+    """The people matches a rating or record counts: stats.people_kind's less the person's
+    practice tables (:func:`_own_tables`)."""
+    return people_kind() & Match.id.not_in(_own_tables())
 
 
 def _own_tables() -> Any:
@@ -89,7 +89,7 @@ def people_matches(session: Session) -> tuple[list[RatedMatch], Names, dict[str,
         .join(Match, Match.id == MatchSeat.match_id)
         .join(Bot, Bot.id == MatchSeat.bot_id)
         .join(Owner, Owner.id == Bot.owner_id)
-        .where(Match.status == MatchStatus.DONE, MatchSeat.score.is_not(None), _people_kind())
+        .where(Match.status == MatchStatus.DONE, MatchSeat.score.is_not(None), _counted())
         .order_by(MatchSeat.match_id, MatchSeat.seat)
     ).all()
     results: list[RatedMatch] = []
@@ -210,7 +210,7 @@ def against_people(session: Session, bot_id: int) -> dict[str, Any]:
         .join(them, (them.match_id == me.match_id) & (them.seat != me.seat))
         .join(person, (person.id == them.bot_id) & person.person.is_(True))
         .where(me.bot_id == bot_id, Match.status == MatchStatus.DONE, me.score.is_not(None))
-        .where(them.score.is_not(None), _people_kind())
+        .where(them.score.is_not(None), _counted())
     ).one()
     matches, wins, draws, losses, hands, chips = (int(v or 0) for v in row)
     return {
@@ -237,7 +237,7 @@ def games_as_player(session: Session, owner_id: int, limit: int = MY_GAMES) -> l
         select(Match.id, Match.status, Match.hands, Match.created_at, Match.finished_at, mine.seat)
         .join(mine, mine.match_id == Match.id)
         .join(Bot, Bot.id == mine.bot_id)
-        .where(Bot.owner_id == owner_id, Bot.person.is_(True), _people_kind(rated=False))
+        .where(Bot.owner_id == owner_id, Bot.person.is_(True), people_kind())
         .order_by(Match.id.desc())
         .limit(limit)
     ).all()

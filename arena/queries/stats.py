@@ -14,11 +14,16 @@ from arena.store.models import Bot, Match, MatchSeat, Tournament
 from arena.store.statuses import MatchStatus, TournamentKind
 
 
-def against_bots() -> ColumnElement[bool]:
-    """Matches between bots: not those of a person at the table (kind ``people``), which
-    are a bot's record against people (arena/queries/people.py), kept apart from this one."""
+def people_kind() -> ColumnElement[bool]:
+    """Matches of a person at the table (kind ``people``): a bot's record against people
+    (arena/queries/people.py), kept apart from its record against bots."""
     people = select(Tournament.id).where(Tournament.kind == TournamentKind.PEOPLE.value)
-    return Match.tournament_id.not_in(people)
+    return Match.tournament_id.in_(people)
+
+
+def against_bots() -> ColumnElement[bool]:
+    """Matches between bots: every match but :func:`people_kind`'s."""
+    return ~people_kind()
 
 
 @dataclass(frozen=True)
