@@ -20,6 +20,7 @@ of a worker that was killed before it could remove them are removed by the next 
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import signal
@@ -59,20 +60,23 @@ class Group:
         # pread: a read is then one system call, not an open, a read and a close.
         self._fds: dict[Path, int] = {}
         self._fds_lock = threading.Lock()
+        self._closed = False  # set by remove(): no descriptor is opened again
 
     def _read(self, path: Path) -> bytes:
-        """The file's content now, from a kept descriptor (OSError once the group is gone)."""
-        fd = self._fds.get(path)
-        if fd is None:
-            with self._fds_lock:
-                fd = self._fds.get(path)
-                if fd is None:
-                    fd = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        return os.pread(fd, 65536, 0)
+        """The file's content now, from a kept descriptor (OSError once the group is gone or
+        removed). Under the lock: a watchdog's read racing remove() must neither reopen a file
+        that nothing would close, nor read a closed descriptor's number after reuse."""
+        with self._fds_lock:
+            if self._closed:
+                raise OSError(errno.EBADF, "the group was removed", str(path))
+            fd = self._fds.get(path)
+            if fd is None:
+                fd = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            return os.pread(fd, 65536, 0)
 
     def _close_files(self) -> None:
         with self._fds_lock:
-            fds, self._fds = self._fds, {}
+            fds, self._fds, self._closed = self._fds, {}, True
         for fd in fds.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -151,14 +155,11 @@ class Group:
         return memory, _counter_in(self._file("pids", "pids.events"), "max")
 
     def pids(self) -> set[int]:
-        found: set[int] = set()
-        for f in self.procs_files:
-            with contextlib.suppress(OSError, ValueError):
-                found.update(int(x) for x in f.read_text().split())
-        return found
+        return set(self.members())
 
     def members(self) -> list[int]:
-        """The group's processes, from one controller's list (each lists them all)."""
+        """The group's processes, from one controller's list (each lists them all: a process
+        joins every controller's group), read from a kept descriptor."""
         try:
             return [int(x) for x in self._read(self.procs_files[0]).split()]
         except (OSError, ValueError):
@@ -180,8 +181,8 @@ class Group:
             threading.Event().wait(0.01)
 
     def remove(self) -> None:
+        self.kill_all()  # first: it reads the members, and after _close_files nothing can
         self._close_files()
-        self.kill_all()
         for d in self.dirs:
             for _ in range(100):  # a killed process leaves the group once it is reaped
                 try:
