@@ -1,7 +1,7 @@
 """Fast starts (arena/sandbox/spares.py): a hosted bot's match takes a fresh sandbox started
-ahead of it, by default, and nothing of one match reaches the next: the persistence probe
-below plants files, a process, a socket and memory in one match and looks for them in the
-next (and, as the probe's own check, finds them all in a sandbox kept across matches)."""
+ahead of it, by default, and nothing of one match reaches the next: bench/hosted.py's
+persistence probe plants files, a process, a socket and memory in one match and looks for them
+in the next (and, as the probe's own check, finds them all in a sandbox kept across matches)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.bench_modules import bench_module
+from helpers.paths import ROOT
 from helpers.sandbox import requires_bwrap
 from helpers.uploads import entry, write_bundle
 
@@ -22,76 +24,9 @@ from arena.sandbox.launch import Launch
 from arena.sandbox.limits import Limits
 from arena.sandbox.spares import SPARES, Spares, spare_count
 from bots.random_bot import RandomBot
-from sdk.bot import MatchInfo
 from sdk.referee import LocalPlayer, RefereeConfig, play_match
-from sdk.rules import Rules
 
 LIMITS = Limits(start_s=60)
-
-PROBE = """
-import builtins, os, socket, subprocess, sys
-from sdk.bot import Bot
-
-MARK = "tonk-probe"
-FILES = {"tmp": "/tmp/" + MARK, "shm": "/dev/shm/" + MARK, "run": "/run/tonk/" + MARK}
-
-def earlier():
-    found = [what for what, path in FILES.items() if os.path.exists(path)]
-    for pid in os.listdir("/proc"):
-        try:
-            if pid.isdigit() and (MARK + "-sleeper").encode() in open(f"/proc/{pid}/cmdline", "rb").read():
-                found.append("process")
-                break
-        except OSError:
-            pass
-    if getattr(builtins, "_tonk_probe", False) or os.environ.get("TONK_PROBE"):
-        found.append("memory")
-    return found
-
-class UploadedBot(Bot):
-    name = "probe"
-    def on_match_start(self, info):
-        found = earlier()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:  # an abstract socket: it lives as long as its network namespace holds it
-            sock.bind("\\0" + MARK)
-            sock.listen(1)
-            builtins._tonk_probe_socket = sock
-        except OSError:
-            found.append("socket")
-        print("PROBE " + ("found " + " ".join(found) if found else "clean"), flush=True)
-        for path in FILES.values():
-            with open(path, "w") as f:
-                f.write(info.match_id)
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", MARK + "-sleeper"],
-                         start_new_session=True)
-        builtins._tonk_probe = True
-        os.environ["TONK_PROBE"] = info.match_id
-        print("PROBE planted", flush=True)
-    def act(self, obs):
-        return obs.legal_actions[0]
-"""
-EVERYTHING = {"tmp", "shm", "run", "process", "memory", "socket"}
-
-
-def probe_bundle(root: Path) -> Path:
-    bundle = root / "probe"
-    (bundle / "code").mkdir(parents=True)
-    (bundle / "deps").mkdir()
-    (bundle / "code" / "bot_probe.py").write_text(PROBE)
-    return bundle
-
-
-def probe_match(player: HostedPlayer, match_id: str) -> set[str] | None:
-    """One match's start for the probe; what it found of earlier ones (None: it found nothing)."""
-    info = MatchInfo(match_id=match_id, seat=0, players=("probe", "other"), rules=Rules(), hands=1)
-    player.match_start(info)
-    player.close()
-    output = player.output()
-    assert output is not None and "PROBE planted" in output.text, output
-    # The last report: a kept sandbox's output holds its earlier matches' too.
-    line = [x for x in output.text.splitlines() if x.startswith("PROBE ") and x != "PROBE planted"][-1]
-    return None if line == "PROBE clean" else set(line.removeprefix("PROBE found ").split())
 
 
 def test_the_spares_setting_is_read_strictly() -> None:
@@ -127,23 +62,26 @@ def test_a_match_takes_a_sandbox_started_before_it_asked_by_default(tmp_path: Pa
 
 @requires_bwrap
 def test_nothing_of_one_match_reaches_the_next(tmp_path: Path) -> None:
-    bundle = probe_bundle(tmp_path)
-    launch = Launch("python", entry="bot_probe:UploadedBot")
-    hits = SPARES.hits
-    for n in range(3):
-        found = probe_match(HostedPlayer("probe", lambda: bundle, launch, limits=LIMITS), f"match-{n}")
-        assert found is None, f"match {n} found {found} of an earlier match"
-    assert SPARES.hits == hits + 2  # the second and third matches took spares
-    # The probe sees all it planted when the sandbox is the same: it would see a leak.
-    try:
-        kept = [
-            HostedPlayer("probe", lambda: bundle, launch, limits=LIMITS, scope="worker", scope_key="k")
-            for _ in range(2)
-        ]
-        assert probe_match(kept[0], "kept-0") is None
-        assert probe_match(kept[1], "kept-1") == EVERYTHING
-    finally:
-        POOL.close_all()
+    # The probe is bench/hosted.py's (its persistence run): one bot, checked here.
+    with bench_module(ROOT / "bench" / "hosted.py", "bench_hosted_probe_test") as bench:
+        bundle = bench.probe_bundle(tmp_path)
+        launch = Launch("python", entry=bench.PROBE_ENTRY)
+        hits = SPARES.hits
+        for n in range(3):
+            player = HostedPlayer("probe", lambda: bundle, launch, limits=LIMITS)
+            found = bench.probe_match(player, f"match-{n}")
+            assert found == frozenset(), f"match {n} found {found} of an earlier match"
+        assert SPARES.hits == hits + 2  # the second and third matches took spares
+        # The probe sees all it planted when the sandbox is the same: it would see a leak.
+        try:
+            kept = [
+                HostedPlayer("probe", lambda: bundle, launch, limits=LIMITS, scope="worker", scope_key="k")
+                for _ in range(2)
+            ]
+            assert bench.probe_match(kept[0], "kept-0") == frozenset()
+            assert bench.probe_match(kept[1], "kept-1") == bench.PLANTED
+        finally:
+            POOL.close_all()
 
 
 @requires_bwrap
