@@ -89,6 +89,7 @@ __all__ = [
     "Basis",
     "DuplicateMatchError",
     "OptionError",
+    "Options",
     "RatedMatch",
     "RatedMatchError",
     "Rating",
@@ -98,6 +99,8 @@ __all__ = [
     "Reason",
     "fit",
     "history",
+    "options",
+    "provisional_reason",
 ]
 
 #: Natural-log units per Elo point: P = 1 / (1 + exp(-ELO_SCALE * (R_i - R_j))).
@@ -228,14 +231,18 @@ class RatingTable:
 
 
 @dataclass(frozen=True)
-class _Options:
+class Options:
+    """A fit's options, checked (:func:`options`)."""
+
     anchor: float
     level: float
     min_matches: int
     max_width: float | None
 
 
-def _options(anchor: float, level: float, min_matches: int, max_width: float | None) -> _Options:
+def options(anchor: float, level: float, min_matches: int, max_width: float | None) -> Options:
+    """The options checked: OptionError for one out of range (the people's fit's too,
+    arena/ratings/people.py)."""
     if not (isinstance(anchor, numbers.Real) and math.isfinite(anchor)):
         raise OptionError(f"anchor {anchor!r} is not a finite number")
     if not (isinstance(level, numbers.Real) and 0 < level < 1):
@@ -244,7 +251,20 @@ def _options(anchor: float, level: float, min_matches: int, max_width: float | N
         raise OptionError(f"min_matches {min_matches!r} must be a non-negative integer")
     if max_width is not None and not (isinstance(max_width, numbers.Real) and max_width > 0):
         raise OptionError(f"max_width {max_width!r} must be positive (or None: no width rule)")
-    return _Options(float(anchor), float(level), min_matches, None if max_width is None else float(max_width))
+    return Options(float(anchor), float(level), min_matches, None if max_width is None else float(max_width))
+
+
+def provisional_reason(basis: Basis, matches: int, low: float | None, high: float | None,
+                       opts: Options) -> Reason | None:
+    """Why a rating is provisional (None: it is not): a one-sided bound, then too few
+    matches, then (with ``max_width``) an interval wider than that. The people's too."""
+    if basis == "one-sided":
+        return "one-sided"
+    if matches < opts.min_matches:
+        return "few-matches"
+    if opts.max_width is not None and low is not None and high is not None and high - low > opts.max_width:
+        return "wide-interval"
+    return None
 
 
 @dataclass
@@ -286,7 +306,7 @@ class RatingModel:
         max_width: float | None = None,
         reference: Iterable[str] = (),
     ) -> None:
-        self.opts = _options(anchor, level, min_matches, max_width)
+        self.opts = options(anchor, level, min_matches, max_width)
         self.reference: frozenset[str] = _reference(reference)
         self.data = RatingData()
         self._ids: set[str | int] = set()
@@ -577,13 +597,7 @@ class RatingModel:
         ratings = []
         for i in order:
             lo, hi = low[i], high[i]
-            reason: Reason | None = None
-            if basis[i] == "one-sided":
-                reason = "one-sided"
-            elif int(data.matches[i]) < opts.min_matches:
-                reason = "few-matches"
-            elif opts.max_width is not None and lo is not None and hi is not None:
-                reason = "wide-interval" if hi - lo > opts.max_width else None
+            reason = provisional_reason(basis[i], int(data.matches[i]), lo, hi, opts)
             ratings.append(
                 Rating(data.names[i], float(elo[i]), lo, hi, int(data.matches[i]), reason is not None,
                        basis[i], reason)

@@ -38,13 +38,11 @@ from statistics import NormalDist
 import numpy as np
 
 from arena.ratings import intervals
-from arena.ratings.model import ELO_SCALE, OptionError, RatedMatch, Rating, Reason
-from arena.ratings.solve import ConvergenceError
+from arena.ratings.data import sigmoid
+from arena.ratings.model import ELO_SCALE, RatedMatch, Rating, options, provisional_reason
+from arena.ratings.solve import fit_outsiders
 
 __all__ = ["PeopleTable", "fit_people"]
-
-_MAX_NEWTON = 200
-_TOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -85,10 +83,8 @@ def fit_people(
     ``fixed`` (rating id -> Elo), held fixed. ``anchor`` is only the origin of the natural
     units (the result does not depend on it); ``level`` and ``min_matches`` as in
     :func:`arena.ratings.model.fit`. Raises OptionError for an option out of range."""
-    if not (isinstance(level, float | int) and 0 < level < 1):
-        raise OptionError(f"level {level!r} must be between 0 and 1")
-    if type(min_matches) is not int or min_matches < 0:
-        raise OptionError(f"min_matches {min_matches!r} must be a non-negative integer")
+    opts = options(anchor, level, min_matches, None)
+    anchor, level = opts.anchor, opts.level
     who = set(people)
     pairs: dict[str, _Pairs] = {}
     for match in matches:
@@ -123,12 +119,13 @@ def fit_people(
         if points <= 0.0 or points >= played:  # one-sided: a bound, not an estimate
             won = points >= played
             bound = anchor + intervals.one_sided_bound(w, r, won, 1.0 - level) / ELO_SCALE
-            bounds.append(
-                Rating(person, bound, bound if won else None, None if won else bound, mine.matches, True,
-                       "one-sided", "one-sided")
-            )  # fmt: skip
+            low, high = (bound, None) if won else (None, bound)
+            why = provisional_reason("one-sided", mine.matches, low, high, opts)
+            bounds.append(Rating(person, bound, low, high, mine.matches, True, "one-sided", why))
             continue
-        x = _solve(r, w, s)
+        # Alone against the bots held fixed, as the bots' model fits a bot outside its pool
+        # (one row each: a person's estimate never depends on who else is fitted).
+        x = float(fit_outsiders((w * s)[None, :], w[None, :], r)[0])
         estimates.append((person, x, _sd(x, r, w, s, mine.deal), mine.matches))
     estimates.sort(key=lambda e: (-round(anchor + e[1] / ELO_SCALE, 6), e[0]))
     bounds.sort(key=lambda b: (-round(b.elo, 6), b.bot))
@@ -138,7 +135,7 @@ def fit_people(
         elo = anchor + x / ELO_SCALE
         clusters = len(set(pairs[person].deal))
         half = float(intervals.t_quantile(t_level, np.array([clusters - 1.0]))[0]) * sd
-        reason: Reason | None = "few-matches" if played_matches < min_matches else None
+        reason = provisional_reason("fitted", played_matches, elo - half, elo + half, opts)
         ratings.append(
             Rating(person, elo, elo - half, elo + half, played_matches, reason is not None, "fitted", reason)
         )
@@ -148,24 +145,9 @@ def fit_people(
     return PeopleTable(ratings, _los(ratings, spreads), unrated, scores)
 
 
-def _solve(r: np.ndarray, w: np.ndarray, s: np.ndarray) -> float:
-    """The person's maximum likelihood (natural units) against fixed opponents ``r``: one
-    dimension and concave, so clipped Newton steps converge (as solve.py's outsiders)."""
-    x = 0.0
-    for _ in range(_MAX_NEWTON):
-        p = 1.0 / (1.0 + np.exp(-(x - r)))
-        grad = float(w @ (s - p))
-        info = float(w @ (p * (1.0 - p)))
-        step = max(-2.0, min(2.0, grad / info))
-        x += step
-        if abs(step) < _TOL:
-            return x
-    raise ConvergenceError(f"Newton did not converge for a person fitted against {len(r)} comparisons")
-
-
 def _sd(x: float, r: np.ndarray, w: np.ndarray, s: np.ndarray, deals: list[Hashable]) -> float:
     """The standard error in Elo: the deal-clustered sandwich, never below the model's own."""
-    p = 1.0 / (1.0 + np.exp(-(x - r)))
+    p = sigmoid(x - r)
     info = float(w @ (p * (1.0 - p)))
     residual = w * (s - p)
     by_deal: dict[Hashable, float] = {}

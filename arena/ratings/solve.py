@@ -66,7 +66,7 @@ def estimate(
     op, ow = points[np.ix_(outside, members)], weights[np.ix_(outside, members)]
     scored, played = op.sum(axis=1), ow.sum(axis=1)
     two_sided = (played > 0) & (scored > 0) & (scored < played)
-    x[outside[two_sided]] = _fit_outsiders(op[two_sided], ow[two_sided], pool_x)
+    x[outside[two_sided]] = fit_outsiders(op[two_sided], ow[two_sided], pool_x)
     finite = pool.copy()
     finite[outside[two_sided]] = True
     x[finite] -= share @ pool_x  # the scale's zero (every bot moves alike)
@@ -147,9 +147,10 @@ def laplacian(curv: FloatArray) -> FloatArray:
     return lap
 
 
-def _fit_outsiders(points: FloatArray, weights: FloatArray, pool_x: FloatArray) -> FloatArray:
+def fit_outsiders(points: FloatArray, weights: FloatArray, pool_x: FloatArray) -> FloatArray:
     """Each outsider's own maximum likelihood against the fixed pool (rows: outsiders with a
-    two-sided record against the pool; columns: pool members)."""
+    two-sided record against the pool; columns: pool members). Also a person's against the
+    bots held fixed (arena/ratings/people.py)."""
     x = np.zeros(len(points))
     for _ in range(_MAX_NEWTON):
         p = sigmoid(x[:, None] - pool_x[None, :])
