@@ -32,7 +32,6 @@ import argparse
 import itertools
 import math
 import os
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -46,6 +45,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 sys.path.append(str(_HERE))  # bench/fairplay.py, as the module ``fairplay``
 
+import docs_block  # noqa: E402
 import fairplay as cheats  # noqa: E402
 
 from arena.play.reference import reference_scores  # noqa: E402
@@ -370,14 +370,6 @@ def candidates(args: argparse.Namespace) -> None:
         fp.SCALE, fp.BETS, fp.ALPHA = chosen  # type: ignore[misc]
 
 
-def splice(text: str, block: str) -> str:
-    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        raise SystemExit(f"{DOCS} needs exactly one {BEGIN!r} ... {END!r} pair")
-    head, rest = text.split(BEGIN)
-    _, tail = rest.split(END)
-    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000, help="simulated lives per row")
@@ -398,25 +390,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.candidates:
         candidates(args)
         return 0
-    shown = [a for a in (argv if argv is not None else sys.argv[1:]) if a not in ("--check", "--print")]
-    shown = [  # neither the cache nor the processes change a number
-        a for a, prev in zip(shown, ["", *shown[:-1]], strict=True)
-        if not {a, prev} & {"--cache", "--jobs"} and not a.startswith(("--cache=", "--jobs="))
-    ]
-    command = shlex.join([".venv/bin/python", "bench/fairplay_stats.py", *shown])
-    block = table(args, command)
+    unpriced = ("--cache", "--jobs")  # neither the cache nor the processes change a number
+    block = table(args, docs_block.command("bench/fairplay_stats.py", argv, unpriced))
     if args.print:
         print(block)
         return 0
-    text = args.docs.read_text()
-    new = splice(text, block)
-    if args.check:
-        same = new == text
-        print("the docs' table reproduces" if same else "the docs' table differs from this run:\n" + block)
-        return 0 if same else 1
-    args.docs.write_text(new)
-    print(block)
-    return 0
+    return docs_block.publish(args.docs, BEGIN, END, block, args.check)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,6 +24,7 @@ if __name__ == "__main__":  # one BLAS thread, as bench/ladder.py run as a scrip
         os.environ[_var] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ladder.py beside this file
 
+import docs_block
 import ladder
 
 BEGIN = "<!-- ladder-table:begin (bench/ladder_table.py writes this part) -->"
@@ -125,11 +125,7 @@ def table(args: argparse.Namespace, command: str) -> str:
 
 
 def splice(text: str, block: str) -> str:
-    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        raise SystemExit(f"{DOCS} needs exactly one {BEGIN!r} ... {END!r} pair")
-    head, rest = text.split(BEGIN)
-    _, tail = rest.split(END)
-    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
+    return docs_block.splice(text, BEGIN, END, block)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,22 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the docs instead of writing")
     parser.add_argument("--docs", type=Path, default=DOCS)
     args = parser.parse_args(argv)
-    shown = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--check"]
-    shown = [  # the cache changes no number: "--cache FILE" and "--cache=FILE" stay out
-        a for a, prev in zip(shown, ["", *shown[:-1]], strict=True)
-        if "--cache" not in (a, prev) and not a.startswith("--cache=")
-    ]
-    command = shlex.join([".venv/bin/python", "bench/ladder_table.py", *shown])
-    block = table(args, command)
-    text = args.docs.read_text()
-    new = splice(text, block)
-    if args.check:
-        same = new == text
-        print("the docs' table reproduces" if same else "the docs' table differs from this run:\n" + block)
-        return 0 if same else 1
-    args.docs.write_text(new)
-    print(block)
-    return 0
+    # the cache changes no number: "--cache FILE" and "--cache=FILE" stay out
+    block = table(args, docs_block.command("bench/ladder_table.py", argv, unpriced=("--cache",)))
+    return docs_block.publish(args.docs, BEGIN, END, block, args.check)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import shlex
 import sys
 from pathlib import Path
 from statistics import NormalDist
@@ -42,6 +41,9 @@ from statistics import NormalDist
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+sys.path.append(str(Path(__file__).resolve().parent))  # docs_block.py beside this file
+
+import docs_block
 
 from arena.ratings.intervals import effective_clusters, t_quantile
 from arena.ratings.model import ELO_SCALE, RatedMatch, RatingModel, fit
@@ -249,18 +251,7 @@ def tables(what: list[str], runs: dict[str, int], seed: int) -> dict[str, list[s
     return out
 
 
-def splice(text: str, what: str, lines: list[str]) -> str:
-    begin, end = BEGIN.format(what=what), END.format(what=what)
-    if begin not in text or end not in text:
-        raise SystemExit(f"docs/arena.md has no {begin!r} ... {end!r} markers")
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    indent = head[head.rfind("\n") + 1 :]  # the markers' own, inside a list item
-    body = "".join(indent + line + "\n" if line else "\n" for line in lines)
-    return head + begin + "\n" + body + indent + end + tail
-
-
-def main() -> None:
+def main() -> int:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     kinds = ["anchor", "coverage"]
@@ -276,19 +267,14 @@ def main() -> None:
         parser.error(f"unknown check(s) {', '.join(sorted(unknown))!r}; choose from {', '.join(kinds)}")
     what = args.what or kinds
     made = tables(what, {"anchor": args.anchor_runs, "coverage": args.coverage_runs}, args.seed)
-    text = DOCS.read_text()
-    new = text
-    for name, lines in made.items():
-        print("\n".join(lines) + "\n")
-        new = splice(new, name, lines)
-    if args.check:
-        if new != text:
-            raise SystemExit("docs/arena.md differs from this run: " + shlex.join(sys.argv))
-        print("docs/arena.md matches this run")
-    elif args.write_docs:
-        DOCS.write_text(new)
-        print(f"wrote {', '.join(made)} into {DOCS}")
+    if not (args.check or args.write_docs):
+        for lines in made.values():
+            print("\n".join(lines) + "\n")
+        return 0
+    marks = {name: (BEGIN.format(what=name), END.format(what=name)) for name in made}
+    blocks = {name: "\n".join(lines) for name, lines in made.items()}
+    return max(docs_block.publish(DOCS, *marks[name], block, args.check) for name, block in blocks.items())
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +33,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+sys.path.append(str(Path(__file__).resolve().parent))  # docs_block.py beside this file
+
+import docs_block
 
 from arena.tournaments.sprt import OUTCOMES, bounds, expected_score, llr
 from sdk.compare import FRACTIONS, TARGET, Z95, pair_test
@@ -301,15 +303,6 @@ def duplicate(runs: int, seed: int) -> list[str]:
     return rows
 
 
-def splice(text: str, which: str, block: str) -> str:
-    begin, end = MARKS[which]
-    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
-        raise SystemExit(f"{DOCS} needs exactly one {begin!r} ... {end!r} pair")
-    head, rest = text.split(begin)
-    _, tail = rest.split(end)
-    return f"{head}{begin}\n{block}\n{end}{tail}"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -323,20 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.what) - set(MARKS)
     if unknown:
         parser.error(f"unknown check(s) {', '.join(sorted(unknown))}; choose from sprt, duplicate")
-    shown = [a for a in (argv if argv is not None else sys.argv[1:]) if a not in ("--docs", "--check")]
-    command = shlex.join([".venv/bin/python", "bench/sprt_checks.py", *shown, "--docs"])
+    shown = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--docs"]
+    command = docs_block.command("bench/sprt_checks.py", [*shown, "--docs"])
     checks = {"sprt": sprt, "duplicate": duplicate}
     blocks = {which: checks[which](args.runs, args.seed) for which in args.what or MARKS}
-    text = new = DOCS.read_text() if args.docs or args.check else ""  # read last: others edit it meanwhile
-    for which, rows in blocks.items():
-        new = splice(new, which, "\n".join([f"Made by `{command}`.", "", *rows])) if text else new
-    if args.check:
-        same = new == text
-        print("the docs' tables reproduce" if same else "the docs' tables differ from this run")
-        return 0 if same else 1
-    if args.docs:
-        DOCS.write_text(new)
-    return 0
+    if not (args.docs or args.check):
+        return 0
+    made = {which: "\n".join([f"Made by `{command}`.", "", *rows]) for which, rows in blocks.items()}
+    return max(docs_block.publish(DOCS, *MARKS[which], block, args.check) for which, block in made.items())
 
 
 if __name__ == "__main__":
