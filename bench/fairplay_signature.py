@@ -50,6 +50,9 @@ from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
 
+if __name__ == "__main__":  # one BLAS thread (a shared machine): read when numpy is imported
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 _HERE = Path(__file__).resolve().parent
@@ -312,6 +315,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if "OPENBLAS_NUM_THREADS" not in os.environ:
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"
     raise SystemExit(main())
