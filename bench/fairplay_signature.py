@@ -42,12 +42,10 @@ per row, seeded), resampled from those deals:
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from functools import partial
 from pathlib import Path
 
 if __name__ == "__main__":  # one BLAS thread (a shared machine): read when numpy is imported
@@ -64,7 +62,6 @@ import docs_block  # noqa: E402
 import fairplay_stats as stats  # noqa: E402
 
 from arena.play.reference import reference_scores  # noqa: E402
-from arena.ratings import fairplay as fp  # noqa: E402
 from bots.greedy import GreedyBot  # noqa: E402
 from sdk.actions import DROP  # noqa: E402
 from sdk.bot import Bot  # noqa: E402
@@ -165,71 +162,18 @@ def statistic(deals: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
-def clipped(values: np.ndarray) -> np.ndarray:
-    """arena/ratings/fairplay.py's heads-up score for ``values`` (runs, deals, 2 rotations):
-    the difference clipped at SCALE times the mean spread of the deals before it."""
-    difference = values[..., 1] - values[..., 0]
-    spread = np.abs(difference)
-    some = spread > 0
-    before = np.cumsum(spread, 1) - spread
-    count = np.cumsum(some, 1) - some
-    scale = np.where(count > 0, fp.SCALE * before / np.maximum(count, 1), spread)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        score = np.clip(difference / np.where(scale > 0, scale, 1.0), -1.0, 1.0)
-    out: np.ndarray = np.where((scale > 0) & some, score, 0.0)
-    return out
-
-
 def flags(lives: np.ndarray, name: str) -> np.ndarray:
     """Per life (``lives``: runs, deals, 2 rotations, 3), the deals at its first flag (0:
-    never) by the check betting on ``name``: "both" bets on the mean of the two scores."""
+    never) by the check betting on ``name``: "both" bets on the mean of the two scores. The
+    check's own scores, heads-up (fairplay_stats.scores: arena/ratings/fairplay.py's)."""
     if name == "both":
-        score = (clipped(statistic(lives, "chips")) + clipped(statistic(lives, "drops"))) / 2
+        score = (stats.scores(statistic(lives, "chips")) + stats.scores(statistic(lives, "drops"))) / 2
     else:
-        score = clipped(statistic(lives, name))
-    logs = np.log1p(score[..., None] * np.array(fp.BETS)).cumsum(1)
-    wealth = np.logaddexp.reduce(logs, axis=-1) - math.log(len(fp.BETS))
-    flagged = wealth >= math.log(1 / fp.ALPHA)
-    flagged[:, : fp.MIN_DEALS - 1] = False
-    out: np.ndarray = np.where(flagged.any(1), flagged.argmax(1) + 1, 0)
-    return out
+        score = stats.scores(statistic(lives, name))
+    return stats.flagged_at(stats.wealth(score))
 
 
-def agrees(deals: np.ndarray, rng: np.random.Generator) -> None:
-    """The chips statistic here is the arena's check: the same first flag on sample lives."""
-    lives = deals[rng.integers(len(deals), size=(20, 300))]
-    mine = flags(lives, "chips")
-    theirs = stats.first_flags(statistic(lives, "chips"))
-    assert (mine == theirs).all(), (mine, theirs)
-
-
-def honest_lives(
-    deals: np.ndarray, swap: bool, rng: np.random.Generator, size: tuple[int, int]
-) -> np.ndarray:
-    """Honest lives resampled from ``deals`` (the honest bot's rotations), each deal's
-    rotations in random order when ``swap``."""
-    out: np.ndarray = deals[rng.integers(len(deals), size=size)]
-    if swap:
-        turn = rng.random(size) < 0.5
-        out = np.where(turn[..., None, None], out[:, :, ::-1], out)
-    return out
-
-
-def memory_lives(
-    honest: np.ndarray, memory: np.ndarray, used: float, rng: np.random.Generator, size: tuple[int, int]
-) -> np.ndarray:
-    """Lives of a bot using its memory in a share ``used`` of its deals: a real deal drawn at
-    random, the memory cheater's rotations with that chance, else the honest bot's in random
-    order (as in the exchangeable honest world: the real deals' chance lean is not a cheat's)."""
-    pick = rng.integers(len(honest), size=size)
-    cheat = rng.random(size=size) < used
-    turn = rng.random(size=size) < 0.5
-    fair = np.where(turn[..., None, None], honest[pick][:, :, ::-1], honest[pick])
-    out: np.ndarray = np.where(cheat[..., None, None], memory[pick], fair)
-    return out
-
-
-Lives = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
+Lives = stats.Draw  # (rng, (runs, deals)) -> lives
 
 
 def first_flags(make: Lives, runs: int, deals: int, name: str, seed: int, block: int = 1000) -> np.ndarray:
@@ -253,10 +197,10 @@ def table(args: argparse.Namespace, command: str) -> str:
         count = args.deals if villain == "heuristic" else args.deals_greedy
         deals = real_deals(villain, count, args.hands, args.seed, args.jobs, args.cache)
         honest, memory = deals[:, 0], deals[:, 1]
-        agrees(honest, np.random.default_rng(args.seed))
 
         def honest_row(part: np.ndarray, swap: bool, key: str) -> dict[str, str]:
-            make = partial(honest_lives, part, swap)
+            # the rotations of a deal in random order when ``swap``
+            make = stats.resampled(part, swap)
             out = {}
             for name in STATISTICS:
                 at = first_flags(make, args.runs, args.looks, name, derive_seed(args.seed, f"{key}/{name}"))
@@ -274,7 +218,9 @@ def table(args: argparse.Namespace, command: str) -> str:
                          honest_row(part, False, f"drawn/{villain}/{start}")))  # fmt: skip
         for used, share in ((0.25, "a quarter"), (0.5, "half")):
             cells = {}
-            make = partial(memory_lives, honest, memory, used)
+            # the honest deals' rotations in random order, as in the exchangeable honest world:
+            # the real deals' chance lean is not a cheat's
+            make = stats.mixed(honest, memory, used, swap=True)
             for name in STATISTICS:
                 seed = derive_seed(args.seed, f"memory/{villain}/{used}/{name}")
                 at = first_flags(make, args.runs, args.horizon_long, name, seed)

@@ -124,9 +124,9 @@ def real_deals(villain: str, deals: int, hands: int, seed: int, jobs: int, cache
 # -- the check, vectorised ----------------------------------------------------------------------
 
 
-def log_wealth(values: np.ndarray) -> np.ndarray:
-    """arena/ratings/fairplay.py's ``log_wealth`` for ``values`` of shape (runs, deals, rotations),
-    first rotation first: (runs, deals)."""
+def scores(values: np.ndarray) -> np.ndarray:
+    """arena/ratings/fairplay.py's per-deal scores (each in [-1, 1]) for ``values`` of shape
+    (runs, deals, rotations), first rotation first: (runs, deals)."""
     m = values.shape[-1] - 1
     permuted = (values.sum(-1, keepdims=True) - values) / m - values
     spread = np.abs(permuted).mean(-1)
@@ -138,17 +138,32 @@ def log_wealth(values: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         clipped = np.clip(permuted / np.where(scale > 0, scale, 1.0)[..., None], -1.0, 1.0)
     score = (clipped[..., 0] - clipped.mean(-1)) * (m + 1) / (2 * m)
-    score = np.where((scale > 0) & (spread > 0), score, 0.0)
+    out: np.ndarray = np.where((scale > 0) & (spread > 0), score, 0.0)
+    return out
+
+
+def wealth(score: np.ndarray) -> np.ndarray:
+    """The check's log wealth after each deal, betting on ``score`` (runs, deals)."""
     logs = np.log1p(score[..., None] * np.array(fp.BETS)).cumsum(1)
     out: np.ndarray = np.logaddexp.reduce(logs, axis=-1) - math.log(len(fp.BETS))
     return out
 
 
-def first_flags(values: np.ndarray) -> np.ndarray:
-    """Per run, the deals at the first look that flagged it (0: never), as ``fp.first_flag``."""
-    flagged = log_wealth(values) >= math.log(1 / fp.ALPHA)
+def log_wealth(values: np.ndarray) -> np.ndarray:
+    """arena/ratings/fairplay.py's ``log_wealth`` for ``values`` as ``scores``: (runs, deals)."""
+    return wealth(scores(values))
+
+
+def flagged_at(logs: np.ndarray) -> np.ndarray:
+    """Per run, the deals at the first look whose log wealth (``logs``) flagged it (0: never)."""
+    flagged = logs >= math.log(1 / fp.ALPHA)
     flagged[:, : fp.MIN_DEALS - 1] = False
     return np.where(flagged.any(1), flagged.argmax(1) + 1, 0)
+
+
+def first_flags(values: np.ndarray) -> np.ndarray:
+    """Per run, the deals at the first look that flagged it (0: never), as ``fp.first_flag``."""
+    return flagged_at(log_wealth(values))
 
 
 def t_flags(differences: np.ndarray, rho: float = 5.0) -> np.ndarray:
@@ -203,22 +218,39 @@ def chips(kind: str, seats: int, sigma: float = 1.0) -> Draw:
     return draw
 
 
-def resampled(rows: np.ndarray) -> Draw:
+def per_deal(mask: np.ndarray, lives: np.ndarray) -> np.ndarray:
+    """``mask`` (runs, deals) shaped to pick whole deals of ``lives`` (runs, deals, rotations, ...)."""
+    return mask.reshape(mask.shape + (1,) * (lives.ndim - mask.ndim))
+
+
+def turned(lives: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``lives`` with each deal's rotations (axis 2) reversed with chance 1/2: heads-up, in
+    random order."""
+    turn = rng.random(size=lives.shape[:2]) < 0.5
+    out: np.ndarray = np.where(per_deal(turn, lives), lives[:, :, ::-1], lives)
+    return out
+
+
+def resampled(rows: np.ndarray, swap: bool = False) -> Draw:
+    """Deals drawn from ``rows`` (deals, rotations, ...), their rotations ``turned`` if ``swap``."""
+
     def draw(rng: np.random.Generator, size: tuple[int, int]) -> np.ndarray:
         out: np.ndarray = rows[rng.integers(len(rows), size=size)]
-        return out
+        return turned(out, rng) if swap else out
 
     return draw
 
 
-def mixed(honest: np.ndarray, memory: np.ndarray, used: float) -> Draw:
+def mixed(honest: np.ndarray, memory: np.ndarray, used: float, swap: bool = False) -> Draw:
     """A bot that uses its memory in a share ``used`` of its deals: a real deal drawn at
-    random, the memory cheater's rotations with that chance, else the honest bot's."""
+    random, the memory cheater's rotations with that chance, else the honest bot's (``turned``
+    if ``swap``)."""
 
     def draw(rng: np.random.Generator, size: tuple[int, int]) -> np.ndarray:
         pick = rng.integers(len(honest), size=size)
         cheat = rng.random(size=size) < used
-        out: np.ndarray = np.where(cheat[..., None], memory[pick], honest[pick])
+        fair = turned(honest[pick], rng) if swap else honest[pick]
+        out: np.ndarray = np.where(per_deal(cheat, fair), memory[pick], fair)
         return out
 
     return draw
