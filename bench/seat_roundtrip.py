@@ -37,6 +37,8 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
+from tests.helpers.chromium import CHROMIUM_ARGS, chromium_executable  # noqa: E402 (the browser tests' own)
+
 #: The goal for a turn-ending move's round trip (the issue's "done when").
 GOAL_P95_MS = 150.0
 #: How long any one wait may take (a loaded machine is slow, not failing).
@@ -72,8 +74,6 @@ _FETCH = """async (url) => {
 }"""
 # The form offers a few hand counts; the bench asks for its own (the server bounds it).
 _HANDS = "(s, n) => { const o = document.createElement('option'); o.text = n; s.append(o); s.value = n; }"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-                 "--disable-background-networking", "--disable-component-update"]  # fmt: skip
 _SETTLED = """() => {
   const t = document.getElementById('table');
   if (!t || !t.classList.contains('ready')) return null;
@@ -127,7 +127,9 @@ def main() -> int:
     from dashboard.server import serve_in_thread
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log: it would be timed too
-    chromium = os.environ.get("TONK_CHROMIUM") or "/usr/bin/chromium"
+    chromium = chromium_executable()
+    if chromium is None:
+        raise SystemExit("Chromium is not installed (apt-get install chromium, or set TONK_CHROMIUM)")
     with tempfile.TemporaryDirectory(prefix="tonk-seat-bench-") as folder:
         url = f"sqlite:///{folder}/arena.sqlite"
         os.environ.setdefault("TONK_DATA_DIR", folder)

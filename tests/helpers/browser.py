@@ -10,13 +10,14 @@ long a page may take to get there before the test gives up.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers.chromium import CHROMIUM_ARGS as CHROMIUM_ARGS  # the fixtures' import
+from helpers.chromium import chromium_executable
 
 # Without Playwright the browser tests skip (in CI the browser fixture fails instead).
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -26,17 +27,13 @@ expect = sync_api.expect
 #: (the tests run beside busy loops and other xdist workers) is slow, not failing.
 PATIENCE_MS = 60_000
 
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 
 
 def chromium_path() -> str:
     """Debian's Chromium (or TONK_CHROMIUM); nothing is downloaded. Missing, the tests skip
     locally and fail in CI."""
-    path = os.environ.get("TONK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).exists():
+    path = chromium_executable()
+    if path is None:
         message = "Chromium is not installed (apt-get install chromium); the browser tests need it"
         if os.environ.get("CI"):
             pytest.fail(message)
