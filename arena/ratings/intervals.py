@@ -124,7 +124,6 @@ def meat(
     out = np.zeros((size + 1) * (size + 1))
     off = np.zeros((size + 1) * (size + 1))  # the i < j terms, added once more transposed
     row = np.where(position >= 0, position, size)  # everyone else lands in a dropped row
-    use = position >= 0
     k = len(x)
     pairs = sum(len(b.idx) * b.n * (b.n - 1) // 2 for b in blocks)
     # P(a beats b) looked up, not recomputed per pair of every match (10x fewer exp calls in
@@ -133,18 +132,9 @@ def meat(
     grouped: list[tuple[IntArray, IntArray, FloatArray]] = []  # (deal, row, score) of named deals
     for block in blocks:
         n = block.n
-        u, v = pair_columns(n)
-        w = 1.0 / (n - 1)
         for start in range(0, len(block.idx), CHUNK):
             idx = block.idx[start : start + CHUNK].astype(np.int64)
-            res = block.results[start : start + CHUNK]
-            seat = np.zeros(idx.shape)
-            for col in range(len(u)):
-                a, b = idx[:, u[col]], idx[:, v[col]]
-                p_ab = table[a * k + b] if table is not None else sigmoid(x[a] - x[b])
-                r = w * (0.5 * res[:, col] - p_ab)
-                seat[:, u[col]] += r * (partner[b] & use[a])
-                seat[:, v[col]] -= r * (partner[a] & use[b])
+            seat = _seat_scores(n, idx, block.results[start : start + CHUNK], x, position, partner, table)
             rows = row[idx]
             if block.deal is not None:  # matches of named deals are summed per deal below
                 deal = block.deal[start : start + CHUNK]
@@ -250,15 +240,19 @@ def _seat_scores(
     x: FloatArray,
     position: IntArray,
     partner: BoolArray,
+    table: FloatArray | None = None,
 ) -> FloatArray:
-    """Each seat's score ``U_m`` (see :func:`meat`), computed directly (a few matches)."""
+    """Each seat's score ``U_m`` (see :func:`meat`): P(a beats b) read from ``table`` (the
+    bots x bots sigmoids, raveled) if given, else computed per pair (a few matches)."""
     u, v = pair_columns(n)
     w = 1.0 / (n - 1)
     use = position >= 0
+    k = len(x)
     seat = np.zeros(idx.shape)
     for col in range(len(u)):
         a, b = idx[:, u[col]], idx[:, v[col]]
-        r = w * (0.5 * results[:, col] - sigmoid(x[a] - x[b]))
+        p_ab = table[a * k + b] if table is not None else sigmoid(x[a] - x[b])
+        r = w * (0.5 * results[:, col] - p_ab)
         seat[:, u[col]] += r * (partner[b] & use[a])
         seat[:, v[col]] -= r * (partner[a] & use[b])
     return seat
@@ -319,7 +313,7 @@ def update_core(
     km = len(mi)
     a, b, curv = pairs
     cols: list[FloatArray] = []
-    blocks: list[FloatArray] = []
+    h = d = np.zeros((0, 0))  # the middle's blocks: -H's at the top left, delta's at the bottom right
     if len(a):
         root = np.sqrt(curv)
         qu = (q[:, a] - q[:, b]) * root[None, :]  # P U (U's columns are orthogonal to 1)
@@ -329,7 +323,6 @@ def update_core(
         g = (core[:, mi[a]] - core[:, mi[b]]) * root[None, :]
         h = (g[mi[a]] - g[mi[b]]) * root[:, None]
         cols += [x, g]
-        blocks += [h, -np.eye(len(a))]
     rows, cells_col, values = delta
     touched, where = np.unique(np.concatenate([rows, cells_col]), return_inverse=True)
     if len(touched):
@@ -341,17 +334,15 @@ def update_core(
         f[np.ix_(mi, np.flatnonzero(inside))] = q_new[:, pool_row[touched[inside]]] - 1.0 / km
         f[touched[~inside], np.flatnonzero(~inside)] = 1.0
         cols.append(f)
-        blocks.append(d)
     if not cols:
         return core
     left = np.hstack(cols)
     mid = np.zeros((left.shape[1], left.shape[1]))
     p = len(a)
     if p:
-        mid[:p, :p] = blocks[0]
+        mid[:p, :p] = h
         mid[:p, p : 2 * p] = mid[p : 2 * p, :p] = -np.eye(p)
-    if len(touched):
-        mid[2 * p :, 2 * p :] = blocks[-1]
+    mid[2 * p :, 2 * p :] = d  # empty without touched cells
     out: FloatArray = core + left @ (mid @ left.T)
     return out
 
@@ -366,7 +357,6 @@ class Covariance:
 
     core: FloatArray
     scale: float
-    member: BoolArray
     ah: FloatArray  # A_s (core s): each row's product with the centre
     sigma: float  # s core s
     outsider: IntArray  # position -> row of ``y`` (-1: a member)
@@ -403,7 +393,7 @@ class Covariance:
         ah[oi] = spread @ h
         outsider = np.full(len(core), -1, dtype=np.int64)
         outsider[oi] = np.arange(len(oi))
-        return cls(core, scale / unit**2, member, ah, float(share @ h[mi]), outsider, y, z)
+        return cls(core, scale / unit**2, ah, float(share @ h[mi]), outsider, y, z)
 
     def cov(self, i: IntArray, j: IntArray) -> FloatArray:
         """The covariances of the estimates at rows ``i`` and ``j``, pairwise."""

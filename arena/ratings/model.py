@@ -542,7 +542,7 @@ class RatingModel:
             points, weights = data.points[:k, :k], data.weights[:k, :k]
             met = _merge_pairs(last.pairs, pairs[0], pairs[1], km)
             start = last.x[last.pool]
-            x, finite = estimate(points, weights, pool, share, start, pool_inv=q - 1.0 / km, pairs=met)
+            x, finite = estimate(points, weights, pool, share, start, nearby=(q - 1.0 / km, met))
         except ConvergenceError:
             return None
         old_finite = np.zeros(k, dtype=bool)
@@ -642,9 +642,10 @@ def _reference(bots: Iterable[str]) -> frozenset[str]:
 def _merge_pairs(
     pairs: tuple[IntArray, IntArray], lo: IntArray, hi: IntArray, km: int
 ) -> tuple[IntArray, IntArray]:
-    """``pairs`` (``a < b``, sorted by ``a * km + b``) with the pairs ``(lo, hi)`` added."""
+    """``pairs`` (``a < b``, sorted by ``a * km + b``) with the pairs ``(lo, hi)`` added, which
+    are alike: :func:`_pool_pairs`'s, unique and ordered already."""
     known = pairs[0] * km + pairs[1]
-    wanted = np.unique(np.minimum(lo, hi) * km + np.maximum(lo, hi))
+    wanted = lo * km + hi
     at = np.searchsorted(known, wanted)
     fresh = at >= len(known)
     fresh[~fresh] = known[at[~fresh]] != wanted[~fresh]

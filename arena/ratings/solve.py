@@ -40,24 +40,21 @@ def estimate(
     pool: BoolArray,
     share: FloatArray,
     x0: FloatArray,
-    pool_inv: FloatArray | None = None,
-    pairs: tuple[IntArray, IntArray] | None = None,
+    nearby: tuple[FloatArray, tuple[IntArray, IntArray]] | None = None,
 ) -> tuple[FloatArray, BoolArray]:
     """Every bot's estimate (natural units, 0 where there is none) and which are finite: the
     pool's and those of outsiders with a two-sided record against it, centred on the pool
-    members weighted by ``share``. ``x0``: the pool's start; ``pool_inv``: the pool's inverse
+    members weighted by ``share``. ``x0``: the pool's start; ``nearby``: the pool's inverse
     information from a fit nearby, for Newton steps with it instead of the full iteration
-    (raises ConvergenceError if they do not converge: the caller fits in full). ``pairs``:
-    every pair of pool members that met (rows of the pool, both orders), if known: the steps
-    then read those cells only, never the members x members blocks (each pair once, ``a < b``)."""
+    (raises ConvergenceError if they do not converge: the caller fits in full), and every
+    pair of pool members that met (rows of the pool, each pair once, ``a < b``): the steps
+    read those cells only, never the members x members blocks."""
     k = len(pool)
     members = np.flatnonzero(pool)
-    if pool_inv is None:
+    if nearby is None:
         pool_x = _fit_pool(points[np.ix_(members, members)], weights[np.ix_(members, members)], x0)
     else:
-        if pairs is None:
-            pairs = pool_pairs(weights, members)
-        a, b = pairs
+        pool_inv, (a, b) = nearby
         ca, cb = members[a], members[b]
         pool_x = _nearby_newton(a, b, points[ca, cb], weights[ca, cb], x0, pool_inv)
     x = np.zeros(k)
