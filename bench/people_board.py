@@ -17,24 +17,18 @@ each timed twice, the ratio of the second runs reported (the machine is shared).
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parent))  # bench/sprt_checks.py, for its wilson
+
+from sprt_checks import wilson
 
 from arena.ratings.model import RatedMatch, fit
 from arena.ratings.people import fit_people
-
-
-def wilson(hits: int, n: int) -> tuple[float, float]:
-    z = 1.959964
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
 
 
 def coverage(people: int, seed: int) -> None:
