@@ -28,11 +28,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.errors import ConflictError
-from arena.store.db import session_scope
+from arena.store.db import lock_row, session_scope
 from arena.store.models import SeatChannel as ChannelRow
 from arena.store.models import utcnow
 
@@ -111,15 +111,10 @@ class StoreChannel:
         self.match_id = match_id
 
     def _row(self, session: Session) -> ChannelRow:
-        # The write lock first, as the house takes it (arena.tournaments.layout.lock_row): a
-        # no-op UPDATE. SQLite ignores FOR UPDATE and pysqlite reads outside a transaction, so
-        # two sends for one view would both pass their check there.
-        mine = ChannelRow.match_id == self.match_id
-        same = update(ChannelRow).where(mine).values(match_id=ChannelRow.match_id)
-        session.execute(same.execution_options(synchronize_session=False))
-        row = session.scalars(
-            select(ChannelRow).where(ChannelRow.match_id == self.match_id).with_for_update()
-        ).first()
+        # The write lock first (SQLite ignores FOR UPDATE and pysqlite reads outside a
+        # transaction, so two sends for one view would both pass their check there).
+        lock_row(session, ChannelRow, self.match_id, key=ChannelRow.match_id)
+        row = session.scalars(select(ChannelRow).where(ChannelRow.match_id == self.match_id)).first()
         if row is None:
             raise LookupError(f"match {self.match_id} has no seat channel")
         return row

@@ -8,8 +8,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, update
 from sqlalchemy.orm import Session, sessionmaker
 
 _engines: dict[str, Engine] = {}
@@ -75,3 +76,15 @@ def session_scope(url: str) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def lock_row(session: Session, table: Any, row_id: int, key: Any = None) -> None:
+    """Take the write lock on one row for the rest of the transaction, before anything is
+    read: a no-op UPDATE. SQLite ignores FOR UPDATE, and a transaction there that read first
+    and wrote later would act on what it read before another's commit; on PostgreSQL it is
+    the same row lock FOR UPDATE takes. Two requests counted against one bound (an owner's
+    tests, a bot's challenges, a seat's moves) are so counted one after the other. ``key``:
+    the row's key column, when it is not ``table.id``."""
+    column = table.id if key is None else key
+    same = update(table).where(column == row_id).values({column.key: column})
+    session.execute(same.execution_options(synchronize_session=False))

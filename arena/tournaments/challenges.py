@@ -35,9 +35,10 @@ from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ArenaError, NotFoundError, PermissionDeniedError
-from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament, TournamentEntry, utcnow
+from arena.store.db import lock_row
+from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament, TournamentEntry
 from arena.store.statuses import BotStatus, TournamentKind, TournamentStatus
-from arena.tournaments.layout import check_count, lock_row
+from arena.tournaments.layout import check_count, owners_count
 from arena.tournaments.lifecycle import InvalidTournamentError, create_tournament
 
 #: The fields of ``POST /api/v1/challenges``.
@@ -156,21 +157,14 @@ def start_challenge(session: Session, owner: Owner, body: dict[str, Any], settin
 
 def _check_bounds(session: Session, owner: Owner, opponent: Bot, settings: Settings) -> None:
     lock_row(session, Owner, owner.id)
-    mine = _live_challenges().where(Tournament.owner_id == owner.id)
-    running = session.execute(mine).scalar_one()
+    running = owners_count(session, owner.id, TournamentKind.CHALLENGE, live=True)
     if running >= settings.challenge_max_running:
         raise ChallengeLimitError(
             f"you have {running} challenge(s) running; this arena allows {settings.challenge_max_running} "
             "at once (TONK_CHALLENGE_MAX_RUNNING): wait for one to finish"
         )
     if settings.challenge_max_per_day:
-        since = utcnow() - dt.timedelta(hours=24)
-        today = session.execute(
-            select(func.count(Tournament.id)).where(
-                Tournament.kind == TournamentKind.CHALLENGE, Tournament.owner_id == owner.id,
-                Tournament.created_at >= since,
-            )
-        ).scalar_one()  # fmt: skip
+        today = owners_count(session, owner.id, TournamentKind.CHALLENGE, since_hours=24)
         if today >= settings.challenge_max_per_day:
             raise ChallengeLimitError(
                 f"you have started {today} challenges in the last 24 hours; this arena allows "

@@ -9,6 +9,7 @@ tournament, so creating or extending adds each match exactly once.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import itertools
@@ -16,12 +17,13 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from arena.bots.memory import controlled_versions
 from arena.errors import TournamentNotFoundError
-from arena.store.models import Match, MatchSeat, Tournament, TournamentEntry
+from arena.store.db import lock_row
+from arena.store.models import Match, MatchSeat, Tournament, TournamentEntry, utcnow
 from arena.store.statuses import MatchStatus, TournamentKind, TournamentStatus
 from arena.tournaments.seating import arrangements
 from arena.tournaments.settings import MAX_DEALS, InvalidTournamentError
@@ -161,16 +163,6 @@ def add_deals(
     return len(rows)
 
 
-def lock_row(session: Session, table: Any, row_id: int) -> None:
-    """Take the write lock on one row for the rest of the transaction, before anything is
-    read: a no-op UPDATE. SQLite ignores FOR UPDATE, and a transaction there that read first
-    and wrote later would act on what it read before another's commit; on PostgreSQL it is
-    the same row lock FOR UPDATE takes. Two requests counted against one bound (an owner's
-    tests, a bot's challenges) are so counted one after the other."""
-    same = update(table).where(table.id == row_id).values(id=table.id)
-    session.execute(same.execution_options(synchronize_session=False))
-
-
 def locked_tournament(session: Session, tournament_id: int) -> Tournament:
     # Two callers extending at once (two operators, or two workers finishing an SPRT batch)
     # must not both number their deals from the same start.
@@ -181,6 +173,20 @@ def locked_tournament(session: Session, tournament_id: int) -> Tournament:
     if tournament is None:
         raise TournamentNotFoundError(f"there is no tournament {tournament_id!r}")
     return tournament
+
+
+def owners_count(session: Session, owner_id: int, kind: str, *, live: bool = False,
+                 since_hours: float | None = None) -> int:  # fmt: skip
+    """How many tournaments of ``kind`` ``owner_id`` started: those still live (created or
+    running), or those started in the last ``since_hours``. What an owner's per-kind bounds
+    (tests, challenges, people's tables) are checked against, under the owner's lock_row: an
+    owner's challenges or tables count against no bound of their tests."""
+    query = select(func.count(Tournament.id)).where(Tournament.owner_id == owner_id, Tournament.kind == kind)
+    if live:
+        query = query.where(Tournament.status.in_((TournamentStatus.CREATED, TournamentStatus.RUNNING)))
+    if since_hours is not None:
+        query = query.where(Tournament.created_at >= utcnow() - dt.timedelta(hours=since_hours))
+    return int(session.execute(query).scalar_one())
 
 
 def check_count(what: str, value: object, limit: int) -> None:

@@ -19,17 +19,17 @@ row, so two requests at once cannot both take the last running slot.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ArenaError, NotFoundError, PermissionDeniedError
-from arena.store.models import Bot, Owner, Tournament, utcnow
+from arena.store.db import lock_row
+from arena.store.models import Bot, Owner, Tournament
 from arena.store.statuses import BotStatus, TournamentKind, TournamentStatus
-from arena.tournaments.layout import check_count, lock_row, locked_tournament
+from arena.tournaments.layout import check_count, locked_tournament, owners_count
 from arena.tournaments.lifecycle import (
     InvalidTournamentError,
     TournamentStateError,
@@ -47,8 +47,6 @@ FIELDS = frozenset(("new", "old", "elo0", "elo1", "alpha", "beta", "batch", "han
 #: What a field left out means (the operator's ``tonk sprt`` has the same defaults).
 DEFAULTS: dict[str, Any] = {"elo0": 0.0, "elo1": 20.0, "alpha": 0.05, "beta": 0.05, "batch": 8,
                             "hands_per_match": 20}  # fmt: skip
-#: Tests that count against an owner's running bound.
-_LIVE = (TournamentStatus.CREATED, TournamentStatus.RUNNING)
 
 
 class SprtLimitError(ArenaError):
@@ -105,16 +103,14 @@ def _check_bounds(session: Session, owner: Owner, pairs: int, hands: int, settin
             "hands per match (TONK_SPRT_MAX_HANDS)"
         )
     lock_row(session, Owner, owner.id)  # two requests at once are counted one after the other
-    mine = select(func.count(Tournament.id)).where(Tournament.owner_id == owner.id)
-    running = session.execute(mine.where(Tournament.status.in_(_LIVE))).scalar_one()
+    running = owners_count(session, owner.id, TournamentKind.SPRT, live=True)
     if running >= settings.sprt_max_running:
         raise SprtRateError(
             f"you have {running} test(s) running; this arena allows {settings.sprt_max_running} at once "
             "(TONK_SPRT_MAX_RUNNING): wait for it to decide, or stop it (tonk sprt --stop ID)"
         )
     if settings.sprt_max_per_day:
-        since = utcnow() - dt.timedelta(hours=24)
-        today = session.execute(mine.where(Tournament.created_at >= since)).scalar_one()
+        today = owners_count(session, owner.id, TournamentKind.SPRT, since_hours=24)
         if today >= settings.sprt_max_per_day:
             raise SprtRateError(
                 f"you have started {today} tests in the last 24 hours; this arena allows "

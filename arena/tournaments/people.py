@@ -28,7 +28,6 @@ row lock, so a burst is counted one request after another):
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,9 +38,10 @@ from sqlalchemy.orm import Session
 
 from arena.config import Settings
 from arena.errors import ArenaError, NotFoundError, PermissionDeniedError
-from arena.store.models import Bot, BotVersion, Match, MatchSeat, Owner, SeatChannel, Tournament, utcnow
+from arena.store.db import lock_row
+from arena.store.models import Bot, BotVersion, Match, MatchSeat, Owner, SeatChannel
 from arena.store.statuses import BotStatus, MatchStatus, TournamentKind
-from arena.tournaments.layout import lock_row
+from arena.tournaments.layout import owners_count
 from arena.tournaments.lifecycle import InvalidTournamentError, create_tournament
 
 DEFAULT_HANDS: Final = 5
@@ -208,13 +208,7 @@ def _check_bounds(session: Session, owner: Owner, settings: Settings) -> None:
         raise TableLimitError(
             f"you already have a table playing (/tables/{playing.public_id}): finish it first"
         )
-    since = utcnow() - dt.timedelta(hours=1)
-    started = session.execute(
-        select(func.count(Tournament.id)).where(
-            Tournament.kind == TournamentKind.PEOPLE, Tournament.owner_id == owner.id,
-            Tournament.created_at >= since,
-        )
-    ).scalar_one()
+    started = owners_count(session, owner.id, TournamentKind.PEOPLE, since_hours=1)
     if started >= settings.people_max_per_hour:
         raise TableLimitError(
             f"you have started {started} tables in the last hour; this arena allows "

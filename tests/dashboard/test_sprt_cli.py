@@ -284,3 +284,23 @@ def test_ctrl_c_stops_watching_not_the_test(serve: Callable[..., dict[str, str]]
     for action in ("--watch", "--stop"):
         assert f"tonk sprt {action} 1 --arena {arena['url']}" in err, err
     assert api(arena, "GET", "/tournaments/1", arena["bob"])[1]["tournament"]["status"] == "running"
+
+
+def test_an_owners_challenges_and_tables_count_against_no_bound_of_their_tests(
+    serve: Callable[..., dict[str, str]], writable_url: str
+) -> None:
+    """TONK_SPRT_MAX_RUNNING and _PER_DAY bound an owner's tests: their live challenge, their
+    person's table and today's of each used to count against them too (every tournament the
+    owner started), so a person at a table could start no test."""
+    arena = serve(writable_url, sweep_s=0)
+    with session_scope(arena["db"]) as session:
+        alice = session.scalars(select(Owner).where(Owner.name == "alice")).one()
+        for kind in ("challenge", "people") * 2:
+            session.add(Tournament(name=kind, seed=1, status="running", table_sizes=[2], deals_per_table=1,
+                                   hands_per_match=1, kind=kind, owner_id=alice.id))  # fmt: skip
+    spec = {"new": "alice-v2", "old": "alice-v1", "elo0": 0, "elo1": 5, "batch": 2, "hands_per_match": 2,
+            "max_pairs": 20}  # fmt: skip
+    status, answer = api(arena, "POST", "/sprt", arena["alice"], spec)
+    assert status == 201, answer
+    status, answer = api(arena, "POST", "/sprt", arena["alice"], spec)  # the test itself still counts
+    assert status == 429 and "allows 1 at once (TONK_SPRT_MAX_RUNNING)" in answer["error"]["message"], answer
