@@ -78,11 +78,15 @@ def csrf_token() -> str:
     return token
 
 
+def csrf_ok(sent: str) -> bool:
+    """Whether ``sent`` is this session's CSRF token (a form's field, or a page's header)."""
+    held = session.get(_CSRF)
+    return isinstance(held, str) and bool(sent) and secrets.compare_digest(sent[:FIELD_LIMIT], held)
+
+
 def check_csrf() -> None:
     """Refuse (:class:`CsrfError`) a POST whose form lacks this session's CSRF token."""
-    sent = request.form.get(_CSRF, "")
-    held = session.get(_CSRF)
-    if not isinstance(held, str) or not sent or not secrets.compare_digest(sent[:FIELD_LIMIT], held):
+    if not csrf_ok(request.form.get(_CSRF, "")):
         raise CsrfError(
             "this form is stale or was not sent from this arena's own page; reload the page and try again"
         )

@@ -13,6 +13,7 @@ at a hand's end.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, Final
 
 from sdk.actions import Action, Discard, Draw, Drop, Layoff, Meld
@@ -76,6 +77,22 @@ def _event_words(seat: int, action: Action, card: Card | None, names: tuple[str,
     return f"{who} went down"
 
 
+def starting_view(seat: int, players: Sequence[str], hands: int, max_faults: int) -> dict[str, Any]:
+    """The view before anything is dealt: who sits where. Every later view starts from it;
+    the web serves it for a table the worker has not taken up yet (dashboard/views/tables.py)."""
+    return {
+        "status": "starting", "seat": seat, "hand_no": 0, "hands": hands,
+        "players": [
+            {"seat": s, "name": name, "you": s == seat, "cards": 0, "spreads": [], "chips": 0,
+             "to_move": False}
+            for s, name in enumerate(players)
+        ],
+        "hand": [], "discard": [], "stock": 0, "legal": [], "clock": None, "log": [],
+        "faults": {"count": 0, "max": max_faults},
+        "result": None, "hands_done": [], "replay_url": None,
+    }  # fmt: skip
+
+
 class SeatView:
     """The views of one seat through one match, each a plain dict ready for JSON (the channel
     adds its ``version``)."""
@@ -95,18 +112,12 @@ class SeatView:
         self.last: dict[str, Any] = self.starting()
 
     def _base(self, status: str) -> dict[str, Any]:
-        names = self.info.players
-        return {
-            "status": status, "seat": self.info.seat, "hand_no": self.hand_no, "hands": self.info.hands,
-            "players": [
-                {"seat": s, "name": names[s], "you": s == self.info.seat, "cards": 0, "spreads": [],
-                 "chips": self.scores[s], "to_move": False}
-                for s in range(len(names))
-            ],
-            "hand": [], "discard": [], "stock": 0, "legal": [], "clock": None, "log": [],
-            "faults": {"count": self.faults, "max": self.max_faults},
-            "result": None, "hands_done": list(self.done), "replay_url": None,
-        }  # fmt: skip
+        view = starting_view(self.info.seat, self.info.players, self.info.hands, self.max_faults)
+        for player in view["players"]:
+            player["chips"] = self.scores[player["seat"]]
+        view.update(status=status, hand_no=self.hand_no, hands_done=list(self.done),
+                    faults={"count": self.faults, "max": self.max_faults})  # fmt: skip
+        return view
 
     def starting(self) -> dict[str, Any]:
         return self._base("starting")

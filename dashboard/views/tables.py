@@ -21,7 +21,6 @@ web process only passes it on, adding the clock's time left and the replay's add
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -39,14 +38,15 @@ from flask import (
     request,
     url_for,
 )
-from flask import session as cookie
 from sqlalchemy import select
 from werkzeug.wrappers import Response as BaseResponse
 
 from arena.errors import NotFoundError
 from arena.play.seat_channel import ActionRefusedError, SeatChannel, open_channel, wait_for
+from arena.play.seat_view import starting_view
 from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament
 from arena.tournaments.people import start_table, table_of
+from arena.tournaments.settings import TournamentSettings
 from dashboard import operations, signin
 from dashboard.db import session
 from dashboard.ratelimit import RateLimiter, TooManyAttemptsError
@@ -81,20 +81,12 @@ def _person() -> Owner | None:
     return signin.signed_in(session(), settings())
 
 
-def _check_csrf(sent: str) -> bool:
-    held = cookie.get("csrf")
-    return isinstance(held, str) and bool(sent) and secrets.compare_digest(sent[: signin.FIELD_LIMIT], held)
-
-
 @bp.post("/bots/<name>/sit")
 def sit(name: str) -> BaseResponse:
     owner = _person()
     if owner is None:
         return redirect(url_for("account.signin_form"))
-    if not _check_csrf(request.form.get("csrf", "") or request.form.get("csrf_token", "")):
-        raise signin.CsrfError(
-            "this form is stale or was not sent from this arena's own page; reload the page and try again"
-        )
+    signin.check_csrf()
     db = session()
     table = start_table(db, owner, name, request.form, settings())
     app = current_app._get_current_object()  # type: ignore[attr-defined]
@@ -135,26 +127,27 @@ def _seat(public_id: str) -> Seat | None:
 
 
 def _starting(row: Seat) -> dict[str, Any]:
-    """The view before the worker has taken the match up: who sits where, nothing dealt."""
+    """The view before the worker has taken the match up (the worker's own first view, as
+    arena/play/seat_view.py makes it): who sits where, nothing dealt."""
     db = session()
-    seats = db.execute(
-        select(MatchSeat.seat, Bot.name)
-        .join(Bot, Bot.id == MatchSeat.bot_id)
+    names = db.scalars(
+        select(Bot.name)
+        .join(MatchSeat, MatchSeat.bot_id == Bot.id)
         .where(MatchSeat.match_id == row.match_id)
         .order_by(MatchSeat.seat)
     ).all()
-    hands = db.scalar(select(Match.hands).where(Match.id == row.match_id)) or 0
-    return {
-        "version": 0, "status": "starting", "seat": row.seat, "hand_no": 0, "hands": hands,
-        "players": [{"seat": s, "name": n, "you": s == row.seat, "cards": 0, "spreads": [], "chips": 0,
-                     "to_move": False} for s, n in seats],
-        "hand": [], "discard": [], "stock": 0, "legal": [], "clock": None, "log": [], "result": None,
-        "hands_done": [], "replay_url": None,
-    }  # fmt: skip
+    hands, config = db.execute(
+        select(Match.hands, Tournament.config)
+        .join(Tournament, Tournament.id == Match.tournament_id)
+        .where(Match.id == row.match_id)
+    ).one()
+    max_faults = TournamentSettings.from_column(config).referee().max_faults
+    return {**starting_view(row.seat, names, hands, max_faults), "version": 0}
 
 
-def _finish(view: dict[str, Any] | None, row: Seat, app: Flask, starting: dict[str, Any]) -> dict[str, Any]:
-    """The view as served now: the clock's time left, and the replay's address at the end."""
+def _finish(view: dict[str, Any] | None, replay_url: str, starting: dict[str, Any]) -> dict[str, Any]:
+    """The view as served now: the clock's time left, and the replay's address at the end
+    (``replay_url``, made while the request was current: a stream's later events have none)."""
     if view is None:
         return starting
     clock = view.get("clock")
@@ -162,13 +155,8 @@ def _finish(view: dict[str, Any] | None, row: Seat, app: Flask, starting: dict[s
         left = int(clock["ends_at"]) - int(time.time() * 1000)
         view = {**view, "clock": {**clock, "remaining_ms": max(0, min(left, int(clock["total_ms"])))}}
     if view.get("status") == "match_over":
-        with app.test_request_context():  # no request may be current (an event stream's later events)
-            view = {**view, "replay_url": url_for("matches.detail", match_id=row.match_id)}
+        view = {**view, "replay_url": replay_url}
     return view
-
-
-class WaitsError(TooManyAttemptsError):
-    """A person holds as many open waits as this process allows one person."""
 
 
 def _hold_wait(owner_id: int) -> None:
@@ -178,7 +166,9 @@ def _hold_wait(owner_id: int) -> None:
     with _waits_lock:
         open_waits: dict[int, int] = app.extensions.setdefault(_WAITS, {})
         if open_waits.get(owner_id, 0) >= most:
-            raise WaitsError(f"you have {most} views open and waiting already: close a tab or wait", 1)
+            raise TooManyAttemptsError(
+                f"you have {most} views open and waiting already: close a tab or wait", 1
+            )
         open_waits[owner_id] = open_waits.get(owner_id, 0) + 1
 
 
@@ -231,11 +221,13 @@ def view_json(public_id: str) -> Response:
     after = _after(request.args.get("after"))
     read = row.channel.read
     wait_s = float(app.config.get("TABLE_POLL_S", LONG_POLL_S))
-    starting = _starting(row)
+    view = read()
+    # Only a table the worker has not taken up yet needs its starting view (a published view
+    # is never withdrawn), so polls past the start read the channel alone.
+    starting = _starting(row) if view is None else {}
+    replay_url = url_for("matches.detail", match_id=row.match_id)
     session().close()  # the request's connection goes back to the pool while it waits
-    if after is None:
-        view = read()
-    else:
+    if after is not None:
         try:
             _hold_wait(row.owner_id)
         except TooManyAttemptsError as exc:
@@ -244,7 +236,7 @@ def view_json(public_id: str) -> Response:
             view = wait_for(read, after, wait_s)
         finally:
             _drop_wait(app, row.owner_id)
-    response = jsonify(_finish(view, row, app, starting))
+    response = jsonify(_finish(view, replay_url, starting))
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -263,7 +255,7 @@ def act(public_id: str) -> Response:
     owner = _person()
     if owner is None:
         return _json_error(404, "there is no table of yours here")
-    if not _check_csrf(request.headers.get("X-CSRF-Token", "")):
+    if not signin.csrf_ok(request.headers.get("X-CSRF-Token", "")):
         return _json_error(403, "this page's session token is missing or stale: reload the page")
     try:
         _limiter().hit(f"owner:{owner.id}")
@@ -286,8 +278,7 @@ def act(public_id: str) -> Response:
         view = row.channel.send(version, action)
     except ActionRefusedError as exc:
         return _json_error(409, exc.message)
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-    return jsonify(_finish(view, row, app, {}))
+    return jsonify(_finish(view, url_for("matches.detail", match_id=row.match_id), {}))
 
 
 @bp.get("/tables/<public_id>/events")
@@ -296,22 +287,30 @@ def events(public_id: str) -> Response:
     if row is None:
         return _json_error(404, "there is no table of yours here")
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    starting = _starting(row)
+    starting = _starting(row) if row.channel.read() is None else {}
+    replay_url = url_for("matches.detail", match_id=row.match_id)
     session().close()  # the stream reads through the channel, not the request's session
     after = _after(request.headers.get("Last-Event-ID") or request.args.get("last_id"))
     stream_s = float(app.config.get("TABLE_STREAM_S", STREAM_S))
     ping_s = float(app.config.get("TABLE_PING_S", PING_S))
+    try:  # taken now, while a status can still refuse it; given back once, however it ends
+        _hold_wait(row.owner_id)
+    except TooManyAttemptsError as exc:
+        return _refused_wait(exc)
+    held = [row.owner_id]  # popped once: list.pop is atomic, whichever of the two ends first
+
+    def give_back() -> None:
+        try:
+            owner_id = held.pop()
+        except IndexError:  # given back already
+            return
+        _drop_wait(app, owner_id)
 
     def stream() -> Iterator[str]:
-        # Counted while it runs: a stream the server never starts holds nothing, and one it
-        # closes (the client left) gives its wait back in the finally.
-        with _waits_lock:
-            open_waits: dict[int, int] = app.extensions.setdefault(_WAITS, {})
-            open_waits[row.owner_id] = open_waits.get(row.owner_id, 0) + 1
         try:
             yield from _views(after, stream_s, ping_s)
         finally:
-            _drop_wait(app, row.owner_id)
+            give_back()
 
     def _views(after: int | None, stream_s: float, ping_s: float) -> Iterator[str]:
         seen = -1 if after is None else after
@@ -325,7 +324,7 @@ def events(public_id: str) -> Response:
                 seen = 0
             elif view is not None and version > seen:
                 seen = version
-                served = _finish(view, row, app, starting)
+                served = _finish(view, replay_url, starting)
                 yield _event(version, served)
                 if served.get("status") == "match_over":
                     return
@@ -333,12 +332,9 @@ def events(public_id: str) -> Response:
                 yield ": ping\n\n"
 
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    try:  # refused now, while a status can still say so; the stream counts itself as it runs
-        _hold_wait(row.owner_id)
-    except TooManyAttemptsError as exc:
-        return _refused_wait(exc)
-    _drop_wait(app, row.owner_id)
-    return Response(stream(), mimetype="text/event-stream", headers=headers)
+    response = Response(stream(), mimetype="text/event-stream", headers=headers)
+    response.call_on_close(give_back)  # a stream the server never started
+    return response
 
 
 def _event(version: int, view: dict[str, Any]) -> str:

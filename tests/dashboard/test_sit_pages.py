@@ -61,7 +61,8 @@ def test_the_demo_invites_a_visitor_to_join_and_sit_down_against_search(arena: d
     page = client.get("/bots/search").get_data(as_text=True)
     assert 'id="take-a-seat"' in page and 'action="/bots/search/sit"' in page
     token = CSRF.search(page)
-    assert token and f'name="csrf_token" value="{token.group(1)}"' in page
+    form = page[page.index('action="/bots/search/sit"'):]
+    assert token and f'name="csrf" value="{token.group(1)}"' in form[: form.index("</form>")]
     assert 'name="seats" value="2"' in page and 'name="seats" value="3"' in page
     # The invite has uses left for the next visitor.
     assert "Now take a seat" in join(arena["app"].test_client(), code, "dave", "search")
