@@ -194,7 +194,8 @@ def make_seat_player(seat: SeatPlan, allowed_hosts: Iterable[str] | None = None)
     """
     try:
         if seat.person is not None:
-            return person_player(seat.name, seat.person, seat.store or load_settings().database_url)
+            assert seat.store is not None  # load_plan gives a person's seat its store
+            return person_player(seat.name, seat.person, seat.store)
         if seat.build_id is not None:
             return hosted_player(seat)
         if seat.connected:

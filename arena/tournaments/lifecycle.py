@@ -41,7 +41,7 @@ from arena.config import Settings
 from arena.errors import ConflictError, NotFoundError, TournamentNotFoundError
 from arena.store.models import Bot, BotVersion, Match, Tournament, TournamentEntry, utcnow
 from arena.store.secrets import arena_secret
-from arena.store.statuses import BotStatus, MatchStatus, TournamentKind, TournamentStatus
+from arena.store.statuses import UNRATED_KINDS, BotStatus, MatchStatus, TournamentKind, TournamentStatus
 from arena.text import clean_text
 from arena.tournaments.layout import (
     add_deals,
@@ -266,9 +266,9 @@ def finish_if_complete(session: Session, tournament_id: int) -> bool:
     )
     if finished.rowcount != 1:  # type: ignore[attr-defined]
         return False
-    if kind == TournamentKind.PEOPLE:
-        # A person's table moves no bot's rating (UNRATED_KINDS): a snapshot would repeat the
-        # last one, at the cost of a fit over every finished match, each time a table ends.
+    if kind in UNRATED_KINDS:
+        # A challenge or a person's table moves no bot's rating: a snapshot would repeat the
+        # last one, at the cost of a fit over every finished match, each time one ends.
         return True
     from arena.ratings.leaderboard import write_snapshot  # ratings need numpy: only when finishing
 

@@ -1,7 +1,8 @@
 """People at the table (issue #39, arena/tournaments/people.py): a person sits as a bot row
 of their own, one per owner, flagged ``person`` so no bot list, board, ladder, challenge or
-matchmaking ever offers it; and the moves a person sends while their seat is asked wait in
-``seat_moves`` when the arena has no Redis (arena/play/person.py).
+matchmaking ever offers it; and ``seat_channels``, a row a person's match, which says whose
+seat it is and, when the arena has no Redis, carries the seat's view and the person's move
+between the worker and the web (arena/play/seat_channel.py).
 
 Revision ID: 0019
 Revises: 0018
