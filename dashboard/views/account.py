@@ -24,6 +24,7 @@ from dashboard import ratelimit, signin
 from dashboard.db import session
 from dashboard.errors import InvalidParameterError
 from dashboard.views.common import db_url, settings
+from sdk.bot import BOT_NAME_RE
 
 bp = Blueprint("account", __name__)
 
@@ -72,10 +73,17 @@ def signin_post() -> Response:
     return _private(redirect(url_for("account.me"), 303))
 
 
+def _sit_bot() -> str | None:
+    """The bot a demo's invite link names (``?bot=``), carried from joining to its "Take a
+    seat" form: kept only when it is a bot name (sdk.bot.BOT_NAME_RE), else dropped."""
+    raw = request.values.get("bot")
+    return raw if isinstance(raw, str) and BOT_NAME_RE.fullmatch(raw) else None
+
+
 @bp.get("/join")
 def join_form() -> Response:
     code = request.args.get("code", "")[: signin.FIELD_LIMIT]
-    return _private(render_template("join.html", error=None, code=code, name=""))
+    return _private(render_template("join.html", error=None, code=code, name="", sit=_sit_bot()))
 
 
 @bp.post("/join")
@@ -91,10 +99,10 @@ def join_post() -> Response:
         owner, token = redeem_invite(db, _field("code", "the invite code"), _field("name", "an owner name"))
         db.commit()
     except ArenaError as exc:
-        return _refused("join.html", exc, code=code, name=name)
+        return _refused("join.html", exc, code=code, name=name, sit=_sit_bot())
     signin.sign_in(owner, settings())
     # The token is shown this once (the store keeps only its hash): the CLI needs it.
-    return _private(render_template("joined.html", owner=owner.name, token=token))
+    return _private(render_template("joined.html", owner=owner.name, token=token, sit=_sit_bot()))
 
 
 @bp.post("/signout")

@@ -1,5 +1,5 @@
 /* A person's seat at a table (issue #39): the page of /tables/<id>. It only draws what the
- * seat's view says (/tables/<id>/view.json, docs in /work/notes/seat_contract.md): the
+ * seat's view says (/tables/<id>/view.json, its fields in docs/people.md): the
  * person's hand, the discard pile, the stock's size, each opponent's card count and what they
  * laid down, the legal actions as buttons and keys, the clock, each hand's and the match's
  * result. Every text goes in with textContent and every card through cards.js, so nothing
@@ -356,11 +356,7 @@
   function refresh() {
     return fetch(base + "/view.json", { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
-      .then(function (v) {
-        if (view && v.version < view.version) return;  // an older answer overtaken by the stream
-        if (view && v.version === view.version) return;
-        render(v);
-      });
+      .then(render);  // render drops a view no newer than the one drawn
   }
 
   function stream() {
