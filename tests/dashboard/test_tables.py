@@ -22,7 +22,17 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from helpers.tables import CARDS, CSRF, cards_in, seen_by_seat, signed_in, wait_done
+from helpers.tables import (
+    CARDS,
+    CSRF,
+    cards_in,
+    check_nothing_unseen,
+    person_rows,
+    record_of,
+    seen_by_seat,
+    signed_in,
+    wait_done,
+)
 from sqlalchemy import func, select
 
 from arena.bots.owners import create_owner, get_or_create_operator
@@ -37,11 +47,9 @@ from arena.store.models import (
     Match,
     MatchSeat,
     RatingSnapshot,
-    Replay,
     SeatChannel,
     Tournament,
 )
-from arena.store.replays import decode
 from arena.store.statuses import TournamentKind
 
 
@@ -95,35 +103,6 @@ def play_through(client: FlaskClient, csrf: str, path: str, seen: list[dict[str,
     raise AssertionError(f"the match did not end: {view['status']}")
 
 
-def record_of(url: str, path: str) -> tuple[Match, list[dict[str, Any]], int]:
-    wait_done(url, path)
-    public_id = path.rsplit("/", 1)[1]
-    with session_scope(url) as session:
-        match = session.scalars(select(Match).where(Match.public_id == public_id)).one()
-        seat = session.scalars(select(SeatChannel.seat).where(SeatChannel.match_id == match.id)).one()
-        replay = session.get(Replay, match.id)
-        assert replay is not None
-        logs = decode(replay.format, replay.data)
-        session.expunge(match)
-        return match, logs, seat
-
-
-def check_nothing_unseen(received: list[dict[str, Any]], logs: list[dict[str, Any]], seat: int) -> None:
-    """Every card in what the person received about hand k, the seat had seen in hand k; and
-    the check can fail: some card of the match stayed unseen by the seat."""
-    seen = seen_by_seat(logs, seat)
-    carried = 0
-    for k, hand_seen in enumerate(seen, start=1):
-        # A hand the bots ended before the person looked may have no view of its own.
-        got = cards_in([view for view in received if view.get("hand_no") == k])
-        assert got <= hand_seen, f"hand {k}: the page received unseen cards {sorted(got - hand_seen)}"
-        carried += len(got)
-    assert carried, "no view carried a card"
-    assert sum(len(CARDS - hand_seen) for hand_seen in seen) > 0
-    stray = [v for v in received if v.get("hand_no", 0) > len(seen) or (cards_in(v) and not v.get("hand_no"))]
-    assert not stray
-
-
 def events(client: FlaskClient, path: str, last: int | None = None) -> list[tuple[int, dict[str, Any]]]:
     """The server-sent events of one stream (to its bounded end), as (id, view)."""
     headers = {} if last is None else {"Last-Event-ID": str(last)}
@@ -150,7 +129,8 @@ def test_a_person_plays_a_whole_heads_up_match_and_sees_no_unseen_card(arena: di
     match, logs, seat = record_of(arena["url"], path)
     assert match.status == "done" and len(logs) == 3 and match.hands_played == 3
     # Asked in some hands (a bot may end a hand before the person's first turn), told of each.
-    assert {v["hand_no"] for v in views if v["status"] == "your_turn"} <= {1, 2, 3}
+    asked = {v["hand_no"] for v in views if v["status"] == "your_turn"}
+    assert asked and asked <= {1, 2, 3}  # heads-up over 3 hands, the person is asked at least once
     assert [h["hand_no"] for h in last["hands_done"]] == [1, 2, 3]
     # Every card the person's page received about a hand, the seat had seen in that hand.
     check_nothing_unseen(received[1:], logs, seat)
@@ -322,6 +302,7 @@ def test_sitting_down_is_refused_with_a_reason_and_nothing_made(arena: dict[str,
         with session_scope(url) as session:
             return int(session.scalar(select(func.count()).select_from(Tournament)) or 0)
 
+    assert person_rows(url, "alice") == ["@alice"]  # it exists: refused as a person's seat
     made = tables()
     refusals = [
         ("nobody", {"csrf": csrf}, 404, "no active bot"),

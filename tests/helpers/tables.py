@@ -14,7 +14,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from arena.store.db import session_scope
-from arena.store.models import Match, Tournament
+from arena.store.models import Match, Replay, SeatChannel, Tournament
+from arena.store.replays import decode
 from sdk.cards import DECK
 from sdk.observation import observe
 from sdk.record import HandRecord
@@ -78,3 +79,45 @@ def seen_by_seat(logs: list[dict[str, Any]], seat: int) -> list[set[str]]:
         seen |= {c.text for hand in shown_hands(state) for c in hand}
         out.append(seen)
     return out
+
+
+def person_rows(url: str, *owners: str) -> list[str]:
+    """Each owner's own seat (``@name``), made now as a first table makes it: a refusal of a
+    person's seat as an opponent is then the person filter's, not an unknown name's."""
+    from arena.store.models import Owner
+    from arena.tournaments.people import person_bot
+
+    with session_scope(url) as session:
+        return [
+            person_bot(session, session.scalars(select(Owner).where(Owner.name == name)).one()).name
+            for name in owners
+        ]
+
+
+def record_of(url: str, path: str) -> tuple[Match, list[dict[str, Any]], int]:
+    wait_done(url, path)
+    public_id = path.rsplit("/", 1)[1]
+    with session_scope(url) as session:
+        match = session.scalars(select(Match).where(Match.public_id == public_id)).one()
+        seat = session.scalars(select(SeatChannel.seat).where(SeatChannel.match_id == match.id)).one()
+        replay = session.get(Replay, match.id)
+        assert replay is not None
+        logs = decode(replay.format, replay.data)
+        session.expunge(match)
+        return match, logs, seat
+
+
+def check_nothing_unseen(received: list[dict[str, Any]], logs: list[dict[str, Any]], seat: int) -> None:
+    """Every card in what the person received about hand k, the seat had seen in hand k; and
+    the check can fail: some card of the match stayed unseen by the seat."""
+    seen = seen_by_seat(logs, seat)
+    carried = 0
+    for k, hand_seen in enumerate(seen, start=1):
+        # A hand the bots ended before the person looked may have no view of its own.
+        got = cards_in([view for view in received if view.get("hand_no") == k])
+        assert got <= hand_seen, f"hand {k}: the page received unseen cards {sorted(got - hand_seen)}"
+        carried += len(got)
+    assert carried, "no view carried a card"
+    assert sum(len(CARDS - hand_seen) for hand_seen in seen) > 0
+    stray = [v for v in received if v.get("hand_no", 0) > len(seen) or (cards_in(v) and not v.get("hand_no"))]
+    assert not stray

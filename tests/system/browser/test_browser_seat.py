@@ -19,9 +19,11 @@ from contextlib import contextmanager, suppress
 from itertools import count
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from helpers.browser import PATIENCE_MS, check_phone_page, expect, new_context, served
+from helpers.tables import check_nothing_unseen, record_of
 
 from arena.bots.owners import get_or_create_operator
 from arena.bots.registry import host_bot
@@ -29,7 +31,6 @@ from arena.config import Settings
 from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
 from dashboard.commands import _visitor_invite
-from sdk.cards import DECK
 
 pytestmark = pytest.mark.browser
 
@@ -50,14 +51,13 @@ SETTLED = """(last) => {
   if (s === 'your_turn' || s === 'hand_over' || s === 'match_over') return {status: s, version: v, result};
   return null;
 }"""
-CARD = re.compile(r"(?<![A-Za-z0-9])(?:10|[2-9AJQK])[cdhs](?![A-Za-z0-9])")
 _names = count()
 
 
 @pytest.fixture
-def arena(sqlite_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[str, str]]:
+def arena(sqlite_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     """The dashboard over a store with the house bots search and greedy, and the demo's
-    invite code for visitors: (base URL, code)."""
+    invite code for visitors: (base URL, code, the store's URL)."""
     monkeypatch.setenv("TONK_SEARCH_BUDGET_MS", "20")  # as the demo plays it: a person waits less
     with session_scope(sqlite_url) as session:
         house = get_or_create_operator(session, "house")
@@ -69,7 +69,7 @@ def arena(sqlite_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> I
         # The tests press keys faster than a person may: the flood bound is tests/dashboard's.
         with served(sqlite_url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0,
                     TABLE_ACT_LIMIT=(10_000, 1.0)) as base:  # fmt: skip
-            yield base, code
+            yield base, code, sqlite_url
     finally:
         backend.close(cancel=True)
 
@@ -209,53 +209,25 @@ def capture(tab: Any) -> list[str]:
     return bodies
 
 
-def seen_by(steps: dict[str, Any], seat: int) -> dict[int, set[str]]:
-    """Each hand's cards the seat saw (its own, the discard pile's, the table's), from the
-    replay's steps; hand numbers from 1, as the page counts them."""
-    seen: dict[int, set[str]] = {}
-    for k, hand in enumerate(steps["hands"]):
-        cards: set[str] = set()
-        for step in hand["steps"]:
-            cards.update(step["hands"][seat])
-            cards.update(step["discard"])
-            for meld in step["table"]:
-                cards.update(meld["cards"])
-        seen[k + 1] = cards
-    return seen
-
-
-def check_nothing_unseen(tab: Any, base: str, match: str, bodies: list[str]) -> None:
-    steps = tab.request.get(f"{base}/api/v1{match}/steps").json()
+def check_received(url: str, table: str, bodies: list[str]) -> None:
+    """Every card in the views the page received about hand k (read off the network), the
+    seat had seen in hand k, checked against the match's full record (helpers.tables)."""
     views = [json.loads(b) for b in bodies if b.lstrip().startswith("{")]
     views = [v for v in views if "version" in v]
     assert len(views) >= 10, len(views)
-    seat = views[-1]["seat"]
-    seen = seen_by(steps, seat)
-    deck = {c.text for c in DECK}
-    for view in views:
-        if view["status"] == "starting" or not view.get("hand_no"):
-            continue
-        allowed = set(seen[view["hand_no"]])
-        if view["status"] in ("hand_over", "match_over"):  # the rules show these hands at the end
-            for p in view["players"]:
-                allowed.update(p.get("shown") or [])
-        for done in view.get("hands_done") or []:  # earlier hands' words
-            allowed.update(seen.get(done.get("hand_no"), set()))
-        if isinstance(view.get("result"), dict) and isinstance(view["result"].get("hand"), dict):
-            allowed.update(seen.get(view["result"]["hand"].get("hand_no"), set()))
-        named = set(CARD.findall(json.dumps(view))) & deck
-        assert named <= allowed, (view["hand_no"], view["status"], sorted(named - allowed))
+    _match, logs, seat = record_of(url, table)
+    check_nothing_unseen(views, logs, seat)
 
 
 @pytest.mark.parametrize(("seats", "width"), [(2, 1360), (2, 390), (3, 1360), (3, 390)],
                          ids=["two-keys", "two-taps", "three-keys", "three-taps"])  # fmt: skip
-def test_a_visitor_plays_a_whole_match_against_search(browser: Any, arena: tuple[str, str], seats: int,
+def test_a_visitor_plays_a_whole_match_against_search(browser: Any, arena: tuple[str, str, str], seats: int,
                                                       width: int) -> None:  # fmt: skip
-    base, code = arena
+    base, code, url = arena
     phone = width <= 390
     with tab_at(browser, width) as tab:
         bodies = capture(tab)
-        join_and_sit(tab, base, code, seats, phone)
+        table = urlparse(join_and_sit(tab, base, code, seats, phone)).path
         expect(tab.locator("#table .seat")).to_have_count(seats)
         expect(tab.locator("#table .seat.me")).to_have_count(1)
         state = settle(tab, -1)
@@ -264,8 +236,8 @@ def test_a_visitor_plays_a_whole_match_against_search(browser: Any, arena: tuple
         assert state["status"] in ("your_turn", "hand_over", "match_over")
         play(tab, phone)
         owner = str(tab.locator("#table .seat.me .name").inner_text()).removesuffix(" (you)")
-        match = check_match_over(tab, seats)
-        check_nothing_unseen(tab, base, match, bodies)
+        check_match_over(tab, seats)
+        check_received(url, table, bodies)
         tab.goto(base + "/people")
         expect(tab.locator("main")).to_contain_text(owner.lstrip("@"))
 
@@ -276,8 +248,8 @@ def cards_and_actions(tab: Any) -> tuple[list[str], list[str]]:
     return hand, legal
 
 
-def test_a_closed_tab_reopened_resumes_the_seat(browser: Any, arena: tuple[str, str]) -> None:
-    base, code = arena
+def test_a_closed_tab_reopened_resumes_the_seat(browser: Any, arena: tuple[str, str, str]) -> None:
+    base, code, _url = arena
     with tab_at(browser, 1360) as tab:
         url = join_and_sit(tab, base, code, 2, False)
         state = play(tab, False, stop_after=3)
