@@ -42,7 +42,7 @@ def command(
     skip, drop = set(actions), tuple(unpriced)
     args = [a for a in (argv if argv is not None else sys.argv[1:]) if a not in skip]
     shown = [
-        a for a, prev in zip(args, ["", *args[:-1]], strict=True)
+        a for a, prev in zip(args, ["", *args], strict=False)  # prev: the flag before it
         if a not in drop and prev not in drop and not a.startswith(tuple(f"{u}=" for u in drop))
     ]  # fmt: skip
     return shlex.join([".venv/bin/python", script, *shown])
