@@ -1,4 +1,5 @@
-"""Errors: JSON ``{"error": {"code", "message"}}`` for /api routes, an HTML page elsewhere.
+"""Errors: JSON ``{"error": {"code", "message"}}`` for /api routes and for the routes marked
+:func:`answers_json` (a person's table: its page's script reads them), an HTML page elsewhere.
 
 Every refusal is an :class:`arena.errors.ArenaError` (it carries its HTTP ``status`` and a
 stable ``code``), whether it comes from the registry or from the dashboard's own parameter
@@ -9,9 +10,10 @@ JSON 500 rather than an HTML traceback page.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from flask import Flask, Response, jsonify, make_response, render_template, request
+from flask import Flask, Response, current_app, jsonify, make_response, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from arena.errors import ArenaError, NotFoundError
@@ -20,8 +22,12 @@ __all__ = [
     "InvalidParameterError",
     "MalformedJSONError",
     "NotFoundError",
+    "answers_json",
     "init_app",
+    "json_error",
 ]
+
+View = TypeVar("View", bound=Callable[..., Any])
 
 
 class InvalidParameterError(ArenaError):
@@ -48,8 +54,17 @@ _HTTP_CODES = {
 }
 
 
+def answers_json(view: View) -> View:
+    """Mark a route outside /api whose refusals are JSON too, in the API's shape."""
+    view.answers_json = True  # type: ignore[attr-defined]
+    return view
+
+
 def _is_api() -> bool:
-    return request.path.startswith("/api/")
+    if request.path.startswith("/api/"):
+        return True
+    view = current_app.view_functions.get(request.endpoint or "")
+    return bool(getattr(view, "answers_json", False))
 
 
 def _json(status: int, code: str, message: str, details: Any = None) -> tuple[Response, int]:
@@ -57,6 +72,13 @@ def _json(status: int, code: str, message: str, details: Any = None) -> tuple[Re
     if details is not None:
         error["details"] = details
     return jsonify({"error": error}), status
+
+
+def json_error(status: int, message: str, code: str | None = None) -> Response:
+    """A refusal a view answers itself, in the API's shape (``code``: the status's by default)."""
+    response, status = _json(status, code or _HTTP_CODES.get(status, "http_error"), message)
+    response.status_code = status
+    return response
 
 
 def _page(status: int, title: str, message: str) -> tuple[str, int]:

@@ -49,6 +49,7 @@ from arena.tournaments.people import start_table, table_of
 from arena.tournaments.settings import TournamentSettings
 from dashboard import operations, signin
 from dashboard.db import session
+from dashboard.errors import answers_json, json_error
 from dashboard.ratelimit import RateLimiter, TooManyAttemptsError
 from dashboard.views.common import settings
 
@@ -69,12 +70,6 @@ MAX_WAITS: Final = 4
 _WAITS: Final = "tonk_table_waits"
 _waits_lock = threading.Lock()
 ACTION_LIMIT: Final = 64
-
-
-def _json_error(status: int, message: str) -> Response:
-    response = jsonify({"error": message})
-    response.status_code = status
-    return response
 
 
 def _person() -> Owner | None:
@@ -183,7 +178,7 @@ def _drop_wait(app: Flask, owner_id: int) -> None:
 
 
 def _refused_wait(exc: TooManyAttemptsError) -> Response:
-    response = _json_error(429, exc.message)
+    response = json_error(429, exc.message)
     response.headers["Retry-After"] = str(exc.retry_after)
     return response
 
@@ -213,10 +208,11 @@ def page(public_id: str) -> BaseResponse | str:
 
 
 @bp.get("/tables/<public_id>/view.json")
+@answers_json
 def view_json(public_id: str) -> Response:
     row = _seat(public_id)
     if row is None:
-        return _json_error(404, "there is no table of yours here")
+        return json_error(404, "there is no table of yours here")
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     after = _after(request.args.get("after"))
     read = row.channel.read
@@ -251,21 +247,23 @@ def _limiter() -> RateLimiter:
 
 
 @bp.post("/tables/<public_id>/act")
+@answers_json
 def act(public_id: str) -> Response:
     owner = _person()
     if owner is None:
-        return _json_error(404, "there is no table of yours here")
+        return json_error(404, "there is no table of yours here")
     if not signin.csrf_ok(request.headers.get("X-CSRF-Token", "")):
-        return _json_error(403, "this page's session token is missing or stale: reload the page")
+        stale = "this page's session token is missing or stale: reload the page"
+        return json_error(403, stale, signin.CsrfError.code)
     try:
         _limiter().hit(f"owner:{owner.id}")
     except TooManyAttemptsError as exc:
-        response = _json_error(429, exc.message)
+        response = json_error(429, exc.message)
         response.headers["Retry-After"] = str(exc.retry_after)
         return response
     row = _seat(public_id)
     if row is None:
-        return _json_error(404, "there is no table of yours here")
+        return json_error(404, "there is no table of yours here")
     try:
         body = request.get_json(silent=True)
     except RecursionError:  # a deeply nested body: malformed, as any other
@@ -273,19 +271,21 @@ def act(public_id: str) -> Response:
     version = body.get("version") if isinstance(body, dict) else None
     action = body.get("action") if isinstance(body, dict) else None
     if type(version) is not int or not isinstance(action, str) or not 0 < len(action) <= ACTION_LIMIT:
-        return _json_error(400, 'send {"version": <the view\'s version>, "action": "<a legal action\'s id>"}')
+        wanted = 'send {"version": <the view\'s version>, "action": "<a legal action\'s id>"}'
+        return json_error(400, wanted, "malformed_move")
     try:
         view = row.channel.send(version, action)
     except ActionRefusedError as exc:
-        return _json_error(409, exc.message)
+        return json_error(409, exc.message, exc.code)
     return jsonify(_finish(view, url_for("matches.detail", match_id=row.match_id), {}))
 
 
 @bp.get("/tables/<public_id>/events")
+@answers_json
 def events(public_id: str) -> Response:
     row = _seat(public_id)
     if row is None:
-        return _json_error(404, "there is no table of yours here")
+        return json_error(404, "there is no table of yours here")
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     starting = _starting(row) if row.channel.read() is None else {}
     replay_url = url_for("matches.detail", match_id=row.match_id)

@@ -286,6 +286,8 @@ def test_malformed_and_oversized_moves_are_refused_and_change_nothing(arena: dic
         else:
             answer = client.post(f"{path}/act", json=body, headers=headers)
         assert answer.status_code == status, (str(body)[:80], answer.status_code)
+        error = answer.get_json()["error"]  # JSON in the API's shape, the server's 413 too
+        assert error["code"] and error["message"], error
         assert channel_row(arena["url"], path) == before
     # A form-encoded post (what a cross-site form could send) is no move, even with the token.
     form = client.post(f"{path}/act", data=good, headers=headers)

@@ -268,7 +268,7 @@ def test_bad_moves_are_refused_and_change_nothing(arena: dict[str, Any]) -> None
     ]
     for body, headers, status, words in refusals:
         answer = client.post(f"{path}/act", json=body, headers=headers)
-        said = answer.get_json()["error"]
+        said = answer.get_json()["error"]["message"]
         assert (answer.status_code, words in said) == (status, True), (body, said)
         assert channel_row(arena["url"], path) == before  # nothing changed
     assert client.post(f"{path}/act", json=good, headers={"X-CSRF-Token": csrf}).status_code == 200

@@ -316,7 +316,8 @@
     }).then(function (answer) {
       busy = false;
       if (answer.status === 200) { render(answer.body); drawActionsIfSame(); return; }
-      var why = typeof answer.body.error === "string" ? answer.body.error : "";
+      var error = answer.body && answer.body.error;  // {"error": {"code", "message"}}, the API's shape
+      var why = error && typeof error.message === "string" ? error.message : "";
       if (answer.status === 409) say("Not taken: " + (why || "that action is not legal now") + ". The table is shown as it is now.", true);
       else if (answer.status === 429) {
         // The buttons come back once the server will take a move again.
