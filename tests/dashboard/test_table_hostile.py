@@ -19,11 +19,9 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from helpers.tables import CARDS, cards_in, person_rows, seen_by_seat, signed_in, wait_done
+from helpers.tables import CARDS, cards_in, person_rows, seen_by_seat, signed_in, table_arena, wait_done
 from sqlalchemy import func, select
 
-from arena.bots.owners import create_owner, get_or_create_operator
-from arena.bots.registry import host_bot
 from arena.play.seat_channel import ActionRefusedError, check_send
 from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
@@ -33,22 +31,8 @@ from arena.store.replays import decode
 
 @pytest.fixture
 def arena(app_factory: Callable[..., Flask], writable_url: str) -> Iterator[dict[str, Any]]:
-    with session_scope(writable_url) as session:
-        house = get_or_create_operator(session, "house")
-        for name, path in (("random", "bots.random_bot:RandomBot"), ("greedy", "bots.greedy:GreedyBot")):
-            host_bot(session, house, name, path, check=False)
-        alice, alice_token = create_owner(session, "alice")
-        _bob, bob_token = create_owner(session, "bob")
-        shy = host_bot(session, house, "shy", "bots.random_bot:RandomBot", check=False)
-        shy.owner_id, shy.accepts_challenges = alice.id, False  # alice's own bot, closed to others
-    backend = EmbeddedBackend(writable_url, 2)
-    app = app_factory(writable_url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0, TABLE_POLL_S=2.0,
-                      TABLE_ACT_LIMIT=(10_000, 1.0), TABLE_STREAM_S=1.0, TABLE_PING_S=0.5)  # fmt: skip
-    app.config["SETTINGS"] = dataclasses.replace(app.config["SETTINGS"], person_clock_s=30)
-    try:
-        yield {"app": app, "url": writable_url, "alice": alice_token, "bob": bob_token, "backend": backend}
-    finally:
-        backend.close(cancel=True)
+    with table_arena(app_factory, writable_url, poll_s=2.0, stream_s=1.0) as made:
+        yield made
 
 
 def sit(client: FlaskClient, csrf: str, bot: str, **fields: Any) -> str:

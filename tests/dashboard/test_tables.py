@@ -31,6 +31,8 @@ from helpers.tables import (
     record_of,
     seen_by_seat,
     signed_in,
+    sse_views,
+    table_arena,
     wait_done,
 )
 from sqlalchemy import func, select
@@ -38,7 +40,6 @@ from sqlalchemy import func, select
 from arena.bots.owners import create_owner, get_or_create_operator
 from arena.bots.registry import host_bot
 from arena.ratings.leaderboard import match_results
-from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
 from arena.store.models import (
     NOTICE_KINDS,
@@ -55,22 +56,8 @@ from arena.store.statuses import TournamentKind
 
 @pytest.fixture
 def arena(app_factory: Callable[..., Flask], writable_url: str) -> Iterator[dict[str, Any]]:
-    with session_scope(writable_url) as session:
-        house = get_or_create_operator(session, "house")
-        for name, path in (("random", "bots.random_bot:RandomBot"), ("greedy", "bots.greedy:GreedyBot")):
-            host_bot(session, house, name, path, check=False)
-        alice, alice_token = create_owner(session, "alice")
-        _bob, bob_token = create_owner(session, "bob")
-        shy = host_bot(session, house, "shy", "bots.random_bot:RandomBot", check=False)
-        shy.owner_id, shy.accepts_challenges = alice.id, False
-    backend = EmbeddedBackend(writable_url, 2)
-    app = app_factory(writable_url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0, TABLE_POLL_S=3.0,
-                      TABLE_ACT_LIMIT=(10_000, 1.0), TABLE_STREAM_S=2.0, TABLE_PING_S=0.5)
-    app.config["SETTINGS"] = dataclasses.replace(app.config["SETTINGS"], person_clock_s=30)
-    try:
-        yield {"app": app, "url": writable_url, "alice": alice_token, "bob": bob_token, "backend": backend}
-    finally:
-        backend.close(cancel=True)
+    with table_arena(app_factory, writable_url, poll_s=3.0, stream_s=2.0) as made:
+        yield made
 
 
 def sit(client: FlaskClient, csrf: str, bot: str, **fields: Any) -> Any:
@@ -360,18 +347,12 @@ def test_events_arrive_as_they_happen_over_real_http(arena: dict[str, Any]) -> N
         opened = urllib.request.Request(base + path + "/events", headers=headers)
         stream = urllib.request.urlopen(opened, timeout=30)
 
+        views = sse_views(stream)
+
         def next_view() -> dict[str, Any]:
-            fields: dict[str, str] = {}
-            for raw in stream:
-                line = raw.decode().rstrip("\n")
-                if not line:
-                    if fields.get("event") == "view":
-                        return dict(json.loads(fields["data"]))
-                    fields = {}
-                elif not line.startswith(":") and ": " in line:
-                    key, value = line.split(": ", 1)
-                    fields[key] = value
-            raise AssertionError("the stream ended")
+            view = next(views, None)
+            assert view is not None, "the stream ended"
+            return view
 
         with stream:
             view = next_view()
@@ -463,18 +444,12 @@ def test_a_seat_streams_under_gunicorns_threads(pg_url: str) -> None:
             assert path.startswith("/tables/") and sat.status == 200
         stream = web.open(base + path + "/events", timeout=60)
 
+        views = sse_views(stream)
+
         def next_view() -> dict[str, Any]:
-            fields: dict[str, str] = {}
-            for raw in stream:
-                line = raw.decode().rstrip("\n")
-                if not line:
-                    if fields.get("event") == "view":
-                        return dict(json.loads(fields["data"]))
-                    fields = {}
-                elif not line.startswith(":") and ": " in line:
-                    key, value = line.split(": ", 1)
-                    fields[key] = value
-            raise AssertionError("the stream ended")
+            view = next(views, None)
+            assert view is not None, "the stream ended"
+            return view
 
         with stream:
             view = next_view()

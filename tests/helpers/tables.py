@@ -1,18 +1,26 @@
 """A person at a table in tests (issue #39): signing in through the dashboard's own form,
+an arena whose tables play, a table's event stream read,
 waiting for a table's match to be recorded, and what a seat saw, replayed from the full record
 through the engine, to compare with every card the person's page received. For
 tests/dashboard/test_tables.py and test_table_hostile.py."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
+from arena.bots.owners import create_owner, get_or_create_operator
+from arena.bots.registry import host_bot
+from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
 from arena.store.models import Match, Replay, SeatChannel, Tournament
 from arena.store.replays import decode
@@ -23,6 +31,45 @@ from sdk.referee import plain_record, shown_hands
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 CARDS = frozenset(c.text for c in DECK)
+
+
+@contextmanager
+def table_arena(
+    app_factory: Callable[..., Flask], url: str, poll_s: float, stream_s: float
+) -> Iterator[dict[str, Any]]:
+    """An arena whose tables play: the house's random and greedy hosted, owners alice and bob
+    (their tokens), alice's own bot ``shy`` closed to challenges, the embedded pool playing
+    (``backend``), a person's clock of 30 s, and the table's waits shortened for tests."""
+    with session_scope(url) as session:
+        house = get_or_create_operator(session, "house")
+        for name, path in (("random", "bots.random_bot:RandomBot"), ("greedy", "bots.greedy:GreedyBot")):
+            host_bot(session, house, name, path, check=False)
+        alice, alice_token = create_owner(session, "alice")
+        _bob, bob_token = create_owner(session, "bob")
+        shy = host_bot(session, house, "shy", "bots.random_bot:RandomBot", check=False)
+        shy.owner_id, shy.accepts_challenges = alice.id, False  # alice's own bot, closed to others
+    backend = EmbeddedBackend(url, 2)
+    app = app_factory(url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0, TABLE_POLL_S=poll_s,
+                      TABLE_ACT_LIMIT=(10_000, 1.0), TABLE_STREAM_S=stream_s, TABLE_PING_S=0.5)  # fmt: skip
+    app.config["SETTINGS"] = dataclasses.replace(app.config["SETTINGS"], person_clock_s=30)
+    try:
+        yield {"app": app, "url": url, "alice": alice_token, "bob": bob_token, "backend": backend}
+    finally:
+        backend.close(cancel=True)
+
+
+def sse_views(stream: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The views of a table's event stream (its raw lines), in order, as they arrive."""
+    fields: dict[str, str] = {}
+    for raw in stream:
+        line = raw.decode().rstrip("\n")
+        if not line:
+            if fields.get("event") == "view":
+                yield dict(json.loads(fields["data"]))
+            fields = {}
+        elif not line.startswith(":") and ": " in line:
+            key, value = line.split(": ", 1)
+            fields[key] = value
 
 
 def signed_in(app: Flask, token: str) -> tuple[FlaskClient, str]:
