@@ -9,12 +9,14 @@ for the view it was chosen from; a seat left alone faults on its clock and forfe
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from arena.play import seat_channel
 from arena.play.person import PersonPlayer
 from arena.play.seat_channel import ActionRefusedError, RedisChannel, redis_client, wait_for
 from bots.greedy import GreedyBot
@@ -65,7 +67,9 @@ def test_a_whole_match_over_redis(channel: RedisChannel) -> None:
     assert view["result"]["match"]["scores"] == result.scores
 
 
-def test_a_move_is_taken_once_and_only_for_the_view_it_was_chosen_from(channel: RedisChannel) -> None:
+def test_a_move_is_taken_once_and_only_for_the_view_it_was_chosen_from(
+    channel: RedisChannel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     asked: dict[str, Any] = {"status": "your_turn", "legal": [{"id": "draw stock"}, {"id": "drop"}]}
     view = channel.publish(asked, "m/0/0")
     with pytest.raises(ActionRefusedError, match="not one of your legal"):
@@ -73,7 +77,21 @@ def test_a_move_is_taken_once_and_only_for_the_view_it_was_chosen_from(channel: 
     with pytest.raises(ActionRefusedError, match="out of date"):
         channel.send(view["version"] - 1, "drop")
     assert channel.read() == view  # refusals change nothing
-    # Two pages send at once: one is taken, the other refused.
+    # Two pages send at once: each passes the check before either writes (a barrier after
+    # it), so the second's write meets the first's under WATCH; one is taken, the other,
+    # reading again, refused.
+    both_checked = threading.Barrier(2, timeout=3.0)
+    overlapped: list[bool] = []
+    check = seat_channel.check_send
+
+    def check_then_wait(*args: Any) -> dict[str, Any]:
+        view = check(*args)
+        with contextlib.suppress(threading.BrokenBarrierError):  # the retry finds no partner
+            both_checked.wait()
+            overlapped.append(True)
+        return view
+
+    monkeypatch.setattr(seat_channel, "check_send", check_then_wait)
     answers: list[str] = []
 
     def send(action: str) -> None:
@@ -88,6 +106,7 @@ def test_a_move_is_taken_once_and_only_for_the_view_it_was_chosen_from(channel: 
         t.start()
     for t in threads:
         t.join(10)
+    assert overlapped == [True, True], "the two sends did not overlap"
     assert sorted(answers)[-1] == "refused" and len([a for a in answers if a.startswith("ok")]) == 1
     taken = channel.take("m/0/0", 1.0)
     assert taken is not None and f"ok {taken}" in answers
