@@ -33,8 +33,9 @@ from typing import Any, Final
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.bots.registry import BotNotFoundError
 from arena.config import Settings
-from arena.errors import ArenaError, NotFoundError, PermissionDeniedError
+from arena.errors import ArenaError, PermissionDeniedError
 from arena.store.db import lock_row
 from arena.store.models import Bot, Match, MatchSeat, Owner, Tournament, TournamentEntry
 from arena.store.statuses import BotStatus, TournamentKind, TournamentStatus
@@ -61,10 +62,6 @@ class ChallengesOffError(PermissionDeniedError):
     """The opponent's owner does not take challenges for it."""
 
     code = "challenges_off"
-
-
-class ChallengeBotNotFoundError(NotFoundError):
-    code = "bot_not_found"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +123,12 @@ def start_challenge(session: Session, owner: Owner, body: dict[str, Any], settin
     bot = session.scalars(query).first()
     if bot is None:
         whose = "" if owner.is_operator else "you have "
-        raise ChallengeBotNotFoundError(f"{whose}no active bot named {mine!r:.70}")
+        raise BotNotFoundError(f"{whose}no active bot named {mine!r:.70}")
     opponent = session.scalars(
         select(Bot).where(Bot.name == theirs, Bot.status == BotStatus.ACTIVE, Bot.person.is_(False))
     ).first()
     if opponent is None:
-        raise ChallengeBotNotFoundError(f"there is no active bot named {theirs!r:.70}")
+        raise BotNotFoundError(f"there is no active bot named {theirs!r:.70}")
     if opponent.id == bot.id:
         raise InvalidTournamentError(f"a bot cannot challenge itself ({bot.name!r})")
     lock_row(session, Bot, opponent.id)
@@ -187,7 +184,7 @@ def set_accepting(session: Session, owner: Owner, name: str, accept: bool) -> Bo
     challenges play on; new ones are refused while off."""
     bot = session.scalars(select(Bot).where(Bot.name == name, Bot.person.is_(False))).first()
     if bot is None or (bot.owner_id != owner.id and not owner.is_operator):
-        raise ChallengeBotNotFoundError(f"you have no bot named {name!r:.70}")
+        raise BotNotFoundError(f"you have no bot named {name!r:.70}")
     bot.accepts_challenges = accept
     session.flush()
     return bot

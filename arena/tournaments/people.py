@@ -36,8 +36,9 @@ from typing import Final
 from sqlalchemy import delete, exists, func, select, text
 from sqlalchemy.orm import Session
 
+from arena.bots.registry import BotNotFoundError
 from arena.config import Settings
-from arena.errors import ArenaError, NotFoundError, PermissionDeniedError
+from arena.errors import ArenaError, PermissionDeniedError
 from arena.store.db import lock_row
 from arena.store.models import Bot, BotVersion, Match, MatchSeat, Owner, SeatChannel
 from arena.store.statuses import BotStatus, MatchStatus, TournamentKind
@@ -58,10 +59,6 @@ class SeatsOffError(PermissionDeniedError):
     """The bot's owner does not let others play it (challenges turned off)."""
 
     code = "seats_off"
-
-
-class TableBotNotFoundError(NotFoundError):
-    code = "bot_not_found"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +97,7 @@ def _bot(session: Session, owner: Owner, name: str) -> Bot:
     query = select(Bot).where(Bot.name == name.strip(), Bot.status == BotStatus.ACTIVE, Bot.person.is_(False))
     bot = session.scalars(query).first()
     if bot is None:
-        raise TableBotNotFoundError(f"there is no active bot named {name.strip()!r:.70}")
+        raise BotNotFoundError(f"there is no active bot named {name.strip()!r:.70}")
     if not bot.accepts_challenges and bot.owner_id != owner.id:
         raise SeatsOffError(f"{bot.name!r} does not take on other people: its owner turned challenges off")
     return bot
