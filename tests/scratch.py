@@ -8,8 +8,9 @@ kills never get to remove their own folders; here that costs nothing.
 
 The run's folder is passed on in ``TONK_TEST_TMPDIR`` and ``TMPDIR``: pytest-xdist's workers and
 a pytest that a test runs reuse it (and leave its removal to its maker). A command a test
-starts with an environment built from scratch should carry ``TMPDIR`` on
-(:func:`helpers.environment.scratch_env`).
+starts with an environment built from scratch carries ``TMPDIR`` on (``"TMPDIR":
+os.environ["TMPDIR"]`` in each such environment): a ``tonk dashboard`` or ``make demo`` killed
+without it left its ``pymp-*`` folder in ``/tmp``.
 
 ``TONK_KEEP_TMP=1`` keeps it, to look at a failed test's files; its path is printed then.
 A run killed by SIGKILL never gets to its exit handlers: its watchdog (tests/leakcheck.py,

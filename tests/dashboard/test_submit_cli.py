@@ -4,6 +4,7 @@ tiny stdlib server for the arena's odd answers), with real bots to check."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import sys
@@ -314,7 +315,7 @@ def test_the_command_needs_only_the_sdk() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": os.environ["TMPDIR"]},
     )
     assert done.returncode == 2, done.stderr
     assert "TONK_TOKEN" in done.stderr and "Traceback" not in done.stderr

@@ -200,6 +200,7 @@ class ComposeStack:
             "HOME": str(self.workdir),
             "LANG": "C.UTF-8",
             "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
+            "TMPDIR": os.environ["TMPDIR"],  # the run's folder (tests/scratch.py)
         }
         env.update(dockerfile_env())
         own = {k: self.local(str(v)) for k, v in (self.services[name].get("environment") or {}).items()}

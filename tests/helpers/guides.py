@@ -62,6 +62,7 @@ def base_env(home: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PYTHONUNBUFFERED": "1",
         "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
+        "TMPDIR": os.environ["TMPDIR"],  # the run's folder (tests/scratch.py)
     }
 
 

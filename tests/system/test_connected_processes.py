@@ -92,7 +92,8 @@ def procs(tmp_path: Path) -> Iterator[Procs]:
 
 def base_env(tmp: Path, **extra: str) -> dict[str, str]:
     env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp), "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
-           "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"]}  # fmt: skip
+           "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],
+           "TMPDIR": os.environ["TMPDIR"]}  # the run's folder (tests/scratch.py)  # fmt: skip
     env.update(extra)
     return env
 

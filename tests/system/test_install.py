@@ -40,6 +40,7 @@ def sh(script: str, cwd: Path, timeout: float = 900) -> str:
         "LANG": "C.UTF-8",
         "TONK_DATA_DIR": str(cwd / "data"),
         "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
+        "TMPDIR": os.environ["TMPDIR"],  # the run's folder (tests/scratch.py)
     }
     for name in ("PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK"):
         if name in os.environ:

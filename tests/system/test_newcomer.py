@@ -81,6 +81,7 @@ def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> N
         "TONK_CONFIG_DIR": str(tmp_path / "config"),  # where `tonk login` remembers the arena
         "PYTHONUNBUFFERED": "1",
         "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],  # the session's (tests/conftest.py)
+        "TMPDIR": os.environ["TMPDIR"],  # the run's folder (tests/scratch.py)
     }
     for name in ("PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK"):
         if name in os.environ:

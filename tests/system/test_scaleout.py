@@ -14,6 +14,7 @@ Also the ``tonk owner`` commands themselves.
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import textwrap
@@ -56,7 +57,8 @@ class MyBot(Bot):
 
 def client_env(home: Path) -> dict[str, str]:
     """A bot author's shell: the SDK's `tonk` on PATH and nothing of the arena's settings."""
-    return {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
+    return {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
+            "TMPDIR": os.environ["TMPDIR"]}  # the run's folder (tests/scratch.py)
 
 
 def run(

@@ -228,7 +228,7 @@ def test_a_gateway_killed_mid_match_has_its_matches_replayed_with_fresh_seeds(
         "TONK_DATABASE_URL": sqlite_url, "TONK_GATEWAY_PORT": str(port),
         "TONK_GATEWAY_RELAY_PORT": str(relay),
         "TONK_GATEWAY_SECRET": secret, "TONK_SANDBOX_DIR": os.environ["TONK_SANDBOX_DIR"],
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(ROOT), "TMPDIR": os.environ["TMPDIR"],  # the run's folder (tests/scratch.py)
     }  # fmt: skip
     log = tmp_path / "gateway.log"
 
