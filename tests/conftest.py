@@ -196,6 +196,12 @@ def redis_url(redis_prefix: str) -> Iterator[str]:
         for pattern in (f"*{redis_prefix}*",):
             for key in client.scan_iter(match=pattern, count=500):
                 client.delete(key)
+        # ... and lists queues and workers in two global sets: ours leave those too (a run
+        # had left a dozen queue names there).
+        for key in ("rq:queues", "rq:workers"):
+            ours = [m for m in client.smembers(key) if redis_prefix.encode() in m]
+            if ours:
+                client.srem(key, *ours)
         client.close()
 
 
