@@ -19,7 +19,16 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from helpers.tables import CARDS, cards_in, person_rows, seen_by_seat, signed_in, table_arena, wait_done
+from helpers.tables import (
+    CARDS,
+    cards_in,
+    channel_row,
+    person_rows,
+    seen_by_seat,
+    signed_in,
+    table_arena,
+    wait_done,
+)
 from sqlalchemy import func, select
 
 from arena.play.seat_channel import ActionRefusedError, check_send
@@ -59,17 +68,6 @@ def asked_or_over(client: FlaskClient, path: str) -> dict[str, Any] | None:
             return dict(view) if view["status"] == "your_turn" else None
         view = client.get(f"{path}/view.json?after={view['version']}").get_json()
     raise AssertionError(f"never asked: {view['status']}")
-
-
-def channel_row(url: str, path: str) -> tuple[int, str | None]:
-    public_id = path.rsplit("/", 1)[1]
-    with session_scope(url) as session:
-        row = session.scalars(
-            select(SeatChannel)
-            .join(Match, Match.id == SeatChannel.match_id)
-            .where(Match.public_id == public_id)
-        ).one()
-        return row.version, row.action
 
 
 def match_of(url: str, path: str) -> tuple[int, int, int, int]:

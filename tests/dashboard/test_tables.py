@@ -26,6 +26,7 @@ from helpers.tables import (
     CARDS,
     CSRF,
     cards_in,
+    channel_row,
     check_nothing_unseen,
     person_rows,
     record_of,
@@ -48,7 +49,6 @@ from arena.store.models import (
     Match,
     MatchSeat,
     RatingSnapshot,
-    SeatChannel,
     Tournament,
 )
 from arena.store.statuses import TournamentKind
@@ -226,17 +226,6 @@ def test_a_person_who_walks_away_faults_then_forfeits_and_a_bots_match_plays_on(
                 break
         time.sleep(0.1)
     assert beside_matches and all(m.status == "done" and m.faults == 0 for m in beside_matches)
-
-
-def channel_row(url: str, path: str) -> tuple[int, str | None]:
-    public_id = path.rsplit("/", 1)[1]
-    with session_scope(url) as session:
-        row = session.scalars(
-            select(SeatChannel)
-            .join(Match, Match.id == SeatChannel.match_id)
-            .where(Match.public_id == public_id)
-        ).one()
-        return row.version, row.action
 
 
 def test_bad_moves_are_refused_and_change_nothing(arena: dict[str, Any]) -> None:

@@ -128,6 +128,19 @@ def seen_by_seat(logs: list[dict[str, Any]], seat: int) -> list[set[str]]:
     return out
 
 
+def channel_row(url: str, path: str) -> tuple[int, str | None]:
+    """The table's seat channel as stored: its version and the action waiting, if any (what
+    a refused move must leave as it was)."""
+    public_id = path.rsplit("/", 1)[1]
+    with session_scope(url) as session:
+        row = session.scalars(
+            select(SeatChannel)
+            .join(Match, Match.id == SeatChannel.match_id)
+            .where(Match.public_id == public_id)
+        ).one()
+        return row.version, row.action
+
+
 def person_rows(url: str, *owners: str) -> list[str]:
     """Each owner's own seat (``@name``), made now as a first table makes it: a refusal of a
     person's seat as an opponent is then the person filter's, not an unknown name's."""
