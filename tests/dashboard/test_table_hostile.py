@@ -37,6 +37,11 @@ from arena.store.db import session_scope
 from arena.store.models import Bot, Match, Replay, SeatChannel, Tournament
 from arena.store.replays import decode
 
+#: Hands of a table a test needs the person asked at: heads-up against random, a hand can end
+#: before the person's first turn (random goes down, a TONK at the deal); five make a table
+#: that never asks them rare (with 2 or 3, about one table in a hundred failed its test).
+HANDS = 5
+
 
 @pytest.fixture
 def arena(app_factory: Callable[..., Flask], writable_url: str) -> Iterator[dict[str, Any]]:
@@ -200,7 +205,7 @@ def test_a_unicode_digit_in_the_sit_form_is_a_400(arena: dict[str, Any]) -> None
 
 def test_an_unreadable_version_to_wait_after_is_not_a_server_error(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = sit(client, csrf, "random", hands=2)
+    path = sit(client, csrf, "random", hands=HANDS)
     asked = your_turn(client, path)
     for crafted in ("\u00b2", "1\u00b3", "\u2460"):  # ², 1³, ①: str.isdigit() says yes to each
         answer = client.get(f"{path}/view.json", query_string={"after": crafted})
@@ -214,7 +219,7 @@ def test_crafted_last_event_ids_resume_nothing_they_should_not(arena: dict[str, 
     """A Last-Event-ID from the future (or absurd) sends no view and no stale one; a negative
     or garbage one starts from the current view; none of them changes the table."""
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = sit(client, csrf, "random", hands=2)
+    path = sit(client, csrf, "random", hands=HANDS)
     asked = your_turn(client, path)
 
     def views(last: str) -> list[int]:
@@ -234,7 +239,7 @@ def test_crafted_last_event_ids_resume_nothing_they_should_not(arena: dict[str, 
 
 def test_a_deeply_nested_body_is_a_400_not_a_server_error(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = sit(client, csrf, "random", hands=2)
+    path = sit(client, csrf, "random", hands=HANDS)
     asked = your_turn(client, path)
     body = "[" * 20_000 + "]" * 20_000  # 40 KB: under the 64 KB body limit
     answer = client.post(f"{path}/act", data=body, content_type="application/json",
@@ -245,7 +250,7 @@ def test_a_deeply_nested_body_is_a_400_not_a_server_error(arena: dict[str, Any])
 
 def test_malformed_and_oversized_moves_are_refused_and_change_nothing(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = sit(client, csrf, "random", hands=2)
+    path = sit(client, csrf, "random", hands=HANDS)
     asked = your_turn(client, path)
     before = channel_row(arena["url"], path)
     good = {"version": asked["version"], "action": asked["legal"][0]["id"]}
@@ -285,7 +290,7 @@ def test_two_tabs_sending_at_once_get_one_move_taken(arena: dict[str, Any]) -> N
     """A double click or two tabs: of many sends at once for the same view, one is taken, the
     rest are 409 (never a 500 from the store's write lock), and the channel holds that one."""
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = sit(client, csrf, "random", hands=3)
+    path = sit(client, csrf, "random", hands=HANDS)
     asked = your_turn(client, path)
     ids = [a["id"] for a in asked["legal"]]
     tabs = 6
@@ -325,7 +330,7 @@ def test_two_sends_that_read_the_same_view_take_one_move(
     import arena.play.seat_channel as channels
 
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = sit(client, csrf, "random", hands=3)
+    path = sit(client, csrf, "random", hands=HANDS)
     asked = your_turn(client, path)
     match_id = match_of(arena["url"], path)[0]
     both_checked = threading.Barrier(2, timeout=3.0)
@@ -370,7 +375,7 @@ def test_a_move_after_the_clock_ran_out_is_refused() -> None:
 
 def test_one_person_cannot_hold_unbounded_waits(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = sit(client, csrf, "random", hands=2)
+    path = sit(client, csrf, "random", hands=HANDS)
     asked = your_turn(client, path)  # the seat is asked: nothing changes until the person moves
     waits = 16
     codes: list[int] = []

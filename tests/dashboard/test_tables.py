@@ -53,6 +53,11 @@ from arena.store.models import (
 )
 from arena.store.statuses import TournamentKind
 
+#: Hands of a table a test needs the person asked at: heads-up against random, a hand can end
+#: before the person's first turn (random goes down, a TONK at the deal); five make a table
+#: that never asks them rare (with 2 or 3, about one table in a hundred failed its test).
+HANDS = 5
+
 
 @pytest.fixture
 def arena(app_factory: Callable[..., Flask], writable_url: str) -> Iterator[dict[str, Any]]:
@@ -164,7 +169,7 @@ def test_a_person_plays_a_whole_three_seat_match_and_sees_no_unseen_card(arena: 
 
 def test_a_reconnect_with_last_event_id_resumes_the_seat(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = table_path(sit(client, csrf, "random", hands=2))
+    path = table_path(sit(client, csrf, "random", hands=HANDS))
     asked = your_turn(client, path)
     # The tab closes; a new one (a new client of the same session) resumes after what it saw.
     resumed = events(client, path, last=asked["version"] - 1)
@@ -230,7 +235,7 @@ def test_a_person_who_walks_away_faults_then_forfeits_and_a_bots_match_plays_on(
 
 def test_bad_moves_are_refused_and_change_nothing(arena: dict[str, Any]) -> None:
     client, csrf = signed_in(arena["app"], arena["alice"])
-    path = table_path(sit(client, csrf, "random", hands=3))
+    path = table_path(sit(client, csrf, "random", hands=HANDS))
     asked = your_turn(client, path)
     before = channel_row(arena["url"], path)
     good = {"version": asked["version"], "action": asked["legal"][0]["id"]}
@@ -255,7 +260,7 @@ def test_bad_moves_are_refused_and_change_nothing(arena: dict[str, Any]) -> None
 def test_another_person_and_a_forged_session_get_404(arena: dict[str, Any]) -> None:
     app = arena["app"]
     client, csrf = signed_in(app, arena["alice"])
-    path = table_path(sit(client, csrf, "random", hands=2))
+    path = table_path(sit(client, csrf, "random", hands=HANDS))
     asked = your_turn(client, path)
     bob, bob_csrf = signed_in(app, arena["bob"])
     forged = app.test_client()
@@ -307,7 +312,7 @@ def test_a_flood_of_moves_is_refused(app_factory: Callable[..., Flask], arena: d
     app = arena["app"]
     app.config["TABLE_ACT_LIMIT"] = (3, 60.0)
     client, csrf = signed_in(app, arena["alice"])
-    path = table_path(sit(client, csrf, "random", hands=2))
+    path = table_path(sit(client, csrf, "random", hands=HANDS))
     asked = your_turn(client, path)
     stale = {"version": asked["version"] - 1, "action": asked["legal"][0]["id"]}
     headers = {"X-CSRF-Token": csrf}
@@ -365,7 +370,7 @@ def test_an_expired_session_is_not_seated(arena: dict[str, Any], monkeypatch: py
 
     app = arena["app"]
     client, csrf = signed_in(app, arena["alice"])
-    path = table_path(sit(client, csrf, "random", hands=2))
+    path = table_path(sit(client, csrf, "random", hands=HANDS))
     asked = your_turn(client, path)
     serializer = app.session_interface.get_signing_serializer(app)  # type: ignore[attr-defined]
     cookie = client.get_cookie("tonk_session")
