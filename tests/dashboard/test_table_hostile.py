@@ -21,6 +21,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from helpers.tables import (
     CARDS,
+    HANDS,
     cards_in,
     channel_row,
     person_rows,
@@ -36,11 +37,6 @@ from arena.runtime.backends import EmbeddedBackend
 from arena.store.db import session_scope
 from arena.store.models import Bot, Match, Replay, SeatChannel, Tournament
 from arena.store.replays import decode
-
-#: Hands of a table a test needs the person asked at: heads-up against random, a hand can end
-#: before the person's first turn (random goes down, a TONK at the deal); five make a table
-#: that never asks them rare (with 2 or 3, about one table in a hundred failed its test).
-HANDS = 5
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from flask.testing import FlaskClient
 from helpers.tables import (
     CARDS,
     CSRF,
+    HANDS,
     cards_in,
     channel_row,
     check_nothing_unseen,
@@ -52,11 +53,6 @@ from arena.store.models import (
     Tournament,
 )
 from arena.store.statuses import TournamentKind
-
-#: Hands of a table a test needs the person asked at: heads-up against random, a hand can end
-#: before the person's first turn (random goes down, a TONK at the deal); five make a table
-#: that never asks them rare (with 2 or 3, about one table in a hundred failed its test).
-HANDS = 5
 
 
 @pytest.fixture

@@ -31,6 +31,10 @@ from sdk.referee import plain_record, shown_hands
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 CARDS = frozenset(c.text for c in DECK)
+#: Hands of a table a test needs the person asked at: heads-up against random, a hand can end
+#: before the person's first turn (random goes down, a TONK at the deal), and with 2 a test
+#: once failed so; with five, every hand would have to.
+HANDS = 5
 
 
 @contextmanager
