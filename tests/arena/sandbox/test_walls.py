@@ -179,8 +179,11 @@ def test_a_memory_bombs_fault_names_out_of_memory(walls: str, tmp_path: Path) ->
     first = mine[0].reason
     assert first.startswith(PREFIX + "out of memory ("), first
     assert "768 MB" in first
-    if walls == "cgroup":  # the kernel's OOM killer ended it: the connection dropped, it forfeits
-        assert mine[0].kind is FaultKind.UNREACHABLE
+    if walls == "cgroup":
+        # The kernel's OOM killer ended it (the connection dropped), or, on a loaded machine where
+        # the kernel reclaimed for seconds first, the wall ceiling cut it off before the killer
+        # came (seen once in a make test-fast run, 2.1 s of CPU): the reason names memory either way.
+        assert mine[0].kind in (FaultKind.UNREACHABLE, FaultKind.TIMEOUT), mine[0]
     else:  # a resource limit refused the memory: its runtime raised, the bot lives on
         assert mine[0].kind is FaultKind.CRASH
     output = hosted.output()
