@@ -299,7 +299,8 @@ class HostedPlayer:
         if box is None:
             return exc
         settle = SETTLE_S if exc.kind is FaultKind.UNREACHABLE else 0.0
-        cause = box.limit_hit(self._since, settle_s=settle)
+        said = exc.reason if exc.kind is FaultKind.CRASH else ""  # its runtime's error, if it sent one
+        cause = box.limit_hit(self._since, settle_s=settle, said=said)
         if cause is None:
             return exc
         self.limit_hit = cause

@@ -489,10 +489,14 @@ class Sandbox:
         oom, refused = self.group.events() if self.group is not None else (0, 0)
         return causes.Counters(oom, refused, self.output_bytes())
 
-    def limit_hit(self, since: causes.Counters | None = None, *, settle_s: float = 0.0) -> str | None:
+    def limit_hit(
+        self, since: causes.Counters | None = None, *, settle_s: float = 0.0, said: str = ""
+    ) -> str | None:
         """The sentence naming each limit the bot ran into since ``since`` (default: its
         start), or None. ``settle_s``: how long to let a dying bot's bubblewrap exit first, so
-        the signal that ended it can be read."""
+        the signal that ended it can be read. ``said``: what the bot answered with its fault
+        (its runtime's error), read with what it printed where there is no control group: its
+        reply can arrive before the output's reader has its last words."""
         found = causes.from_startup(self.startup_cpu_ns, self.limits) if since is None else []
         since = since or causes.Counters()
         proc = self.process
@@ -511,7 +515,7 @@ class Sandbox:
             if self._output is not None and self._output.total > since.printed:
                 fresh = min(self._output.total - since.printed, len(self._output.tail))
                 tail = self._output.tail[-fresh:].decode("utf-8", errors="replace") if fresh else ""
-            found += causes.from_rlimits(tail, _threads_below(proc.pid), lim)
+            found += causes.from_rlimits(f"{tail}\n{said}", _threads_below(proc.pid), lim)
         return causes.describe(found)
 
     def output(self) -> str:

@@ -190,6 +190,29 @@ def test_a_memory_bombs_fault_names_out_of_memory(walls: str, tmp_path: Path) ->
     assert output is not None and hosted.limit_hit and output.text.rstrip().endswith(hosted.limit_hit)
 
 
+# A runtime refusing memory whose last words never reach the log: its reply alone says why.
+SILENT_MEMORY_ERROR = """
+    if when != "decision":
+        return
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
+    raise MemoryError("refused")
+"""
+
+
+def test_without_a_control_group_a_memory_error_in_the_reply_alone_names_out_of_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reply can come before the output's reader has the bot's last words (seen once in a
+    # make test run: "the bot answered INTERNAL: MemoryError:", the limit unnamed).
+    monkeypatch.setenv("TONK_SANDBOX_CGROUP", f"tonk-test-none-{os.urandom(4).hex()}")
+    mine, hosted = play_hostile(tmp_path, "silent", SILENT_MEMORY_ERROR, Limits(memory_mb=768, start_s=60))
+    assert mine[0].kind is FaultKind.CRASH
+    assert mine[0].reason.startswith(PREFIX + "out of memory ("), mine[0].reason
+    assert hosted.box is not None and "MemoryError" not in hosted.box.output()  # its reply said it
+
+
 START_FORK_BOMB = """
     if when != "import":
         return
