@@ -266,10 +266,13 @@ def test_slow_replies_spend_the_bank_then_fault(house: list[str]) -> None:
         started = time.monotonic()
         result = play_match(players, 11, 6, match_id="slow", config=config)
         elapsed = time.monotonic() - started
-    late_but_played = sum(
-        1 for h in result.hands for s, _ in h.record.actions if s == 0
-    )  # the slow seat's accepted actions
-    assert 1 <= late_but_played <= 7  # ~60 ms over each: the 400 ms bank covers a handful
+    # The slow seat's accepted replies, each charged past the deadline and all of it paid by the
+    # bank. (A count of them, at most 7 for ~60 ms over each, failed once at 8 on a loaded
+    # machine: the referee does not charge its own process's lag, so the charge is not the sleep.)
+    late = [lat for h in result.hands for (s, _), lat in zip(h.record.actions, h.latencies_us, strict=True)
+            if s == 0]  # fmt: skip
+    assert late and all(lat > 100_000 for lat in late), late
+    assert sum(lat - 100_000 for lat in late) <= 400_000, late
     assert [f.kind for f in result.faults] == [FaultKind.TIMEOUT] * 2
     SURVIVED.append(2)
     assert result.forfeited == 0
