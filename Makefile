@@ -41,7 +41,8 @@ test: $(VENV)/.installed-dev services
 	$(BIN)/pytest $(PARALLEL)
 
 # The fast loop while working: all but tests/system (what a user does from outside: installs,
-# guides, the demo, compose, the browser, processes) and the tests marked slow. ARGS as below.
+# guides, the demo, compose, the browser, processes) and the tests marked slow, by hand or by a
+# whole run's measure (tests/costly.txt, tests/scheduling.py). ARGS as below.
 test-fast: $(VENV)/.installed-dev services
 	@$(BYTECODE)
 	$(BIN)/pytest $(PARALLEL) -q -m "not slow" --ignore=tests/system $(ARGS)

@@ -9,6 +9,12 @@ machine, kept in ``tests/durations.json`` (``scripts/test_durations.py`` rewrite
 module keep their order. A pytest without workers runs in the usual order.
 
 The file only orders: a stale or missing entry costs time, never a test.
+
+``make test-fast`` (``-m "not slow"``) is the loop while working, and a test is ``slow`` by its
+measure as well as by hand: ``tests/costly.txt`` lists the tests that took a second or more in a
+``make test`` run (setup and teardown included, shared cores and all), and each is marked
+``slow`` as it is collected. Nothing is skipped by ``make test``; a stale list only makes the
+fast loop slower, or faster by a test it should have run.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pathlib import Path
 import pytest
 
 DURATIONS = Path(__file__).with_name("durations.json")
+COSTLY = Path(__file__).with_name("costly.txt")
 
 
 def module_costs(path: Path = DURATIONS) -> dict[str, float]:
@@ -42,7 +49,29 @@ def costliest_first(items: list[pytest.Item], costs: dict[str, float]) -> list[p
     return [item for module in order for item in modules[module]]
 
 
+def costly_tests(path: Path = COSTLY) -> set[str]:
+    """The test ids listed in ``path`` (one a line; ``#`` starts a comment); empty if unreadable."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return set()
+    return {line.split("#", 1)[0].strip() for line in lines} - {""}
+
+
+def mark_costly(items: list[pytest.Item], costly: set[str]) -> int:
+    """Mark ``slow`` each of ``items`` listed in ``costly``; how many were."""
+    marked = 0
+    for item in items:
+        if item.nodeid in costly:
+            item.add_marker(pytest.mark.slow)
+            marked += 1
+    return marked
+
+
+# First, so that -m's selection (a later implementation of the same hook) sees the marks.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_costly(items, costly_tests())
     # Only xdist's workers collect; each must reach the same order, and does (same file).
     if hasattr(config, "workerinput"):
         items[:] = costliest_first(items, module_costs())
