@@ -36,13 +36,15 @@ def free_port() -> int:
         return port
 
 
-def fetch(url: str, timeout: float = 20.0) -> Any:
+def fetch(url: str, timeout: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         try:
             with urllib.request.urlopen(url, timeout=5) as response:
                 return json.load(response)
-        except (urllib.error.URLError, ConnectionError):
+        # TimeoutError too: gunicorn's master accepts before its worker has imported the app,
+        # which took over 5 s beside four busy loops (make test-under-load).
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)

@@ -266,13 +266,15 @@ def test_slow_replies_spend_the_bank_then_fault(house: list[str]) -> None:
         started = time.monotonic()
         result = play_match(players, 11, 6, match_id="slow", config=config)
         elapsed = time.monotonic() - started
-    # The slow seat's accepted replies, each charged past the deadline and all of it paid by the
-    # bank. (A count of them, at most 7 for ~60 ms over each, failed once at 8 on a loaded
-    # machine: the referee does not charge its own process's lag, so the charge is not the sleep.)
-    late = [lat for h in result.hands for (s, _), lat in zip(h.record.actions, h.latencies_us, strict=True)
-            if s == 0]  # fmt: skip
-    assert late and all(lat > 100_000 for lat in late), late
-    assert sum(lat - 100_000 for lat in late) <= 400_000, late
+    # The slow seat's accepted replies: some charged past the deadline, and all that went past
+    # paid by the bank. The referee does not charge its own process's lag, so a reply's charge
+    # is not the bot's sleep: a count of late replies (at most 7 for ~60 ms over each) failed
+    # once at 8 on a loaded machine, and beside four busy loops some were charged under 100 ms.
+    charged = [lat for h in result.hands for (s, _), lat in zip(h.record.actions, h.latencies_us, strict=True)
+               if s == 0]  # fmt: skip
+    over = [max(0, lat - 100_000) for lat in charged]
+    assert any(over), charged
+    assert sum(over) <= 400_000, charged
     assert [f.kind for f in result.faults] == [FaultKind.TIMEOUT] * 2
     SURVIVED.append(2)
     assert result.forfeited == 0
