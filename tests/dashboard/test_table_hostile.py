@@ -390,6 +390,38 @@ def test_one_person_cannot_hold_unbounded_waits(arena: dict[str, Any]) -> None:
     assert 429 in codes, f"all {waits} waits of one person were held: {sorted(set(codes))}"
 
 
+def test_a_seats_request_holds_one_connection_at_a_time(arena: dict[str, Any]) -> None:
+    # With a pool of one connection, a request that held the request's connection while the
+    # store channel took a second would wait out the pool's timeout: a 500 (as 16 requests
+    # at once did with the pool of 15, on a loaded machine).
+    from sqlalchemy import create_engine
+
+    from arena.store import db
+
+    client, csrf = signed_in(arena["app"], arena["alice"])
+    path = sit(client, csrf, "random", hands=HANDS)
+    asked = your_turn(client, path)
+    url = arena["url"]
+    sqlite = url.startswith("sqlite")
+    options: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if sqlite else {}
+    small = create_engine(url, pool_size=1, max_overflow=0, pool_timeout=3, **options)
+    usual = db._engines[url]
+    db._engines[url] = small
+    try:
+        view = client.get(f"{path}/view.json")
+        assert view.status_code == 200, view.get_data(as_text=True)[:300]
+        assert view.get_json()["version"] >= asked["version"]
+        events = client.get(f"{path}/events")
+        assert events.status_code == 200, events.get_data(as_text=True)[:300]
+        events.close()
+        move = {"version": asked["version"], "action": asked["legal"][0]["id"]}
+        sent = client.post(f"{path}/act", json=move, headers={"X-CSRF-Token": csrf})
+        assert sent.status_code == 200, sent.get_data(as_text=True)[:300]
+    finally:
+        db._engines[url] = usual
+        small.dispose()
+
+
 # --- Rating ------------------------------------------------------------------------------
 
 
