@@ -28,6 +28,9 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from scheduling import costly_tests  # noqa: E402  the suite's own reading of the list
+
 OUT = ROOT / "tests" / "durations.json"
 COSTLY = ROOT / "tests" / "costly.txt"
 COSTLY_S = 1.0
@@ -73,14 +76,6 @@ def costly(tests: dict[str, float], before: set[str]) -> set[str]:
     return {t for t in before if t not in tests} | {t for t, s in tests.items() if s >= COSTLY_S}
 
 
-def read_costly(path: Path | None = None) -> set[str]:
-    try:
-        lines = (path or COSTLY).read_text().splitlines()
-    except OSError:
-        return set()
-    return {line.split("#", 1)[0].strip() for line in lines} - {""}
-
-
 def main(argv: list[str]) -> int:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
@@ -95,7 +90,7 @@ def main(argv: list[str]) -> int:
         found = durations(tests)
         OUT.write_text(json.dumps(found, indent=1) + "\n")
         print(f"{os.path.relpath(OUT, ROOT)}: {len(found)} modules, {sum(found.values()):.0f} s in all")
-    listed = sorted(costly(tests, read_costly() if args.costly_only else set()))
+    listed = sorted(costly(tests, costly_tests(COSTLY) if args.costly_only else set()))
     COSTLY.write_text(HEADER + "".join(f"{t}\n" for t in listed))
     print(f"{os.path.relpath(COSTLY, ROOT)}: {len(listed)} tests of {COSTLY_S:g} s or more")
     return 0

@@ -82,7 +82,7 @@ def test_the_costly_list_is_written_from_a_report_and_a_partial_run_judges_only_
     make = "tests.system.test_make_test"
     whole = report("whole.xml", [(make, "test_a[x.y]", 1.5), (make, "test_b", 0.2), (make, "test_c", 3.0)])
     assert script.main([str(whole)]) == 0
-    ids = script.read_costly(tmp_path / "costly.txt")
+    ids = costly_tests(tmp_path / "costly.txt")
     path = "tests/system/test_make_test.py"
     assert ids == {f"{path}::test_a[x.y]", f"{path}::test_c"}
     assert json.loads((tmp_path / "durations.json").read_text()) == {path: 4.7}
@@ -90,8 +90,6 @@ def test_the_costly_list_is_written_from_a_report_and_a_partial_run_judges_only_
     # fast now: dropped; test_c, not in the report, keeps its place; the module order is untouched.
     part = report("part.xml", [(make, "test_a[x.y]", 0.4), (make, "test_b", 1.2)])
     assert script.main(["--costly-only", str(part)]) == 0
-    assert script.read_costly(tmp_path / "costly.txt") == {f"{path}::test_b", f"{path}::test_c"}
+    assert costly_tests(tmp_path / "costly.txt") == {f"{path}::test_b", f"{path}::test_c"}
     assert json.loads((tmp_path / "durations.json").read_text()) == {path: 4.7}
     assert (tmp_path / "costly.txt").read_text().startswith("# The tests that took 1 s or more")
-    # The same reading as the suite's own (tests/scheduling.py).
-    assert script.read_costly(tmp_path / "costly.txt") == costly_tests(tmp_path / "costly.txt")
