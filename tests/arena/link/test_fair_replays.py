@@ -289,7 +289,9 @@ def test_a_gateway_killed_mid_match_has_its_matches_replayed_with_fresh_seeds(
     assert faults == 0
     for match_id, (seed, public_id) in first.items():
         match = after[match_id]
-        assert match.status == MatchStatus.DONE and match.attempts == 2
+        # Killed once, then replayed: a replay whose bot had not linked again by its start is
+        # handed back before any card (seed kept) and claimed once more, so 2 or more.
+        assert match.status == MatchStatus.DONE and match.attempts >= 2
         assert match.seed != seed  # dealt afresh ...
         # ... from the seed the record keeps (the deal is data: it re-deals exactly) ...
         dealt = HandState.deal(deck_order(match.seed, 0), 2, 0, STANDARD)
@@ -299,7 +301,8 @@ def test_a_gateway_killed_mid_match_has_its_matches_replayed_with_fresh_seeds(
         # ... and no seat holds again a hand it saw in the attempt the kill cut short.
         for seat in range(2):
             held = [(n, h) for (mid, s, n, _i), h in Watching.seen.items() if (mid, s) == (public_id, seat)]
-            before, again = ({h for attempt, h in held if attempt == n} for n in (1, 2))
+            last = max(attempt for attempt, _h in held)  # the replay that finished the match
+            before, again = ({h for attempt, h in held if attempt == n} for n in (1, last))
             assert before and again and not before & again
     # The two rotations no longer share their cards: each replay is a deal of its own.
     assert len({m.seed for m in after.values()}) == 2
