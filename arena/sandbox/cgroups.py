@@ -62,13 +62,20 @@ class Group:
         self._fds_lock = threading.Lock()
         self._closed = False  # set by remove(): no descriptor is opened again
 
-    def _read(self, path: Path) -> bytes:
-        """The file's content now, from a kept descriptor (OSError once the group is gone or
-        removed). Under the lock: a watchdog's read racing remove() must neither reopen a file
-        that nothing would close, nor read a closed descriptor's number after reuse."""
+    def _read(self, path: Path, *, kept: bool = True) -> bytes:
+        """The file's content now, from a kept descriptor, or one opened for this read alone
+        (``kept=False``); OSError once the group is gone or removed. Under the lock: a
+        watchdog's read racing remove() must neither reopen a file that nothing would close,
+        nor read a closed descriptor's number after reuse."""
         with self._fds_lock:
             if self._closed:
                 raise OSError(errno.EBADF, "the group was removed", str(path))
+            if not kept:
+                once = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    return os.pread(once, 65536, 0)
+                finally:
+                    os.close(once)
             fd = self._fds.get(path)
             if fd is None:
                 fd = self._fds[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -159,9 +166,12 @@ class Group:
 
     def members(self) -> list[int]:
         """The group's processes, from one controller's list (each lists them all: a process
-        joins every controller's group), read from a kept descriptor."""
+        joins every controller's group). v2 lists them afresh at each read of a kept
+        descriptor; v1 keeps the list an open file first read for as long as it is read again
+        within a second (the kernel's pidlist cache), so a process forked since would go
+        unseen by the freezer and by :meth:`kill_all`: v1's list is opened for each read."""
         try:
-            return [int(x) for x in self._read(self.procs_files[0]).split()]
+            return [int(x) for x in self._read(self.procs_files[0], kept=self.v2).split()]
         except (OSError, ValueError):
             return []
 

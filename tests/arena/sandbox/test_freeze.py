@@ -140,3 +140,34 @@ def test_cgroup_v2s_freezer_stops_every_process_of_the_group(tree: int) -> None:
             with contextlib.suppress(OSError):
                 (root / "cgroup.procs").write_text(str(pid))
         folder.rmdir()
+
+
+def test_a_process_that_joined_the_group_since_its_last_freeze_is_stopped_by_the_next() -> None:
+    """The machine's own kind of group (v1 here is stopped by signals, listed from the group):
+    a process that joins between two freezes a moment apart, as a bot's fork does, is in the
+    group's list at once and is stopped by the next. v1 keeps a list an open file read for as
+    long as it is read again within a second, so a list read from a kept descriptor missed it."""
+    group = cgroups.make_group()
+    if group is None:
+        pytest.skip("this machine does not let the worker make control groups")
+    first, second = (subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2))
+    try:
+        for procs in group.procs_files:
+            procs.write_text(str(first.pid))
+        freezer = Freezer(group, os.getpid())  # the root, which is not in the group
+        freezer.enable()  # reads the group's list (v1), or freezes it whole (v2)
+        with freezer.awake():
+            assert group.members() == [first.pid]
+            for procs in group.procs_files:
+                procs.write_text(str(second.pid))
+            assert sorted(group.members()) == sorted([first.pid, second.pid])
+        assert freezer.frozen
+        before = cpu_ticks(second.pid)
+        time.sleep(0.3)
+        assert cpu_ticks(second.pid) == before, "the process that joined ran while frozen"
+        freezer.disable()
+    finally:
+        group.remove()  # kills both
+        for spinner in (first, second):
+            spinner.kill()
+            spinner.wait(10)
