@@ -11,9 +11,10 @@ its interval (targets: <= 5 Elo, <= 10%).
 
 ``scale`` builds the matches as arrays (RatedMatch objects for 10 million matches would take
 gigabytes on their own), then times the full fit with intervals, and an incremental update
-after one more match, with the process's peak memory (ru_maxrss). The baseline, timed in the
-same process, is one numpy pass that only tallies pairwise points into a bots x bots matrix:
-the least work any rating fit has to do.
+after one more match, and ladder ticks of ``--results`` new heads-up results each, with the
+process's peak memory (ru_maxrss). The fit's baseline, timed in the same process, is one
+numpy pass that only tallies pairwise points into a bots x bots matrix: the least work any
+rating fit has to do; a tick's is one product of a bots x bots matrix with a vector.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def build(bots: int, matches: int, seed: int) -> tuple[np.ndarray, dict[int, tup
     return true, tables
 
 
-def scale(bots: int, matches: int) -> None:
+def scale(bots: int, matches: int, ticks: int = 3, results: int = 64) -> None:
     start = time.perf_counter()
     true, tables = build(bots, matches, seed=1)
     print(f"{bots} bots, {matches:,} matches built in {time.perf_counter() - start:.1f} s; "
@@ -164,6 +165,25 @@ def scale(bots: int, matches: int) -> None:
     updated = time.perf_counter() - start
     print(f"one more match, incremental update:  {updated:6.2f} s  target < 1 s: "
           f"{'ok' if updated < 1 else 'MISSED'}")
+    # A ladder's tick: `results` new heads-up results, then the update (the median of `ticks`),
+    # against the cheapest pass over a bots x bots matrix (one product with a vector), timed
+    # in the same run just before it.
+    member = np.full(bots, 1.0 / bots)
+    square = np.ones((bots, bots))
+    ticks_s, passes_s = [], []
+    for _ in range(ticks):
+        started = time.perf_counter()
+        square @ member
+        passes_s.append(time.perf_counter() - started)
+        heads_up = np.array([rng.choice(bots, 2, replace=False) for _ in range(results)])
+        model.add_table(names, heads_up, rng.gumbel(size=(results, 2)))
+        started = time.perf_counter()
+        model.update(pairwise=False)
+        ticks_s.append(time.perf_counter() - started)
+    del square
+    tick, one_pass = float(np.median(ticks_s)), float(np.median(passes_s))
+    print(f"a tick of {results} results, update:  {tick:6.2f} s (median of {ticks}; "
+          f"{tick / one_pass:.0f}x one bots x bots product with a vector, {one_pass * 1000:.0f} ms)")
     print(f"peak memory of the process: {peak_mb():.0f} MB  target < 2048 MB: "
           f"{'ok' if peak_mb() < 2048 else 'MISSED'}")
 
@@ -186,11 +206,13 @@ def main() -> None:
     s = sub.add_parser("scale", help="time and memory at size")
     s.add_argument("--bots", type=int, default=1000)
     s.add_argument("--matches", type=int, default=10_000_000)
+    s.add_argument("--ticks", type=int, default=3, help="ladder ticks timed after the fit")
+    s.add_argument("--results", type=int, default=64, help="new heads-up results a tick")
     args = parser.parse_args()
     if args.what == "anchor":
         anchor(args.runs, args.matches)
     else:
-        scale(args.bots, args.matches)
+        scale(args.bots, args.matches, args.ticks, args.results)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ import numpy.typing as npt
 from arena.ratings import intervals
 from arena.ratings.data import Block, BoolArray, FloatArray, IntArray, RatingData, pair_columns, sigmoid
 from arena.ratings.pool import find_pool, shares
-from arena.ratings.solve import ConvergenceError, estimate, pool_pairs
+from arena.ratings.solve import ConvergenceError, Met, estimate
 
 __all__ = [
     "ELO_SCALE",
@@ -278,7 +278,7 @@ class _Fit:
     q: FloatArray  # the pool's (L + 1/k)^-1 (intervals.pool_q), kept up to date for new pairs
     core: FloatArray  # the sandwich's core P M P (intervals.core_of), kept up to date alike
     share: FloatArray  # the pool members' shares of the scale's zero
-    pairs: tuple[IntArray, IntArray]  # the pool's pairs that met (rows of the pool, a < b)
+    met: Met  # the pool's pairs that met, with their sums
 
 
 class RatingModel:
@@ -484,8 +484,8 @@ class RatingModel:
         m = intervals.meat(data.blocks, x, position, pool, int(finite.sum()))
         q = intervals.pool_q(data.weights[:k, :k], pool, x)
         core = intervals.core_of(q - 1.0 / len(q) if len(q) else q, m, pool[finite])
-        pairs = pool_pairs(data.weights[:k, :k], np.flatnonzero(pool))
-        self._last = _Fit(pool, x, finite, len(data.blocks), q, core, share, pairs)
+        met = Met.of(data.points[:k, :k], data.weights[:k, :k], np.flatnonzero(pool))
+        self._last = _Fit(pool, x, finite, len(data.blocks), q, core, share, met)
         return self._report(pairwise)
 
     def snapshot(self) -> RatingModel:
@@ -537,12 +537,12 @@ class RatingModel:
         # so the steps below converge fast and the intervals see the new information.
         pairs = _pool_pairs(new, pool, last.x)
         q = intervals.add_pairs(last.q, *pairs)
-        km = len(q)
         try:
             points, weights = data.points[:k, :k], data.weights[:k, :k]
-            met = _merge_pairs(last.pairs, pairs[0], pairs[1], km)
+            met = last.met.with_pairs(pairs[0], pairs[1], points, weights, np.flatnonzero(pool))
             start = last.x[last.pool]
-            x, finite = estimate(points, weights, pool, share, start, nearby=(q - 1.0 / km, met))
+            touched = np.unique(np.concatenate([pairs[0], pairs[1]]))
+            x, finite = estimate(points, weights, pool, share, start, nearby=(q, met, touched))
         except ConvergenceError:
             return None
         old_finite = np.zeros(k, dtype=bool)
@@ -637,22 +637,6 @@ def _reference(bots: Iterable[str]) -> frozenset[str]:
         if not isinstance(bot, str):
             raise OptionError(f"reference bot {bot!r} is not a bot id (a string)")
     return out
-
-
-def _merge_pairs(
-    pairs: tuple[IntArray, IntArray], lo: IntArray, hi: IntArray, km: int
-) -> tuple[IntArray, IntArray]:
-    """``pairs`` (``a < b``, sorted by ``a * km + b``) with the pairs ``(lo, hi)`` added, which
-    are alike: :func:`_pool_pairs`'s, unique and ordered already."""
-    known = pairs[0] * km + pairs[1]
-    wanted = lo * km + hi
-    at = np.searchsorted(known, wanted)
-    fresh = at >= len(known)
-    fresh[~fresh] = known[at[~fresh]] != wanted[~fresh]
-    if not fresh.any():
-        return pairs
-    keys = np.insert(known, at[fresh], wanted[fresh])  # a merge: one copy, no sort
-    return keys // km, keys % km
 
 
 def _pool_pairs(blocks: list[Block], pool: BoolArray, x: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from arena.ratings import intervals, terms
@@ -32,6 +32,7 @@ from arena.ratings.model import (
     fit,
     history,
 )
+from arena.ratings.solve import Met
 
 MIXED = (2, 3, 4, 5, 6)
 
@@ -513,6 +514,34 @@ def test_new_pairs_update_the_pools_inverse_as_inverting_again(seed: int, k: int
     np.testing.assert_allclose(
         intervals.add_pairs(q, a, b, gain), intervals.pool_q(after, pool, x), rtol=1e-7, atol=1e-9
     )
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 12), pairs=st.integers(0, 10))
+def test_the_pools_met_pairs_after_new_matches_are_read_afresh_alike(seed: int, k: int, pairs: int) -> None:
+    # What an update keeps (solve.Met.with_pairs) equals reading every met pair again from
+    # the sums after the new matches: new pairs merged in order, changed cells re-read.
+    rng = np.random.default_rng(seed)
+    weights = rng.integers(0, 2, (k, k)).astype(float)
+    weights = np.triu(weights, 1) + np.triu(weights, 1).T
+    points = weights * rng.uniform(0.0, 1.0, (k, k))
+    members = np.flatnonzero(rng.random(k) < 0.8)
+    assume(len(members) >= 2)
+    before = Met.of(points, weights, members)
+    as_it_was = Met.of(points.copy(), weights.copy(), members)
+    km = len(members)
+    lo, hi = rng.integers(0, km, pairs), rng.integers(0, km, pairs)
+    keys = np.unique(np.minimum(lo, hi)[lo != hi] * km + np.maximum(lo, hi)[lo != hi])
+    lo, hi = keys // km, keys % km
+    for a, b in zip(members[lo], members[hi], strict=True):
+        gain = float(rng.integers(1, 4))
+        weights[a, b] += gain
+        weights[b, a] += gain
+        points[a, b] += gain / 2
+    after, afresh = before.with_pairs(lo, hi, points, weights, members), Met.of(points, weights, members)
+    for field in ("key", "a", "b", "points", "weights"):
+        np.testing.assert_array_equal(getattr(after, field), getattr(afresh, field))
+        np.testing.assert_array_equal(getattr(before, field), getattr(as_it_was, field))  # a copy
 
 
 def established_season(rng: np.random.Generator, k: int) -> tuple[np.ndarray, list[RatedMatch]]:
