@@ -167,8 +167,9 @@ def _nearby_newton(
     the inverse information from a fit nearby (``Q``; ``Q - 1/k`` is the pseudo-inverse): each
     step costs a bots x bots product, not a solve, and the error shrinks by the inverse's own
     relative error at each step, so a handful reach the tolerance. The start is the last fit's
-    maximum, where the old pairs' gradient is at rounding level: the first step takes only the
-    rows of ``new`` (the new pairs' bots), bots x those rows; the next ones take it all."""
+    maximum (or an update's, to its tolerance), where the old pairs' gradient is next to
+    nothing: the first step takes only the rows of ``new`` (the new pairs' bots), bots x those
+    rows, and the next ones take it all, the old pairs' remainder with it."""
     k = len(x)
     if k < 2:
         return np.zeros(k)
