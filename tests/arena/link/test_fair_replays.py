@@ -260,9 +260,18 @@ def test_a_gateway_killed_mid_match_has_its_matches_replayed_with_fresh_seeds(
             m, MatchLife(sqlite_url, m, f"test:{m}").play())) for m in first]  # fmt: skip
         for thread in playing:
             thread.start()
-        # Both matches a hand or more into their cards, then the gateway dies at once.
+        # Both matches a hand or more into their cards, each seat having held cards it decided
+        # on (a hand can end before one seat's turn: a tonk on the deal, a drop at once), then
+        # the gateway dies at once.
         ours = {public_id for _seed, public_id in first.values()}
-        mid_deal = lambda: {k[0] for k in list(Watching.seen) if k[3] >= 1} >= ours  # noqa: E731
+
+        def mid_deal() -> bool:
+            seen = list(Watching.seen)
+            decided = {(k[0], k[1]) for k in seen if k[2] == 1}
+            return {k[0] for k in seen if k[3] >= 1} >= ours and decided >= {
+                (m, s) for m in ours for s in range(2)
+            }
+
         wait_for("both matches mid-deal", mid_deal, 60, 0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
