@@ -17,13 +17,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arena.bots.addresses import DialTarget, pin_address
 from arena.bots.claims import check_claim
 from arena.config import Settings
 from arena.errors import UnprocessableError
 from arena.text import NAME_LIMIT, REASON_LIMIT, clean_text
+
+if TYPE_CHECKING:
+    from arena.sandbox.clock import CpuTimedPlayer
+    from arena.sandbox.runner import Sandbox
 
 #: Hands of the conformance match a bot plays before it is accepted.
 CHECK_HANDS = 4  # sdk.admission.MATCH_HANDS
@@ -60,7 +64,12 @@ CHECK_RPC_TIMEOUT_S = 5.0
 
 
 def check_served_bot(
-    address: str, settings: Settings, *, target: DialTarget | None = None, claim: str | None = None
+    address: str,
+    settings: Settings,
+    *,
+    target: DialTarget | None = None,
+    claim: str | None = None,
+    box: Sandbox | None = None,
 ) -> dict[str, Any]:
     """Check the bot served at ``address`` (health, GetInfo, conformance match, protocol
     check: sdk.admission, the same code ``tonk check`` runs) and return its info (name,
@@ -68,7 +77,9 @@ def check_served_bot(
     failed, in the words ``tonk check`` uses. Every check dials ``target``, the resolution the
     address check passed (:func:`arena.bots.addresses.pin_address`; pinned here when not given),
     never the name. ``claim``: the claim code GetInfo must return (arena/bots/claims.py), None for
-    none. All of it is bounded by ``Settings.check_time_limit_s``."""
+    none. ``box``: the sandbox the bot runs in (an upload), whose decisions are then charged
+    its CPU time, the clock of its matches (arena/sandbox/clock.py), not the wall clock a
+    loaded host stretches. All of it is bounded by ``Settings.check_time_limit_s``."""
     from sdk import admission
     from sdk.grpc_player import GrpcPlayer
 
@@ -86,7 +97,13 @@ def check_served_bot(
     check_claim(reply.get("claim", ""), claim, address, where)
     # The matches it plays at once (0: unset); arena.play.capacity reads it from the version's info.
     info["max_concurrent_matches"] = max(0, int(reply.get("max_concurrent_matches", "0")))
-    player = GrpcPlayer(target.target, authority=target.authority)
+    player: GrpcPlayer | CpuTimedPlayer
+    if box is None:
+        player = GrpcPlayer(target.target, authority=target.authority)
+    else:
+        from arena.sandbox.clock import CpuTimedPlayer
+
+        player = CpuTimedPlayer(box)
     match = admission.MatchCheck(settings.decision_deadline_ms, settings.time_bank_ms, hands=CHECK_HANDS)
     try:
         with budget.cutting(player.close):
@@ -96,7 +113,7 @@ def check_served_bot(
                 raise refusal(exc) from None
     finally:
         player.close()
-    warnings = _protocol_check(target.target, address, settings, where, budget)
+    warnings = _protocol_check(target.target, address, settings, where, budget, box)
     if warnings:
         info["check_warnings"] = [clean_text(w, REASON_LIMIT) for w in warnings[:10]]
     return info
@@ -140,13 +157,14 @@ def refusal(exc: Any) -> BotCheckFailedError:
 
 
 def _protocol_check(
-    dial: str, address: str, settings: Settings, where: str, budget: CheckBudget
+    dial: str, address: str, settings: Settings, where: str, budget: CheckBudget, box: Sandbox | None
 ) -> list[str]:
     """The SDK's protocol check (``tonk check``: every rule variant and 2 to 6 seats, crafted
     rare positions, determinism) at the arena's deadline; any fault refuses the bot. Returns
-    its warnings (nondeterminism included: legal play, so it is reported, not refused)."""
+    its warnings (nondeterminism included: legal play, so it is reported, not refused).
+    ``box``: the bot's sandbox, whose CPU clock then times it (see :func:`check_served_bot`)."""
     try:
-        from sdk.conformance import CheckConfig, ConformanceError
+        from sdk.conformance import CheckConfig, ConformanceError, check_player
         from sdk.conformance import check_bot as run_check
     except ImportError:  # an SDK without the checker: the match against random must do
         return []
@@ -159,7 +177,17 @@ def _protocol_check(
         admission=False,
     )
     try:
-        checked = run_check(dial, config)  # the checked IP, not the name (see check_served_bot)
+        if box is None:
+            checked = run_check(dial, config)  # the checked IP, not the name (see check_served_bot)
+        else:
+            from arena.sandbox.clock import CpuTimedPlayer
+
+            player = CpuTimedPlayer(box)
+            try:
+                with budget.cutting(player.close):
+                    checked = check_player(player, config, address)
+            finally:
+                player.close()
     except ConformanceError as exc:
         raise BotCheckFailedError(f"{where} could not be checked: {exc}") from None
     if checked.time_limit_hit:

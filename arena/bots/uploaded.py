@@ -156,7 +156,7 @@ def sandbox_admission(bundle: Path, launch: Launch, settings: Settings) -> dict[
 
     with Sandbox(bundle, launch) as running:
         address = running.address
-        return check_served_bot(address, settings, target=DialTarget(address))
+        return check_served_bot(address, settings, target=DialTarget(address), box=running)
 
 
 class NothingToSeeError(NotFoundError):

@@ -14,17 +14,11 @@ no match has used it for ``IDLE_S``.
 a disk cap, its CPU seconds) leads with that limit (arena/sandbox/causes.py), as does the end
 of what it printed: "unreachable" alone would leave its owner guessing.
 
-**Clock.** A decision is charged the CPU time (user and system) of all the sandbox's
-processes between sending the request and receiving the reply, as the kernel counts it
-(arena/sandbox/cgroups.py), so a loaded worker machine never costs a hosted bot a decision.
-A wall-clock ceiling of
-``WALL_FACTOR`` times the deadline (plus a second) cuts off a bot that sleeps or blocks
-instead of thinking; it does not count the time the sandbox's threads waited for a CPU (the
-kernel's run delay: ``Sandbox.run_delay_ns``), so the host's load cannot reach it, and only
-``BACKSTOP_FACTOR`` times the ceiling of plain wall time is a hard stop. Its CPU past the
-ceiling is cut off too. In a shared sandbox
-(deal, worker) the CPU of concurrent matches is charged together: the clock is exact only
-per match.
+**Clock.** A decision is charged the CPU time of all the sandbox's processes, with a
+wall-clock ceiling the host's load cannot reach (arena/sandbox/clock.py, the clock its
+admission check uses too), so a loaded worker machine never costs a hosted bot a decision.
+In a shared sandbox (deal, worker) the CPU of concurrent matches is charged together: the
+clock is exact only per match.
 
 **Its own clock only.** Between its turns the bot's processes do not run at all (frozen:
 arena/sandbox/freeze.py), so no thread or child of it thinks while the other seats play (a
@@ -45,6 +39,7 @@ from pathlib import Path
 from typing import Final
 
 from arena.sandbox.causes import Counters
+from arena.sandbox.clock import CpuClock, box_player
 from arena.sandbox.launch import Launch
 from arena.sandbox.limits import MEMORY_SCOPES as MEMORY_SCOPES  # re-exported
 from arena.sandbox.limits import Limits
@@ -56,12 +51,6 @@ from sdk.bot import DealSummary, HandResult, MatchInfo, MatchSummary
 from sdk.grpc_player import GrpcPlayer
 from sdk.referee import DecisionRequest, FaultKind, PlayerFaultError
 
-#: The wall-clock ceiling of a decision, as a multiple of its deadline (plus ``WALL_EXTRA_S``).
-WALL_FACTOR: Final = 5
-WALL_EXTRA_S: Final = 1.0
-#: The hard stop of a decision in plain wall time, as a multiple of its ceiling (reached only
-#: where the host leaves the bot under a tenth of the CPU it needs).
-BACKSTOP_FACTOR: Final = 10
 #: How long a kept (deal or worker) sandbox outlives its last match.
 IDLE_S: Final = 60.0
 #: How long a fault waits for a bot that lost its connection to be seen to end, so the
@@ -71,14 +60,6 @@ SETTLE_S: Final = 1.0
 REASON_LIMIT: Final = 1000
 
 
-def wall_ceiling_s(deadline_ms: int) -> float:
-    return WALL_FACTOR * max(deadline_ms, 1) / 1000 + WALL_EXTRA_S
-
-
-def backstop_s(deadline_ms: int) -> float:
-    return BACKSTOP_FACTOR * wall_ceiling_s(deadline_ms)
-
-
 @dataclass(frozen=True, slots=True)
 class SeatOutput:
     """What a hosted bot printed during a match (bounded), for its owner."""
@@ -86,43 +67,6 @@ class SeatOutput:
     text: str
     total_bytes: int
     truncated: bool
-
-
-#: Leads the reason of a decision the watch cut off (told apart from the transport's backstop).
-_CUT: Final = "cut off: "
-
-
-class _Watch:
-    """Watches one Decide in flight (sdk.grpc_player.GrpcPlayer.watch): cut off once the
-    call's wall time, less what the host's load took from the bot, passes the ceiling, or
-    once the sandbox's CPU does (threads waiting for a CPU together could otherwise hold the
-    first off until the backstop)."""
-
-    def __init__(self, box: Sandbox, deadline_ms: int, cpu_before: int):
-        self.box = box
-        self.deadline_ms = deadline_ms
-        self.cpu_before = cpu_before
-        # Read per call, though it costs the worker about half a millisecond: read only at
-        # the first look past the deadline, what the load took before then counted against
-        # the bot, and a thinker near its budget beside busy loops was cut off (the fresh-clone
-        # run of 50d8cec, test_a_hosted_bot_is_charged_its_cpu_time_not_the_machines_load).
-        self.delay_before = box.run_delay_ns()
-
-    def __call__(self, elapsed_s: float) -> str | None:
-        used_ms = (self.box.cpu_ns() - self.cpu_before) / 1e6
-        ceiling = wall_ceiling_s(self.deadline_ms)
-        if used_ms > ceiling * 1000:
-            return f"{_CUT}it used {used_ms:.0f} ms of CPU, past the ceiling of {ceiling:g} s"
-        if elapsed_s <= ceiling:
-            return None
-        waited_s = max(0, self.box.run_delay_ns() - self.delay_before) / 1e9
-        if elapsed_s - waited_s <= ceiling:
-            return None
-        return (
-            f"{_CUT}no reply within the wall-clock ceiling of {ceiling:g} s, not counting the "
-            f"{waited_s:.1f} s it waited for a CPU (a hosted bot is charged CPU time; "
-            f"it used {used_ms:.0f} ms)"
-        )
 
 
 class _Kept:
@@ -202,6 +146,7 @@ class HostedPlayer:
         self._key = scope_key
         self.box: Sandbox | None = None
         self._grpc: GrpcPlayer | None = None
+        self._clock: CpuClock | None = None
         self._failed: str | None = None
         self.last_charged_us: int | None = None
         self._output: SeatOutput | None = None
@@ -247,8 +192,9 @@ class HostedPlayer:
             self._failed = f"the hosted bot did not start: {exc}"[:REASON_LIMIT]
             raise PlayerFaultError(FaultKind.UNREACHABLE, self._failed) from None
         self._since = self.box.counters()
-        self._grpc = GrpcPlayer(self.box.address, transport_timeout_s=backstop_s)
+        self._grpc = box_player(self.box)
         self._grpc.address = f"hosted {self.name}"
+        self._clock = CpuClock(self.box)
         return self._grpc
 
     # -- the Player protocol ------------------------------------------------------------------
@@ -320,26 +266,15 @@ class HostedPlayer:
 
     def act(self, request: DecisionRequest) -> Action | int:
         player = self._player()
-        assert self.box is not None
-        box = self.box
+        assert self._clock is not None
         self.last_charged_us = None
         with self._awake():
-            cpu_before = box.cpu_ns()
-            player.watch = _Watch(box, request.deadline_ms, cpu_before)
-            player.watch_after_s = request.deadline_ms / 1000
             try:
-                return player.act(request)
+                return self._clock.act(player, request)
             except PlayerFaultError as exc:
-                if exc.kind is FaultKind.TIMEOUT and "Decide: " + _CUT not in exc.reason:
-                    exc = PlayerFaultError(
-                        FaultKind.TIMEOUT,
-                        f"no reply within {backstop_s(request.deadline_ms):g} s of wall-clock time "
-                        "(a hosted bot is charged CPU time; "
-                        f"it used {(box.cpu_ns() - cpu_before) / 1e6:.0f} ms)",
-                    )
                 raise self._named(exc) from None
             finally:
-                self.last_charged_us = max(0, box.cpu_ns() - cpu_before) // 1000
+                self.last_charged_us = self._clock.last_charged_us
 
     def hand_end(self, result: HandResult) -> None:
         self._notify(lambda player: player.hand_end(result))

@@ -15,7 +15,7 @@ from helpers.archives import project, tar_gz
 from helpers.arena import UNHURRIED_CHECK
 from sqlalchemy import func, select
 
-from arena.bots.admission import ConformanceFailedError
+from arena.bots.admission import BotCheckFailedError, ConformanceFailedError
 from arena.bots.builds import BuildFailedError
 from arena.bots.owners import create_owner
 from arena.bots.registry import NameTakenError, NotOwnerError, bot_to_json
@@ -33,6 +33,32 @@ class TinyBot(Bot):
 
     def act(self, obs):
         return len(obs.legal_actions) + 7
+"""
+
+#: Holds one decision 1.2 s, once, at the protocol check's first table of three (the
+#: conformance match has two seats and a time bank; the protocol check gives no bank):
+#: ``HOLD`` says how, sleeping (no CPU) or computing (1.2 s of CPU).
+HOLDING = """import time
+
+from sdk.bot import Bot
+
+HOLD = {hold!r}
+held = []
+
+
+class TinyBot(Bot):
+    name = "holding"
+
+    def act(self, obs):
+        if len(obs.players) == 3 and not held:
+            held.append(1)
+            if HOLD == "sleep":
+                time.sleep(1.2)
+            else:
+                began = time.process_time()
+                while time.process_time() - began < 1.2:
+                    pass
+        return self.rng.randrange(len(obs.legal_actions))
 """
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -104,6 +130,23 @@ def test_a_bot_failing_its_check_in_the_sandbox_is_refused_and_nothing_stays(
     assert "illegal" in refused.value.message or "action" in refused.value.message
     assert counts(sqlite_url) == (0, 0, 0)
     assert left_on_disk(data_dir) == []  # its bundle never became a version: not in bundles/
+
+
+def test_an_uploads_check_times_it_by_its_cpu_as_its_matches_do(sqlite_url: str, data_dir: Path) -> None:
+    """A decision held 1.2 s past a 500 ms deadline: waiting, it costs no CPU and passes (a
+    loaded host stretches the wall clock the same way); computing, it is refused. On the
+    wall clock both were refused, and an honest upload beside busy loops could be too."""
+    settings = Settings(decision_deadline_ms=500, data_dir=str(data_dir), database_url=sqlite_url)
+    owners(sqlite_url)
+    waiting = tar_gz(project({"tiny_bot.py": HOLDING.format(hold="sleep")}))
+    with session_scope(sqlite_url) as session:
+        bot = submit_upload(session, owner(session, "alice"), "waiting", waiting, settings=settings)
+        assert bot.versions[0].info["name"] == "holding"
+    computing = tar_gz(project({"tiny_bot.py": HOLDING.format(hold="compute")}))
+    with pytest.raises(BotCheckFailedError) as refused, session_scope(sqlite_url) as session:
+        submit_upload(session, owner(session, "bob"), "computing", computing, settings=settings)
+    assert "timeout" in refused.value.message and "3 seats" in refused.value.message
+    assert counts(sqlite_url) == (1, 1, 1)
 
 
 def test_a_failed_build_is_refused_with_the_end_of_its_log(db_url: str, data_dir: Path) -> None:

@@ -10,7 +10,8 @@ from helpers.sandbox import requires_bwrap
 from helpers.saturation import busy_processes
 from helpers.uploads import entry
 
-from arena.play.hosted import HostedPlayer, wall_ceiling_s
+from arena.play.hosted import HostedPlayer
+from arena.sandbox.clock import wall_ceiling_s
 from arena.sandbox.launch import Launch
 from arena.sandbox.limits import Limits
 from arena.sandbox.runner import Sandbox
