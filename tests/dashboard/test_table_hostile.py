@@ -459,13 +459,15 @@ def test_people_at_tables_do_not_stop_the_bots_matches(
 ) -> None:
     """Two match slots, an arena that seats one person at a time (TONK_PEOPLE_MAX_TABLES, below
     the slots): the second person is refused with nothing written, and a bots' match queued
-    after the first person's table is played before that table is over."""
+    after the first person's table is played before that table is over. The person's clock
+    (30 s) outlasts any load the machine is under (at 1 s, four busy loops beside the suite
+    let the table end first); the table is cancelled with the backend."""
     url = arena["url"]
     backend = EmbeddedBackend(url, 2, slots=1)
     try:
         app = app_factory(url, TOURNAMENT_BACKEND=backend, TOURNAMENT_SWEEP_S=0)
         app.config["SETTINGS"] = dataclasses.replace(
-            app.config["SETTINGS"], person_clock_s=1, people_max_tables=1
+            app.config["SETTINGS"], person_clock_s=30, people_max_tables=1
         )
         _two_people_and_a_bots_match(url, app, backend, arena)
     finally:
@@ -478,7 +480,7 @@ def _two_people_and_a_bots_match(
     from arena.tournaments.lifecycle import create_tournament, resolve_bots, start_tournament
 
     client, csrf = signed_in(app, tokens["alice"])
-    paths = [sit(client, csrf, "greedy", hands=3)]  # nobody moves: ~1 s a decision
+    paths = [sit(client, csrf, "greedy", hands=3)]  # nobody moves: 30 s a decision
     with session_scope(url) as session:
         tables = session.scalar(select(func.count(Tournament.id)))
     client, csrf = signed_in(app, tokens["bob"])
