@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 from helpers.guides import PROLOGUE, run_script, sh_blocks, stop
-from helpers.net import free_port
+from helpers.net import free_port, free_ports_from
 from helpers.paths import ROOT
 
 from arena.processes import run_process, spawn
@@ -72,7 +72,9 @@ def clone_with_venv(tmp_path: Path) -> Path:
 
 def test_a_newcomer_walks_from_a_fresh_clone_to_a_rated_bot(tmp_path: Path) -> None:
     clone = clone_with_venv(tmp_path)
-    port = free_port()
+    # `make demo PORT=P` takes P and the next two (its gateway and relay), as a newcomer runs it:
+    # all three free and below the ephemeral range (free_port's P+1 was once another's socket).
+    port = free_ports_from(3)
     env = {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", str(tmp_path)),  # pip's cache
