@@ -175,6 +175,14 @@ class Group:
         except (OSError, ValueError):
             return []
 
+    def threads(self) -> list[int]:
+        """The group's threads (every thread of every member), read as :meth:`members` is."""
+        name = "cgroup.threads" if self.v2 else "tasks"
+        try:
+            return [int(x) for x in self._read(self.dirs[0] / name, kept=self.v2).split()]
+        except (OSError, ValueError):
+            return []
+
     def kill_all(self) -> None:
         """SIGKILL every process in the group (v2 has one write for it; v1 is killed pid by pid
         until the group is empty, since a fork can race a single pass)."""

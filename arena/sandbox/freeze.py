@@ -41,6 +41,7 @@ from typing import Final
 
 from arena import processes
 from arena.sandbox import cgroups
+from arena.sandbox.procfiles import ProcFiles
 
 #: Process states that run no code: stopped (by a signal, or traced), zombie, dead.
 _STILL: Final = frozenset("TtZX")
@@ -62,6 +63,8 @@ class Freezer:
         self._in_flight = 0
         self._enabled = False
         self._frozen_by: str | None = None  # "cgroup" or "signals" while frozen
+        # Each process's state is read twice a freeze by signals: from kept descriptors.
+        self._stats = ProcFiles("stat")
 
     @property
     def method(self) -> str:
@@ -88,6 +91,11 @@ class Freezer:
         with self._lock:
             self._enabled = False
             self._thaw()
+
+    def close(self) -> None:
+        """Thaw for good and let go of the files it reads (the sandbox is closing)."""
+        self.disable()
+        self._stats.close()
 
     @contextlib.contextmanager
     def awake(self) -> Iterator[None]:
@@ -118,7 +126,7 @@ class Freezer:
             return
         # No freezer, or it did not settle: stop what it holds by signals as well.
         self._frozen_by = "signals"
-        stop_tree(self.root_pid, below=self._below)
+        stop_tree(self.root_pid, below=self._below, state=self._state)
 
     def _thaw(self) -> None:
         how, self._frozen_by = self._frozen_by, None
@@ -132,8 +140,14 @@ class Freezer:
     def _below(self, root_pid: int) -> list[int]:
         """Every process of the sandbox but its root (bubblewrap, or the template's fork)."""
         if self._members is None:
-            return tree(root_pid)
-        return [pid for pid in self._members.members() if pid != root_pid]
+            found = tree(root_pid)
+        else:
+            found = [pid for pid in self._members.members() if pid != root_pid]
+        self._stats.keep_only(found)
+        return found
+
+    def _state(self, pid: int) -> str:
+        return _state_in(self._stats.read(pid))
 
 
 def tree(root_pid: int) -> list[int]:
@@ -169,8 +183,16 @@ def _state(pid: int) -> str:
     """The process's state letter, ``X`` if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0].decode()
-    except (OSError, IndexError):
+            return _state_in(f.read())
+    except OSError:
+        return "X"
+
+
+def _state_in(stat: bytes | None) -> str:
+    """The state letter in a ``/proc/<pid>/stat`` line, ``X`` if there is none."""
+    try:
+        return stat.rpartition(b")")[2].split()[0].decode() if stat else "X"
+    except IndexError:
         return "X"
 
 
@@ -179,14 +201,17 @@ _HAVE_CHILDREN: Final = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/
 
 
 def stop_tree(
-    root_pid: int, timeout_s: float = STOP_TIMEOUT_S, below: Callable[[int], list[int]] = tree
+    root_pid: int,
+    timeout_s: float = STOP_TIMEOUT_S,
+    below: Callable[[int], list[int]] = tree,
+    state: Callable[[int], str] = _state,
 ) -> bool:
     """``SIGSTOP`` every process below ``root_pid`` (as ``below`` lists them) until all are
-    seen stopped; True if they were within ``timeout_s``."""
+    seen stopped (by ``state``); True if they were within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     passes = 0
     while True:
-        running = [pid for pid in below(root_pid) if _state(pid) not in _STILL]
+        running = [pid for pid in below(root_pid) if state(pid) not in _STILL]
         if not running:
             return True
         if time.monotonic() > deadline:

@@ -58,6 +58,7 @@ from arena.sandbox import causes, cgroups, freeze, seccomp
 from arena.sandbox.freeze import Freezer
 from arena.sandbox.launch import SOCKET_PLACEHOLDER, Launch
 from arena.sandbox.limits import Limits, sandbox_nice
+from arena.sandbox.procfiles import ProcFiles
 from arena.sandbox.runtime import LAUNCHER, staged_bundle, staged_runtime
 
 SOCKET = "/run/tonk/bot.sock"
@@ -214,6 +215,7 @@ class Sandbox:
         self.ready_ns = 0
         #: Stops its processes between calls, once :meth:`freeze_between_calls` (freeze.py).
         self.freezer: Freezer | None = None
+        self._schedstats = ProcFiles("schedstat")  # each thread's run delay (run_delay_ns)
         #: CPU of its processes from launch to serving (to its first freeze), once measured.
         self.startup_cpu_ns = 0
 
@@ -415,7 +417,7 @@ class Sandbox:
     def close(self) -> None:
         """End the bot and everything it started; idempotent."""
         if self.freezer is not None:
-            self.freezer.disable()  # no call will freeze it again
+            self.freezer.close()  # no call will freeze it again
         proc = self.process
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -431,6 +433,7 @@ class Sandbox:
                 proc.stdout.close()
         # Without a control group, anything left is found by its ancestry (bwrap's init has died,
         # so orphans were reparented; the PID namespace's end has killed them already).
+        self._schedstats.close()
         places, self._places = self._places, {}
         for fd in places.values():  # the last hold on the sandbox's file systems
             with contextlib.suppress(OSError):
@@ -461,23 +464,24 @@ class Sandbox:
     def run_delay_ns(self) -> int:
         """How long the sandbox's threads have waited, runnable, for a CPU (the kernel's
         schedstat, summed over the threads alive now): the time the host's load took from
-        them, which a decision's wall-clock ceiling does not count (arena/play/hosted.py)."""
+        them, which a decision's wall-clock ceiling does not count (arena/sandbox/clock.py).
+        Read at every decision: the threads are listed in one read of the group (else walked
+        down the tree) and each one's schedstat read from a kept descriptor."""
         if self.process is None:
             return 0
         group = self.group
-        pids = group.pids() if group is not None else freeze.tree(self.process.pid)
+        if group is not None:
+            threads = group.threads()
+        else:
+            threads = []
+            for pid in freeze.tree(self.process.pid):
+                with contextlib.suppress(OSError, ValueError):
+                    threads += [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+        self._schedstats.keep_only(threads)
         total = 0
-        for pid in pids:
-            try:
-                tasks = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tasks:
-                with (
-                    contextlib.suppress(OSError, ValueError, IndexError),
-                    open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f,
-                ):
-                    total += int(f.read().split()[1])
+        for tid in threads:
+            with contextlib.suppress(ValueError, IndexError):
+                total += int((self._schedstats.read(tid) or b"0 0").split()[1])
         return total
 
     def memory_peak(self) -> int:
