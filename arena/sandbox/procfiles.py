@@ -1,11 +1,10 @@
 """Small ``/proc`` files of a sandbox's tasks, read from kept descriptors.
 
 The freezer reads each process's state twice a freeze, and the clock reads each thread's run
-delay at every decision (arena/sandbox/freeze.py, arena/sandbox/clock.py): an open, a read
-and a close of a ``/proc`` file took ~14-20 µs, a ``pread`` of a kept descriptor ~2 µs. A
-freeze and a thaw cost the worker ~300 µs of CPU, the run delay of an 11-thread bot ~280 µs,
-hundreds of times a match; with both turned off in a scratch run of ``bench/hosted.py``
-the hosted/dialled ratio went from 0.40 to 0.72.
+delay at every decision (arena/sandbox/freeze.py, arena/sandbox/clock.py): hundreds of times
+a match. An open, a read and a close of a ``/proc`` file cost several times a ``pread`` of a
+kept descriptor, and with them the worker's side of a freeze and a decision's run delay were
+a large part of what a hosted match costs beyond a dialled one (``bench/hosted.py``).
 
 A descriptor of ``/proc/<id>/...`` stays bound to the task it was opened for: once that task
 is gone its reads fail (ESRCH), even if the number is reused. Such a read is tried once more
