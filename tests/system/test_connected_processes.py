@@ -88,6 +88,12 @@ def procs(tmp_path: Path) -> Iterator[Procs]:
         yield made
     finally:
         made.stop_all()
+        # The end of each process's log, shown by pytest with a failed test's teardown output
+        # (the logs go with the test's folder; a bot that never connected says why here).
+        for name in made.commands:
+            log = tmp_path / f"{name}.log"
+            text = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
+            print(f"--- {name}.log (end) ---\n{text}")
 
 
 def base_env(tmp: Path, **extra: str) -> dict[str, str]:
