@@ -179,15 +179,6 @@ def tree(root_pid: int) -> list[int]:
     return found
 
 
-def _state(pid: int) -> str:
-    """The process's state letter, ``X`` if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return _state_in(f.read())
-    except OSError:
-        return "X"
-
-
 def _state_in(stat: bytes | None) -> str:
     """The state letter in a ``/proc/<pid>/stat`` line, ``X`` if there is none."""
     try:
@@ -204,7 +195,8 @@ def stop_tree(
     root_pid: int,
     timeout_s: float = STOP_TIMEOUT_S,
     below: Callable[[int], list[int]] = tree,
-    state: Callable[[int], str] = _state,
+    *,
+    state: Callable[[int], str],
 ) -> bool:
     """``SIGSTOP`` every process below ``root_pid`` (as ``below`` lists them) until all are
     seen stopped (by ``state``); True if they were within ``timeout_s``."""
