@@ -53,8 +53,11 @@ def detail(ladder_id: int) -> str:
     page, q = paging(request.args, PAGE_ROWS), search_arg(request.args)
     version = ladder_version(session(), ladder_id)
     d = _detail(ladder_id, page, q, version)
+    # The poll's ETag for what this page shows: its first poll is a 304 while nothing changed,
+    # so an idle tab never has its board swapped for the same rows (under a reader's click).
     return render_template(
-        "ladder.html", d=d, now_showing=_showing(ladder_id, version), args=board_args(page, q, PAGE_ROWS)
+        "ladder.html", d=d, now_showing=_showing(ladder_id, version), args=board_args(page, q, PAGE_ROWS),
+        etag=_etag(version, page, q, html=True),
     )
 
 

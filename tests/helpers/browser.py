@@ -66,6 +66,7 @@ def served(url: str, **config: Any) -> Iterator[str]:
     finally:
         server.shutdown()
         thread.join(timeout=10)
+        server.server_close()  # its listening socket too: a session serves many of these
 
 
 # -- the replay viewer -------------------------------------------------------------------------

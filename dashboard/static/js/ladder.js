@@ -1,8 +1,10 @@
 /* The live ladder page: polls /api/v1/ladders/<id>/live?html=1 (the board at the page and
  * search this tab shows) and swaps in the counts, the board, the recent matches and "now
  * showing" as the server renders them (no reload), for as long as the page is open: a ladder
- * never finishes. Each poll sends the last ETag in If-None-Match: while nothing changed the
- * server answers 304 with no body, and the page is left as it is. */
+ * never finishes. Each poll sends the last ETag in If-None-Match (at first the one the page
+ * was rendered with): while nothing changed the server answers 304 with no body, and the page
+ * is left as it is. A part is swapped only when the server's text for it changed, so a link
+ * is never replaced by the same link under a reader's click. */
 (function () {
   "use strict";
   var box = document.getElementById("ladder-live");
@@ -12,13 +14,21 @@
   var badge = document.getElementById("l-status");
   var PERIOD_MS = +box.getAttribute("data-poll-ms") || 3000;
   var PARTS = ["counts", "board", "recent", "now_showing"];
-  var etag = null;  // the last answer's: sent back so an unchanged ladder costs a 304
+  // The last answer's (at first the page's own): sent back so an unchanged ladder costs a 304.
+  var etag = box.getAttribute("data-etag") || null;
+  // What the server last sent for each part (the browser's serialization of a part differs
+  // from the server's text, so comparing innerHTML would swap every part on every answer).
+  var last = {};
 
   function show(live) {
     PARTS.forEach(function (part) {
       var el = document.getElementById(part);
+      var html = live.html && live.html[part];
       // Server-rendered from the same templates as the page (no script in them; the CSP forbids inline).
-      if (el && live.html && live.html[part] !== undefined && el.innerHTML !== live.html[part]) el.innerHTML = live.html[part];
+      if (el && html !== undefined && html !== last[part]) {
+        last[part] = html;
+        if (el.innerHTML !== html) el.innerHTML = html;
+      }
     });
     if (badge) {
       var span = badge.querySelector(".status");

@@ -26,7 +26,10 @@ def test_the_ladder_pager_and_its_poll(page: Any, tmp_path: Path) -> None:
     with bench_module(ROOT / "bench" / "dashboard.py", "bench_dashboard_pager") as bench:
         ladder = bench.big_ladder(url, 60, matches_per_bot=12)  # 50 rows a page: 2 pages
     with served(url, PROGRESS_POLL_MS=250) as base:
-        page.goto(f"{base}/ladders/{ladder}")
+        # The page's first poll sends the ETag the page was rendered with: a 304, nothing swapped.
+        with page.expect_response(lambda r: "/live?" in r.url) as first:
+            page.goto(f"{base}/ladders/{ladder}")
+        assert first.value.status == 304
         rows = page.locator("table.ladder-board tbody tr")
         expect(rows).to_have_count(50)
         page.locator("#board a[rel=next]").click()
