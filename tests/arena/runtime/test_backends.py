@@ -271,10 +271,26 @@ def test_cli_runs_pauses_on_ctrl_c_and_resumes(
     )
 
     def some_done() -> bool:
+        if run.poll() is not None:  # it ended before its interrupt: say how
+            _out, err = run.communicate()
+            ended = f"`tonk tournament run` ended with {run.returncode} before Ctrl-C"
+            raise AssertionError(f"{ended}:\n{err[-4000:]}")
         with session_scope(sqlite_url) as session:
             return tournament_progress(session, 1).done >= 2
 
-    wait_for(some_done, timeout=60)
+    try:
+        # Patience, not a speed limit: beside busy loops the whole test took 50 s here, and the
+        # whole suite's parallel workers load the machine more.
+        wait_for(some_done, timeout=180)
+    except AssertionError as gave_up:
+        if run.poll() is None:  # still running with fewer than 2 done: what did it say, and how far?
+            run.kill()
+            _out, err = run.communicate(timeout=30)
+            with session_scope(sqlite_url) as session:
+                progress = tournament_progress(session, 1)
+            said = f"fewer than 2 matches done in 180 s ({progress}); its stderr:\n{err[-4000:]}"
+            raise AssertionError(said) from gave_up
+        raise
     run.send_signal(signal.SIGINT)
     _out, err = run.communicate(timeout=30)
     assert run.returncode == 130, err
