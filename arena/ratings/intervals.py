@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arena.ratings.data import Block, BoolArray, FloatArray, IntArray, pair_columns, sigmoid
-from arena.ratings.solve import laplacian
+from arena.ratings.solve import Met, laplacian, pair_curvature, pair_laplacian
 
 #: Matches per chunk when recomputing the meat: bounds the temporary arrays to ~100 MB.
 CHUNK = 400_000
@@ -50,6 +50,19 @@ def pool_q(weights: FloatArray, pool: BoolArray, x: FloatArray) -> FloatArray:
     p = sigmoid(x[members][:, None] - x[members][None, :])
     lap = laplacian(weights[np.ix_(members, members)] * p * (1.0 - p))
     q: FloatArray = np.linalg.inv(lap + 1.0 / km).astype(np.float64)
+    return q
+
+
+def met_q(met: Met, x: FloatArray) -> FloatArray:
+    """:func:`pool_q` from the pool's pairs that met (``x``: the pool's estimates, in its
+    own order): the same matrix, without a pass of sigmoids over every members x members
+    cell."""
+    km = len(x)
+    if not km:
+        return np.zeros((0, 0))
+    lap = pair_laplacian(met.a, met.b, pair_curvature(met.a, met.b, met.weights, x), km)
+    lap += 1.0 / km
+    q: FloatArray = np.linalg.inv(lap).astype(np.float64, copy=False)
     return q
 
 

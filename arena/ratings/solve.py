@@ -33,6 +33,11 @@ _NEWTON_TOL = 1e-10
 # stopped at 1e-8 natural units, 2e-6 Elo, two steps short of the full fit's tolerance and
 # five orders below the board's tenth of an Elo.
 _NEARBY_TOL = 1e-8
+# Newton's steps are solved loosely (conjugate gradients on the pairs) until one moves no
+# estimate by more than this (natural units: 0.17 Elo), then exactly, by a dense solve: from
+# there a handful of exact steps finish.
+_EXACT_FROM = 1e-3
+_ROUGH_ITERATIONS = 100
 
 
 class ConvergenceError(RuntimeError):
@@ -46,22 +51,23 @@ def estimate(
     pool: BoolArray,
     share: FloatArray,
     x0: FloatArray,
-    nearby: tuple[FloatArray, Met, IntArray] | None = None,
+    met: Met,
+    nearby: tuple[FloatArray, IntArray] | None = None,
 ) -> tuple[FloatArray, BoolArray]:
     """Every bot's estimate (natural units, 0 where there is none) and which are finite: the
     pool's and those of outsiders with a two-sided record against it, centred on the pool
-    members weighted by ``share``. ``x0``: the pool's start; ``nearby``: the pool's inverse
-    information from a fit nearby (``Q = (L + 1/k)^-1``, intervals.pool_q), for Newton steps
-    with it instead of the full iteration (raises ConvergenceError if they do not converge:
-    the caller fits in full), the pool's pairs that met (:class:`Met`: the steps read those
-    cells only, never the members x members blocks), and the rows of the pool whose pairs are
-    new since that fit (where the gradient is)."""
+    members weighted by ``share``. ``x0``: the pool's start; ``met``: the pool's pairs that
+    met (:class:`Met`: the pool's solve reads those cells only, never the members x members
+    blocks); ``nearby``: the pool's inverse information from a fit nearby
+    (``Q = (L + 1/k)^-1``, intervals.pool_q), for Newton steps with it instead of the full
+    iteration (raises ConvergenceError if they do not converge: the caller fits in full), and
+    the rows of the pool whose pairs are new since that fit (where the gradient is)."""
     k = len(pool)
     members = np.flatnonzero(pool)
     if nearby is None:
-        pool_x = _fit_pool(points[np.ix_(members, members)], weights[np.ix_(members, members)], x0)
+        pool_x = _fit_pool(met.a, met.b, met.points, met.weights, x0)
     else:
-        q, met, new = nearby
+        q, new = nearby
         pool_x = _nearby_newton(met.a, met.b, met.points, met.weights, x0, q, new)
     x = np.zeros(k)
     x[members] = pool_x
@@ -76,40 +82,123 @@ def estimate(
     return x, finite
 
 
-def _pool_objective(points: FloatArray, x: FloatArray) -> float:
-    return float(np.sum(points * -np.logaddexp(0.0, -(x[:, None] - x[None, :]))))
+def _pool_objective(
+    a: IntArray, b: IntArray, pts: FloatArray, w: FloatArray, x: FloatArray
+) -> tuple[float, FloatArray]:
+    """The log-likelihood over the pool's pairs that met, each once, and the pairs'
+    differences ``x[a] - x[b]`` it was read at. ``b``'s points from ``a`` are the pair's
+    weight less ``a``'s, and ``log(1 + e^d) = log(1 + e^-d) + d``: one logarithm a pair."""
+    d = x[a] - x[b]
+    return float(-(w @ np.logaddexp(0.0, -d)) - ((w - pts) @ d)), d
 
 
-def _fit_pool(points: FloatArray, weights: FloatArray, x0: FloatArray) -> FloatArray:
-    """Maximum likelihood over the pool's pairs, mean 0 (natural units), by damped Newton. The
-    pool is strongly connected, so the maximum is finite and unique up to the mean."""
+def pair_curvature(a: IntArray, b: IntArray, w: FloatArray, x: FloatArray) -> FloatArray:
+    """Each met pair's information ``w p (1 - p)`` at ``x``."""
+    p = sigmoid(x[a] - x[b])
+    curv: FloatArray = w * p * (1.0 - p)
+    return curv
+
+
+def pair_laplacian(a: IntArray, b: IntArray, curv: FloatArray, k: int) -> FloatArray:
+    """The k x k information matrix of the met pairs whose curvatures are ``curv`` (a graph
+    Laplacian: singular along the common shift, which the callers fix), built from the pairs
+    alone: no k x k pass of sigmoids."""
+    lap = np.zeros((k, k))
+    flat = lap.reshape(-1)
+    flat[a * k + b] = -curv
+    flat[b * k + a] = -curv
+    flat[:: k + 1] = np.bincount(a, curv, minlength=k) + np.bincount(b, curv, minlength=k)
+    return lap
+
+
+def _fit_pool(a: IntArray, b: IntArray, pts: FloatArray, w: FloatArray, x0: FloatArray) -> FloatArray:
+    """Maximum likelihood over the pool's pairs that met (:class:`Met`'s), mean 0 (natural
+    units), by damped Newton. The pool is strongly connected, so the maximum is finite and
+    unique up to the mean. The gradient, curvature and objective read the met pairs only
+    (millions at 10,000 bots, where the k x k cells are a hundred million).
+
+    Far from the maximum a step need not be exact: it is solved loosely by conjugate
+    gradients on the pairs (:func:`_rough_step`, each iteration one pass over them), and only
+    the last steps, from within :data:`_EXACT_FROM` of the maximum, are dense solves. Those
+    give the quadratic finish and a maximum that does not depend on the rough steps. Where
+    conjugate gradients crawl (a ladder pairs neighbours: a banded graph) the rough step stops
+    at its iteration cap, and the dense steps simply start sooner."""
     k = len(x0)
     x = x0 - x0.mean() if k else x0
     if k < 2:
         return np.zeros(k)
-    f = _pool_objective(points, x)
+    f, d = _pool_objective(a, b, pts, w, x)
+    exact = False
     for _ in range(_MAX_NEWTON):
-        p = sigmoid(x[:, None] - x[None, :])
-        grad = (points - weights * p).sum(axis=1)
-        lap = laplacian(weights * p * (1.0 - p))
-        step = np.linalg.solve(lap + 1.0 / k, grad)  # + 1/k: fixes the free mean
+        p = 0.5 + 0.5 * np.tanh(0.5 * d)  # sigmoid(d): one pass, no overflow
+        res = pts - w * p
+        grad = _net(a, b, res, k)
+        curv = w * p * (1.0 - p)
+        if exact:
+            lap = pair_laplacian(a, b, curv, k)
+            lap += 1.0 / k  # fixes the free mean
+            step = np.linalg.solve(lap, grad)
+            del lap
+        else:
+            step = _rough_step(a, b, curv, grad)
         size = float(np.max(np.abs(step)))
-        if size < 1e-6:
+        if exact and size < 1e-6:
             x = x + step
             if size < _NEWTON_TOL:
                 centred: FloatArray = x - x.mean()
                 return centred
-            f = _pool_objective(points, x)
+            f, d = _pool_objective(a, b, pts, w, x)
             continue
         t = 1.0
         while True:
             trial = x + t * step
-            f_trial = _pool_objective(points, trial)
+            f_trial, d = _pool_objective(a, b, pts, w, trial)
             if f_trial >= f or t < 1e-10:
                 break
             t *= 0.5
+        exact = exact or t * size < _EXACT_FROM or t < 1.0
         x, f = trial, f_trial
     raise ConvergenceError(f"Newton did not converge in {_MAX_NEWTON} iterations ({k} bots in the pool)")
+
+
+def _net(a: IntArray, b: IntArray, flow: FloatArray, k: int) -> FloatArray:
+    """Each bot's sum of ``flow`` over its pairs, taken where it is ``a`` and given where it
+    is ``b``."""
+    out: FloatArray = np.subtract(np.bincount(a, flow, minlength=k), np.bincount(b, flow, minlength=k),
+                                  dtype=np.float64)  # fmt: skip
+    return out
+
+
+def _rough_step(a: IntArray, b: IntArray, curv: FloatArray, grad: FloatArray) -> FloatArray:
+    """A Newton step solved loosely: ``(L + 1/k) s = grad`` by conjugate gradients on the
+    pairs, preconditioned by ``L``'s diagonal, to a residual of a tenth of ``grad``'s or
+    :data:`_ROUGH_ITERATIONS` iterations. ``grad`` sums to 0, so ``s`` does too and the
+    ``1/k`` term stays out of the products."""
+    k = len(grad)
+    diag = np.bincount(a, curv, minlength=k) + np.bincount(b, curv, minlength=k)
+    diag = np.maximum(diag, 1e-12)
+
+    def times(v: FloatArray) -> FloatArray:
+        return _net(a, b, curv * (v[a] - v[b]), k)
+
+    step = np.zeros(k)
+    r = grad.copy()
+    z = r / diag
+    d = z.copy()
+    rz = float(r @ z)
+    goal = 0.01 * float(grad @ grad)  # a tenth of grad's norm, squared
+    for _ in range(_ROUGH_ITERATIONS):
+        if float(r @ r) <= goal:
+            break
+        ad = times(d)
+        alpha = rz / float(d @ ad)
+        step += alpha * d
+        r -= alpha * ad
+        z = r / diag
+        rz, last = float(r @ z), rz
+        d = z + (rz / last) * d
+    step -= step.mean()
+    return step
 
 
 @dataclass(frozen=True)
@@ -177,7 +266,7 @@ def _nearby_newton(
         # Each pair once: b's side of the pair is a's negated (points b-a = weight - points a-b).
         with np.errstate(over="ignore"):
             res = pts - w / (1.0 + np.exp(x[b] - x[a]))
-        grad = np.bincount(a, res, minlength=k) - np.bincount(b, res, minlength=k)
+        grad = _net(a, b, res, k)
         # (Q - 1/k) g, without a bots x bots copy of Q less 1/k.
         step = q[:, new] @ grad[new] if n == 0 and 4 * len(new) < k else q @ grad
         step -= step.mean()  # the 1/k part only shifts every bot alike, as the centring does
