@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arena.ratings.data import Block, BoolArray, FloatArray, IntArray, pair_columns, sigmoid
-from arena.ratings.solve import Met, laplacian, pair_curvature, pair_laplacian
+from arena.ratings.solve import laplacian
 
 #: Matches per chunk when recomputing the meat: bounds the temporary arrays to ~100 MB.
 CHUNK = 400_000
@@ -50,19 +50,6 @@ def pool_q(weights: FloatArray, pool: BoolArray, x: FloatArray) -> FloatArray:
     p = sigmoid(x[members][:, None] - x[members][None, :])
     lap = laplacian(weights[np.ix_(members, members)] * p * (1.0 - p))
     q: FloatArray = np.linalg.inv(lap + 1.0 / km).astype(np.float64)
-    return q
-
-
-def met_q(met: Met, x: FloatArray) -> FloatArray:
-    """:func:`pool_q` from the pool's pairs that met (``x``: the pool's estimates, in its
-    own order): the same matrix, without a pass of sigmoids over every members x members
-    cell."""
-    km = len(x)
-    if not km:
-        return np.zeros((0, 0))
-    lap = pair_laplacian(met.a, met.b, pair_curvature(met.a, met.b, met.weights, x), km)
-    lap += 1.0 / km
-    q: FloatArray = np.linalg.inv(lap).astype(np.float64, copy=False)
     return q
 
 
@@ -294,14 +281,21 @@ def _times_sparse(dense: FloatArray, sparse: FloatArray, block: int = 512) -> Fl
     """``dense @ sparse`` for a ``sparse`` of mostly zeros (the meat: bots meet their
     neighbours, 1% of the cells at 10,000 bots): each block of columns multiplies only the
     rows with a nonzero there, bots x (those rows) x block where the product took bots^3."""
+    starts = range(0, sparse.shape[1], block)
+    rows = [np.flatnonzero(sparse[:, lo : lo + block].any(axis=1)) for lo in starts]
+    if 2 * sum(len(r) for r in rows) > len(sparse) * len(rows):
+        # Most blocks touch most rows (every bot met bots of every block: a random pairing):
+        # one product, which beats the blocks' gathers and strided writes (30.8 s against
+        # 36.5 s at 10,000 bots, 13% of the cells nonzero).
+        whole: FloatArray = dense @ sparse
+        return whole
     out = np.empty((dense.shape[0], sparse.shape[1]))
-    for lo in range(0, sparse.shape[1], block):
+    for lo, used in zip(starts, rows, strict=True):
         cols = sparse[:, lo : lo + block]
-        rows = np.flatnonzero(cols.any(axis=1))
-        if 2 * len(rows) > len(sparse):
+        if 2 * len(used) > len(sparse):
             out[:, lo : lo + block] = dense @ cols
         else:
-            out[:, lo : lo + block] = dense[:, rows] @ cols[rows]
+            out[:, lo : lo + block] = dense[:, used] @ cols[used]
     return out
 
 

@@ -480,10 +480,9 @@ class RatingModel:
         same = last is not None and len(last.pool) == k and np.array_equal(last.pool, pool)
         x0 = last.x[pool] if same and last is not None else np.zeros(int(pool.sum()))
         met = Met.of(data.points[:k, :k], data.weights[:k, :k], np.flatnonzero(pool))
-        x, finite = estimate(data.points[:k, :k], data.weights[:k, :k], pool, share, x0, met)
+        x, finite, q = estimate(data.points[:k, :k], data.weights[:k, :k], pool, share, x0, met)
         position = np.where(finite, np.cumsum(finite) - 1, -1)
         m = intervals.meat(data.blocks, x, position, pool, int(finite.sum()))
-        q = intervals.met_q(met, x[pool])
         core = intervals.core_of(q - 1.0 / len(q) if len(q) else q, m, pool[finite])
         self._last = _Fit(pool, x, finite, len(data.blocks), q, core, share, met)
         return self._report(pairwise)
@@ -542,7 +541,7 @@ class RatingModel:
             met = last.met.with_pairs(pairs[0], pairs[1], points, weights, np.flatnonzero(pool))
             start = last.x[last.pool]
             touched = np.unique(np.concatenate([pairs[0], pairs[1]]))
-            x, finite = estimate(points, weights, pool, share, start, met, nearby=(q, touched))
+            x, finite, _ = estimate(points, weights, pool, share, start, met, nearby=(q, touched))
         except ConvergenceError:
             return None
         old_finite = np.zeros(k, dtype=bool)

@@ -33,11 +33,13 @@ _NEWTON_TOL = 1e-10
 # stopped at 1e-8 natural units, 2e-6 Elo, two steps short of the full fit's tolerance and
 # five orders below the board's tenth of an Elo.
 _NEARBY_TOL = 1e-8
-# Newton's steps are solved loosely (conjugate gradients on the pairs) until one moves no
-# estimate by more than this (natural units: 0.17 Elo), then exactly, by a dense solve: from
-# there a handful of exact steps finish.
-_EXACT_FROM = 1e-3
+# A full fit's steps are solved loosely (conjugate gradients on the pairs, each iteration one
+# pass over them) until one moves no estimate by _Q_NEAR (natural units), where the inverse
+# information is taken; dense solves instead where those crawl: past _ROUGH_ITERATIONS
+# iterations in a step, or _MAX_ROUGH steps.
+_Q_NEAR = 1e-10
 _ROUGH_ITERATIONS = 100
+_MAX_ROUGH = 60
 
 
 class ConvergenceError(RuntimeError):
@@ -53,19 +55,20 @@ def estimate(
     x0: FloatArray,
     met: Met,
     nearby: tuple[FloatArray, IntArray] | None = None,
-) -> tuple[FloatArray, BoolArray]:
-    """Every bot's estimate (natural units, 0 where there is none) and which are finite: the
-    pool's and those of outsiders with a two-sided record against it, centred on the pool
-    members weighted by ``share``. ``x0``: the pool's start; ``met``: the pool's pairs that
-    met (:class:`Met`: the pool's solve reads those cells only, never the members x members
-    blocks); ``nearby``: the pool's inverse information from a fit nearby
+) -> tuple[FloatArray, BoolArray, FloatArray]:
+    """Every bot's estimate (natural units, 0 where there is none), which are finite, and the
+    pool's inverse information ``Q`` (at the maximum in a full fit; ``nearby``'s in an
+    update): the pool's estimates and those of outsiders with a two-sided record against it,
+    centred on the pool members weighted by ``share``. ``x0``: the pool's start; ``met``: the
+    pool's pairs that met (:class:`Met`: the pool's solve reads those cells only, never the
+    members x members blocks); ``nearby``: the pool's inverse information from a fit nearby
     (``Q = (L + 1/k)^-1``, intervals.pool_q), for Newton steps with it instead of the full
     iteration (raises ConvergenceError if they do not converge: the caller fits in full), and
     the rows of the pool whose pairs are new since that fit (where the gradient is)."""
     k = len(pool)
     members = np.flatnonzero(pool)
     if nearby is None:
-        pool_x = _fit_pool(met.a, met.b, met.points, met.weights, x0)
+        pool_x, q = _fit_pool(met.a, met.b, met.points, met.weights, x0)
     else:
         q, new = nearby
         pool_x = _nearby_newton(met.a, met.b, met.points, met.weights, x0, q, new)
@@ -79,7 +82,7 @@ def estimate(
     finite = pool.copy()
     finite[outside[two_sided]] = True
     x[finite] -= share @ pool_x  # the scale's zero (every bot moves alike)
-    return x, finite
+    return x, finite, q
 
 
 def _pool_objective(
@@ -111,44 +114,55 @@ def pair_laplacian(a: IntArray, b: IntArray, curv: FloatArray, k: int) -> FloatA
     return lap
 
 
-def _fit_pool(a: IntArray, b: IntArray, pts: FloatArray, w: FloatArray, x0: FloatArray) -> FloatArray:
+def _fit_pool(
+    a: IntArray, b: IntArray, pts: FloatArray, w: FloatArray, x0: FloatArray
+) -> tuple[FloatArray, FloatArray]:
     """Maximum likelihood over the pool's pairs that met (:class:`Met`'s), mean 0 (natural
-    units), by damped Newton. The pool is strongly connected, so the maximum is finite and
-    unique up to the mean. The gradient, curvature and objective read the met pairs only
+    units), by damped Newton, and the pool's inverse information there (``Q``, as
+    :func:`inverse_information`). The pool is strongly connected, so the maximum is finite
+    and unique up to the mean. The gradient, curvature and objective read the met pairs only
     (millions at 10,000 bots, where the k x k cells are a hundred million).
 
-    Far from the maximum a step need not be exact: it is solved loosely by conjugate
-    gradients on the pairs (:func:`_rough_step`, each iteration one pass over them), and only
-    the last steps, from within :data:`_EXACT_FROM` of the maximum, are dense solves. Those
-    give the quadratic finish and a maximum that does not depend on the rough steps. Where
-    conjugate gradients crawl (a ladder pairs neighbours: a banded graph) the rough step stops
-    at its iteration cap, and the dense steps simply start sooner."""
+    A step far from the maximum need not be exact: it is solved loosely by conjugate
+    gradients on the pairs (:func:`_rough_step`, each iteration one pass over them). Where
+    they crawl (a ladder pairs neighbours: a banded graph) or the loose steps stop gaining,
+    the steps are dense solves instead. Once a step moves no estimate by :data:`_Q_NEAR`,
+    ``Q`` is taken there, which the intervals need anyway, and one exact Newton step with it
+    (a product, not a solve) lands on the maximum, ``Q`` within ``_Q_NEAR`` of it: the
+    maximum and ``Q`` do not depend on the loose steps."""
     k = len(x0)
     x = x0 - x0.mean() if k else x0
     if k < 2:
-        return np.zeros(k)
+        return np.zeros(k), np.ones((k, k))
     f, d = _pool_objective(a, b, pts, w, x)
-    exact = False
+    rough = 0
     for _ in range(_MAX_NEWTON):
         p = 0.5 + 0.5 * np.tanh(0.5 * d)  # sigmoid(d): one pass, no overflow
-        res = pts - w * p
-        grad = _net(a, b, res, k)
+        grad = _net(a, b, pts - w * p, k)
         curv = w * p * (1.0 - p)
-        if exact:
+        if 0 <= rough < _MAX_ROUGH:
+            step, reached = _rough_step(a, b, curv, grad)
+            rough = rough + 1 if reached else -1
+        else:
             lap = pair_laplacian(a, b, curv, k)
             lap += 1.0 / k  # fixes the free mean
-            step = np.linalg.solve(lap, grad)
+            step = np.linalg.solve(lap, grad).astype(np.float64, copy=False)
             del lap
-        else:
-            step = _rough_step(a, b, curv, grad)
         size = float(np.max(np.abs(step)))
-        if exact and size < 1e-6:
+        if size < 1e-6:  # near enough to take it whole: the objective's rounding would hide its gain
             x = x + step
-            if size < _NEWTON_TOL:
-                centred: FloatArray = x - x.mean()
-                return centred
-            f, d = _pool_objective(a, b, pts, w, x)
-            continue
+            if size >= _Q_NEAR:
+                f, d = _pool_objective(a, b, pts, w, x)
+                continue
+            q = inverse_information(a, b, w, x)
+            p = sigmoid(x[a] - x[b])
+            last = q @ _net(a, b, pts - w * p, k)
+            last -= last.mean()  # Q's 1/k part only shifts every bot alike
+            if float(np.max(np.abs(last))) >= _Q_NEAR:  # cannot happen unless the data is not finite
+                raise ConvergenceError(f"Newton did not settle at its maximum ({k} bots in the pool)")
+            x = x + last
+            centred: FloatArray = x - x.mean()
+            return centred, q
         t = 1.0
         while True:
             trial = x + t * step
@@ -156,9 +170,21 @@ def _fit_pool(a: IntArray, b: IntArray, pts: FloatArray, w: FloatArray, x0: Floa
             if f_trial >= f or t < 1e-10:
                 break
             t *= 0.5
-        exact = exact or t * size < _EXACT_FROM or t < 1.0
         x, f = trial, f_trial
     raise ConvergenceError(f"Newton did not converge in {_MAX_NEWTON} iterations ({k} bots in the pool)")
+
+
+def inverse_information(a: IntArray, b: IntArray, w: FloatArray, x: FloatArray) -> FloatArray:
+    """``Q = (L + 1/k)^-1`` at ``x`` (the pool's estimates, in its own order): the inverse of
+    the information of the pool's met pairs (with weights ``w``), the common shift fixed by
+    ``+ 1/k`` in every cell (intervals.pool_q, from the pairs alone)."""
+    k = len(x)
+    if not k:
+        return np.zeros((0, 0))
+    lap = pair_laplacian(a, b, pair_curvature(a, b, w, x), k)
+    lap += 1.0 / k
+    q: FloatArray = np.linalg.inv(lap).astype(np.float64, copy=False)
+    return q
 
 
 def _net(a: IntArray, b: IntArray, flow: FloatArray, k: int) -> FloatArray:
@@ -169,11 +195,11 @@ def _net(a: IntArray, b: IntArray, flow: FloatArray, k: int) -> FloatArray:
     return out
 
 
-def _rough_step(a: IntArray, b: IntArray, curv: FloatArray, grad: FloatArray) -> FloatArray:
+def _rough_step(a: IntArray, b: IntArray, curv: FloatArray, grad: FloatArray) -> tuple[FloatArray, bool]:
     """A Newton step solved loosely: ``(L + 1/k) s = grad`` by conjugate gradients on the
-    pairs, preconditioned by ``L``'s diagonal, to a residual of a tenth of ``grad``'s or
-    :data:`_ROUGH_ITERATIONS` iterations. ``grad`` sums to 0, so ``s`` does too and the
-    ``1/k`` term stays out of the products."""
+    pairs, preconditioned by ``L``'s diagonal, to a residual of a tenth of ``grad``'s, and
+    whether it got there within :data:`_ROUGH_ITERATIONS` iterations. ``grad`` sums to 0,
+    so ``s`` does too and the ``1/k`` term stays out of the products."""
     k = len(grad)
     diag = np.bincount(a, curv, minlength=k) + np.bincount(b, curv, minlength=k)
     diag = np.maximum(diag, 1e-12)
@@ -187,8 +213,10 @@ def _rough_step(a: IntArray, b: IntArray, curv: FloatArray, grad: FloatArray) ->
     d = z.copy()
     rz = float(r @ z)
     goal = 0.01 * float(grad @ grad)  # a tenth of grad's norm, squared
+    reached = False
     for _ in range(_ROUGH_ITERATIONS):
         if float(r @ r) <= goal:
+            reached = True
             break
         ad = times(d)
         alpha = rz / float(d @ ad)
@@ -198,7 +226,7 @@ def _rough_step(a: IntArray, b: IntArray, curv: FloatArray, grad: FloatArray) ->
         rz, last = float(r @ z), rz
         d = z + (rz / last) * d
     step -= step.mean()
-    return step
+    return step, reached or float(r @ r) <= goal
 
 
 @dataclass(frozen=True)
