@@ -35,11 +35,12 @@ _NEWTON_TOL = 1e-10
 _NEARBY_TOL = 1e-8
 # A full fit's steps are solved loosely (conjugate gradients on the pairs, each iteration one
 # pass over them) until one moves no estimate by _Q_NEAR (natural units), where the inverse
-# information is taken; dense solves instead where those crawl: past _ROUGH_ITERATIONS
-# iterations in a step, or _MAX_ROUGH steps.
+# information is taken; dense solves instead where those crawl: past a step's iteration cap
+# (_rough_cap), or _MAX_ROUGH steps.
 _Q_NEAR = 1e-10
-_ROUGH_ITERATIONS = 100
 _MAX_ROUGH = 60
+# An iteration reads the pairs about this many times over; a dense solve costs k^3 / 3.
+_PASSES_AN_ITERATION = 20
 
 
 class ConvergenceError(RuntimeError):
@@ -195,10 +196,16 @@ def _net(a: IntArray, b: IntArray, flow: FloatArray, k: int) -> FloatArray:
     return out
 
 
+def _rough_cap(k: int, pairs: int) -> int:
+    """A loose step's iterations at most: about what a dense solve costs (a banded ladder's
+    few pairs can afford hundreds; a pool where everyone met everyone, a few dozen)."""
+    return int(min(1000, max(20, k**3 / (3 * _PASSES_AN_ITERATION * max(pairs, 1)))))
+
+
 def _rough_step(a: IntArray, b: IntArray, curv: FloatArray, grad: FloatArray) -> tuple[FloatArray, bool]:
     """A Newton step solved loosely: ``(L + 1/k) s = grad`` by conjugate gradients on the
     pairs, preconditioned by ``L``'s diagonal, to a residual of a tenth of ``grad``'s, and
-    whether it got there within :data:`_ROUGH_ITERATIONS` iterations. ``grad`` sums to 0,
+    whether it got there within :func:`_rough_cap`'s iterations. ``grad`` sums to 0,
     so ``s`` does too and the ``1/k`` term stays out of the products."""
     k = len(grad)
     diag = np.bincount(a, curv, minlength=k) + np.bincount(b, curv, minlength=k)
@@ -214,7 +221,7 @@ def _rough_step(a: IntArray, b: IntArray, curv: FloatArray, grad: FloatArray) ->
     rz = float(r @ z)
     goal = 0.01 * float(grad @ grad)  # a tenth of grad's norm, squared
     reached = False
-    for _ in range(_ROUGH_ITERATIONS):
+    for _ in range(_rough_cap(k, len(a))):
         if float(r @ r) <= goal:
             reached = True
             break
