@@ -128,9 +128,9 @@ def _fit_pool(
     gradients on the pairs (:func:`_rough_step`, each iteration one pass over them). Where
     they crawl (a ladder pairs neighbours: a banded graph) or the loose steps stop gaining,
     the steps are dense solves instead. Once a step moves no estimate by :data:`_Q_NEAR`,
-    ``Q`` is taken there, which the intervals need anyway, and one exact Newton step with it
-    (a product, not a solve) lands on the maximum, ``Q`` within ``_Q_NEAR`` of it: the
-    maximum and ``Q`` do not depend on the loose steps."""
+    ``Q`` is taken there, which the intervals need anyway, and an exact Newton step with it
+    (a product, not a solve) lands on the maximum (:func:`_finish`), ``Q`` within
+    ``_Q_NEAR`` of it: the maximum and ``Q`` do not depend on the loose steps."""
     k = len(x0)
     x = x0 - x0.mean() if k else x0
     if k < 2:
@@ -155,15 +155,7 @@ def _fit_pool(
             if size >= _Q_NEAR:
                 f, d = _pool_objective(a, b, pts, w, x)
                 continue
-            q = inverse_information(a, b, w, x)
-            p = sigmoid(x[a] - x[b])
-            last = q @ _net(a, b, pts - w * p, k)
-            last -= last.mean()  # Q's 1/k part only shifts every bot alike
-            if float(np.max(np.abs(last))) >= _Q_NEAR:  # cannot happen unless the data is not finite
-                raise ConvergenceError(f"Newton did not settle at its maximum ({k} bots in the pool)")
-            x = x + last
-            centred: FloatArray = x - x.mean()
-            return centred, q
+            return _finish(a, b, pts, w, x)
         t = 1.0
         while True:
             trial = x + t * step
@@ -173,6 +165,27 @@ def _fit_pool(
             t *= 0.5
         x, f = trial, f_trial
     raise ConvergenceError(f"Newton did not converge in {_MAX_NEWTON} iterations ({k} bots in the pool)")
+
+
+def _finish(
+    a: IntArray, b: IntArray, pts: FloatArray, w: FloatArray, x: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """The last exact Newton steps from ``x``, each with ``Q`` taken where it starts (a
+    product, not a solve), and the ``Q`` of the last: once a step moves nothing by
+    :data:`_Q_NEAR`, the maximum and ``Q`` within that of it. One step, unless loose steps
+    stopped short of where their size said (a residual a tenth of the gradient's can leave
+    more than a tenth of the step, on an ill-conditioned pool)."""
+    k = len(x)
+    for _ in range(_MAX_NEARBY):
+        q = inverse_information(a, b, w, x)
+        p = sigmoid(x[a] - x[b])
+        step = q @ _net(a, b, pts - w * p, k)
+        step -= step.mean()  # Q's 1/k part only shifts every bot alike
+        x = x + step
+        if float(np.max(np.abs(step))) < _Q_NEAR:
+            centred: FloatArray = x - x.mean()
+            return centred, q
+    raise ConvergenceError(f"Newton did not settle at its maximum ({k} bots in the pool)")
 
 
 def inverse_information(a: IntArray, b: IntArray, w: FloatArray, x: FloatArray) -> FloatArray:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from arena.ratings import solve
-from arena.ratings.solve import Met, _fit_pool, pair_curvature, pair_laplacian
+from arena.ratings.solve import Met, _finish, _fit_pool, pair_curvature, pair_laplacian
 
 
 def pairs_of(k: int, edges: np.ndarray, rng: np.random.Generator, strength: np.ndarray) -> Met:
@@ -66,3 +66,18 @@ def test_the_full_solve_finds_the_maximum_and_its_inverse_information(
     # The same maximum from a warm start (a refit's: the last fit's, a few tenths off).
     again, _ = _fit_pool(met.a, met.b, met.points, met.weights, x + rng.normal(0.0, 0.3, k))
     np.testing.assert_allclose(again, x, atol=1e-9)
+
+
+def test_the_finish_takes_the_inverse_again_until_a_step_moves_nothing() -> None:
+    """Loose steps can stop short of where their size says (a residual a tenth of the
+    gradient's leaves more than a tenth of the step on an ill-conditioned pool): from 1e-4 off
+    the maximum, the exact steps take ``Q`` afresh until one moves nothing, and end on the
+    maximum with ``Q`` there."""
+    k = 300
+    rng = np.random.default_rng(8)
+    met = pairs_of(k, chain(k), rng, rng.normal(0.0, 1.0, k))
+    x, q = _fit_pool(met.a, met.b, met.points, met.weights, np.zeros(k))
+    off = rng.normal(0.0, 1e-4, k)
+    again, q_again = _finish(met.a, met.b, met.points, met.weights, x + off - off.mean())
+    np.testing.assert_allclose(again, x, atol=1e-10)
+    np.testing.assert_allclose(q_again, q, rtol=1e-8, atol=1e-10)
