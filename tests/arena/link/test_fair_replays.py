@@ -194,11 +194,19 @@ def test_one_drop_makes_one_notice_and_the_free_replays_are_bounded(
 
 class Watching(RandomBot):
     """A random bot that thinks 40 ms a decision (so a kill lands mid-match) and notes the
-    hand it holds at its first decision of each hand: (match id, seat, attempt, hand index)."""
+    hand it holds at its first decision of each hand: (match id, seat, attempt, hand index).
 
+    Once both seats of a match have decided in its first attempt, each decision from hand 1
+    on waits up to :data:`HOLD_S` for ``released``: the first attempt is then still being
+    played when a test's kill lands, however late a loaded machine runs the test's check
+    (a 6-hand match of 40 ms decisions had finished in between). Below the decision
+    deadline, so the wait is never a timeout."""
+
+    HOLD_S = 0.3
     seen: dict[tuple[str, int, int, int], frozenset[Any]] = {}
     starts: dict[tuple[str, int], int] = {}
     lock = threading.Lock()
+    released = threading.Event()
 
     def on_match_start(self, info: Any) -> None:
         with self.lock:
@@ -210,6 +218,9 @@ class Watching(RandomBot):
         threading.Event().wait(0.04)
         with self.lock:
             self.seen.setdefault((*self.where, self.attempt, obs.hand_index), frozenset(obs.hand))
+            both = {s for (m, s, n, _i) in self.seen if m == self.where[0] and n == 1} == {0, 1}
+        if self.attempt == 1 and obs.hand_index >= 1 and both:
+            self.released.wait(self.HOLD_S)
         return super().act(obs)
 
 
@@ -238,6 +249,7 @@ def test_a_gateway_killed_mid_match_has_its_matches_replayed_with_fresh_seeds(
                 [str(BIN / "tonk"), "gateway"], env=env, stdout=out, stderr=subprocess.STDOUT
             )
 
+    Watching.released.clear()
     proc = gateway()
     at = types.SimpleNamespace(address=f"127.0.0.1:{port}", tokens=tokens, url=sqlite_url)
     clients: list[Client] = []
@@ -275,6 +287,7 @@ def test_a_gateway_killed_mid_match_has_its_matches_replayed_with_fresh_seeds(
         wait_for("both matches mid-deal", mid_deal, 60, 0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
+        Watching.released.set()
         for thread in playing:
             thread.join(60)
         assert outcomes == {m: Outcome.WAITING for m in first}, outcomes  # handed back, not charged
@@ -291,6 +304,7 @@ def test_a_gateway_killed_mid_match_has_its_matches_replayed_with_fresh_seeds(
             recorded = {m: decode(*session.execute(select(Replay.format, Replay.data).where(
                 Replay.match_id == m)).one()) for m in first}  # fmt: skip
     finally:
+        Watching.released.set()
         for client in clients:
             client.stop()
         proc.kill()
