@@ -90,7 +90,8 @@ running.server.wait_for_termination()
 """
 #: The persistence probe (tests/arena/play/test_hosted_spares.py checks that it finds what it
 #: planted when the sandbox is kept): at each match start it reports what it finds of an
-#: earlier match ("PROBE clean", or "PROBE found tmp shm ..."), then plants all of it.
+#: earlier match ("PROBE <match>: clean", or "PROBE <match>: found tmp shm ..."), then plants
+#: all of it ("PROBE <match>: planted").
 PROBE = """
 import builtins, os, socket, subprocess, sys
 from sdk.bot import Bot
@@ -122,7 +123,7 @@ class ProbeBot(Bot):
             builtins._tonk_probe_socket = sock
         except OSError:
             found.append("socket")
-        print("PROBE " + ("found " + " ".join(found) if found else "clean"), flush=True)
+        print(f"PROBE {info.match_id}: " + ("found " + " ".join(found) if found else "clean"), flush=True)
         for path in FILES.values():
             with open(path, "w") as f:
                 f.write(info.match_id)
@@ -130,7 +131,7 @@ class ProbeBot(Bot):
                          start_new_session=True)
         builtins._tonk_probe = True
         os.environ["TONK_PROBE"] = info.match_id
-        print("PROBE planted", flush=True)
+        print(f"PROBE {info.match_id}: planted", flush=True)
     def act(self, obs):
         return obs.legal_actions[0]
 """
@@ -188,14 +189,22 @@ def probe_match(player: HostedPlayer, match_id: str) -> frozenset[str]:
     """One match's start of the probe; what it found of earlier matches (empty: nothing)."""
     info = MatchInfo(match_id=match_id, seat=0, players=("probe", "other"), rules=Rules(), hands=1)
     player.match_start(info)
+    mine = f"PROBE {match_id}: "
+    # A kept sandbox's output is read by a thread that a loaded machine can leave behind the
+    # bot, and its close does not wait for it (a match's box's does): wait for this match's
+    # last line, as long as a start may take.
+    deadline = time.monotonic() + 30
+    box = player.box
+    while box is not None and mine + "planted" not in box.output() and time.monotonic() < deadline:
+        time.sleep(0.01)
     player.close()
     output = player.output()
     text = output.text if output is not None else ""
-    if "PROBE planted" not in text:
+    if mine + "planted" not in text:
         raise RuntimeError(f"the probe did not plant its markers: {text[-500:]}")
-    # The last report: a kept sandbox's output holds its earlier matches' too.
-    line = [x for x in text.splitlines() if x.startswith("PROBE ") and x != "PROBE planted"][-1]
-    return frozenset() if line == "PROBE clean" else frozenset(line.removeprefix("PROBE found ").split())
+    # This match's report (a kept sandbox's output holds its earlier matches' too).
+    report = next(x for x in text.splitlines() if x.startswith(mine)).removeprefix(mine)
+    return frozenset() if report == "clean" else frozenset(report.removeprefix("found ").split())
 
 
 def persistence(root: Path, matches: int) -> tuple[int, list[str]]:
